@@ -1,0 +1,1 @@
+//! lockcheck: a deterministic simulation and verification harness for distributed locks.
