@@ -1,1 +1,65 @@
-fn main() {}
+//! The `lockcheck` command line. Argument parsing only; the work is in the library.
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Deterministic simulation and verification harness for distributed locks.
+#[derive(Parser)]
+#[command(name = "lockcheck", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario file, or every scenario in a directory, and judge it against its `expect`.
+    ///
+    /// Exit code 0: every outcome matched its expectation; 1: some did not; 2: bad input or a
+    /// missing dependency.
+    Run {
+        /// A scenario .toml file, or a directory of them (the CI suite).
+        path: PathBuf,
+        /// Seed to run (default: the scenario's `seed`).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Run N seeds: seed, seed+1, ..., seed+N-1. Expect violation means at least one seed
+        /// violated; expect safe means none did.
+        #[arg(long, value_name = "N")]
+        seeds: Option<u64>,
+        /// Run on real redis-server processes that lockcheck spawns, instead of the simulator.
+        #[arg(long)]
+        real: bool,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List lock kinds, fault kinds and bundled scenarios.
+    List,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Run {
+            path,
+            seed,
+            seeds,
+            real,
+            json,
+        } => lockcheck::runner::run_command(
+            &path,
+            &lockcheck::runner::RunOptions {
+                seed,
+                seeds,
+                real,
+                json,
+            },
+        ),
+        Command::List => {
+            print!("{}", lockcheck::catalog::list());
+            0
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,145 @@
+//! Simulator throughput, next to bare madsim measured in the same run.
+//!
+//! `cargo bench --bench sim` (release). Prints:
+//! - bare madsim: RPC round trips per second over madsim's own `Endpoint`, and timer wake-ups;
+//! - the simulated Redis engine alone: `SET NX PX` + compare-and-delete release pairs per second;
+//! - lockcheck: simulated lock cycles per wall-clock second for `set-nx-px-no-faults` (scaled up),
+//!   and seeds per second for `failover-lock-loss`.
+
+use lockcheck::scenario::Scenario;
+use lockcheck::simredis::{Engine, Role};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn scenario(name: &str) -> Scenario {
+    Scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(name)).unwrap()
+}
+
+fn bare_madsim_rpc(n: u64) -> f64 {
+    let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+    let started = Instant::now();
+    rt.block_on(async move {
+        let h = madsim::runtime::Handle::current();
+        let server = h
+            .create_node()
+            .name("server")
+            .ip("10.0.0.1".parse().unwrap())
+            .build();
+        let client = h
+            .create_node()
+            .name("client")
+            .ip("10.0.0.2".parse().unwrap())
+            .build();
+        server.spawn(async move {
+            let ep = madsim::net::Endpoint::bind("10.0.0.1:1").await.unwrap();
+            loop {
+                let (p, from) = ep.recv_from_raw(1).await.unwrap();
+                ep.send_to_raw(from, 2, p).await.unwrap();
+            }
+        });
+        client
+            .spawn(async move {
+                madsim::time::sleep(Duration::from_millis(1)).await;
+                let ep = madsim::net::Endpoint::bind("10.0.0.2:1").await.unwrap();
+                let dst = "10.0.0.1:1".parse().unwrap();
+                for i in 0..n {
+                    ep.send_to_raw(dst, 1, Box::new(i)).await.unwrap();
+                    ep.recv_from_raw(2).await.unwrap();
+                }
+            })
+            .await
+            .unwrap();
+    });
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
+fn bare_madsim_timers(n: u64) -> f64 {
+    let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
+    let started = Instant::now();
+    rt.block_on(async move {
+        for _ in 0..n {
+            madsim::time::sleep(Duration::from_micros(200)).await;
+        }
+    });
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
+fn engine_pairs(n: u64) -> f64 {
+    let mut e = Engine::new(Role::Master);
+    let script = include_str!("../src/lock/scripts/compare_and_delete.lua");
+    let sha = {
+        let out = e.execute(0, 1, &[b"SCRIPT".to_vec(), b"LOAD".to_vec(), script.as_bytes().to_vec()]);
+        match out.reply {
+            redis::Value::BulkString(b) => b,
+            other => panic!("{other:?}"),
+        }
+    };
+    let started = Instant::now();
+    for i in 0..n {
+        let now = 1_700_000_000_000 + i;
+        let owner = format!("owner-{i}").into_bytes();
+        e.execute(
+            now,
+            1,
+            &[
+                b"SET".to_vec(),
+                b"lock".to_vec(),
+                owner.clone(),
+                b"NX".to_vec(),
+                b"PX".to_vec(),
+                b"10000".to_vec(),
+            ],
+        );
+        e.execute(
+            now,
+            1,
+            &[b"EVALSHA".to_vec(), sha.clone(), b"1".to_vec(), b"lock".to_vec(), owner],
+        );
+    }
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; ignore arguments.
+    println!("lockcheck simulator benchmark (one core, release build)");
+    let rpc = bare_madsim_rpc(200_000);
+    println!("  bare madsim Endpoint RPC round trips/s     {:>12.0}", rpc);
+    let timers = bare_madsim_timers(500_000);
+    println!("  bare madsim timer wake-ups/s               {:>12.0}", timers);
+    let pairs = engine_pairs(200_000);
+    println!("  engine SET NX PX + EVALSHA release pairs/s {:>12.0}", pairs);
+
+    for replicas in [0u32, 1] {
+        let mut s = scenario("set-nx-px-no-faults.toml");
+        s.workload.cycles = 2_500;
+        s.workload.clients = 4;
+        s.redis.replicas = replicas;
+        s.duration_ms = u64::MAX / 4_000;
+        let started = Instant::now();
+        let run = lockcheck::sim::run(&s, 1);
+        let wall = started.elapsed().as_secs_f64();
+        let cycles = run.counter.1;
+        println!(
+            "  lock cycles/s, set-nx-px-no-faults, {replicas} replica(s) {:>9.0}   ({cycles} cycles in {wall:.3} s, {} events)",
+            cycles as f64 / wall,
+            run.history.events.len()
+        );
+    }
+
+    let s = scenario("failover-lock-loss.toml");
+    let seeds = 200;
+    let started = Instant::now();
+    let mut violated = 0;
+    for seed in 0..seeds {
+        let run = lockcheck::sim::run(&s, seed);
+        let o = lockcheck::verdict::Outcome::judge(&s, lockcheck::verdict::Mode::Sim, seed, run.history);
+        if o.verdict() == lockcheck::scenario::Verdict::Violation {
+            violated += 1;
+        }
+    }
+    let wall = started.elapsed().as_secs_f64();
+    println!(
+        "  seeds/s, failover-lock-loss                {:>12.0}   ({violated}/{seeds} violated)",
+        seeds as f64 / wall
+    );
+}

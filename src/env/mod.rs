@@ -1,0 +1,68 @@
+//! The environment seam: everything a lock needs from the world besides Redis.
+//!
+//! A lock asks its `Env` for the time (its node's clock, which in simulation may be offset,
+//! drifting or jumping), to sleep, to spawn a background task (a watchdog) and for randomness (owner
+//! tokens, retry jitter). Because locks never call tokio, madsim or the system clock directly, the
+//! same lock code runs on real Redis and in the simulator, and in simulation every one of those is
+//! deterministic.
+
+mod real;
+mod sim;
+
+pub use real::RealEnv;
+pub use sim::SimEnv;
+
+use std::future::Future;
+use std::time::Duration;
+
+/// A handle to a spawned background task; dropping it does not stop the task, `abort` does.
+pub struct TaskHandle {
+    abort: Box<dyn FnOnce() + Send>,
+}
+
+impl TaskHandle {
+    pub(crate) fn new(abort: impl FnOnce() + Send + 'static) -> Self {
+        TaskHandle {
+            abort: Box::new(abort),
+        }
+    }
+
+    /// Stops the task at its next await point.
+    pub fn abort(self) {
+        (self.abort)()
+    }
+}
+
+/// A node's view of the world: its clock, its timers, its tasks, its randomness.
+pub trait Env: Clone + Send + Sync + 'static {
+    /// This node's clock in unix milliseconds. In simulation it may disagree with true time.
+    fn now_ms(&self) -> u64;
+    /// Sleeps for `d` as measured by this node's clock.
+    fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send;
+    /// Spawns a background task on this node (it pauses and dies with the node).
+    fn spawn<F>(&self, task: F) -> TaskHandle
+    where
+        F: Future<Output = ()> + Send + 'static;
+    /// A random 64-bit number (madsim's seeded RNG in simulation).
+    fn random_u64(&self) -> u64;
+
+    /// A uniformly random value in `[lo, hi]`.
+    fn random_range(&self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            lo
+        } else {
+            lo + self.random_u64() % (hi - lo + 1)
+        }
+    }
+
+    /// A random (version 4) uuid built from this environment's randomness, so that owner tokens
+    /// are reproducible in simulation.
+    fn uuid(&self) -> uuid::Uuid {
+        let hi = self.random_u64().to_be_bytes();
+        let lo = self.random_u64().to_be_bytes();
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&hi);
+        b[8..].copy_from_slice(&lo);
+        uuid::Builder::from_random_bytes(b).into_uuid()
+    }
+}

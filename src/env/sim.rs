@@ -1,0 +1,43 @@
+//! The simulated environment: madsim's timers and RNG, and this node's own skewed clock.
+
+use super::{Env, TaskHandle};
+use crate::sim::clock::Clocks;
+use std::future::Future;
+use std::time::Duration;
+
+/// A simulated node's environment. Must be used inside a madsim runtime, on the node it belongs to.
+#[derive(Clone)]
+pub struct SimEnv {
+    clocks: Clocks,
+    node: usize,
+}
+
+impl SimEnv {
+    /// The environment of node `node` (an index into `clocks`).
+    pub fn new(clocks: Clocks, node: usize) -> Self {
+        SimEnv { clocks, node }
+    }
+}
+
+impl Env for SimEnv {
+    fn now_ms(&self) -> u64 {
+        self.clocks.now_ms(self.node)
+    }
+
+    fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send {
+        // A drifting clock measures `d` in more or less true time.
+        madsim::time::sleep(self.clocks.true_duration(self.node, d))
+    }
+
+    fn spawn<F>(&self, task: F) -> TaskHandle
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let h = madsim::task::spawn(task);
+        TaskHandle::new(move || h.abort())
+    }
+
+    fn random_u64(&self) -> u64 {
+        madsim::rand::random::<u64>()
+    }
+}

@@ -1,0 +1,185 @@
+//! The history of a run: every event a client, the nemesis or a server reports, stamped with true
+//! time. Checkers read only this, so the same checker judges a simulated and a real run.
+//!
+//! True time is the simulator's global clock (madsim's, never skewed) or, in real mode, the harness
+//! process's monotonic clock. Node clocks appear only as data inside events (what a client believed).
+
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+
+/// What happened.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A client starts trying to acquire the lock.
+    AcquireStart,
+    /// `acquire` returned success: from here the client is a holder.
+    Acquired {
+        /// The owner token the lock stored (a uuid).
+        owner: String,
+        /// A fencing token, for locks that issue one.
+        fencing_token: Option<u64>,
+        /// The client's clock when it started the successful attempt.
+        acquired_at_ms: u64,
+        /// Where the client believes its lease ends, on its own clock.
+        valid_until_ms: u64,
+    },
+    /// `acquire` gave up (wait bound reached) or failed.
+    AcquireFailed { reason: String },
+    /// The holder enters its critical section.
+    Enter,
+    /// The holder leaves its critical section.
+    Exit,
+    /// The release completed; `deleted` says whether the client's own entry was removed.
+    Released { deleted: bool },
+    /// The release failed (for example the request timed out).
+    ReleaseFailed { error: String },
+    /// The protected resource accepted (or refused) a write.
+    ResourceWrite {
+        read: u64,
+        wrote: u64,
+        fencing_token: Option<u64>,
+        accepted: bool,
+    },
+    /// The nemesis did something (failover, pause, partition ...).
+    Fault { what: String },
+}
+
+/// One event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// True time, microseconds since the run started.
+    pub at_us: u64,
+    /// Who reported it: `client-<c>`, `nemesis`, or a server name.
+    pub node: String,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+impl Event {
+    /// The client index, for events reported by a client.
+    pub fn client(&self) -> Option<u32> {
+        self.node.strip_prefix("client-")?.parse().ok()
+    }
+}
+
+/// The events of one run, in the order they were recorded (which is true-time order).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct History {
+    pub events: Vec<Event>,
+}
+
+impl History {
+    /// One line per event; the canonical form the trace hash covers.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for e in &self.events {
+            let _ = writeln!(out, "{}", render_event(e));
+        }
+        out
+    }
+
+    /// A short hash of the whole history: same scenario and seed must give the same hash.
+    pub fn trace_hash(&self) -> String {
+        let mut h = sha1_smol::Sha1::new();
+        for e in &self.events {
+            h.update(render_event(e).as_bytes());
+            h.update(b"\n");
+        }
+        h.digest().to_string()[..16].to_string()
+    }
+
+    /// True time of the last event, in microseconds.
+    pub fn end_us(&self) -> u64 {
+        self.events.last().map(|e| e.at_us).unwrap_or(0)
+    }
+}
+
+/// Formats microseconds as milliseconds with three decimals.
+pub fn fmt_ms(us: u64) -> String {
+    format!("{}.{:03}", us / 1000, us % 1000)
+}
+
+fn render_event(e: &Event) -> String {
+    let what = match &e.kind {
+        EventKind::AcquireStart => "acquire-start".to_string(),
+        EventKind::Acquired {
+            owner,
+            fencing_token,
+            acquired_at_ms,
+            valid_until_ms,
+        } => format!(
+            "acquired owner={owner} fencing={fencing_token:?} at={acquired_at_ms} valid_until={valid_until_ms}"
+        ),
+        EventKind::AcquireFailed { reason } => format!("acquire-failed {reason}"),
+        EventKind::Enter => "enter".to_string(),
+        EventKind::Exit => "exit".to_string(),
+        EventKind::Released { deleted } => format!("released deleted={deleted}"),
+        EventKind::ReleaseFailed { error } => format!("release-failed {error}"),
+        EventKind::ResourceWrite {
+            read,
+            wrote,
+            fencing_token,
+            accepted,
+        } => format!("write read={read} wrote={wrote} fencing={fencing_token:?} accepted={accepted}"),
+        EventKind::Fault { what } => format!("fault {what}"),
+    };
+    format!("{} {} {}", fmt_ms(e.at_us), e.node, what)
+}
+
+/// Where true time comes from.
+#[derive(Clone, Copy, Debug)]
+enum TrueClock {
+    Sim(madsim::time::Instant),
+    Real(std::time::Instant),
+}
+
+/// A shared, append-only recorder. Clients, the nemesis and servers all hold a clone.
+#[derive(Clone, Debug)]
+pub struct Recorder {
+    inner: Arc<Mutex<History>>,
+    clock: TrueClock,
+}
+
+impl Recorder {
+    /// A recorder on the simulator's clock; call inside a madsim runtime.
+    pub fn simulated() -> Recorder {
+        Recorder {
+            inner: Arc::default(),
+            clock: TrueClock::Sim(madsim::time::Instant::now()),
+        }
+    }
+
+    /// A recorder on the process's monotonic clock (real mode).
+    pub fn real() -> Recorder {
+        Recorder {
+            inner: Arc::default(),
+            clock: TrueClock::Real(std::time::Instant::now()),
+        }
+    }
+
+    /// True time now, in microseconds since the run started.
+    pub fn now_us(&self) -> u64 {
+        match self.clock {
+            TrueClock::Sim(start) => {
+                (madsim::time::Instant::now() - start).as_micros() as u64
+            }
+            TrueClock::Real(start) => start.elapsed().as_micros() as u64,
+        }
+    }
+
+    pub fn record(&self, node: &str, kind: EventKind) {
+        let at_us = self.now_us();
+        self.inner.lock().unwrap().events.push(Event {
+            at_us,
+            node: node.to_string(),
+            kind,
+        });
+    }
+
+    /// A copy of everything recorded so far.
+    pub fn snapshot(&self) -> History {
+        self.inner.lock().unwrap().clone()
+    }
+}

@@ -1,0 +1,84 @@
+//! `SET key token NX PX ttl` with a Lua compare-and-delete release (seeds 000 and 002).
+//!
+//! The owner token is a random uuid so a client can tell its own entry from another's; the release
+//! runs GET-compare-DEL as one script, because as two commands another client's SET could land
+//! between them (seed 002). What this lock cannot prevent: a lease that runs out while its holder
+//! is paused or slow, and a failover to a replica that never received the key.
+
+use super::{is_transient, Guard, Lock, LockConfig, LockError};
+use crate::env::Env;
+use redis::aio::ConnectionLike;
+use std::sync::LazyLock;
+
+/// The compare-and-delete release script (one text for real and simulated Redis).
+pub static COMPARE_AND_DELETE: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("scripts/compare_and_delete.lua")));
+
+/// One client's handle on a `SET NX PX` lock.
+pub struct SetNxPx<C, E> {
+    conn: C,
+    env: E,
+    config: LockConfig,
+}
+
+impl<C, E> SetNxPx<C, E> {
+    pub fn new(conn: C, env: E, config: LockConfig) -> Self {
+        SetNxPx { conn, env, config }
+    }
+}
+
+impl<C, E> Lock for SetNxPx<C, E>
+where
+    C: ConnectionLike + Send + Sync + 'static,
+    E: Env,
+{
+    async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
+        let owner = self.env.uuid().to_string();
+        let ttl_ms = self.config.ttl.as_millis() as u64;
+        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        loop {
+            // The lease starts, as far as this client can know, before the request is sent.
+            let started = self.env.now_ms();
+            let reply: Result<Option<String>, _> = redis::cmd("SET")
+                .arg(&self.config.key)
+                .arg(&owner)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl_ms)
+                .query_async(&mut self.conn)
+                .await;
+            match reply {
+                Ok(Some(_)) => {
+                    return Ok(Some(Guard {
+                        owner,
+                        fencing_token: None,
+                        acquired_at_ms: started,
+                        valid_until_ms: started + ttl_ms,
+                    }))
+                }
+                Ok(None) => {}
+                Err(e) if is_transient(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+            if self.env.now_ms() >= deadline {
+                return Ok(None);
+            }
+            let (lo, hi) = self.config.retry;
+            let pause = self
+                .env
+                .random_range(lo.as_millis() as u64, hi.as_millis() as u64);
+            self.env
+                .sleep(std::time::Duration::from_millis(pause))
+                .await;
+        }
+    }
+
+    async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
+        let deleted: i64 = COMPARE_AND_DELETE
+            .key(&self.config.key)
+            .arg(&guard.owner)
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(deleted == 1)
+    }
+}

@@ -1,0 +1,752 @@
+//! Scenario files: the TOML contract that says which lock runs, on what Redis topology, under
+//! which workload and faults, and what verdict the run must reach.
+//!
+//! The keys are a contract (tests outside this repository write these files), so parsing is strict:
+//! an unknown key, lock kind, fault kind or node name is an error that names the file, line and
+//! column and lists the valid choices. Nothing is silently ignored, because a typo in a fault would
+//! otherwise turn a "violation" scenario into a vacuous "safe" one.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+use crate::lock::LockKind;
+
+/// The verdict a check reaches, and the verdict a scenario expects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Safe,
+    Violation,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Safe => "safe",
+            Verdict::Violation => "violation",
+        })
+    }
+}
+
+/// A parsed, validated scenario.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub about: String,
+    /// The expected mutual-exclusion verdict.
+    pub expect: Verdict,
+    /// Optional per-check expectations (check name -> verdict).
+    pub expect_checks: BTreeMap<String, Verdict>,
+    pub seed: u64,
+    pub duration_ms: u64,
+    pub lock: LockSpec,
+    pub redis: RedisSpec,
+    pub workload: WorkloadSpec,
+    pub faults: Vec<Fault>,
+    /// Where it was read from (for messages and the replay command).
+    pub path: Option<PathBuf>,
+}
+
+/// `[lock]`: which lock and its lease parameters.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockSpec {
+    pub kind: LockKind,
+    /// The lease (PX) in ms. Optional because some locks (Redisson) have a default lease mode.
+    pub ttl_ms: Option<u64>,
+    /// How long `acquire` keeps retrying before it gives up.
+    #[serde(default = "default_wait_ms")]
+    pub wait_ms: u64,
+    /// The key the lock lives under.
+    #[serde(default = "default_key")]
+    pub key: String,
+    /// Pause between failed attempts: a uniform range, so contending clients do not move in lockstep.
+    #[serde(default = "default_retry_ms")]
+    pub retry_ms: [u64; 2],
+}
+
+fn default_wait_ms() -> u64 {
+    5000
+}
+fn default_key() -> String {
+    "lockcheck:lock".to_string()
+}
+fn default_retry_ms() -> [u64; 2] {
+    [5, 20]
+}
+
+/// `[redis]`: the topology the lock runs against.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisSpec {
+    #[serde(default = "one")]
+    pub masters: u32,
+    /// Replicas per master.
+    #[serde(default)]
+    pub replicas: u32,
+    /// Asynchronous replication delay, uniform in this range.
+    #[serde(default = "default_lag")]
+    pub replication_lag_ms: [u64; 2],
+    /// From the master's death until a replica is promoted (what Sentinel's down-after gives).
+    #[serde(default = "default_failover_detect")]
+    pub failover_detect_ms: u64,
+    /// One-way network latency between any two nodes, uniform in this range (microseconds).
+    #[serde(default = "default_latency_us")]
+    pub latency_us: [u64; 2],
+    /// A request that gets no answer within this time fails, as a real client's response timeout.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_ms: u64,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_lag() -> [u64; 2] {
+    [5, 20]
+}
+fn default_failover_detect() -> u64 {
+    1000
+}
+fn default_latency_us() -> [u64; 2] {
+    [100, 400]
+}
+fn default_request_timeout() -> u64 {
+    500
+}
+
+impl Default for RedisSpec {
+    fn default() -> Self {
+        RedisSpec {
+            masters: 1,
+            replicas: 0,
+            replication_lag_ms: default_lag(),
+            failover_detect_ms: default_failover_detect(),
+            latency_us: default_latency_us(),
+            request_timeout_ms: default_request_timeout(),
+        }
+    }
+}
+
+/// `[workload]`: what every client does: acquire, critical section, release, think.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    #[serde(default = "two")]
+    pub clients: u32,
+    #[serde(default = "ten")]
+    pub cycles: u32,
+    /// Critical-section length, uniform in this range.
+    #[serde(default = "default_hold")]
+    pub hold_ms: [u64; 2],
+    /// Pause between a release and the next acquire, uniform in this range.
+    #[serde(default = "default_think")]
+    pub think_ms: [u64; 2],
+}
+
+fn two() -> u32 {
+    2
+}
+fn ten() -> u32 {
+    10
+}
+fn default_hold() -> [u64; 2] {
+    [10, 50]
+}
+fn default_think() -> [u64; 2] {
+    [0, 50]
+}
+
+impl Default for WorkloadSpec {
+    fn default() -> Self {
+        WorkloadSpec {
+            clients: 2,
+            cycles: 10,
+            hold_ms: default_hold(),
+            think_ms: default_think(),
+        }
+    }
+}
+
+/// When a fault fires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// At this true time (ms since the simulation started).
+    At(u64),
+    /// At the first successful acquire at or after this true time (by the named client, if the
+    /// fault names one).
+    Acquired { after_ms: u64 },
+}
+
+/// Which client a client fault hits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientRef {
+    /// The client whose acquire triggered the fault.
+    Holder,
+    Index(u32),
+}
+
+/// One fault of the schedule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    pub trigger: Trigger,
+    pub kind: FaultKind,
+}
+
+/// The fault kinds. Node names: `redis-<m>`, `redis-<m>-replica-<r>`, `client-<c>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Kill the master of group `master` and promote its first replica after `failover_detect_ms`.
+    Failover { master: u32 },
+    /// A stop-the-world pause (GC) of a client for `for_ms`.
+    Pause { client: ClientRef, for_ms: u64 },
+    /// Cut `nodes` off from `from` (everyone when empty), both directions, for `for_ms`.
+    Partition {
+        nodes: Vec<String>,
+        from: Vec<String>,
+        for_ms: u64,
+    },
+    /// Step a node's clock by `by_ms` (negative: backwards).
+    ClockJump { node: String, by_ms: i64 },
+    /// Set a node's clock rate error in parts per million.
+    ClockDrift { node: String, ppm: i64 },
+    /// Crash a Redis node; it restarts empty (no persistence) after `restart_after_ms`.
+    Crash { node: String, restart_after_ms: u64 },
+}
+
+/// The fault kinds' names, as written in scenario files.
+pub const FAULT_KINDS: &[&str] = &[
+    "failover",
+    "pause",
+    "partition",
+    "clock_jump",
+    "clock_drift",
+    "crash",
+];
+
+/// The fault table as written: a flat set of optional keys, checked per kind after parsing so
+/// errors can point at the exact key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFault {
+    kind: Spanned<String>,
+    on: Option<Spanned<String>>,
+    after_ms: Option<Spanned<u64>>,
+    at_ms: Option<Spanned<u64>>,
+    client: Option<Spanned<toml::Value>>,
+    master: Option<Spanned<u32>>,
+    for_ms: Option<Spanned<u64>>,
+    nodes: Option<Spanned<Vec<String>>>,
+    from: Option<Spanned<Vec<String>>>,
+    node: Option<Spanned<String>>,
+    by_ms: Option<Spanned<i64>>,
+    ppm: Option<Spanned<i64>>,
+    restart_after_ms: Option<Spanned<u64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: String,
+    #[serde(default)]
+    about: String,
+    expect: Verdict,
+    #[serde(default)]
+    expect_checks: BTreeMap<Spanned<String>, Verdict>,
+    #[serde(default = "default_seed")]
+    seed: u64,
+    duration_ms: u64,
+    lock: LockSpec,
+    #[serde(default)]
+    redis: RedisSpec,
+    #[serde(default)]
+    workload: WorkloadSpec,
+    #[serde(default)]
+    faults: Vec<Spanned<RawFault>>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// A scenario error, located in its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Converts a byte offset into 1-based line and column.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rfind('\n')
+        .map(|nl| before[nl + 1..].chars().count() + 1)
+        .unwrap_or_else(|| before.chars().count() + 1);
+    (line, col)
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, span: std::ops::Range<usize>, message: impl Into<String>) -> ScenarioError {
+        let (line, column) = line_col(self.text, span.start);
+        ScenarioError {
+            file: self.file.to_string(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+}
+
+/// The check names a scenario may name in `expect_checks`.
+pub const CHECK_NAMES: &[&str] = &["mutual_exclusion"];
+
+impl Scenario {
+    /// Reads and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: path.display().to_string(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read scenario file: {e}"),
+        })?;
+        let mut s = Scenario::parse(&path.display().to_string(), &text)?;
+        s.path = Some(path.to_path_buf());
+        Ok(s)
+    }
+
+    /// Parses and validates scenario text; `file` is only used in messages.
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        let ctx = Ctx { file, text };
+        let raw: RawScenario = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            ctx.err(span, e.message().trim().to_string())
+        })?;
+        let mut expect_checks = BTreeMap::new();
+        for (name, verdict) in raw.expect_checks {
+            if !CHECK_NAMES.contains(&name.get_ref().as_str()) {
+                return Err(ctx.err(
+                    name.span(),
+                    format!(
+                        "unknown check `{}` in expect_checks, expected one of {}",
+                        name.get_ref(),
+                        quoted(CHECK_NAMES)
+                    ),
+                ));
+            }
+            expect_checks.insert(name.into_inner(), verdict);
+        }
+        let scenario = Scenario {
+            name: raw.name,
+            about: raw.about,
+            expect: raw.expect,
+            expect_checks,
+            seed: raw.seed,
+            duration_ms: raw.duration_ms,
+            lock: raw.lock,
+            redis: raw.redis,
+            workload: raw.workload,
+            faults: Vec::new(),
+            path: None,
+        };
+        scenario.validate_numbers(&ctx)?;
+        let nodes = scenario.node_names();
+        let mut faults = Vec::new();
+        for f in raw.faults {
+            faults.push(convert_fault(&ctx, f, &nodes, &scenario)?);
+        }
+        Ok(Scenario { faults, ..scenario })
+    }
+
+    fn validate_numbers(&self, ctx: &Ctx<'_>) -> Result<(), ScenarioError> {
+        let at = |key: &str| {
+            // Point at the key if we can find it; the whole file otherwise.
+            let off = ctx.text.find(&format!("{key} ")).unwrap_or(0);
+            off..off
+        };
+        let ranges = [
+            ("replication_lag_ms", self.redis.replication_lag_ms),
+            ("latency_us", self.redis.latency_us),
+            ("hold_ms", self.workload.hold_ms),
+            ("think_ms", self.workload.think_ms),
+            ("retry_ms", self.lock.retry_ms),
+        ];
+        for (key, [lo, hi]) in ranges {
+            if lo > hi {
+                return Err(ctx.err(
+                    at(key),
+                    format!("`{key}` is a range [low, high] and needs low <= high, got [{lo}, {hi}]"),
+                ));
+            }
+        }
+        if self.lock.ttl_ms == Some(0) {
+            return Err(ctx.err(at("ttl_ms"), "`ttl_ms` must be at least 1"));
+        }
+        if self.lock.ttl_ms.is_none() && !self.lock.kind.has_default_lease() {
+            return Err(ctx.err(
+                at("kind"),
+                format!(
+                    "lock kind `{}` needs `ttl_ms` (its lease) in [lock]",
+                    self.lock.kind.name()
+                ),
+            ));
+        }
+        if self.redis.masters == 0 {
+            return Err(ctx.err(at("masters"), "`masters` must be at least 1"));
+        }
+        if self.workload.clients == 0 {
+            return Err(ctx.err(at("clients"), "`clients` must be at least 1"));
+        }
+        if self.redis.request_timeout_ms == 0 {
+            return Err(ctx.err(
+                at("request_timeout_ms"),
+                "`request_timeout_ms` must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every node name this scenario's topology has, in a fixed order.
+    pub fn node_names(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        for m in 0..self.redis.masters {
+            v.push(format!("redis-{m}"));
+            for r in 0..self.redis.replicas {
+                v.push(format!("redis-{m}-replica-{r}"));
+            }
+        }
+        for c in 0..self.workload.clients {
+            v.push(format!("client-{c}"));
+        }
+        v
+    }
+
+    /// The expectation for one check: `expect_checks` first; `expect` is the mutual-exclusion one.
+    pub fn expected(&self, check: &str) -> Option<Verdict> {
+        self.expect_checks
+            .get(check)
+            .copied()
+            .or_else(|| (check == "mutual_exclusion").then_some(self.expect))
+    }
+}
+
+fn quoted(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Checks one `[[faults]]` table against its kind's keys and the topology.
+fn convert_fault(
+    ctx: &Ctx<'_>,
+    f: Spanned<RawFault>,
+    nodes: &[String],
+    scenario: &Scenario,
+) -> Result<Fault, ScenarioError> {
+    let table_span = f.span();
+    let f = f.into_inner();
+    let kind = f.kind.get_ref().as_str();
+    if !FAULT_KINDS.contains(&kind) {
+        return Err(ctx.err(
+            f.kind.span(),
+            format!(
+                "unknown fault kind `{kind}`, expected one of {}",
+                quoted(FAULT_KINDS)
+            ),
+        ));
+    }
+    // Which keys this kind takes (besides kind/on/after_ms/at_ms).
+    let allowed: &[&str] = match kind {
+        "failover" => &["master"],
+        "pause" => &["client", "for_ms"],
+        "partition" => &["nodes", "from", "for_ms"],
+        "clock_jump" => &["node", "by_ms"],
+        "clock_drift" => &["node", "ppm"],
+        "crash" => &["node", "restart_after_ms"],
+        _ => unreachable!("checked against FAULT_KINDS"),
+    };
+    let present: [(&str, Option<std::ops::Range<usize>>); 9] = [
+        ("client", f.client.as_ref().map(|s| s.span())),
+        ("master", f.master.as_ref().map(|s| s.span())),
+        ("for_ms", f.for_ms.as_ref().map(|s| s.span())),
+        ("nodes", f.nodes.as_ref().map(|s| s.span())),
+        ("from", f.from.as_ref().map(|s| s.span())),
+        ("node", f.node.as_ref().map(|s| s.span())),
+        ("by_ms", f.by_ms.as_ref().map(|s| s.span())),
+        ("ppm", f.ppm.as_ref().map(|s| s.span())),
+        ("restart_after_ms", f.restart_after_ms.as_ref().map(|s| s.span())),
+    ];
+    for (key, span) in &present {
+        if let Some(span) = span {
+            if !allowed.contains(key) {
+                return Err(ctx.err(
+                    span.clone(),
+                    format!(
+                        "fault kind `{kind}` has no key `{key}`; its keys are `kind`, `on`, `after_ms`, `at_ms`, {}",
+                        quoted(allowed)
+                    ),
+                ));
+            }
+        }
+    }
+    let need = |key: &str| ctx.err(table_span.clone(), format!("fault `{kind}` needs `{key}`"));
+    let check_node = |name: &Spanned<String>| -> Result<String, ScenarioError> {
+        if nodes.iter().any(|n| n == name.get_ref()) {
+            Ok(name.get_ref().clone())
+        } else {
+            Err(ctx.err(
+                name.span(),
+                format!(
+                    "unknown node `{}`; this scenario's nodes are {}",
+                    name.get_ref(),
+                    quoted(&nodes.iter().map(String::as_str).collect::<Vec<_>>())
+                ),
+            ))
+        }
+    };
+
+    let trigger = match (&f.on, &f.at_ms) {
+        (Some(_), Some(at)) => {
+            return Err(ctx.err(
+                at.span(),
+                "a fault fires either `at_ms` or `on`, not both",
+            ))
+        }
+        (None, Some(at)) => {
+            if let Some(a) = &f.after_ms {
+                return Err(ctx.err(a.span(), "`after_ms` goes with `on`, not with `at_ms`"));
+            }
+            Trigger::At(*at.get_ref())
+        }
+        (Some(on), None) => {
+            if on.get_ref() != "acquired" {
+                return Err(ctx.err(
+                    on.span(),
+                    format!(
+                        "unknown trigger `{}`, expected one of `acquired`",
+                        on.get_ref()
+                    ),
+                ));
+            }
+            Trigger::Acquired {
+                after_ms: f.after_ms.as_ref().map(|a| *a.get_ref()).unwrap_or(0),
+            }
+        }
+        (None, None) => {
+            return Err(ctx.err(
+                table_span,
+                format!("fault `{kind}` needs a trigger: `at_ms = <ms>` or `on = \"acquired\"`"),
+            ))
+        }
+    };
+
+    let kind = match kind {
+        "failover" => {
+            let master = f.master.as_ref().map(|m| *m.get_ref()).unwrap_or(0);
+            if master >= scenario.redis.masters {
+                let span = f.master.as_ref().map(|m| m.span()).unwrap_or(table_span);
+                return Err(ctx.err(
+                    span,
+                    format!(
+                        "`master = {master}` but the scenario has {} master(s)",
+                        scenario.redis.masters
+                    ),
+                ));
+            }
+            if scenario.redis.replicas == 0 {
+                return Err(ctx.err(
+                    table_span,
+                    "a `failover` needs a replica to promote: set `[redis] replicas = 1` or more",
+                ));
+            }
+            FaultKind::Failover { master }
+        }
+        "pause" => {
+            let client = match &f.client {
+                None => ClientRef::Holder,
+                Some(c) => match c.get_ref() {
+                    toml::Value::String(s) if s == "holder" => ClientRef::Holder,
+                    toml::Value::Integer(i)
+                        if *i >= 0 && (*i as u64) < scenario.workload.clients as u64 =>
+                    {
+                        ClientRef::Index(*i as u32)
+                    }
+                    other => {
+                        return Err(ctx.err(
+                            c.span(),
+                            format!(
+                                "`client` must be \"holder\" or a client index 0..{}, got {other}",
+                                scenario.workload.clients
+                            ),
+                        ))
+                    }
+                },
+            };
+            if client == ClientRef::Holder && !matches!(trigger, Trigger::Acquired { .. }) {
+                return Err(ctx.err(
+                    table_span,
+                    "`client = \"holder\"` needs `on = \"acquired\"` (there is no holder at a fixed time)",
+                ));
+            }
+            FaultKind::Pause {
+                client,
+                for_ms: *f.for_ms.as_ref().ok_or_else(|| need("for_ms"))?.get_ref(),
+            }
+        }
+        "partition" => {
+            let names = f.nodes.as_ref().ok_or_else(|| need("nodes"))?;
+            let list = |v: &Spanned<Vec<String>>| -> Result<Vec<String>, ScenarioError> {
+                v.get_ref()
+                    .iter()
+                    .map(|n| check_node(&Spanned::new(v.span(), n.clone())))
+                    .collect()
+            };
+            FaultKind::Partition {
+                nodes: list(names)?,
+                from: match &f.from {
+                    Some(fr) => list(fr)?,
+                    None => Vec::new(),
+                },
+                for_ms: *f.for_ms.as_ref().ok_or_else(|| need("for_ms"))?.get_ref(),
+            }
+        }
+        "clock_jump" => FaultKind::ClockJump {
+            node: check_node(f.node.as_ref().ok_or_else(|| need("node"))?)?,
+            by_ms: *f.by_ms.as_ref().ok_or_else(|| need("by_ms"))?.get_ref(),
+        },
+        "clock_drift" => FaultKind::ClockDrift {
+            node: check_node(f.node.as_ref().ok_or_else(|| need("node"))?)?,
+            ppm: *f.ppm.as_ref().ok_or_else(|| need("ppm"))?.get_ref(),
+        },
+        "crash" => FaultKind::Crash {
+            node: check_node(f.node.as_ref().ok_or_else(|| need("node"))?)?,
+            restart_after_ms: *f
+                .restart_after_ms
+                .as_ref()
+                .ok_or_else(|| need("restart_after_ms"))?
+                .get_ref(),
+        },
+        _ => unreachable!(),
+    };
+    Ok(Fault { trigger, kind })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+expect = "violation"
+duration_ms = 1000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 100
+[redis]
+replicas = 1
+[[faults]]
+kind = "failover"
+on = "acquired"
+[[faults]]
+kind = "pause"
+client = "holder"
+on = "acquired"
+for_ms = 500
+"#;
+
+    #[test]
+    fn parses_the_contract_example() {
+        let s = Scenario::parse("t.toml", GOOD).unwrap();
+        assert_eq!(s.faults.len(), 2);
+        assert_eq!(s.faults[0].kind, FaultKind::Failover { master: 0 });
+        assert_eq!(s.faults[0].trigger, Trigger::Acquired { after_ms: 0 });
+        assert_eq!(
+            s.faults[1].kind,
+            FaultKind::Pause {
+                client: ClientRef::Holder,
+                for_ms: 500
+            }
+        );
+        assert_eq!(s.expected("mutual_exclusion"), Some(Verdict::Violation));
+    }
+
+    #[test]
+    fn unknown_lock_kind_names_the_choices_and_position() {
+        let text = GOOD.replace("set-nx-px", "sux");
+        let e = Scenario::parse("t.toml", &text).unwrap_err();
+        assert_eq!((e.line, e.file.as_str()), (6, "t.toml"));
+        assert!(e.message.contains("set-nx-px"), "{e}");
+    }
+
+    #[test]
+    fn unknown_key_is_located() {
+        let text = GOOD.replace("ttl_ms = 100", "ttl_ms = 100\nttl = 5");
+        let e = Scenario::parse("t.toml", &text).unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        assert!(e.message.contains("unknown field `ttl`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_fault_kind_and_node() {
+        let e = Scenario::parse("t.toml", &GOOD.replace("\"failover\"", "\"meteor\"")).unwrap_err();
+        assert_eq!(e.line, 11, "{e}");
+        assert!(e.message.contains("`clock_jump`"), "{e}");
+        let text = format!("{GOOD}\n[[faults]]\nkind = \"crash\"\nnode = \"redis-7\"\nat_ms = 5\nrestart_after_ms = 1\n");
+        let e = Scenario::parse("t.toml", &text).unwrap_err();
+        assert!(e.message.contains("unknown node `redis-7`"), "{e}");
+        assert!(e.message.contains("`redis-0-replica-0`"), "{e}");
+    }
+
+    #[test]
+    fn key_of_another_fault_kind_is_rejected() {
+        let text = GOOD.replace("for_ms = 500", "for_ms = 500\nby_ms = 3");
+        let e = Scenario::parse("t.toml", &text).unwrap_err();
+        assert!(e.message.contains("has no key `by_ms`"), "{e}");
+        assert_eq!(e.line, 18);
+    }
+
+    #[test]
+    fn bad_ranges_and_missing_trigger() {
+        let text = GOOD.replace("replicas = 1", "replicas = 1\nreplication_lag_ms = [9, 1]");
+        assert!(Scenario::parse("t.toml", &text)
+            .unwrap_err()
+            .message
+            .contains("low <= high"));
+        let text = GOOD.replace("on = \"acquired\"\n[[faults]]", "[[faults]]");
+        assert!(Scenario::parse("t.toml", &text)
+            .unwrap_err()
+            .message
+            .contains("needs a trigger"));
+    }
+
+    #[test]
+    fn line_col_counts_from_one() {
+        assert_eq!(line_col("ab\ncd", 0), (1, 1));
+        assert_eq!(line_col("ab\ncd", 4), (2, 2));
+    }
+}

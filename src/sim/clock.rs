@@ -1,0 +1,126 @@
+//! Per-node clocks in the simulator.
+//!
+//! madsim has one global clock (true time). Real machines do not agree on the time: each node's
+//! clock here is a piecewise-linear function of true time with its own offset, a rate error in
+//! parts per million (drift), and step jumps (an NTP correction, an operator). Redis expiry on a
+//! node, and a client's lease arithmetic, read that node's clock; checkers read true time.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The unix time (ms) every simulated clock starts from, so histories are reproducible.
+pub const EPOCH_MS: u64 = 1_700_000_000_000;
+
+/// One node's clock: `clock(t) = base_clock + (t - base_true) * (1 + ppm / 1e6)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct NodeClock {
+    /// True time (µs since the run started) of the last change.
+    base_true_us: u64,
+    /// The node's clock at that moment (µs since the unix epoch).
+    base_clock_us: i128,
+    /// Rate error in parts per million: +100 runs 0.01% fast.
+    ppm: i64,
+}
+
+impl NodeClock {
+    fn at(&self, true_us: u64) -> i128 {
+        let dt = true_us.saturating_sub(self.base_true_us) as i128;
+        self.base_clock_us + dt + dt * self.ppm as i128 / 1_000_000
+    }
+}
+
+/// The clocks of every node of a simulation, shared by the nodes and the nemesis.
+#[derive(Clone, Debug)]
+pub struct Clocks {
+    inner: Arc<Mutex<Vec<NodeClock>>>,
+    start: madsim::time::Instant,
+}
+
+impl Clocks {
+    /// `n` clocks that all read [`EPOCH_MS`] now. Call inside a madsim runtime.
+    pub fn new(n: usize) -> Clocks {
+        let c = NodeClock {
+            base_true_us: 0,
+            base_clock_us: EPOCH_MS as i128 * 1000,
+            ppm: 0,
+        };
+        Clocks {
+            inner: Arc::new(Mutex::new(vec![c; n])),
+            start: madsim::time::Instant::now(),
+        }
+    }
+
+    fn true_us(&self) -> u64 {
+        (madsim::time::Instant::now() - self.start).as_micros() as u64
+    }
+
+    /// Node `node`'s clock now, unix milliseconds.
+    pub fn now_ms(&self, node: usize) -> u64 {
+        let t = self.true_us();
+        let us = self.inner.lock().unwrap()[node].at(t);
+        (us.max(0) / 1000) as u64
+    }
+
+    /// Steps node `node`'s clock by `by_ms` (negative: backwards).
+    pub fn jump(&self, node: usize, by_ms: i64) {
+        let t = self.true_us();
+        let mut g = self.inner.lock().unwrap();
+        let c = &mut g[node];
+        c.base_clock_us = c.at(t) + by_ms as i128 * 1000;
+        c.base_true_us = t;
+    }
+
+    /// Sets node `node`'s rate error from now on.
+    pub fn set_drift(&self, node: usize, ppm: i64) {
+        let t = self.true_us();
+        let mut g = self.inner.lock().unwrap();
+        let c = &mut g[node];
+        c.base_clock_us = c.at(t);
+        c.base_true_us = t;
+        c.ppm = ppm;
+    }
+
+    /// How much true time passes while node `node`'s clock advances by `d`.
+    pub fn true_duration(&self, node: usize, d: Duration) -> Duration {
+        let ppm = self.inner.lock().unwrap()[node].ppm;
+        if ppm == 0 {
+            return d;
+        }
+        let ns = d.as_nanos() as i128 * 1_000_000 / (1_000_000 + ppm as i128);
+        Duration::from_nanos(ns.max(0) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drift_and_jumps_are_piecewise_linear() {
+        let c = NodeClock {
+            base_true_us: 0,
+            base_clock_us: 0,
+            ppm: 10_000, // 1% fast
+        };
+        assert_eq!(c.at(1_000_000), 1_010_000);
+    }
+
+    #[test]
+    fn clocks_follow_true_time_and_faults() {
+        madsim::runtime::Runtime::new().block_on(async {
+            let clocks = Clocks::new(2);
+            assert_eq!(clocks.now_ms(0), EPOCH_MS);
+            madsim::time::sleep(Duration::from_millis(1000)).await;
+            assert_eq!(clocks.now_ms(1), EPOCH_MS + 1000);
+            clocks.jump(1, 45_000);
+            clocks.set_drift(0, 100_000); // 10% fast
+            madsim::time::sleep(Duration::from_millis(1000)).await;
+            assert_eq!(clocks.now_ms(0), EPOCH_MS + 2100);
+            assert_eq!(clocks.now_ms(1), EPOCH_MS + 47_000);
+            assert_eq!(
+                clocks.true_duration(0, Duration::from_millis(1100)),
+                Duration::from_millis(1000)
+            );
+        });
+    }
+}

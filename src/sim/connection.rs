@@ -1,0 +1,160 @@
+//! lockcheck's simulated Redis connection: a [`redis::aio::ConnectionLike`], so lock code written
+//! with `redis::cmd(..).query_async` and `redis::Script::invoke_async` runs on the simulator
+//! unchanged.
+//!
+//! A request travels for the link's latency, executes atomically on the server the client is
+//! routed to (the current master of its group, as Sentinel would say), and the reply travels back.
+//! A dead server or a cut link means no reply: the request fails with a timeout after
+//! `request_timeout`, as a real client's response timeout would.
+
+use super::cluster::{Cluster, Unreachable};
+use super::network::Network;
+use crate::simredis::ClientId;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+use std::time::Duration;
+
+/// One client's connection to one master group.
+#[derive(Clone)]
+pub struct SimConnection {
+    cluster: Cluster,
+    net: Network,
+    /// The client's node index.
+    node: usize,
+    group: usize,
+    id: ClientId,
+    timeout: Duration,
+}
+
+impl SimConnection {
+    pub fn new(
+        cluster: Cluster,
+        net: Network,
+        node: usize,
+        group: usize,
+        id: ClientId,
+        timeout: Duration,
+    ) -> Self {
+        SimConnection {
+            cluster,
+            net,
+            node,
+            group,
+            id,
+            timeout,
+        }
+    }
+
+    async fn request(&self, args: Vec<Vec<u8>>) -> redis::RedisResult<Value> {
+        let start = madsim::time::Instant::now();
+        let deadline = start + self.timeout;
+        let server = self.cluster.master_of(self.group);
+        madsim::time::sleep(Duration::from_micros(self.net.latency_us())).await;
+        let is_wait = args
+            .first()
+            .is_some_and(|a| a.eq_ignore_ascii_case(b"WAIT"));
+        let reply = if is_wait {
+            self.wait(server, &args, deadline).await
+        } else {
+            self.cluster.execute(self.node, server, self.id, &args)
+        };
+        let reply = match reply {
+            Ok(v) => v,
+            Err(why) => return self.time_out(deadline, why).await,
+        };
+        madsim::time::sleep(Duration::from_micros(self.net.latency_us())).await;
+        if !self.cluster.reachable(server, self.node) {
+            return self.time_out(deadline, Unreachable::Partitioned).await;
+        }
+        Ok(reply)
+    }
+
+    /// `WAIT numreplicas timeout`: blocks (server side) until enough replicas acknowledged this
+    /// connection's last write, or the timeout passes; answers how many did.
+    async fn wait(
+        &self,
+        server: usize,
+        args: &[Vec<u8>],
+        deadline: madsim::time::Instant,
+    ) -> Result<Value, Unreachable> {
+        let parse = |i: usize| {
+            args.get(i)
+                .and_then(|a| std::str::from_utf8(a).ok())
+                .and_then(|s| s.parse::<i64>().ok())
+        };
+        let (Some(want), Some(ms), 3) = (parse(1), parse(2), args.len()) else {
+            // Let the engine produce Redis's exact error for a malformed WAIT.
+            return self.cluster.execute(self.node, server, self.id, args);
+        };
+        // Reachability is checked on arrival, like any command.
+        self.cluster
+            .execute(self.node, server, self.id, &[b"PING".to_vec()])?;
+        let until = (ms > 0).then(|| madsim::time::Instant::now() + Duration::from_millis(ms as u64));
+        loop {
+            let acked = self.cluster.acked_replicas(server, self.id);
+            let now = madsim::time::Instant::now();
+            if acked >= want || until.is_some_and(|u| now >= u) {
+                return Ok(Value::Int(acked));
+            }
+            if now >= deadline {
+                // The client's response timeout fires before the server answers.
+                return Err(Unreachable::NoReplyInTime);
+            }
+            madsim::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    async fn time_out(
+        &self,
+        deadline: madsim::time::Instant,
+        why: Unreachable,
+    ) -> redis::RedisResult<Value> {
+        madsim::time::sleep_until(deadline).await;
+        let what = match why {
+            Unreachable::Dead => "server is down",
+            Unreachable::Partitioned => "network partition",
+            Unreachable::NoReplyInTime => "no reply within the response timeout",
+        };
+        Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("simulated request timed out ({what})"),
+        )
+        .into())
+    }
+}
+
+fn cmd_args(cmd: &Cmd) -> Vec<Vec<u8>> {
+    cmd.args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(b) => b.to_vec(),
+            redis::Arg::Cursor => b"0".to_vec(),
+        })
+        .collect()
+}
+
+impl redis::aio::ConnectionLike for SimConnection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let args = cmd_args(cmd);
+        Box::pin(self.request(args))
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        // A pipeline is sent as one batch; each command still executes on arrival, in order.
+        let cmds: Vec<Vec<Vec<u8>>> = pipeline.cmd_iter().map(cmd_args).collect();
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(cmds.len());
+            for args in cmds {
+                out.push(self.request(args).await?);
+            }
+            Ok(out.into_iter().skip(offset).take(count).collect())
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}

@@ -1,0 +1,219 @@
+//! The simulated nemesis: executes a scenario's fault schedule against the simulated world.
+//!
+//! Faults fire at an absolute true time, or at the first successful acquire at or after a time
+//! (`on = "acquired"`): that trigger is what makes the failover and GC-pause scenarios hit their
+//! window every time instead of by luck. Follow-up actions (resume, promote, heal, restart) run on
+//! the nemesis's own node, which no fault touches.
+
+use super::clock::Clocks;
+use super::cluster::Cluster;
+use super::network::Network;
+use crate::history::{EventKind, Recorder};
+use crate::scenario::{ClientRef, Fault, FaultKind, Trigger};
+use crate::workload::FaultPoints;
+use madsim::runtime::{Handle, NodeId};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The fault executor of one simulation.
+#[derive(Clone)]
+pub struct SimNemesis {
+    pending: Arc<Mutex<Vec<Fault>>>,
+    cluster: Cluster,
+    clocks: Clocks,
+    net: Network,
+    rec: Recorder,
+    /// madsim node of each client, by client index.
+    clients: Vec<NodeId>,
+    /// Node index (clocks, network) by node name.
+    nodes: BTreeMap<String, usize>,
+    node: NodeId,
+    failover_detect: Duration,
+}
+
+impl SimNemesis {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        faults: Vec<Fault>,
+        cluster: Cluster,
+        clocks: Clocks,
+        net: Network,
+        rec: Recorder,
+        clients: Vec<NodeId>,
+        nodes: BTreeMap<String, usize>,
+        failover_detect: Duration,
+    ) -> SimNemesis {
+        let node = Handle::current().create_node().name("nemesis").build();
+        SimNemesis {
+            pending: Arc::new(Mutex::new(faults)),
+            cluster,
+            clocks,
+            net,
+            rec,
+            clients,
+            nodes,
+            node: node.id(),
+            failover_detect,
+        }
+    }
+
+    /// Schedules the faults with an absolute time.
+    pub fn start(&self) {
+        let timed: Vec<Fault> = {
+            let mut p = self.pending.lock().unwrap();
+            let (timed, rest): (Vec<Fault>, Vec<Fault>) = p
+                .drain(..)
+                .partition(|f| matches!(f.trigger, Trigger::At(_)));
+            *p = rest;
+            timed
+        };
+        for f in timed {
+            let Trigger::At(at_ms) = f.trigger else {
+                continue;
+            };
+            let me = self.clone();
+            let delay = Duration::from_micros((at_ms * 1000).saturating_sub(self.rec.now_us()));
+            self.later(delay, async move { me.fire(&f.kind, None) });
+        }
+    }
+
+    /// Runs `task` after `delay` on the nemesis's node.
+    fn later<F: Future<Output = ()> + Send + 'static>(&self, delay: Duration, task: F) {
+        let node = Handle::current()
+            .get_node(self.node)
+            .expect("nemesis node exists");
+        node.spawn(async move {
+            madsim::time::sleep(delay).await;
+            task.await
+        });
+    }
+
+    fn note(&self, what: String) {
+        self.rec.record("nemesis", EventKind::Fault { what });
+    }
+
+    /// Carries out one fault now; `holder` is the client whose acquire triggered it.
+    fn fire(&self, kind: &FaultKind, holder: Option<u32>) {
+        match kind {
+            FaultKind::Failover { master } => {
+                let group = *master as usize;
+                let old = self.cluster.master_of(group);
+                self.cluster.kill(old);
+                let me = self.clone();
+                self.later(self.failover_detect, async move {
+                    if me.cluster.promote(group).is_none() {
+                        me.note(format!("failover of group {group} found no live replica"));
+                    }
+                });
+            }
+            FaultKind::Pause { client, for_ms } => {
+                let c = match client {
+                    ClientRef::Holder => holder.expect("holder pauses are acquire-triggered"),
+                    ClientRef::Index(i) => *i,
+                };
+                Handle::current().pause(self.clients[c as usize]);
+                self.note(format!("client-{c} paused for {for_ms} ms (GC pause)"));
+                let me = self.clone();
+                self.later(Duration::from_millis(*for_ms), async move {
+                    Handle::current().resume(me.clients[c as usize]);
+                    me.note(format!("client-{c} resumed"));
+                });
+            }
+            FaultKind::Partition {
+                nodes,
+                from,
+                for_ms,
+            } => {
+                let links = self.links(nodes, from);
+                for &(a, b) in &links {
+                    self.net.cut(a, b);
+                }
+                let others = if from.is_empty() {
+                    "everyone".to_string()
+                } else {
+                    from.join(", ")
+                };
+                self.note(format!(
+                    "partition: {} cut off from {others} for {for_ms} ms",
+                    nodes.join(", ")
+                ));
+                let me = self.clone();
+                self.later(Duration::from_millis(*for_ms), async move {
+                    for &(a, b) in &links {
+                        me.net.heal(a, b);
+                    }
+                    me.note("partition healed".to_string());
+                });
+            }
+            FaultKind::ClockJump { node, by_ms } => {
+                self.clocks.jump(self.nodes[node], *by_ms);
+                self.note(format!("{node} clock jumped by {by_ms} ms"));
+            }
+            FaultKind::ClockDrift { node, ppm } => {
+                self.clocks.set_drift(self.nodes[node], *ppm);
+                self.note(format!("{node} clock drift set to {ppm} ppm"));
+            }
+            FaultKind::Crash {
+                node,
+                restart_after_ms,
+            } => {
+                let Some(idx) = self.cluster.server_index(node) else {
+                    self.note(format!("crash of {node}: only Redis nodes can crash"));
+                    return;
+                };
+                self.cluster.kill(idx);
+                let me = self.clone();
+                self.later(Duration::from_millis(*restart_after_ms), async move {
+                    me.cluster.restart_empty(idx);
+                });
+            }
+        }
+    }
+
+    /// The directed links a partition cuts: both ways between `nodes` and `from` (or everyone).
+    fn links(&self, nodes: &[String], from: &[String]) -> Vec<(usize, usize)> {
+        let cut: Vec<usize> = nodes.iter().map(|n| self.nodes[n]).collect();
+        let others: Vec<usize> = if from.is_empty() {
+            self.nodes.values().copied().filter(|i| !cut.contains(i)).collect()
+        } else {
+            from.iter().map(|n| self.nodes[n]).collect()
+        };
+        let mut links = Vec::new();
+        for &a in &cut {
+            for &b in &others {
+                links.push((a, b));
+                links.push((b, a));
+            }
+        }
+        links
+    }
+}
+
+impl FaultPoints for SimNemesis {
+    async fn acquired(&self, client: u32) {
+        let now_ms = self.rec.now_us() / 1000;
+        let due: Vec<Fault> = {
+            let mut p = self.pending.lock().unwrap();
+            let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
+                let Trigger::Acquired { after_ms } = f.trigger else {
+                    return false;
+                };
+                let whose = match &f.kind {
+                    FaultKind::Pause {
+                        client: ClientRef::Index(i),
+                        ..
+                    } => *i == client,
+                    _ => true,
+                };
+                now_ms >= after_ms && whose
+            });
+            *p = rest;
+            due
+        };
+        for f in due {
+            self.fire(&f.kind, Some(client));
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! The simulated network between nodes: latency and cut links.
+//!
+//! madsim provides time and scheduling; lockcheck carries requests itself (a request is a sleep for
+//! the one-way latency, then an atomic execution on the server, then a sleep back), which keeps a
+//! simulated round trip to two timer events. Partitions are directed cuts between node indices, so
+//! a link can fail one way only.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+/// Cut links and latency, shared by every node of a simulation.
+#[derive(Clone, Debug)]
+pub struct Network {
+    cuts: Arc<Mutex<BTreeSet<(usize, usize)>>>,
+    latency_us: [u64; 2],
+}
+
+impl Network {
+    pub fn new(latency_us: [u64; 2]) -> Network {
+        Network {
+            cuts: Arc::default(),
+            latency_us,
+        }
+    }
+
+    /// Whether a message sent now from `from` reaches `to`.
+    pub fn reachable(&self, from: usize, to: usize) -> bool {
+        let cuts = self.cuts.lock().unwrap();
+        cuts.is_empty() || !cuts.contains(&(from, to))
+    }
+
+    /// Cuts the link `from -> to` (one way).
+    pub fn cut(&self, from: usize, to: usize) {
+        self.cuts.lock().unwrap().insert((from, to));
+    }
+
+    /// Heals the link `from -> to`.
+    pub fn heal(&self, from: usize, to: usize) {
+        self.cuts.lock().unwrap().remove(&(from, to));
+    }
+
+    /// A one-way latency sample, in microseconds.
+    pub fn latency_us(&self) -> u64 {
+        super::cluster::lo_hi_random(self.latency_us)
+    }
+}

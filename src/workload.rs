@@ -1,0 +1,156 @@
+//! The workload: what each client does, and the protected resource it does it to.
+//!
+//! A client loops: acquire, enter its critical section (a read-modify-write of a shared counter
+//! that takes `hold_ms`), exit, release, think. `enter`, `exit` and the write are recorded in true
+//! time, so the checkers see what actually happened, whatever the client believed about its lease.
+//! This is Jepsen's split: the client (the lock) and the workload are apart from the nemesis (faults),
+//! which reaches in only through [`FaultPoints`].
+
+use crate::env::Env;
+use crate::history::{EventKind, Recorder};
+use crate::lock::Lock;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Where the nemesis may act on a client between its steps.
+pub trait FaultPoints: Clone + Send + Sync + 'static {
+    /// Called right after a successful acquire, before the client enters its critical section.
+    /// Triggers `on = "acquired"` faults (a simulated GC pause takes effect at the next await).
+    fn acquired(&self, client: u32) -> impl Future<Output = ()> + Send;
+}
+
+/// No faults.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoFaults;
+
+impl FaultPoints for NoFaults {
+    async fn acquired(&self, _client: u32) {}
+}
+
+/// What one client does.
+#[derive(Clone, Debug)]
+pub struct ClientPlan {
+    pub index: u32,
+    pub cycles: u32,
+    pub hold_ms: [u64; 2],
+    pub think_ms: [u64; 2],
+    /// No new cycle starts at or after this true time (µs).
+    pub stop_at_us: u64,
+}
+
+impl ClientPlan {
+    pub fn name(&self) -> String {
+        format!("client-{}", self.index)
+    }
+}
+
+/// The protected resource: a counter that holders read, then (after their work) write back
+/// incremented. Under a correct lock its final value equals the number of writes; a lost update
+/// is the damage two holders do.
+#[derive(Clone, Debug, Default)]
+pub struct Counter {
+    inner: Arc<Mutex<CounterState>>,
+}
+
+#[derive(Debug, Default)]
+struct CounterState {
+    value: u64,
+    writes: u64,
+}
+
+impl Counter {
+    pub fn read(&self) -> u64 {
+        self.inner.lock().unwrap().value
+    }
+
+    /// Writes `value`; returns true (a plain counter accepts every write).
+    pub fn write(&self, value: u64) -> bool {
+        let mut g = self.inner.lock().unwrap();
+        g.value = value;
+        g.writes += 1;
+        true
+    }
+
+    /// (final value, number of writes).
+    pub fn totals(&self) -> (u64, u64) {
+        let g = self.inner.lock().unwrap();
+        (g.value, g.writes)
+    }
+}
+
+/// Runs one client's loop to completion.
+pub async fn run_client<L, E, P>(
+    plan: ClientPlan,
+    mut lock: L,
+    env: E,
+    rec: Recorder,
+    points: P,
+    counter: Counter,
+) where
+    L: Lock,
+    E: Env,
+    P: FaultPoints,
+{
+    let me = plan.name();
+    for _ in 0..plan.cycles {
+        if rec.now_us() >= plan.stop_at_us {
+            break;
+        }
+        rec.record(&me, EventKind::AcquireStart);
+        match lock.acquire().await {
+            Ok(Some(guard)) => {
+                rec.record(
+                    &me,
+                    EventKind::Acquired {
+                        owner: guard.owner.clone(),
+                        fencing_token: guard.fencing_token,
+                        acquired_at_ms: guard.acquired_at_ms,
+                        valid_until_ms: guard.valid_until_ms,
+                    },
+                );
+                points.acquired(plan.index).await;
+                rec.record(&me, EventKind::Enter);
+                let read = counter.read();
+                let hold = env.random_range(plan.hold_ms[0], plan.hold_ms[1]);
+                env.sleep(Duration::from_millis(hold)).await;
+                let accepted = counter.write(read + 1);
+                rec.record(
+                    &me,
+                    EventKind::ResourceWrite {
+                        read,
+                        wrote: read + 1,
+                        fencing_token: guard.fencing_token,
+                        accepted,
+                    },
+                );
+                rec.record(&me, EventKind::Exit);
+                match lock.release(&guard).await {
+                    Ok(deleted) => rec.record(&me, EventKind::Released { deleted }),
+                    Err(e) => rec.record(
+                        &me,
+                        EventKind::ReleaseFailed {
+                            error: e.to_string(),
+                        },
+                    ),
+                }
+            }
+            Ok(None) => rec.record(
+                &me,
+                EventKind::AcquireFailed {
+                    reason: "wait bound reached".into(),
+                },
+            ),
+            Err(e) => rec.record(
+                &me,
+                EventKind::AcquireFailed {
+                    reason: e.to_string(),
+                },
+            ),
+        }
+        let think = env.random_range(plan.think_ms[0], plan.think_ms[1]);
+        if think > 0 {
+            env.sleep(Duration::from_millis(think)).await;
+        }
+    }
+}

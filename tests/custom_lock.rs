@@ -1,0 +1,92 @@
+//! Testing your own lock: implement `Lock` against the two seams and hand it to the simulator.
+//! This one checks with GET, then SETs: two clients can both see the key absent.
+
+use lockcheck::env::Env;
+use lockcheck::lock::{Guard, Lock, LockConfig, LockError};
+use lockcheck::scenario::{Scenario, Verdict};
+use lockcheck::verdict::{Mode, Outcome};
+use redis::aio::ConnectionLike;
+
+struct CheckThenSet<C, E> {
+    conn: C,
+    env: E,
+    config: LockConfig,
+}
+
+impl<C, E> Lock for CheckThenSet<C, E>
+where
+    C: ConnectionLike + Send + Sync + 'static,
+    E: Env,
+{
+    async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
+        let owner = self.env.uuid().to_string();
+        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let ttl = self.config.ttl.as_millis() as u64;
+        while self.env.now_ms() < deadline {
+            let start = self.env.now_ms();
+            let holder: Option<String> = redis::cmd("GET")
+                .arg(&self.config.key)
+                .query_async(&mut self.conn)
+                .await?;
+            if holder.is_none() {
+                // The race: another client may SET between our GET and this SET.
+                let _: () = redis::cmd("SET")
+                    .arg(&self.config.key)
+                    .arg(&owner)
+                    .arg("PX")
+                    .arg(ttl)
+                    .query_async(&mut self.conn)
+                    .await?;
+                return Ok(Some(Guard {
+                    owner,
+                    fencing_token: None,
+                    acquired_at_ms: start,
+                    valid_until_ms: start + ttl,
+                }));
+            }
+            self.env.sleep(std::time::Duration::from_millis(2)).await;
+        }
+        Ok(None)
+    }
+
+    async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
+        let deleted: i64 = lockcheck::lock::set_nx_px::COMPARE_AND_DELETE
+            .key(&self.config.key)
+            .arg(&guard.owner)
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(deleted == 1)
+    }
+}
+
+const SCENARIO: &str = r#"
+name = "check-then-set"
+expect = "violation"
+duration_ms = 20000
+[lock]
+kind = "set-nx-px"   # ignored: run_with builds the lock below
+ttl_ms = 5000
+[workload]
+clients = 3
+cycles = 20
+hold_ms = [5, 10]
+think_ms = [0, 5]
+"#;
+
+#[test]
+fn a_racy_lock_is_caught_without_any_fault() {
+    let s = Scenario::parse("inline.toml", SCENARIO).unwrap();
+    let mut violated = 0;
+    for seed in 1..=5 {
+        let run = lockcheck::sim::run_with(&s, seed, |config, mut conns, env| CheckThenSet {
+            conn: conns.remove(0),
+            env,
+            config,
+        });
+        let o = Outcome::judge(&s, Mode::Sim, seed, run.history);
+        if o.verdict() == Verdict::Violation {
+            violated += 1;
+        }
+    }
+    assert!(violated >= 3, "only {violated} of 5 seeds caught the race");
+}
