@@ -97,6 +97,15 @@ pub enum RealError {
         port: u16,
     },
 
+    /// A failover step was called in a phase where it makes no sense.
+    #[error("failover step `{step}` is not possible in phase {phase:?}")]
+    InvalidStep {
+        /// The step that was called.
+        step: &'static str,
+        /// The phase the rig was in.
+        phase: crate::real::FailoverPhase,
+    },
+
     /// `jump_clock` on a server that was not started with [`crate::real::FakeTime::Jumpable`].
     #[error("redis-server on port {port} was not started with FakeTime::Jumpable, so its clock cannot jump")]
     NotJumpable {

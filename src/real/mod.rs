@@ -24,11 +24,17 @@
 //! client does.
 
 mod cleanup;
+mod connection;
 mod error;
+mod failover;
 mod faketime;
+mod faults;
 mod process;
 
 pub use cleanup::{install_cleanup_handlers, kill_all_children, registered_children};
+pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use error::RealError;
+pub use failover::{FailoverPhase, FailoverRig, FailoverTimings};
 pub use faketime::FakeTime;
+pub use faults::{client_kill_replicas, info_replication, promote, wait_role_master};
 pub use process::{redis_server_path, RedisServer, ServerOptions};
