@@ -114,6 +114,25 @@ fn pause_stops_every_thread_and_resume_restarts_them() {
     server.resume().unwrap();
     assert!(!server.is_paused());
     assert_eq!(ping(&server), "PONG");
+    // SIGKILL also works on a stopped process: dropping a paused server kills it.
+    server.pause().unwrap();
+    let pid = server.pid();
+    drop(server);
+    assert!(
+        process_gone(pid),
+        "paused redis-server {pid} survived its drop"
+    );
+}
+
+#[test]
+fn real_mode_types_can_cross_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<RealError>();
+    assert_send_sync::<RedisServer>();
+    assert_send_sync::<FailoverRig>();
+    assert_send_sync::<Route>();
+    fn assert_send<T: Send>() {}
+    assert_send::<RoutedConnection>();
 }
 
 /// PR_SET_PDEATHSIG fires when the forking *thread* exits. Servers are forked by
@@ -602,8 +621,31 @@ fn child_process_helper() {
     }
 }
 
+/// A child test process that is killed if the test fails before waiting for it
+/// (its own server then dies through PR_SET_PDEATHSIG).
+struct ChildGuard(std::process::Child);
+
+impl ChildGuard {
+    fn id(&self) -> u32 {
+        self.0.id()
+    }
+
+    fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.0.wait()
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 /// Runs `child_process_helper` in `mode`; returns the child and its stdout lines.
-fn start_child(mode: &str) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+fn start_child(mode: &str) -> (ChildGuard, std::sync::mpsc::Receiver<String>) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -625,7 +667,7 @@ fn start_child(mode: &str) -> (std::process::Child, std::sync::mpsc::Receiver<St
             }
         }
     });
-    (child, rx)
+    (ChildGuard(child), rx)
 }
 
 fn wait_for_line(rx: &std::sync::mpsc::Receiver<String>, prefix: &str) -> String {
