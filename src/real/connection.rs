@@ -1,0 +1,221 @@
+//! The lock clients' connection in real mode: a `ConnectionLike` that follows
+//! failovers.
+//!
+//! A lock under test talks to "the Redis master", not to a port. In production a
+//! Sentinel-aware client asks Sentinel for the current master and reconnects when
+//! it changes; [`Route`] plays Sentinel's part (the failover step switches it) and
+//! [`RoutedConnection`] plays the client's. Without this, a client keeps talking
+//! to the dead master and the failover scenario cannot show a second holder.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
+
+/// Where clients should send their commands: the current master's URL and a
+/// generation number that increases with every switch.
+///
+/// Shared (`Arc<Route>`) between the failover controller, which switches it, and
+/// every [`RoutedConnection`], which reads it before each request.
+#[derive(Debug)]
+pub struct Route {
+    state: Mutex<RouteState>,
+}
+
+#[derive(Debug, Clone)]
+struct RouteState {
+    url: String,
+    generation: u64,
+}
+
+impl Route {
+    /// A route to `url`, at generation 0.
+    pub fn new(url: impl Into<String>) -> Arc<Route> {
+        Arc::new(Route {
+            state: Mutex::new(RouteState {
+                url: url.into(),
+                generation: 0,
+            }),
+        })
+    }
+
+    /// The current URL and generation.
+    pub fn current(&self) -> (String, u64) {
+        let state = self.lock();
+        (state.url.clone(), state.generation)
+    }
+
+    /// The current URL.
+    pub fn url(&self) -> String {
+        self.lock().url.clone()
+    }
+
+    /// The current generation (0 until the first switch).
+    pub fn generation(&self) -> u64 {
+        self.lock().generation
+    }
+
+    /// Points clients at `url` and returns the new generation. Connections switch
+    /// on their next request; a request already in flight finishes (or times out)
+    /// against the old server, as it would with a real Sentinel client.
+    pub fn switch_to(&self, url: impl Into<String>) -> u64 {
+        let mut state = self.lock();
+        state.url = url.into();
+        state.generation += 1;
+        state.generation
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RouteState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Timeouts of a [`RoutedConnection`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionTimeouts {
+    /// Bound on establishing a connection (TCP connect plus the client handshake).
+    pub connect: Duration,
+    /// Bound on each request's reply.
+    pub response: Duration,
+}
+
+impl Default for ConnectionTimeouts {
+    /// 500 ms each: far above a loopback round trip (tens of µs), far below the
+    /// seconds-long leases and pauses the scenarios use, so a paused or dead server
+    /// shows up as a prompt error rather than a client that hangs for a whole lease.
+    fn default() -> Self {
+        ConnectionTimeouts {
+            connect: Duration::from_millis(500),
+            response: Duration::from_millis(500),
+        }
+    }
+}
+
+/// An async Redis connection to whatever server a [`Route`] names.
+///
+/// Connects lazily on the first request, and again whenever the route's
+/// generation has changed since. After an I/O error (timeout, reset, refused)
+/// it drops its connection and reconnects on the next request: a timed-out
+/// request's reply may still arrive later, and a fresh connection is the simplest
+/// way to never confuse it with the next request's reply.
+///
+/// Every request is bounded by [`ConnectionTimeouts::response`], so a request to a
+/// `SIGSTOP`ped or killed server fails instead of hanging. `Send`, so it can be
+/// moved into tokio tasks; `Clone` shares the route (and, until one of them
+/// reconnects, the underlying multiplexed connection).
+#[derive(Clone)]
+pub struct RoutedConnection {
+    route: Arc<Route>,
+    timeouts: ConnectionTimeouts,
+    current: Option<Connected>,
+}
+
+#[derive(Clone)]
+struct Connected {
+    generation: u64,
+    url: String,
+    conn: MultiplexedConnection,
+}
+
+impl std::fmt::Debug for RoutedConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RoutedConnection")
+            .field("route", &self.route)
+            .field("timeouts", &self.timeouts)
+            .field("connected_to", &self.connected_to())
+            .finish()
+    }
+}
+
+impl RoutedConnection {
+    /// A connection that follows `route`. It connects on its first request.
+    pub fn new(route: Arc<Route>, timeouts: ConnectionTimeouts) -> RoutedConnection {
+        RoutedConnection {
+            route,
+            timeouts,
+            current: None,
+        }
+    }
+
+    /// The route it follows.
+    pub fn route(&self) -> &Arc<Route> {
+        &self.route
+    }
+
+    /// The URL of the server it is connected to right now, if any.
+    pub fn connected_to(&self) -> Option<&str> {
+        self.current.as_ref().map(|c| c.url.as_str())
+    }
+
+    /// Connects now (to the route's current server) instead of on the first request.
+    pub async fn connect(&mut self) -> RedisResult<()> {
+        self.connection().await.map(|_| ())
+    }
+
+    /// The multiplexed connection for the route's current generation, connecting
+    /// if needed. Returned by value (it is a cheap handle) so a failed request can
+    /// clear `self.current` afterwards.
+    async fn connection(&mut self) -> RedisResult<MultiplexedConnection> {
+        let (url, generation) = self.route.current();
+        if let Some(current) = &self.current {
+            if current.generation == generation {
+                return Ok(current.conn.clone());
+            }
+        }
+        self.current = None;
+        let client = redis::Client::open(url.as_str())?;
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeouts.connect))
+            .set_response_timeout(Some(self.timeouts.response));
+        let conn = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        self.current = Some(Connected {
+            generation,
+            url,
+            conn: conn.clone(),
+        });
+        Ok(conn)
+    }
+
+    /// Forgets the connection after an I/O-level failure; server errors
+    /// (`WRONGTYPE`, `NOSCRIPT`, ...) leave a perfectly good connection behind.
+    fn after<T>(&mut self, result: RedisResult<T>) -> RedisResult<T> {
+        if let Err(err) = &result {
+            if err.is_io_error() || err.is_unrecoverable_error() || err.is_timeout() {
+                self.current = None;
+            }
+        }
+        result
+    }
+}
+
+impl ConnectionLike for RoutedConnection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let result = conn.req_packed_command(cmd).await;
+            self.after(result)
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await?;
+            let result = conn.req_packed_commands(pipeline, offset, count).await;
+            self.after(result)
+        })
+    }
+
+    /// Always database 0: lockcheck's servers are private, so there is no reason
+    /// to select another.
+    fn get_db(&self) -> i64 {
+        0
+    }
+}

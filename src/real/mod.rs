@@ -1,0 +1,41 @@
+//! Real mode: lockcheck's own `redis-server` processes and the faults it injects into them.
+//!
+//! The simulator answers "can this lock lose mutual exclusion?" cheaply and
+//! deterministically; real mode shows that the same scenario also happens on the
+//! real `redis-server` binary, so a finding is not an artefact of the simulated
+//! Redis. Everything here is built around three promises:
+//!
+//! * **lockcheck only faults servers it started.** [`RedisServer`] always binds a
+//!   fresh free port on 127.0.0.1 (never 6379) and checks that the process answering
+//!   on that port is the one it spawned, so a port race can never make it
+//!   `SIGSTOP` or `REPLICAOF` somebody else's server.
+//! * **Every process it starts dies on every exit path**: drop guards for the
+//!   normal path and for unwinding, a panic hook and `SIGINT`/`SIGTERM` handlers
+//!   ([`install_cleanup_handlers`]) for the paths that skip destructors, and
+//!   `PR_SET_PDEATHSIG` so even a `SIGKILL`ed lockcheck takes its servers with it.
+//! * **Faults are deterministic.** The failover lock-loss recipe ([`FailoverRig`])
+//!   does not depend on replication lag: the replica is provably cut off before the
+//!   client writes, so the promoted replica never has the lock key.
+//!
+//! All control-plane calls here are blocking (they are short: a few ms). From async
+//! code, call them through `tokio::task::spawn_blocking` or `block_in_place`.
+//! The data plane for lock clients is [`RoutedConnection`], an async
+//! `redis::aio::ConnectionLike` that follows failovers the way a Sentinel-aware
+//! client does.
+
+mod cleanup;
+mod connection;
+mod error;
+mod failover;
+mod faketime;
+mod faults;
+mod process;
+pub mod world;
+
+pub use cleanup::{install_cleanup_handlers, kill_all_children, registered_children};
+pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
+pub use error::RealError;
+pub use failover::{FailoverPhase, FailoverRig, FailoverTimings};
+pub use faketime::FakeTime;
+pub use faults::{client_kill_replicas, info_replication, promote, wait_role_master};
+pub use process::{redis_server_path, RedisServer, ServerOptions};
