@@ -1,0 +1,433 @@
+//! The engine: the public face of the simulated Redis node's state machine.
+
+use super::commands::{self, Ctx, Db, Expiry, ENGINE};
+use super::lua::{LuaHost, Sha};
+use super::num::parse_i64;
+use super::reply::{self, bulk};
+use redis::Value;
+use std::collections::BTreeMap;
+
+/// A connection's identity, chosen by the node layer.
+pub type ClientId = u64;
+
+/// Whether this node is a master or a replica; decides who may write and who expires keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    Master,
+    Replica,
+}
+
+/// The result of one client command.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub reply: redis::Value,
+    /// Write effects to replicate, in order, each a full command (args). Relative expiries are
+    /// rewritten as absolute (SET ... PXAT t, PEXPIREAT k t); a unit (command, script or
+    /// transaction) that produced more than one effect is wrapped in MULTI ... EXEC.
+    /// Expiry-driven deletions (lazy on access, and active sweep) appear as DEL. Always empty
+    /// on a replica.
+    pub effects: Vec<Vec<Vec<u8>>>,
+    /// Pub/sub deliveries caused by this command (PUBLISH, including
+    /// redis.call('publish', ..) in scripts): (subscriber, channel, payload).
+    pub messages: Vec<(ClientId, Vec<u8>, Vec<u8>)>,
+}
+
+/// A MULTI in progress on one connection.
+#[derive(Debug, Default)]
+struct Transaction {
+    queued: Vec<Vec<Vec<u8>>>,
+    /// A queued command was refused (unknown, wrong arity, READONLY): EXEC will abort.
+    dirty: bool,
+}
+
+/// A single-node Redis 7.0 command executor. Pure and synchronous: every result depends
+/// only on the sequence of calls and the clock readings passed in.
+#[derive(Debug)]
+pub struct Engine {
+    role: Role,
+    db: Db,
+    lua: LuaHost,
+    transactions: BTreeMap<ClientId, Transaction>,
+}
+
+impl Engine {
+    pub fn new(role: Role) -> Self {
+        Engine {
+            role,
+            db: Db::default(),
+            lua: LuaHost::new(),
+            transactions: BTreeMap::new(),
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// Promotion (REPLICAOF NO ONE) keeps the data; from now on the node expires keys itself
+    /// (including the ones its clock already considers dead, on their next access or sweep)
+    /// and accepts writes. Demotion makes it read-only and stops its own expiry.
+    pub fn set_role(&mut self, role: Role) {
+        self.role = role;
+    }
+
+    fn expiry(&self) -> Expiry {
+        match self.role {
+            Role::Master => Expiry::Delete,
+            // Why replicas never expire keys themselves: their clocks differ from the
+            // master's, and a replica that deleted on its own clock would diverge from the
+            // master's data; Redis instead has the master send DEL. Reads still hide keys the
+            // replica's clock says are dead.
+            Role::Replica => Expiry::Hide,
+        }
+    }
+
+    /// Execute one client command. `now_ms` is THIS node's clock, unix milliseconds (it may
+    /// be skewed: it is the only time source).
+    pub fn execute(&mut self, now_ms: u64, client: ClientId, args: &[Vec<u8>]) -> Outcome {
+        let mut ctx = Ctx::new(clock(now_ms), self.expiry());
+        let reply = self.client_command(&mut ctx, client, args);
+        let effects = if self.role == Role::Replica {
+            Vec::new()
+        } else {
+            wrap_unit(ctx.ops)
+        };
+        Outcome {
+            reply,
+            effects,
+            messages: ctx.messages,
+        }
+    }
+
+    /// Apply effects received from the master. A replica applies them even though it is
+    /// read-only to clients, and uses keys as stored (expiry is the master's decision).
+    pub fn apply_replicated(&mut self, now_ms: u64, cmds: &[Vec<Vec<u8>>]) {
+        self.apply_replicated_with_messages(now_ms, cmds);
+    }
+
+    /// [`Engine::apply_replicated`], returning the pub/sub deliveries to this node's own
+    /// subscribers (Redis replicates PUBLISH so that subscribers of a replica hear it too).
+    pub fn apply_replicated_with_messages(
+        &mut self,
+        now_ms: u64,
+        cmds: &[Vec<Vec<u8>>],
+    ) -> Vec<(ClientId, Vec<u8>, Vec<u8>)> {
+        let mut ctx = Ctx::new(clock(now_ms), Expiry::Ignore);
+        for cmd in cmds {
+            let Some(name) = cmd.first() else { continue };
+            if name.eq_ignore_ascii_case(b"multi") || name.eq_ignore_ascii_case(b"exec") {
+                continue;
+            }
+            let Some(spec) = commands::lookup(name) else {
+                continue;
+            };
+            if !spec.arity_ok(cmd.len()) {
+                continue;
+            }
+            if spec.flags & ENGINE != 0 {
+                // Not produced by effects replication; accepted for completeness.
+                let _ = self.engine_command(&mut ctx, 0, spec.name, cmd, Role::Master);
+            } else {
+                let _ = (spec.run)(&mut self.db, &mut ctx, cmd);
+            }
+        }
+        ctx.messages
+    }
+
+    /// Active expiry sweep (masters only; no-op on replicas): deletes every key whose expiry
+    /// is before `now_ms` and returns the DEL effects to replicate. Real Redis samples keys
+    /// randomly under a time budget; deleting all of them in index order is one of its
+    /// possible outcomes and is deterministic.
+    pub fn active_expire(&mut self, now_ms: u64) -> Vec<Vec<Vec<u8>>> {
+        if self.role == Role::Replica {
+            return Vec::new();
+        }
+        let now = clock(now_ms);
+        let keys = self.db.keys.expired_keys(now);
+        let mut dels = Vec::with_capacity(keys.len());
+        for k in keys {
+            self.db.keys.remove(&k);
+            dels.push(vec![b"DEL".to_vec(), k]);
+        }
+        dels
+    }
+
+    pub fn subscribe(&mut self, client: ClientId, channel: &[u8]) {
+        self.db.pubsub.subscribe(client, channel);
+    }
+
+    pub fn unsubscribe(&mut self, client: ClientId, channel: &[u8]) {
+        self.db.pubsub.unsubscribe(client, channel);
+    }
+
+    /// Connection closed: drop its subscriptions and any open transaction.
+    pub fn disconnect(&mut self, client: ClientId) {
+        self.db.pubsub.disconnect(client);
+        self.transactions.remove(&client);
+    }
+
+    /// Number of live (not logically expired at now_ms) keys, for tests and reports.
+    pub fn dbsize(&self, now_ms: u64) -> usize {
+        self.db.keys.len() - self.db.keys.expired_count(clock(now_ms))
+    }
+
+    /// The stored value of a string key, ignoring expiry (for tests and checkers).
+    pub fn peek(&self, key: &[u8]) -> Option<&[u8]> {
+        match self.db.keys.get(key) {
+            Some(super::keyspace::Data::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The absolute expiry of a stored key, in this node's clock (for tests and reports).
+    pub fn expire_at(&self, key: &[u8]) -> Option<i64> {
+        self.db.keys.expire_at(key)
+    }
+
+    /// Whether a script with this sha1 is cached.
+    pub fn script_exists(&self, sha: &[u8]) -> bool {
+        self.lua.exists(sha)
+    }
+
+    /// A command from a client connection: Redis's processCommand checks, then the command.
+    fn client_command(&mut self, ctx: &mut Ctx, client: ClientId, args: &[Vec<u8>]) -> Value {
+        let Some(name) = args.first() else {
+            return reply::error("ERR empty command");
+        };
+        let spec = commands::lookup(name);
+        let in_tx = self.transactions.contains_key(&client);
+        let refused = match spec {
+            None => Some(reply::unknown_command(args)),
+            Some(s) if !s.arity_ok(args.len()) => Some(reply::arity(s.name)),
+            Some(s) if self.role == Role::Replica && s.is_write() => Some(reply::readonly()),
+            Some(_) => None,
+        };
+        if let Some(err) = refused {
+            if let Some(tx) = self.transactions.get_mut(&client) {
+                tx.dirty = true;
+            }
+            return err;
+        }
+        let spec = spec.expect("refused above otherwise");
+        if in_tx && !matches!(spec.name, "exec" | "discard" | "multi") {
+            let tx = self.transactions.get_mut(&client).expect("in tx");
+            tx.queued.push(args.to_vec());
+            return Value::SimpleString("QUEUED".into());
+        }
+        if spec.flags & ENGINE != 0 {
+            let role = self.role;
+            return self.engine_command(ctx, client, spec.name, args, role);
+        }
+        (spec.run)(&mut self.db, ctx, args)
+    }
+
+    /// Commands that need more than the data: scripts, subscriptions, transactions.
+    fn engine_command(
+        &mut self,
+        ctx: &mut Ctx,
+        client: ClientId,
+        name: &str,
+        args: &[Vec<u8>],
+        role: Role,
+    ) -> Value {
+        match name {
+            "eval" => self.eval(ctx, args, false, role),
+            "evalsha" => self.eval(ctx, args, true, role),
+            "script" => self.script(args),
+            "subscribe" => {
+                let replies = args[1..]
+                    .iter()
+                    .map(|ch| {
+                        self.db.pubsub.subscribe(client, ch);
+                        pubsub_reply("subscribe", Some(ch), self.db.pubsub.count(client))
+                    })
+                    .collect();
+                one_or_many(replies)
+            }
+            "unsubscribe" => {
+                let channels: Vec<Vec<u8>> = if args.len() > 1 {
+                    args[1..].to_vec()
+                } else {
+                    self.db.pubsub.channels_of(client)
+                };
+                if channels.is_empty() {
+                    return pubsub_reply("unsubscribe", None, 0);
+                }
+                let replies = channels
+                    .iter()
+                    .map(|ch| {
+                        self.db.pubsub.unsubscribe(client, ch);
+                        pubsub_reply("unsubscribe", Some(ch), self.db.pubsub.count(client))
+                    })
+                    .collect();
+                one_or_many(replies)
+            }
+            "multi" => {
+                if self.transactions.contains_key(&client) {
+                    return reply::error("ERR MULTI calls can not be nested");
+                }
+                self.transactions.insert(client, Transaction::default());
+                Value::Okay
+            }
+            "discard" => match self.transactions.remove(&client) {
+                Some(_) => Value::Okay,
+                None => reply::error("ERR DISCARD without MULTI"),
+            },
+            "exec" => match self.transactions.remove(&client) {
+                None => reply::error("ERR EXEC without MULTI"),
+                Some(tx) if tx.dirty => {
+                    reply::error("EXECABORT Transaction discarded because of previous errors.")
+                }
+                Some(tx) => Value::Array(
+                    tx.queued
+                        .iter()
+                        .map(|cmd| self.client_command(ctx, client, cmd))
+                        .collect(),
+                ),
+            },
+            _ => reply::error("ERR command handled by the node layer"),
+        }
+    }
+
+    /// EVAL and EVALSHA (Redis's evalGenericCommand).
+    fn eval(&mut self, ctx: &mut Ctx, args: &[Vec<u8>], by_sha: bool, role: Role) -> Value {
+        let Some(numkeys) = parse_i64(&args[2]) else {
+            return reply::not_integer();
+        };
+        if numkeys > (args.len() - 3) as i64 {
+            return reply::numkeys_too_big();
+        }
+        if numkeys < 0 {
+            return reply::numkeys_negative();
+        }
+        let split = 3 + numkeys as usize;
+        let sha: Sha = if by_sha {
+            match <[u8; 40]>::try_from(args[1].as_slice()) {
+                Ok(mut s) => {
+                    s.make_ascii_lowercase();
+                    s
+                }
+                Err(_) => return reply::noscript(),
+            }
+        } else {
+            match self.lua.load(&args[1]) {
+                Ok(s) => s,
+                Err(e) => return e,
+            }
+        };
+        self.lua
+            .run(
+                &sha,
+                &mut self.db,
+                ctx,
+                role,
+                &args[3..split],
+                &args[split..],
+            )
+            .unwrap_or_else(reply::noscript)
+    }
+
+    /// SCRIPT LOAD / EXISTS / FLUSH / KILL / HELP.
+    fn script(&mut self, args: &[Vec<u8>]) -> Value {
+        let sub = args[1].to_ascii_lowercase();
+        let (arity, full): (i32, &str) = match sub.as_slice() {
+            b"load" => (3, "script|load"),
+            b"exists" => (-3, "script|exists"),
+            b"flush" => (-2, "script|flush"),
+            b"kill" => (2, "script|kill"),
+            b"help" => (2, "script|help"),
+            _ => return reply::unknown_subcommand(&args[0], &args[1]),
+        };
+        let n = args.len() as i32;
+        if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
+            return reply::arity(full);
+        }
+        match sub.as_slice() {
+            b"load" => match self.lua.load(&args[2]) {
+                Ok(sha) => bulk(&sha),
+                Err(e) => e,
+            },
+            b"exists" => Value::Array(
+                args[2..]
+                    .iter()
+                    .map(|s| Value::Int(i64::from(self.lua.exists(s))))
+                    .collect(),
+            ),
+            b"flush" => {
+                let ok = args.len() == 2
+                    || (args.len() == 3
+                        && (args[2].eq_ignore_ascii_case(b"sync")
+                            || args[2].eq_ignore_ascii_case(b"async")));
+                if !ok {
+                    return reply::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+                }
+                self.lua.flush();
+                Value::Okay
+            }
+            b"kill" => reply::error("NOTBUSY No scripts in execution right now."),
+            _ => Value::Array(
+                SCRIPT_HELP
+                    .iter()
+                    .map(|l| Value::SimpleString((*l).into()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// SCRIPT HELP as printed by 7.0.15.
+const SCRIPT_HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// Node clocks are unix ms; the keyspace works in i64 as Redis does.
+fn clock(now_ms: u64) -> i64 {
+    i64::try_from(now_ms).unwrap_or(i64::MAX)
+}
+
+/// A unit that wrote more than once replicates as one MULTI ... EXEC, so a replica applies
+/// it atomically (Redis 7.0's propagatePendingCommands).
+fn wrap_unit(ops: Vec<Vec<Vec<u8>>>) -> Vec<Vec<Vec<u8>>> {
+    if ops.len() <= 1 {
+        return ops;
+    }
+    let mut out = Vec::with_capacity(ops.len() + 2);
+    out.push(vec![b"MULTI".to_vec()]);
+    out.extend(ops);
+    out.push(vec![b"EXEC".to_vec()]);
+    out
+}
+
+fn pubsub_reply(kind: &str, channel: Option<&[u8]>, count: usize) -> Value {
+    Value::Array(vec![
+        bulk(kind.as_bytes()),
+        channel.map_or(Value::Nil, bulk),
+        Value::Int(count as i64),
+    ])
+}
+
+/// SUBSCRIBE with several channels sends one confirmation per channel; `execute` returns one
+/// reply, so several confirmations come back as an array of them.
+fn one_or_many(mut replies: Vec<Value>) -> Value {
+    if replies.len() == 1 {
+        replies.pop().expect("one")
+    } else {
+        Value::Array(replies)
+    }
+}

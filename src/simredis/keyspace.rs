@@ -1,0 +1,234 @@
+//! The keyspace: values, and absolute expiry times kept in an ordered index.
+//!
+//! Expiry times are absolute unix milliseconds of *this node's* clock, as in Redis. A key with
+//! expiry `t` is logically expired when `now > t` (strictly: Redis's `keyIsExpired`), so a key
+//! set with `PX 100` at 1000 is still visible at 1100 and gone at 1101.
+//!
+//! Everything is ordered (`BTreeMap`/`BTreeSet`) so that the active expiry sweep visits keys in
+//! a fixed order and costs O(expired) instead of a scan: determinism is a requirement of the
+//! simulation, not a nicety.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A stored value. Only the types the lock designs need exist.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Data {
+    Str(Vec<u8>),
+    Hash(Hash),
+}
+
+impl Data {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Data::Str(_) => "string",
+            Data::Hash(_) => "hash",
+        }
+    }
+}
+
+/// A hash that keeps insertion order, as Redis's small-hash encoding (listpack) does: HGETALL
+/// on a real server lists fields in the order they were first set, and a differential test
+/// compares that order. (Real Redis switches to an unordered table past 128 fields; the lock
+/// hashes have one field per holder.)
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hash {
+    fields: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Hash {
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        self.fields
+            .iter()
+            .find(|(f, _)| f == field)
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// Sets a field; returns true if the field is new.
+    pub fn set(&mut self, field: &[u8], value: Vec<u8>) -> bool {
+        match self.fields.iter_mut().find(|(f, _)| f == field) {
+            Some((_, v)) => {
+                *v = value;
+                false
+            }
+            None => {
+                self.fields.push((field.to_vec(), value));
+                true
+            }
+        }
+    }
+
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match self.fields.iter().position(|(f, _)| f == field) {
+            Some(i) => {
+                self.fields.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.fields
+            .iter()
+            .map(|(f, v)| (f.as_slice(), v.as_slice()))
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    data: Data,
+    expire_at: Option<i64>,
+}
+
+/// The key → value map plus the expiry index `(expire_at, key)`.
+#[derive(Clone, Debug, Default)]
+pub struct Keyspace {
+    map: BTreeMap<Vec<u8>, Entry>,
+    expires: BTreeSet<(i64, Vec<u8>)>,
+}
+
+impl Keyspace {
+    /// The raw value, ignoring expiry (callers decide what expiry means for them).
+    pub fn get(&self, key: &[u8]) -> Option<&Data> {
+        self.map.get(key).map(|e| &e.data)
+    }
+
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Data> {
+        self.map.get_mut(key).map(|e| &mut e.data)
+    }
+
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.map.contains_key(key)
+    }
+
+    /// The absolute expiry of a stored key, or None if it has none (or does not exist).
+    pub fn expire_at(&self, key: &[u8]) -> Option<i64> {
+        self.map.get(key).and_then(|e| e.expire_at)
+    }
+
+    /// Whether a stored key is logically expired at `now` (Redis: `now > when`).
+    pub fn is_expired(&self, key: &[u8], now: i64) -> bool {
+        matches!(self.expire_at(key), Some(t) if now > t)
+    }
+
+    /// Stores a value. Like Redis's `setKey`, this clears any expiry unless `keep_ttl`.
+    pub fn set(&mut self, key: &[u8], data: Data, keep_ttl: bool) {
+        match self.map.get_mut(key) {
+            Some(e) => {
+                e.data = data;
+                if !keep_ttl {
+                    if let Some(t) = e.expire_at.take() {
+                        self.expires.remove(&(t, key.to_vec()));
+                    }
+                }
+            }
+            None => {
+                self.map.insert(
+                    key.to_vec(),
+                    Entry {
+                        data,
+                        expire_at: None,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Removes a key; returns whether it existed.
+    pub fn remove(&mut self, key: &[u8]) -> bool {
+        match self.map.remove(key) {
+            Some(e) => {
+                if let Some(t) = e.expire_at {
+                    self.expires.remove(&(t, key.to_vec()));
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sets the absolute expiry of an existing key (no-op for a missing key).
+    pub fn set_expire(&mut self, key: &[u8], at: i64) {
+        if let Some(e) = self.map.get_mut(key) {
+            if let Some(old) = e.expire_at.replace(at) {
+                if old == at {
+                    return;
+                }
+                self.expires.remove(&(old, key.to_vec()));
+            }
+            self.expires.insert((at, key.to_vec()));
+        }
+    }
+
+    /// Removes the expiry; returns whether there was one.
+    pub fn persist(&mut self, key: &[u8]) -> bool {
+        match self.map.get_mut(key).and_then(|e| e.expire_at.take()) {
+            Some(t) => {
+                self.expires.remove(&(t, key.to_vec()));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Number of stored keys, including logically expired ones not yet deleted (this is what
+    /// Redis's DBSIZE counts).
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Number of stored keys that are logically expired at `now`.
+    pub fn expired_count(&self, now: i64) -> usize {
+        self.expires.range(..(now, Vec::new())).count()
+    }
+
+    /// Keys logically expired at `now`, in expiry order then key order.
+    pub fn expired_keys(&self, now: i64) -> Vec<Vec<u8>> {
+        self.expires
+            .range(..(now, Vec::new()))
+            .map(|(_, k)| k.clone())
+            .collect()
+    }
+
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.expires.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiry_index_follows_the_map() {
+        let mut ks = Keyspace::default();
+        ks.set(b"a", Data::Str(b"1".to_vec()), false);
+        ks.set_expire(b"a", 100);
+        ks.set(b"b", Data::Str(b"1".to_vec()), false);
+        ks.set_expire(b"b", 50);
+        assert!(!ks.is_expired(b"a", 100));
+        assert!(ks.is_expired(b"a", 101));
+        assert_eq!(ks.expired_keys(101), vec![b"b".to_vec(), b"a".to_vec()]);
+        assert_eq!(ks.expired_keys(100), vec![b"b".to_vec()]);
+        ks.set(b"a", Data::Str(b"2".to_vec()), true);
+        assert_eq!(ks.expire_at(b"a"), Some(100));
+        ks.set(b"a", Data::Str(b"3".to_vec()), false);
+        assert_eq!(ks.expire_at(b"a"), None);
+        assert_eq!(ks.expired_keys(1000), vec![b"b".to_vec()]);
+        assert!(ks.remove(b"b"));
+        assert_eq!(ks.expired_count(1000), 0);
+    }
+}
