@@ -93,9 +93,10 @@ pub struct RedisSpec {
     /// From the master's death until a replica is promoted (what Sentinel's down-after gives).
     #[serde(default = "default_failover_detect")]
     pub failover_detect_ms: u64,
-    /// One-way network latency between any two nodes, uniform in this range (microseconds).
-    #[serde(default = "default_latency_us")]
-    pub latency_us: [u64; 2],
+    /// One-way network latency between any two nodes, uniform in this range (ms). madsim's
+    /// timers never fire sooner than 1 ms after they are set, so 1 ms is the floor.
+    #[serde(default = "default_latency_ms")]
+    pub latency_ms: [u64; 2],
     /// A request that gets no answer within this time fails, as a real client's response timeout.
     #[serde(default = "default_request_timeout")]
     pub request_timeout_ms: u64,
@@ -110,8 +111,8 @@ fn default_lag() -> [u64; 2] {
 fn default_failover_detect() -> u64 {
     1000
 }
-fn default_latency_us() -> [u64; 2] {
-    [100, 400]
+fn default_latency_ms() -> [u64; 2] {
+    [1, 2]
 }
 fn default_request_timeout() -> u64 {
     500
@@ -124,7 +125,7 @@ impl Default for RedisSpec {
             replicas: 0,
             replication_lag_ms: default_lag(),
             failover_detect_ms: default_failover_detect(),
-            latency_us: default_latency_us(),
+            latency_ms: default_latency_ms(),
             request_timeout_ms: default_request_timeout(),
         }
     }
@@ -389,7 +390,7 @@ impl Scenario {
         };
         let ranges = [
             ("replication_lag_ms", self.redis.replication_lag_ms),
-            ("latency_us", self.redis.latency_us),
+            ("latency_ms", self.redis.latency_ms),
             ("hold_ms", self.workload.hold_ms),
             ("think_ms", self.workload.think_ms),
             ("retry_ms", self.lock.retry_ms),

@@ -165,14 +165,16 @@ impl Checker for MutualExclusion {
         let mut timeline = Vec::new();
         if let Some(o) = found.first() {
             for s in [&o.first, &o.second] {
+                // The holder's belief, placed on the true timeline as if its clock ran true.
+                let lease_ms = s.valid_until_ms.saturating_sub(s.acquired_at_ms);
                 timeline.push(format!(
-                    "client-{}  acquired {:>10} ms  entered {:>10} ms  exited {:>10}  lease until {} (its clock; acquired at {})",
+                    "client-{}  acquired {:>9} ms  entered {:>9} ms  exited {:>11}  believed lease {} ms, until ~{} ms",
                     s.client,
                     fmt_ms(s.acquired_us),
                     fmt_ms(s.enter_us),
                     s.exit_us.map(|x| format!("{} ms", fmt_ms(x))).unwrap_or_else(|| "(never)".into()),
-                    s.valid_until_ms,
-                    s.acquired_at_ms,
+                    lease_ms,
+                    fmt_ms(s.acquired_us + lease_ms * 1000),
                 ));
             }
             timeline.push(format!(

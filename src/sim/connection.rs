@@ -48,7 +48,7 @@ impl SimConnection {
         let start = madsim::time::Instant::now();
         let deadline = start + self.timeout;
         let server = self.cluster.master_of(self.group);
-        madsim::time::sleep(Duration::from_micros(self.net.latency_us())).await;
+        madsim::time::sleep(self.net.latency()).await;
         let is_wait = args
             .first()
             .is_some_and(|a| a.eq_ignore_ascii_case(b"WAIT"));
@@ -61,7 +61,7 @@ impl SimConnection {
             Ok(v) => v,
             Err(why) => return self.time_out(deadline, why).await,
         };
-        madsim::time::sleep(Duration::from_micros(self.net.latency_us())).await;
+        madsim::time::sleep(self.net.latency()).await;
         if !self.cluster.reachable(server, self.node) {
             return self.time_out(deadline, Unreachable::Partitioned).await;
         }
@@ -126,7 +126,8 @@ fn cmd_args(cmd: &Cmd) -> Vec<Vec<u8>> {
     cmd.args_iter()
         .map(|a| match a {
             redis::Arg::Simple(b) => b.to_vec(),
-            redis::Arg::Cursor => b"0".to_vec(),
+            // A cursor argument (SCAN family); the locks never use one.
+            _ => b"0".to_vec(),
         })
         .collect()
 }

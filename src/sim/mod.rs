@@ -67,7 +67,7 @@ where
         .map(|(i, n)| (n.clone(), i))
         .collect();
     let clocks = Clocks::new(names.len());
-    let net = Network::new(scenario.redis.latency_us);
+    let net = Network::new(scenario.redis.latency_ms);
     let rec = Recorder::simulated();
     let cluster = Cluster::new(
         &ClusterConfig {

@@ -12,14 +12,14 @@ use std::sync::{Arc, Mutex};
 #[derive(Clone, Debug)]
 pub struct Network {
     cuts: Arc<Mutex<BTreeSet<(usize, usize)>>>,
-    latency_us: [u64; 2],
+    latency_ms: [u64; 2],
 }
 
 impl Network {
-    pub fn new(latency_us: [u64; 2]) -> Network {
+    pub fn new(latency_ms: [u64; 2]) -> Network {
         Network {
             cuts: Arc::default(),
-            latency_us,
+            latency_ms,
         }
     }
 
@@ -39,8 +39,8 @@ impl Network {
         self.cuts.lock().unwrap().remove(&(from, to));
     }
 
-    /// A one-way latency sample, in microseconds.
-    pub fn latency_us(&self) -> u64 {
-        super::cluster::lo_hi_random(self.latency_us)
+    /// A one-way latency sample.
+    pub fn latency(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(super::cluster::lo_hi_random(self.latency_ms).max(1))
     }
 }
