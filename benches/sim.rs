@@ -12,7 +12,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn scenario(name: &str) -> Scenario {
-    Scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(name)).unwrap()
+    Scenario::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(name),
+    )
+    .unwrap()
 }
 
 fn bare_madsim_rpc(n: u64) -> f64 {
@@ -68,7 +73,15 @@ fn engine_pairs(n: u64) -> f64 {
     let mut e = Engine::new(Role::Master);
     let script = include_str!("../src/lock/scripts/compare_and_delete.lua");
     let sha = {
-        let out = e.execute(0, 1, &[b"SCRIPT".to_vec(), b"LOAD".to_vec(), script.as_bytes().to_vec()]);
+        let out = e.execute(
+            0,
+            1,
+            &[
+                b"SCRIPT".to_vec(),
+                b"LOAD".to_vec(),
+                script.as_bytes().to_vec(),
+            ],
+        );
         match out.reply {
             redis::Value::BulkString(b) => b,
             other => panic!("{other:?}"),
@@ -93,7 +106,13 @@ fn engine_pairs(n: u64) -> f64 {
         e.execute(
             now,
             1,
-            &[b"EVALSHA".to_vec(), sha.clone(), b"1".to_vec(), b"lock".to_vec(), owner],
+            &[
+                b"EVALSHA".to_vec(),
+                sha.clone(),
+                b"1".to_vec(),
+                b"lock".to_vec(),
+                owner,
+            ],
         );
     }
     n as f64 / started.elapsed().as_secs_f64()
@@ -105,9 +124,15 @@ fn main() {
     let rpc = bare_madsim_rpc(200_000);
     println!("  bare madsim Endpoint RPC round trips/s     {:>12.0}", rpc);
     let timers = bare_madsim_timers(500_000);
-    println!("  bare madsim timer wake-ups/s               {:>12.0}", timers);
+    println!(
+        "  bare madsim timer wake-ups/s               {:>12.0}",
+        timers
+    );
     let pairs = engine_pairs(200_000);
-    println!("  engine SET NX PX + EVALSHA release pairs/s {:>12.0}", pairs);
+    println!(
+        "  engine SET NX PX + EVALSHA release pairs/s {:>12.0}",
+        pairs
+    );
 
     for replicas in [0u32, 1] {
         let mut s = scenario("set-nx-px-no-faults.toml");
@@ -132,7 +157,12 @@ fn main() {
     let mut violated = 0;
     for seed in 0..seeds {
         let run = lockcheck::sim::run(&s, seed);
-        let o = lockcheck::verdict::Outcome::judge(&s, lockcheck::verdict::Mode::Sim, seed, run.history);
+        let o = lockcheck::verdict::Outcome::judge(
+            &s,
+            lockcheck::verdict::Mode::Sim,
+            seed,
+            run.history,
+        );
         if o.verdict() == lockcheck::scenario::Verdict::Violation {
             violated += 1;
         }

@@ -24,7 +24,13 @@ pub fn list() -> String {
             for f in files {
                 match Scenario::load(&f) {
                     Ok(s) => {
-                        let _ = writeln!(out, "  {:<32} expect {:<9} {}", s.name, s.expect.to_string(), f.display());
+                        let _ = writeln!(
+                            out,
+                            "  {:<32} expect {:<9} {}",
+                            s.name,
+                            s.expect.to_string(),
+                            f.display()
+                        );
                     }
                     Err(e) => {
                         let _ = writeln!(out, "  (unreadable) {e}");

@@ -162,9 +162,7 @@ impl Recorder {
     /// True time now, in microseconds since the run started.
     pub fn now_us(&self) -> u64 {
         match self.clock {
-            TrueClock::Sim(start) => {
-                (madsim::time::Instant::now() - start).as_micros() as u64
-            }
+            TrueClock::Sim(start) => (madsim::time::Instant::now() - start).as_micros() as u64,
             TrueClock::Real(start) => start.elapsed().as_micros() as u64,
         }
     }

@@ -39,7 +39,8 @@ pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<SeedsOutco
     let mut runs = Vec::with_capacity(n as usize);
     for seed in first..first.saturating_add(n) {
         let outcome = if opts.real {
-            let history = crate::real::world::run(scenario, seed).map_err(|e| BadInput(e.to_string()))?;
+            let history =
+                crate::real::world::run(scenario, seed).map_err(|e| BadInput(e.to_string()))?;
             Outcome::judge(scenario, Mode::Real, seed, history)
         } else {
             let run = crate::sim::run(scenario, seed);

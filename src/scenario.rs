@@ -399,7 +399,9 @@ impl Scenario {
             if lo > hi {
                 return Err(ctx.err(
                     at(key),
-                    format!("`{key}` is a range [low, high] and needs low <= high, got [{lo}, {hi}]"),
+                    format!(
+                        "`{key}` is a range [low, high] and needs low <= high, got [{lo}, {hi}]"
+                    ),
                 ));
             }
         }
@@ -500,7 +502,10 @@ fn convert_fault(
         ("node", f.node.as_ref().map(|s| s.span())),
         ("by_ms", f.by_ms.as_ref().map(|s| s.span())),
         ("ppm", f.ppm.as_ref().map(|s| s.span())),
-        ("restart_after_ms", f.restart_after_ms.as_ref().map(|s| s.span())),
+        (
+            "restart_after_ms",
+            f.restart_after_ms.as_ref().map(|s| s.span()),
+        ),
     ];
     for (key, span) in &present {
         if let Some(span) = span {
@@ -533,10 +538,7 @@ fn convert_fault(
 
     let trigger = match (&f.on, &f.at_ms) {
         (Some(_), Some(at)) => {
-            return Err(ctx.err(
-                at.span(),
-                "a fault fires either `at_ms` or `on`, not both",
-            ))
+            return Err(ctx.err(at.span(), "a fault fires either `at_ms` or `on`, not both"))
         }
         (None, Some(at)) => {
             if let Some(a) = &f.after_ms {

@@ -58,8 +58,15 @@ impl Outcome {
 
     /// The command line that reproduces this run.
     pub fn replay(&self) -> String {
-        let path = self.path.clone().unwrap_or_else(|| "<scenario.toml>".into());
-        let real = if self.mode == Mode::Real { " --real" } else { "" };
+        let path = self
+            .path
+            .clone()
+            .unwrap_or_else(|| "<scenario.toml>".into());
+        let real = if self.mode == Mode::Real {
+            " --real"
+        } else {
+            ""
+        };
         format!("lockcheck run {path} --seed {}{real}", self.seed)
     }
 }

@@ -15,8 +15,9 @@ use std::time::Duration;
 
 /// Where the nemesis may act on a client between its steps.
 pub trait FaultPoints: Clone + Send + Sync + 'static {
-    /// Called right after a successful acquire, before the client enters its critical section.
-    /// Triggers `on = "acquired"` faults (a simulated GC pause takes effect at the next await).
+    /// Called right after a successful acquire, once the holder has entered its critical
+    /// section. Triggers `on = "acquired"` faults (a simulated GC pause takes effect at the
+    /// holder's next await; a real-mode pause stalls here).
     fn acquired(&self, client: u32) -> impl Future<Output = ()> + Send;
 }
 
@@ -109,8 +110,10 @@ pub async fn run_client<L, E, P>(
                         valid_until_ms: guard.valid_until_ms,
                     },
                 );
-                points.acquired(plan.index).await;
                 rec.record(&me, EventKind::Enter);
+                // The holder is inside its critical section when `on = "acquired"` faults fire,
+                // so a pause there is a pause of a holder at work.
+                points.acquired(plan.index).await;
                 let read = counter.read();
                 let hold = env.random_range(plan.hold_ms[0], plan.hold_ms[1]);
                 env.sleep(Duration::from_millis(hold)).await;

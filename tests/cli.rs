@@ -37,7 +37,10 @@ fn text_output_leads_with_the_verdict_and_ends_with_replay() {
     let (code, out, _) = lockcheck(&["run", "scenarios/failover-lock-loss.toml"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("VIOLATION (as expected"), "{out}");
-    assert!(out.contains("client-0") && out.contains("client-1"), "{out}");
+    assert!(
+        out.contains("client-0") && out.contains("client-1"),
+        "{out}"
+    );
     assert!(out
         .trim_end()
         .ends_with("replay: lockcheck run scenarios/failover-lock-loss.toml --seed 1"));
@@ -45,7 +48,13 @@ fn text_output_leads_with_the_verdict_and_ends_with_replay() {
 
 #[test]
 fn json_has_the_contract_fields() {
-    let (code, out, _) = lockcheck(&["run", "scenarios/gc-pause-lease-expiry.toml", "--json", "--seed", "3"]);
+    let (code, out, _) = lockcheck(&[
+        "run",
+        "scenarios/gc-pause-lease-expiry.toml",
+        "--json",
+        "--seed",
+        "3",
+    ]);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     for k in [
@@ -65,7 +74,10 @@ fn json_has_the_contract_fields() {
     assert_eq!(v["seed"], 3);
     assert_eq!(v["verdict"], "violation");
     assert_eq!(v["checks"]["mutual_exclusion"]["verdict"], "violation");
-    assert_eq!(v["replay"], "lockcheck run scenarios/gc-pause-lease-expiry.toml --seed 3");
+    assert_eq!(
+        v["replay"],
+        "lockcheck run scenarios/gc-pause-lease-expiry.toml --seed 3"
+    );
 }
 
 #[test]
@@ -91,13 +103,19 @@ fn seeds_aggregate_violations() {
     assert_eq!(code, 0, "{out}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["seeds_run"], 3);
-    assert_eq!(v["violating_seeds"]["mutual_exclusion"], serde_json::json!([1, 2, 3]));
+    assert_eq!(
+        v["violating_seeds"]["mutual_exclusion"],
+        serde_json::json!([1, 2, 3])
+    );
 }
 
 #[test]
 fn malformed_scenarios_exit_2_with_location_and_choices() {
     let good = std::fs::read_to_string("scenarios/gc-pause-lease-expiry.toml").unwrap();
-    let p = temp_scenario("badkind.toml", &good.replace("kind = \"set-nx-px\"", "kind = \"setnx\""));
+    let p = temp_scenario(
+        "badkind.toml",
+        &good.replace("kind = \"set-nx-px\"", "kind = \"setnx\""),
+    );
     let (code, _, err) = lockcheck(&["run", p.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(err.contains("badkind.toml:8:8"), "{err}");
@@ -120,5 +138,7 @@ fn list_names_locks_faults_and_scenarios() {
     for needle in ["set-nx-px", "failover", "clock_jump", "failover-lock-loss"] {
         assert!(out.contains(needle), "{needle}: {out}");
     }
-    assert!(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").is_dir());
+    assert!(Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .is_dir());
 }

@@ -21,6 +21,10 @@ fn every_bundled_scenario_is_deterministic() {
         // Different seeds explore different interleavings.
         hashes.sort();
         hashes.dedup();
-        assert!(hashes.len() > 1, "{}: all seeds gave the same history", s.name);
+        assert!(
+            hashes.len() > 1,
+            "{}: all seeds gave the same history",
+            s.name
+        );
     }
 }

@@ -6,7 +6,12 @@ use lockcheck::verdict::{Mode, Outcome};
 use std::path::Path;
 
 fn scenario(name: &str) -> Scenario {
-    Scenario::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios").join(name)).unwrap()
+    Scenario::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(name),
+    )
+    .unwrap()
 }
 
 fn judge(s: &Scenario, seed: u64) -> Outcome {
@@ -30,7 +35,12 @@ fn failover_loses_the_lock_to_the_promoted_replica() {
     let s = scenario("failover-lock-loss.toml");
     for seed in 1..=5 {
         let o = judge(&s, seed);
-        assert_eq!(o.verdict(), Verdict::Violation, "seed {seed}\n{}", o.history.render());
+        assert_eq!(
+            o.verdict(),
+            Verdict::Violation,
+            "seed {seed}\n{}",
+            o.history.render()
+        );
         let f = faults(&o);
         assert_eq!(f[0], "redis-0 killed", "seed {seed}: {f:?}");
         assert!(f[1].starts_with("redis-0-replica-0 promoted"), "{f:?}");
@@ -59,7 +69,10 @@ fn gc_pause_past_the_lease_gives_two_holders() {
         // The paused holder entered at about t=0 and stayed inside for the whole pause.
         let first = &ev["first"];
         let inside = first["exit_us"].as_u64().unwrap() - first["enter_us"].as_u64().unwrap();
-        assert!(inside >= 3_000_000, "paused for 3 s, was inside {inside} µs");
+        assert!(
+            inside >= 3_000_000,
+            "paused for 3 s, was inside {inside} µs"
+        );
         // The other client acquired after the lease (1 s) ran out on the server.
         assert!(ev["second"]["acquired_us"].as_u64().unwrap() >= 1_000_000);
     }
@@ -72,7 +85,9 @@ fn no_faults_is_safe_and_every_cycle_completes() {
         let run = lockcheck::sim::run(&s, seed);
         let o = Outcome::judge(&s, Mode::Sim, seed, run.history.clone());
         assert_eq!(o.verdict(), Verdict::Safe, "seed {seed}");
-        let sections = o.checks["mutual_exclusion"].evidence["sections"].as_u64().unwrap();
+        let sections = o.checks["mutual_exclusion"].evidence["sections"]
+            .as_u64()
+            .unwrap();
         assert_eq!(sections, 4 * 50, "every cycle acquired");
         // No lost update: the counter saw every write.
         assert_eq!(run.counter, (200, 200));

@@ -195,7 +195,9 @@ impl RealNemesis {
         self.note(format!("redis-{m} killed (SIGKILL)"));
         std::thread::sleep(self.detect);
         match rig.fail_over() {
-            Ok(_) => self.note(format!("redis-{m}-replica-0 promoted to master of group {m}")),
+            Ok(_) => self.note(format!(
+                "redis-{m}-replica-0 promoted to master of group {m}"
+            )),
             Err(e) => self.note(format!("failover of redis-{m} failed: {e}")),
         }
     }
@@ -241,7 +243,9 @@ impl FaultPoints for RealNemesis {
                     tokio::task::spawn_blocking(move || me.fail_over(master as usize));
                 }
                 FaultKind::Pause { for_ms, .. } => {
-                    self.note(format!("client-{client} paused for {for_ms} ms (stalled at acquired)"));
+                    self.note(format!(
+                        "client-{client} paused for {for_ms} ms (stalled at acquired)"
+                    ));
                     stall = stall.max(Duration::from_millis(for_ms));
                 }
                 _ => {}

@@ -127,7 +127,10 @@ impl Cluster {
             clocks,
             net,
             rec,
-            lag_us: [cfg.replication_lag_ms[0] * 1000, cfg.replication_lag_ms[1] * 1000],
+            lag_us: [
+                cfg.replication_lag_ms[0] * 1000,
+                cfg.replication_lag_ms[1] * 1000,
+            ],
         }
     }
 
@@ -285,11 +288,7 @@ impl Cluster {
         }
         let mut due = Vec::new();
         if let Some(stream) = st.servers[master].streams.get_mut(&replica) {
-            while stream
-                .queue
-                .front()
-                .is_some_and(|b| b.deliver_us <= now_us)
-            {
+            while stream.queue.front().is_some_and(|b| b.deliver_us <= now_us) {
                 due.push(stream.queue.pop_front().expect("front exists"));
             }
         }
@@ -362,12 +361,7 @@ impl Cluster {
             let g = st.groups[group].clone();
             let new = g.replicas.iter().copied().find(|&r| st.servers[r].alive)?;
             st.servers[new].engine.set_role(Role::Master);
-            let rest: Vec<usize> = g
-                .replicas
-                .iter()
-                .copied()
-                .filter(|&r| r != new)
-                .collect();
+            let rest: Vec<usize> = g.replicas.iter().copied().filter(|&r| r != new).collect();
             st.servers[new].streams = rest.iter().map(|&r| (r, Stream::default())).collect();
             st.servers[new].offset = 0;
             for &r in &rest {
@@ -444,7 +438,10 @@ fn info_reply(st: &State, idx: usize) -> Value {
     } else {
         let m = &st.servers[g.master];
         text.push_str("role:slave\r\n");
-        text.push_str(&format!("master_host:127.0.0.1\r\nmaster_port:{}\r\n", 6380 + m.node));
+        text.push_str(&format!(
+            "master_host:127.0.0.1\r\nmaster_port:{}\r\n",
+            6380 + m.node
+        ));
         let up = if m.alive { "up" } else { "down" };
         text.push_str(&format!("master_link_status:{up}\r\n"));
         text.push_str(&format!("slave_repl_offset:{}\r\n", s.applied));

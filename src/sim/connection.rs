@@ -88,7 +88,8 @@ impl SimConnection {
         // Reachability is checked on arrival, like any command.
         self.cluster
             .execute(self.node, server, self.id, &[b"PING".to_vec()])?;
-        let until = (ms > 0).then(|| madsim::time::Instant::now() + Duration::from_millis(ms as u64));
+        let until =
+            (ms > 0).then(|| madsim::time::Instant::now() + Duration::from_millis(ms as u64));
         loop {
             let acked = self.cluster.acked_replicas(server, self.id);
             let now = madsim::time::Instant::now();

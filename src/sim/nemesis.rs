@@ -177,7 +177,11 @@ impl SimNemesis {
     fn links(&self, nodes: &[String], from: &[String]) -> Vec<(usize, usize)> {
         let cut: Vec<usize> = nodes.iter().map(|n| self.nodes[n]).collect();
         let others: Vec<usize> = if from.is_empty() {
-            self.nodes.values().copied().filter(|i| !cut.contains(i)).collect()
+            self.nodes
+                .values()
+                .copied()
+                .filter(|i| !cut.contains(i))
+                .collect()
         } else {
             from.iter().map(|n| self.nodes[n]).collect()
         };

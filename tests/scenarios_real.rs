@@ -1,0 +1,87 @@
+//! Every bundled scenario reaches its expected verdict on real `redis-server` processes too, and
+//! real mode fails cleanly (exit 2, the package to install) when it cannot run.
+
+use lockcheck::scenario::{Scenario, Verdict};
+use lockcheck::verdict::{Mode, Outcome};
+use std::path::Path;
+use std::process::Command;
+
+fn scenario(name: &str) -> Scenario {
+    Scenario::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(name),
+    )
+    .unwrap()
+}
+
+fn run_real(name: &str) -> Outcome {
+    let s = scenario(name);
+    let history = lockcheck::real::world::run(&s, 1)
+        .unwrap_or_else(|e| panic!("{name} could not run on real processes: {e}"));
+    Outcome::judge(&s, Mode::Real, 1, history)
+}
+
+fn fault_lines(o: &Outcome) -> Vec<String> {
+    o.history
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            lockcheck::history::EventKind::Fault { what } => Some(what.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn failover_lock_loss_on_real_servers() {
+    let o = run_real("failover-lock-loss.toml");
+    assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
+    let f = fault_lines(&o);
+    assert!(f.iter().any(|l| l.contains("redis-0 killed")), "{f:?}");
+    assert!(f.iter().any(|l| l.contains("promoted")), "{f:?}");
+}
+
+#[test]
+fn gc_pause_lease_expiry_on_real_servers() {
+    let o = run_real("gc-pause-lease-expiry.toml");
+    assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
+}
+
+#[test]
+fn no_faults_is_safe_on_real_servers() {
+    let o = run_real("set-nx-px-no-faults.toml");
+    assert_eq!(o.verdict(), Verdict::Safe);
+    assert_eq!(o.checks["mutual_exclusion"].evidence["sections"], 200);
+}
+
+#[test]
+fn missing_redis_server_exits_2_naming_the_package() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(["run", "scenarios/gc-pause-lease-expiry.toml", "--real"])
+        .env("LOCKCHECK_REDIS_SERVER", "/nonexistent/redis-server")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("apt-get install redis-server"), "{err}");
+}
+
+#[test]
+fn a_fault_without_a_real_recipe_exits_2() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/gc-pause-lease-expiry.toml"),
+    )
+    .unwrap()
+        + "\n[[faults]]\nkind = \"partition\"\nnodes = [\"client-0\"]\nat_ms = 10\nfor_ms = 10\n";
+    let p = std::env::temp_dir().join(format!("lockcheck-real-{}.toml", std::process::id()));
+    std::fs::write(&p, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(["run", p.to_str().unwrap(), "--real"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no real-mode recipe"), "{err}");
+}
