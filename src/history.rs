@@ -41,9 +41,35 @@ pub enum EventKind {
         wrote: u64,
         fencing_token: Option<u64>,
         accepted: bool,
+        /// The storage's sequence number of an accepted write (the order it applied writes in).
+        seq: Option<u64>,
     },
     /// The nemesis did something (failover, pause, partition ...).
     Fault { what: String },
+    /// A nested acquire by the holder succeeded (`depth` 2 is the first nested one).
+    Reentered { depth: u32 },
+    /// A nested acquire by the holder failed or gave up.
+    ReentryFailed { depth: u32, reason: String },
+    /// A nested (inner) release completed; `deleted` says whether it removed the lock entry.
+    InnerReleased { depth: u32, deleted: bool },
+    /// The client process died at `point` (the nemesis's `crash` of a client).
+    Crashed { point: String },
+    /// Address book (seed 004): the holder inserted an address for `user`, as the default when
+    /// the count it read was 0.
+    AddressInserted {
+        user: u32,
+        count_seen: u64,
+        is_default: bool,
+        fencing_token: Option<u64>,
+        accepted: bool,
+        seq: Option<u64>,
+    },
+    /// Address book at the end of the run, read from the storage.
+    AddressBookState {
+        user: u32,
+        addresses: u64,
+        defaults: u64,
+    },
 }
 
 /// One event.
@@ -122,8 +148,34 @@ fn render_event(e: &Event) -> String {
             wrote,
             fencing_token,
             accepted,
-        } => format!("write read={read} wrote={wrote} fencing={fencing_token:?} accepted={accepted}"),
+            seq,
+        } => format!(
+            "write read={read} wrote={wrote} fencing={fencing_token:?} accepted={accepted} seq={seq:?}"
+        ),
         EventKind::Fault { what } => format!("fault {what}"),
+        EventKind::Reentered { depth } => format!("reentered depth={depth}"),
+        EventKind::ReentryFailed { depth, reason } => {
+            format!("reentry-failed depth={depth} {reason}")
+        }
+        EventKind::InnerReleased { depth, deleted } => {
+            format!("inner-released depth={depth} deleted={deleted}")
+        }
+        EventKind::Crashed { point } => format!("crashed at {point}"),
+        EventKind::AddressInserted {
+            user,
+            count_seen,
+            is_default,
+            fencing_token,
+            accepted,
+            seq,
+        } => format!(
+            "address-insert user={user} count_seen={count_seen} default={is_default} fencing={fencing_token:?} accepted={accepted} seq={seq:?}"
+        ),
+        EventKind::AddressBookState {
+            user,
+            addresses,
+            defaults,
+        } => format!("address-book user={user} addresses={addresses} defaults={defaults}"),
     };
     format!("{} {} {}", fmt_ms(e.at_us), e.node, what)
 }

@@ -66,6 +66,24 @@ pub struct LockSpec {
     /// Pause between failed attempts: a uniform range, so contending clients do not move in lockstep.
     #[serde(default = "default_retry_ms")]
     pub retry_ms: [u64; 2],
+    /// Redisson's `lockWatchdogTimeout`: the lease of a lock taken without `ttl_ms`, renewed by the
+    /// watchdog every third of it. Redisson's default is 30000; real-mode scenarios scale it down.
+    #[serde(default)]
+    pub watchdog_timeout_ms: Option<u64>,
+}
+
+/// Redisson's default `lockWatchdogTimeout`.
+pub const DEFAULT_WATCHDOG_TIMEOUT_MS: u64 = 30_000;
+
+impl LockSpec {
+    /// The lease a grant gets: `ttl_ms`, or for a lock with a default lease (Redisson's watchdog
+    /// mode) its watchdog timeout.
+    pub fn lease_ms(&self) -> u64 {
+        self.ttl_ms.unwrap_or(
+            self.watchdog_timeout_ms
+                .unwrap_or(DEFAULT_WATCHDOG_TIMEOUT_MS),
+        )
+    }
 }
 
 fn default_wait_ms() -> u64 {
@@ -145,7 +163,41 @@ pub struct WorkloadSpec {
     /// Pause between a release and the next acquire, uniform in this range.
     #[serde(default = "default_think")]
     pub think_ms: [u64; 2],
+    /// What the critical section does to the protected resource.
+    #[serde(default)]
+    pub kind: WorkloadKind,
+    /// Nested acquires of the same lock inside each critical section (reentrancy), each released
+    /// before the holder finishes its work.
+    #[serde(default)]
+    pub nested: u32,
 }
+
+/// The protected resource and what a holder does to it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// A read-modify-write of a counter in the storage node: read, work, write read + 1.
+    #[default]
+    Counter,
+    /// Seed 004: count the user's addresses, work, insert one that is the default when the count
+    /// was 0. Invariant: each user has exactly one default address.
+    AddressBook,
+}
+
+impl WorkloadKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Counter => "counter",
+            WorkloadKind::AddressBook => "address-book",
+        }
+    }
+}
+
+/// Named points in the workload's critical section where a fault can fire (`on = "<point>"`).
+/// `acquired`: right after a successful acquire, inside the critical section. `after-read`: the
+/// holder has read the resource (the counter, or the user's address count) and not yet written.
+/// `before-release`: the holder left its critical section and is about to release.
+pub const WORKLOAD_POINTS: &[&str] = &["acquired", "after-read", "before-release"];
 
 fn two() -> u32 {
     2
@@ -167,6 +219,8 @@ impl Default for WorkloadSpec {
             cycles: 10,
             hold_ms: default_hold(),
             think_ms: default_think(),
+            kind: WorkloadKind::Counter,
+            nested: 0,
         }
     }
 }
@@ -179,6 +233,10 @@ pub enum Trigger {
     /// At the first successful acquire at or after this true time (by the named client, if the
     /// fault names one).
     Acquired { after_ms: u64 },
+    /// The first time a client (the named one, if the fault names one) reaches the named point at
+    /// or after this true time: a workload point (`after-read`, `before-release`) or one of the
+    /// lock's own (`after-setnx` of `naive-setnx-expire`).
+    Point { point: String, after_ms: u64 },
 }
 
 /// Which client a client fault hits.
@@ -215,6 +273,8 @@ pub enum FaultKind {
     ClockDrift { node: String, ppm: i64 },
     /// Crash a Redis node; it restarts empty (no persistence) after `restart_after_ms`.
     Crash { node: String, restart_after_ms: u64 },
+    /// A client process dies (at its trigger point): it never releases and never comes back.
+    ClientCrash { client: u32 },
 }
 
 /// The fault kinds' names, as written in scenario files.
@@ -323,7 +383,13 @@ impl Ctx<'_> {
 }
 
 /// The check names a scenario may name in `expect_checks`.
-pub const CHECK_NAMES: &[&str] = &["mutual_exclusion"];
+pub const CHECK_NAMES: &[&str] = &[
+    "mutual_exclusion",
+    "resource",
+    "liveness",
+    "foreign_release",
+    "reentrancy",
+];
 
 impl Scenario {
     /// Reads and validates a scenario file.
@@ -417,6 +483,28 @@ impl Scenario {
                 ),
             ));
         }
+        if self.lock.watchdog_timeout_ms.is_some() && !self.lock.kind.has_default_lease() {
+            return Err(ctx.err(
+                at("watchdog_timeout_ms"),
+                format!(
+                    "`watchdog_timeout_ms` is the watchdog lease of {}; lock kind `{}` has no watchdog",
+                    quoted(
+                        &LockKind::ALL
+                            .iter()
+                            .filter(|k| k.has_default_lease())
+                            .map(|k| k.name())
+                            .collect::<Vec<_>>()
+                    ),
+                    self.lock.kind.name()
+                ),
+            ));
+        }
+        if self.lock.watchdog_timeout_ms == Some(0) {
+            return Err(ctx.err(
+                at("watchdog_timeout_ms"),
+                "`watchdog_timeout_ms` must be at least 1",
+            ));
+        }
         if self.redis.masters == 0 {
             return Err(ctx.err(at("masters"), "`masters` must be at least 1"));
         }
@@ -444,6 +532,13 @@ impl Scenario {
         for c in 0..self.workload.clients {
             v.push(format!("client-{c}"));
         }
+        v
+    }
+
+    /// The points a fault may fire at (`on = ...`): the workload's, then the lock kind's own.
+    pub fn points(&self) -> Vec<&'static str> {
+        let mut v = WORKLOAD_POINTS.to_vec();
+        v.extend_from_slice(self.lock.kind.points());
         v
     }
 
@@ -547,17 +642,25 @@ fn convert_fault(
             Trigger::At(*at.get_ref())
         }
         (Some(on), None) => {
-            if on.get_ref() != "acquired" {
+            let after_ms = f.after_ms.as_ref().map(|a| *a.get_ref()).unwrap_or(0);
+            let points = scenario.points();
+            let point = on.get_ref().as_str();
+            if point == "acquired" {
+                Trigger::Acquired { after_ms }
+            } else if points.contains(&point) {
+                Trigger::Point {
+                    point: point.to_string(),
+                    after_ms,
+                }
+            } else {
                 return Err(ctx.err(
                     on.span(),
                     format!(
-                        "unknown trigger `{}`, expected one of `acquired`",
-                        on.get_ref()
+                        "unknown trigger `{point}`, expected one of {} (the workload's points and those of lock kind `{}`)",
+                        quoted(&points),
+                        scenario.lock.kind.name()
                     ),
                 ));
-            }
-            Trigger::Acquired {
-                after_ms: f.after_ms.as_ref().map(|a| *a.get_ref()).unwrap_or(0),
             }
         }
         (None, None) => {
@@ -610,10 +713,10 @@ fn convert_fault(
                     }
                 },
             };
-            if client == ClientRef::Holder && !matches!(trigger, Trigger::Acquired { .. }) {
+            if client == ClientRef::Holder && matches!(trigger, Trigger::At(_)) {
                 return Err(ctx.err(
                     table_span,
-                    "`client = \"holder\"` needs `on = \"acquired\"` (there is no holder at a fixed time)",
+                    "`client = \"holder\"` needs an `on` trigger such as `on = \"acquired\"` (there is no holder at a fixed time)",
                 ));
             }
             FaultKind::Pause {
@@ -646,14 +749,40 @@ fn convert_fault(
             node: check_node(f.node.as_ref().ok_or_else(|| need("node"))?)?,
             ppm: *f.ppm.as_ref().ok_or_else(|| need("ppm"))?.get_ref(),
         },
-        "crash" => FaultKind::Crash {
-            node: check_node(f.node.as_ref().ok_or_else(|| need("node"))?)?,
-            restart_after_ms: *f
-                .restart_after_ms
-                .as_ref()
-                .ok_or_else(|| need("restart_after_ms"))?
-                .get_ref(),
-        },
+        "crash" => {
+            let node_key = f.node.as_ref().ok_or_else(|| need("node"))?;
+            let node = check_node(node_key)?;
+            if let Some(c) = node.strip_prefix("client-") {
+                // A client crash: the process dies at its trigger and never comes back.
+                if let Some(r) = &f.restart_after_ms {
+                    return Err(ctx.err(
+                        r.span(),
+                        "a crashed client does not restart: `restart_after_ms` is for Redis nodes",
+                    ));
+                }
+                if matches!(trigger, Trigger::At(_)) {
+                    return Err(ctx.err(
+                        table_span,
+                        format!(
+                            "a client crash fires at a named point: use `on = ...` with one of {}",
+                            quoted(&scenario.points())
+                        ),
+                    ));
+                }
+                FaultKind::ClientCrash {
+                    client: c.parse().expect("client names are client-<index>"),
+                }
+            } else {
+                FaultKind::Crash {
+                    node,
+                    restart_after_ms: *f
+                        .restart_after_ms
+                        .as_ref()
+                        .ok_or_else(|| need("restart_after_ms"))?
+                        .get_ref(),
+                }
+            }
+        }
         _ => unreachable!(),
     };
     Ok(Fault { trigger, kind })

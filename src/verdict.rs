@@ -36,7 +36,7 @@ pub struct Outcome {
 impl Outcome {
     /// Runs every checker over `history`.
     pub fn judge(scenario: &Scenario, mode: Mode, seed: u64, history: History) -> Outcome {
-        let checks = check::all()
+        let checks = check::for_scenario(scenario)
             .into_iter()
             .map(|c| (c.name().to_string(), c.check(&history)))
             .collect();

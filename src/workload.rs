@@ -1,17 +1,30 @@
 //! The workload: what each client does, and the protected resource it does it to.
 //!
-//! A client loops: acquire, enter its critical section (a read-modify-write of a shared counter
-//! that takes `hold_ms`), exit, release, think. `enter`, `exit` and the write are recorded in true
-//! time, so the checkers see what actually happened, whatever the client believed about its lease.
-//! This is Jepsen's split: the client (the lock) and the workload are apart from the nemesis (faults),
-//! which reaches in only through [`FaultPoints`].
+//! A client loops: acquire, enter its critical section, exit, release, think. The critical
+//! section works on the protected resource in the storage node ([`crate::resource`]): a
+//! read-modify-write of a counter, or seed 004's address book (count the user's addresses, work,
+//! insert one, the default if the count was 0). With `nested = n` the holder also acquires the
+//! lock n more times inside its section and releases those inner acquisitions before it finishes
+//! its work (reentrancy). `enter`, `exit`, the writes and the nested acquisitions are recorded in
+//! true time, so the checkers see what actually happened, whatever the client believed about its
+//! lease. This is Jepsen's split: the client (the lock) and the workload are apart from the
+//! nemesis (faults), which reaches in only through [`FaultPoints`] and the named points.
+//!
+//! The workload's named points, in order: `acquired` (just entered), `after-read` (read the
+//! resource, not yet written it back), `before-release` (left the section, release not yet sent).
 
 use crate::env::Env;
 use crate::history::{EventKind, Recorder};
-use crate::lock::Lock;
+use crate::lock::{Guard, Lock};
+use crate::resource::Store;
+use crate::scenario::WorkloadKind;
+use redis::aio::ConnectionLike;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+/// The user whose address book the `address-book` workload edits (seed 004's `uid`).
+pub const ADDRESS_BOOK_USER: u32 = 1;
 
 /// Where the nemesis may act on a client between its steps.
 pub trait FaultPoints: Clone + Send + Sync + 'static {
@@ -19,6 +32,14 @@ pub trait FaultPoints: Clone + Send + Sync + 'static {
     /// section. Triggers `on = "acquired"` faults (a simulated GC pause takes effect at the
     /// holder's next await; a real-mode pause stalls here).
     fn acquired(&self, client: u32) -> impl Future<Output = ()> + Send;
+
+    /// Called when a client reaches another named point: the workload's `after-read` and
+    /// `before-release`, or a lock's own (through [`Env::point`]). Triggers `on = "<point>"`
+    /// faults. A crash at a point never returns.
+    fn reached(&self, client: u32, point: &'static str) -> impl Future<Output = ()> + Send {
+        let _ = (client, point);
+        async {}
+    }
 }
 
 /// No faults.
@@ -38,6 +59,10 @@ pub struct ClientPlan {
     pub think_ms: [u64; 2],
     /// No new cycle starts at or after this true time (µs).
     pub stop_at_us: u64,
+    /// What the critical section does.
+    pub workload: WorkloadKind,
+    /// Nested acquires inside each critical section.
+    pub nested: u32,
 }
 
 impl ClientPlan {
@@ -81,20 +106,21 @@ impl Counter {
 }
 
 /// Runs one client's loop to completion.
-pub async fn run_client<L, E, P>(
+pub async fn run_client<L, E, P, S>(
     plan: ClientPlan,
     mut lock: L,
     env: E,
     rec: Recorder,
     points: P,
-    counter: Counter,
+    mut store: Store<S>,
 ) where
     L: Lock,
     E: Env,
     P: FaultPoints,
+    S: ConnectionLike + Send,
 {
     let me = plan.name();
-    for _ in 0..plan.cycles {
+    for cycle in 0..plan.cycles {
         if rec.now_us() >= plan.stop_at_us {
             break;
         }
@@ -114,20 +140,12 @@ pub async fn run_client<L, E, P>(
                 // The holder is inside its critical section when `on = "acquired"` faults fire,
                 // so a pause there is a pause of a holder at work.
                 points.acquired(plan.index).await;
-                let read = counter.read();
-                let hold = env.random_range(plan.hold_ms[0], plan.hold_ms[1]);
-                env.sleep(Duration::from_millis(hold)).await;
-                let accepted = counter.write(read + 1);
-                rec.record(
-                    &me,
-                    EventKind::ResourceWrite {
-                        read,
-                        wrote: read + 1,
-                        fencing_token: guard.fencing_token,
-                        accepted,
-                    },
-                );
+                critical_section(
+                    &plan, cycle, &mut lock, &env, &rec, &points, &mut store, &guard,
+                )
+                .await;
                 rec.record(&me, EventKind::Exit);
+                points.reached(plan.index, "before-release").await;
                 match lock.release(&guard).await {
                     Ok(deleted) => rec.record(&me, EventKind::Released { deleted }),
                     Err(e) => rec.record(
@@ -154,6 +172,140 @@ pub async fn run_client<L, E, P>(
         let think = env.random_range(plan.think_ms[0], plan.think_ms[1]);
         if think > 0 {
             env.sleep(Duration::from_millis(think)).await;
+        }
+    }
+}
+
+/// The holder's work: read the resource, acquire and release the lock `nested` more times, work
+/// for `hold_ms`, write back.
+#[allow(clippy::too_many_arguments)]
+async fn critical_section<L, E, P, S>(
+    plan: &ClientPlan,
+    cycle: u32,
+    lock: &mut L,
+    env: &E,
+    rec: &Recorder,
+    points: &P,
+    store: &mut Store<S>,
+    guard: &Guard,
+) where
+    L: Lock,
+    E: Env,
+    P: FaultPoints,
+    S: ConnectionLike + Send,
+{
+    let me = plan.name();
+    let token = guard.fencing_token;
+    let read = match plan.workload {
+        WorkloadKind::Counter => store.read().await,
+        WorkloadKind::AddressBook => store.count_addresses(ADDRESS_BOOK_USER).await,
+    }
+    .unwrap_or(0);
+    points.reached(plan.index, "after-read").await;
+
+    // Reentrancy: the holder takes the lock again (a nested call that needs it too), then
+    // releases those inner acquisitions, innermost first, and keeps working: a correct reentrant
+    // lock stays held until the outermost release.
+    let mut inner: Vec<Guard> = Vec::new();
+    for _ in 0..plan.nested {
+        let depth = inner.len() as u32 + 2;
+        match lock.acquire().await {
+            Ok(Some(g)) => {
+                rec.record(&me, EventKind::Reentered { depth });
+                inner.push(g);
+            }
+            Ok(None) => {
+                rec.record(
+                    &me,
+                    EventKind::ReentryFailed {
+                        depth,
+                        reason: "wait bound reached".into(),
+                    },
+                );
+                break;
+            }
+            Err(e) => {
+                rec.record(
+                    &me,
+                    EventKind::ReentryFailed {
+                        depth,
+                        reason: e.to_string(),
+                    },
+                );
+                break;
+            }
+        }
+    }
+    while let Some(g) = inner.pop() {
+        let depth = inner.len() as u32 + 2;
+        match lock.release(&g).await {
+            Ok(deleted) => rec.record(&me, EventKind::InnerReleased { depth, deleted }),
+            Err(e) => rec.record(
+                &me,
+                EventKind::ReleaseFailed {
+                    error: e.to_string(),
+                },
+            ),
+        }
+    }
+
+    let hold = env.random_range(plan.hold_ms[0], plan.hold_ms[1]);
+    env.sleep(Duration::from_millis(hold)).await;
+
+    match plan.workload {
+        WorkloadKind::Counter => {
+            let seq = store.write(read + 1, token).await.unwrap_or(None);
+            rec.record(
+                &me,
+                EventKind::ResourceWrite {
+                    read,
+                    wrote: read + 1,
+                    fencing_token: token,
+                    accepted: seq.is_some(),
+                    seq,
+                },
+            );
+        }
+        WorkloadKind::AddressBook => {
+            // Seed 004: the first address becomes the default.
+            let is_default = read == 0;
+            let id = format!("{me}#{cycle}");
+            let seq = store
+                .insert_address(ADDRESS_BOOK_USER, &id, is_default, token)
+                .await
+                .unwrap_or(None);
+            rec.record(
+                &me,
+                EventKind::AddressInserted {
+                    user: ADDRESS_BOOK_USER,
+                    count_seen: read,
+                    is_default,
+                    fencing_token: token,
+                    accepted: seq.is_some(),
+                    seq,
+                },
+            );
+        }
+    }
+}
+
+/// Records the resource's final state where the invariant is about the end state (the address
+/// book: each user has exactly one default address).
+pub async fn record_final_state<S: ConnectionLike + Send>(
+    workload: WorkloadKind,
+    store: &mut Store<S>,
+    rec: &Recorder,
+) {
+    if workload == WorkloadKind::AddressBook {
+        if let Ok((addresses, defaults)) = store.address_book(ADDRESS_BOOK_USER).await {
+            rec.record(
+                "storage",
+                EventKind::AddressBookState {
+                    user: ADDRESS_BOOK_USER,
+                    addresses,
+                    defaults,
+                },
+            );
         }
     }
 }

@@ -9,11 +9,39 @@
 mod real;
 mod sim;
 
-pub use real::RealEnv;
+pub use real::{Gate, RealEnv};
 pub use sim::SimEnv;
 
 use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// Where a client's named points lead: the nemesis, which may pause or crash the client there.
+/// Built per client by the world; [`Env::point`] calls it.
+#[derive(Clone)]
+pub struct PointHook {
+    hook: Arc<dyn Fn(&'static str) -> BoxedUnit + Send + Sync>,
+}
+
+type BoxedUnit = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+impl PointHook {
+    pub fn new<F, Fut>(f: F) -> PointHook
+    where
+        F: Fn(&'static str) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        PointHook {
+            hook: Arc::new(move |p| Box::pin(f(p))),
+        }
+    }
+
+    /// The client reached `point`.
+    pub fn reached(&self, point: &'static str) -> impl Future<Output = ()> + Send {
+        (self.hook)(point)
+    }
+}
 
 /// A handle to a spawned background task; dropping it does not stop the task, `abort` does.
 pub struct TaskHandle {
@@ -45,6 +73,14 @@ pub trait Env: Clone + Send + Sync + 'static {
         F: Future<Output = ()> + Send + 'static;
     /// A random 64-bit number (madsim's seeded RNG in simulation).
     fn random_u64(&self) -> u64;
+
+    /// The lock reached a named point of its protocol (for example `after-setnx`, between two
+    /// commands that should have been one). The nemesis may pause or crash the client here; without
+    /// faults this returns at once.
+    fn point(&self, name: &'static str) -> impl Future<Output = ()> + Send {
+        let _ = name;
+        async {}
+    }
 
     /// A uniformly random value in `[lo, hi]`.
     fn random_range(&self, lo: u64, hi: u64) -> u64 {

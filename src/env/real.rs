@@ -1,22 +1,53 @@
 //! The real environment: tokio timers, the system clock, the OS's randomness.
+//!
+//! A real GC pause stops the whole client process, background threads included, so a paused
+//! client must not keep renewing its lease from a watchdog task. Each real client therefore has a
+//! [`Gate`]: the nemesis closes it for a pause (or forever for a crash), and while it is closed the
+//! client's spawned tasks are not polled and its sleeps do not return. In-flight Redis replies are
+//! buffered meanwhile, as the kernel would buffer them for a stopped process.
 
-use super::{Env, TaskHandle};
+use super::{Env, PointHook, TaskHandle};
 use rand::{RngCore, SeedableRng};
 use std::future::Future;
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Real time and real tasks; must be used inside a tokio runtime.
 #[derive(Clone)]
 pub struct RealEnv {
     rng: Arc<Mutex<rand::rngs::SmallRng>>,
+    gate: Gate,
+    points: Option<PointHook>,
 }
 
 impl Default for RealEnv {
     fn default() -> Self {
         RealEnv {
             rng: Arc::new(Mutex::new(rand::rngs::SmallRng::from_entropy())),
+            gate: Gate::default(),
+            points: None,
         }
+    }
+}
+
+impl RealEnv {
+    /// Uses `gate` to stop this client's timers and background tasks during pauses.
+    pub fn with_gate(mut self, gate: Gate) -> Self {
+        self.gate = gate;
+        self
+    }
+
+    /// Sends this client's named points to `hook` (the nemesis).
+    pub fn with_points(mut self, hook: PointHook) -> Self {
+        self.points = Some(hook);
+        self
+    }
+
+    /// This client's gate.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
     }
 }
 
@@ -29,18 +60,109 @@ impl Env for RealEnv {
     }
 
     fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send {
-        tokio::time::sleep(d)
+        let gate = self.gate.clone();
+        async move {
+            tokio::time::sleep(d).await;
+            gate.wait_open().await;
+        }
     }
 
     fn spawn<F>(&self, task: F) -> TaskHandle
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let h = tokio::spawn(task);
+        let h = tokio::spawn(self.gate.clone().gated(task));
         TaskHandle::new(move || h.abort())
     }
 
     fn random_u64(&self) -> u64 {
         self.rng.lock().unwrap().next_u64()
+    }
+
+    fn point(&self, name: &'static str) -> impl Future<Output = ()> + Send {
+        let hook = self.points.clone();
+        async move {
+            if let Some(h) = hook {
+                h.reached(name).await
+            }
+        }
+    }
+}
+
+/// Stops a real client: closed for a pause, closed forever when it crashed.
+#[derive(Clone, Default)]
+pub struct Gate {
+    inner: Arc<Mutex<GateState>>,
+}
+
+#[derive(Default)]
+struct GateState {
+    paused: bool,
+    dead: bool,
+    wakers: Vec<Waker>,
+}
+
+impl Gate {
+    /// Closes the gate (a pause starts).
+    pub fn close(&self) {
+        self.inner.lock().unwrap().paused = true;
+    }
+
+    /// Opens it again (the pause ends), waking everything that waited.
+    pub fn open(&self) {
+        let wakers = {
+            let mut g = self.inner.lock().unwrap();
+            g.paused = false;
+            std::mem::take(&mut g.wakers)
+        };
+        for w in wakers {
+            w.wake();
+        }
+    }
+
+    /// Closes it for good: the client crashed.
+    pub fn kill(&self) {
+        let mut g = self.inner.lock().unwrap();
+        g.dead = true;
+        g.paused = true;
+    }
+
+    /// Whether the client crashed.
+    pub fn is_dead(&self) -> bool {
+        self.inner.lock().unwrap().dead
+    }
+
+    pub fn is_open(&self) -> bool {
+        !self.inner.lock().unwrap().paused
+    }
+
+    /// Ready while the gate is open; otherwise waits until it opens (forever, for a dead client).
+    fn poll_open(&self, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        let mut g = self.inner.lock().unwrap();
+        if g.paused {
+            if !g.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                g.wakers.push(cx.waker().clone());
+            }
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    }
+
+    /// Returns once the gate is open.
+    pub async fn wait_open(&self) {
+        std::future::poll_fn(|cx| self.poll_open(cx)).await
+    }
+
+    /// `task`, not polled while the gate is closed.
+    pub async fn gated<F: Future<Output = ()>>(self, task: F) {
+        let mut task = pin!(task);
+        std::future::poll_fn(|cx| {
+            if self.poll_open(cx).is_pending() {
+                return Poll::Pending;
+            }
+            task.as_mut().poll(cx)
+        })
+        .await
     }
 }

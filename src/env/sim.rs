@@ -1,6 +1,6 @@
 //! The simulated environment: madsim's timers and RNG, and this node's own skewed clock.
 
-use super::{Env, TaskHandle};
+use super::{Env, PointHook, TaskHandle};
 use crate::sim::clock::Clocks;
 use std::future::Future;
 use std::time::Duration;
@@ -10,12 +10,23 @@ use std::time::Duration;
 pub struct SimEnv {
     clocks: Clocks,
     node: usize,
+    points: Option<PointHook>,
 }
 
 impl SimEnv {
     /// The environment of node `node` (an index into `clocks`).
     pub fn new(clocks: Clocks, node: usize) -> Self {
-        SimEnv { clocks, node }
+        SimEnv {
+            clocks,
+            node,
+            points: None,
+        }
+    }
+
+    /// Sends this client's named points to `hook` (the nemesis).
+    pub fn with_points(mut self, hook: PointHook) -> Self {
+        self.points = Some(hook);
+        self
     }
 }
 
@@ -39,5 +50,14 @@ impl Env for SimEnv {
 
     fn random_u64(&self) -> u64 {
         madsim::rand::random::<u64>()
+    }
+
+    fn point(&self, name: &'static str) -> impl Future<Output = ()> + Send {
+        let hook = self.points.clone();
+        async move {
+            if let Some(h) = hook {
+                h.reached(name).await
+            }
+        }
     }
 }

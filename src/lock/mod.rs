@@ -7,13 +7,25 @@
 //!
 //! To test your own lock, implement [`Lock`] for it (see the README and `lockcheck::sim::run_with`).
 
+pub mod fenced;
+pub mod lettuce_reentrant;
+pub mod naive_setnx_expire;
+pub mod redisson;
+pub mod set_ex_nx_del;
 pub mod set_nx_px;
 
 use serde::Deserialize;
 use std::future::Future;
 use std::time::Duration;
 
+pub use fenced::Fenced;
+pub use lettuce_reentrant::LettuceReentrant;
+pub use naive_setnx_expire::NaiveSetnxExpire;
+pub use redisson::Redisson;
+pub use set_ex_nx_del::SetExNxDel;
 pub use set_nx_px::SetNxPx;
+
+use crate::subscription::Subscribe;
 
 /// What a holder has: proof of ownership and what it believes about its lease.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,15 +72,37 @@ pub trait Lock: Send {
 pub enum LockKind {
     /// `SET key token NX PX ttl`, released by a Lua compare-and-delete (seeds 000, 002).
     SetNxPx,
+    /// `SET key value EX n NX`, released by a plain `DEL` (seed 002).
+    SetExNxDel,
+    /// `SETNX` then a separate `EXPIRE`; release by `GET`, compare, `DEL` (seed 004).
+    NaiveSetnxExpire,
+    /// Lettuce: a SETNX+PEXPIRE script returning PTTL, EVALSHA, client-side reentrancy (seed 000).
+    LettuceReentrant,
+    /// Redisson's `RLock`: hash lock, watchdog, pub/sub wake-ups (seed 003).
+    Redisson,
+    /// `SET NX PX` plus a fencing token from `INCR` (Kleppmann, cited by seed 002).
+    Fenced,
 }
 
 impl LockKind {
     /// Every kind, for `lockcheck list` and error messages.
-    pub const ALL: &'static [LockKind] = &[LockKind::SetNxPx];
+    pub const ALL: &'static [LockKind] = &[
+        LockKind::SetNxPx,
+        LockKind::SetExNxDel,
+        LockKind::NaiveSetnxExpire,
+        LockKind::LettuceReentrant,
+        LockKind::Redisson,
+        LockKind::Fenced,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             LockKind::SetNxPx => "set-nx-px",
+            LockKind::SetExNxDel => "set-ex-nx-del",
+            LockKind::NaiveSetnxExpire => "naive-setnx-expire",
+            LockKind::LettuceReentrant => "lettuce-reentrant",
+            LockKind::Redisson => "redisson",
+            LockKind::Fenced => "fenced",
         }
     }
 
@@ -78,12 +112,35 @@ impl LockKind {
             LockKind::SetNxPx => {
                 "SET key token NX PX ttl; release by a Lua compare-and-delete (seeds 000, 002)"
             }
+            LockKind::SetExNxDel => {
+                "SET key value EX n NX; release by a plain DEL, no owner check (seed 002)"
+            }
+            LockKind::NaiveSetnxExpire => {
+                "Jedis SETNX, then EXPIRE as a second command; release GET, compare, DEL; retry every 2 ms (seed 004)"
+            }
+            LockKind::LettuceReentrant => {
+                "Lettuce: SETNX+PEXPIRE script returning PTTL, SCRIPT LOAD + EVALSHA, reentrancy counted on the client, waiters poll every 5 ms (seed 000)"
+            }
+            LockKind::Redisson => {
+                "Redisson RLock: hash lock uuid:thread -> count, watchdog lease 30 s renewed every 10 s, unlock publishes to waiters (seed 003)"
+            }
+            LockKind::Fenced => {
+                "SET NX PX plus a fencing token from INCR on the same Redis; storage refuses older tokens (Kleppmann, cited by seed 002)"
+            }
         }
     }
 
     /// Whether the kind has a lease of its own when the scenario sets no `ttl_ms`.
     pub fn has_default_lease(self) -> bool {
-        false
+        matches!(self, LockKind::Redisson)
+    }
+
+    /// Named points inside the lock's protocol where a fault can fire (`on = "<point>"`).
+    pub fn points(self) -> &'static [&'static str] {
+        match self {
+            LockKind::NaiveSetnxExpire => naive_setnx_expire::POINTS,
+            _ => &[],
+        }
     }
 }
 
@@ -95,60 +152,98 @@ pub struct LockConfig {
     pub wait: Duration,
     /// Pause between failed attempts, uniform in this range.
     pub retry: (Duration, Duration),
+    /// No explicit lease was set: a lock with a watchdog (Redisson) takes `ttl` as its watchdog
+    /// timeout and renews it while held.
+    pub watchdog: bool,
 }
 
 impl LockConfig {
     pub fn from_spec(spec: &crate::scenario::LockSpec) -> Self {
         LockConfig {
             key: spec.key.clone(),
-            ttl: Duration::from_millis(spec.ttl_ms.unwrap_or(30_000)),
+            ttl: Duration::from_millis(spec.lease_ms()),
             wait: Duration::from_millis(spec.wait_ms),
             retry: (
                 Duration::from_millis(spec.retry_ms[0]),
                 Duration::from_millis(spec.retry_ms[1]),
             ),
+            watchdog: spec.ttl_ms.is_none(),
         }
     }
 }
 
 /// Any lock lockcheck ships, chosen at run time from the scenario.
-pub enum AnyLock<C, E> {
+pub enum AnyLock<C, E>
+where
+    C: Subscribe,
+{
     SetNxPx(SetNxPx<C, E>),
+    SetExNxDel(SetExNxDel<C, E>),
+    NaiveSetnxExpire(NaiveSetnxExpire<C, E>),
+    LettuceReentrant(LettuceReentrant<C, E>),
+    Redisson(Redisson<C, E>),
+    Fenced(Fenced<C, E>),
 }
 
 impl<C, E> AnyLock<C, E>
 where
-    C: redis::aio::ConnectionLike + Send + Sync + 'static,
+    C: redis::aio::ConnectionLike + Subscribe + Clone + Send + Sync + 'static,
     E: crate::env::Env,
 {
     /// Builds the lock of `kind` for one client.
     pub fn build(kind: LockKind, config: LockConfig, mut conns: Vec<C>, env: E) -> Self {
         match kind {
             LockKind::SetNxPx => AnyLock::SetNxPx(SetNxPx::new(conns.remove(0), env, config)),
+            LockKind::SetExNxDel => {
+                AnyLock::SetExNxDel(SetExNxDel::new(conns.remove(0), env, config))
+            }
+            LockKind::NaiveSetnxExpire => {
+                AnyLock::NaiveSetnxExpire(NaiveSetnxExpire::new(conns.remove(0), env, config))
+            }
+            LockKind::LettuceReentrant => {
+                AnyLock::LettuceReentrant(LettuceReentrant::new(conns.remove(0), env, config))
+            }
+            LockKind::Redisson => AnyLock::Redisson(Redisson::new(conns.remove(0), env, config)),
+            LockKind::Fenced => AnyLock::Fenced(Fenced::new(conns.remove(0), env, config)),
         }
     }
 }
 
 impl<C, E> Lock for AnyLock<C, E>
 where
-    C: redis::aio::ConnectionLike + Send + Sync + 'static,
+    C: redis::aio::ConnectionLike + Subscribe + Clone + Send + Sync + 'static,
     E: crate::env::Env,
 {
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         match self {
             AnyLock::SetNxPx(l) => l.acquire().await,
+            AnyLock::SetExNxDel(l) => l.acquire().await,
+            AnyLock::NaiveSetnxExpire(l) => l.acquire().await,
+            AnyLock::LettuceReentrant(l) => l.acquire().await,
+            AnyLock::Redisson(l) => l.acquire().await,
+            AnyLock::Fenced(l) => l.acquire().await,
         }
     }
 
     async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
         match self {
             AnyLock::SetNxPx(l) => l.release(guard).await,
+            AnyLock::SetExNxDel(l) => l.release(guard).await,
+            AnyLock::NaiveSetnxExpire(l) => l.release(guard).await,
+            AnyLock::LettuceReentrant(l) => l.release(guard).await,
+            AnyLock::Redisson(l) => l.release(guard).await,
+            AnyLock::Fenced(l) => l.release(guard).await,
         }
     }
 
     async fn renew(&mut self, guard: &mut Guard) -> Result<bool, LockError> {
         match self {
             AnyLock::SetNxPx(l) => l.renew(guard).await,
+            AnyLock::SetExNxDel(l) => l.renew(guard).await,
+            AnyLock::NaiveSetnxExpire(l) => l.renew(guard).await,
+            AnyLock::LettuceReentrant(l) => l.renew(guard).await,
+            AnyLock::Redisson(l) => l.renew(guard).await,
+            AnyLock::Fenced(l) => l.renew(guard).await,
         }
     }
 }

@@ -143,6 +143,11 @@ impl RoutedConnection {
         &self.route
     }
 
+    /// Its timeouts.
+    pub fn timeouts(&self) -> ConnectionTimeouts {
+        self.timeouts
+    }
+
     /// The URL of the server it is connected to right now, if any.
     pub fn connected_to(&self) -> Option<&str> {
         self.current.as_ref().map(|c| c.url.as_str())

@@ -30,6 +30,7 @@ mod failover;
 mod faketime;
 mod faults;
 mod process;
+pub mod subscription;
 pub mod world;
 
 pub use cleanup::{install_cleanup_handlers, kill_all_children, registered_children};

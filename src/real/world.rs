@@ -7,7 +7,13 @@
 //!   and `CLIENT KILL TYPE replica` on the master), so the promoted replica is certain not to have
 //!   the lock; on the trigger the master is SIGKILLed and, `failover_detect_ms` later, the replica
 //!   is resumed, promoted with `REPLICAOF NO ONE`, and clients are routed to it.
-//! - `pause`: the holder stalls at the "acquired" point for `for_ms` (what a GC pause does to it).
+//! - `pause`: the client stalls at its trigger point (`acquired`, or a named point) for `for_ms`,
+//!   and so do its timers and background tasks (a watchdog): each real client has a
+//!   [`Gate`](crate::env::Gate) that the pause closes, as a stop-the-world GC stops every thread.
+//! - `crash` of a client: at its named point the client's gate closes for good and the client
+//!   task stops dead there, without releasing; its watchdog stops with it.
+//!
+//! The protected resource lives on a separate `redis-server` (the storage), not on the lock's.
 //!
 //! Every process is killed when this returns, on error, on panic and on Ctrl-C.
 
@@ -15,11 +21,12 @@ use super::connection::{ConnectionTimeouts, Route, RoutedConnection};
 use super::failover::FailoverRig;
 use super::process::{RedisServer, ServerOptions};
 use super::RealError;
-use crate::env::RealEnv;
+use crate::env::{Gate, PointHook, RealEnv};
 use crate::history::{EventKind, History, Recorder};
 use crate::lock::{AnyLock, LockConfig};
+use crate::resource::Store;
 use crate::scenario::{ClientRef, Fault, FaultKind, Scenario, Trigger};
-use crate::workload::{run_client, ClientPlan, Counter, FaultPoints};
+use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -54,7 +61,8 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
     for f in &s.faults {
         match (&f.kind, &f.trigger) {
             (FaultKind::Failover { .. }, _) => {}
-            (FaultKind::Pause { .. }, Trigger::Acquired { .. }) => {}
+            (FaultKind::Pause { .. }, Trigger::Acquired { .. } | Trigger::Point { .. }) => {}
+            (FaultKind::ClientCrash { .. }, Trigger::Acquired { .. } | Trigger::Point { .. }) => {}
             (kind, trigger) => {
                 return Err(unsupported(format!(
                     "fault {kind:?} with trigger {trigger:?} has no real-mode recipe yet; run it in simulation (without --real)"
@@ -83,6 +91,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
             Group::Single(RedisServer::spawn(ServerOptions::default())?)
         });
     }
+    let storage = RedisServer::spawn(ServerOptions::default())?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -95,11 +104,21 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
         groups: groups.clone(),
         rec: rec.clone(),
         detect: Duration::from_millis(scenario.redis.failover_detect_ms),
+        gates: (0..scenario.workload.clients)
+            .map(|_| Gate::default())
+            .collect(),
     };
     nemesis.hold_back_replication()?;
-    let history = rt.block_on(drive(scenario, rec, nemesis, groups.clone()));
+    let history = rt.block_on(drive(
+        scenario,
+        rec,
+        nemesis,
+        groups.clone(),
+        Route::new(storage.url()),
+    ));
     rt.shutdown_timeout(Duration::from_secs(2));
     drop(groups);
+    drop(storage);
     Ok(history)
 }
 
@@ -108,13 +127,13 @@ async fn drive(
     rec: Recorder,
     nemesis: RealNemesis,
     groups: Arc<Vec<Mutex<Group>>>,
+    storage: Arc<Route>,
 ) -> History {
     let routes: Vec<Arc<Route>> = groups.iter().map(|g| g.lock().unwrap().route()).collect();
     let timeouts = ConnectionTimeouts {
         connect: Duration::from_millis(scenario.redis.request_timeout_ms),
         response: Duration::from_millis(scenario.redis.request_timeout_ms),
     };
-    let counter = Counter::default();
     let config = LockConfig::from_spec(&scenario.lock);
     let stop_at_us = scenario.duration_ms * 1000;
     let mut tasks = Vec::new();
@@ -123,7 +142,16 @@ async fn drive(
             .iter()
             .map(|r| RoutedConnection::new(r.clone(), timeouts))
             .collect();
-        let env = RealEnv::default();
+        let points = {
+            let nemesis = nemesis.clone();
+            PointHook::new(move |p| {
+                let nemesis = nemesis.clone();
+                async move { nemesis.reached(c, p).await }
+            })
+        };
+        let env = RealEnv::default()
+            .with_gate(nemesis.gates[c as usize].clone())
+            .with_points(points);
         let lock = AnyLock::build(scenario.lock.kind, config.clone(), conns, env.clone());
         let plan = ClientPlan {
             index: c,
@@ -131,24 +159,37 @@ async fn drive(
             hold_ms: scenario.workload.hold_ms,
             think_ms: scenario.workload.think_ms,
             stop_at_us,
+            workload: scenario.workload.kind,
+            nested: scenario.workload.nested,
         };
+        let store = Store::new(RoutedConnection::new(storage.clone(), timeouts));
         tasks.push(tokio::spawn(run_client(
             plan,
             lock,
             env,
             rec.clone(),
             nemesis.clone(),
-            counter.clone(),
+            store,
         )));
     }
-    let grace = scenario.lock.wait_ms
-        + scenario.lock.ttl_ms.unwrap_or(30_000)
-        + scenario.workload.hold_ms[1]
-        + 5_000;
-    let all = futures::future::join_all(tasks);
+    let grace =
+        scenario.lock.wait_ms + scenario.lock.lease_ms() + scenario.workload.hold_ms[1] + 5_000;
+    // Crashed clients never finish: stop waiting once every live one has.
+    let gates = nemesis.gates.clone();
+    let all = async move {
+        while !tasks
+            .iter()
+            .zip(&gates)
+            .all(|(t, g)| t.is_finished() || g.is_dead())
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
     let _ = tokio::time::timeout(Duration::from_millis(scenario.duration_ms + grace), all).await;
     // Let an in-flight failover finish recording before the history is read.
     nemesis.settle().await;
+    let mut store = Store::new(RoutedConnection::new(storage, timeouts));
+    record_final_state(scenario.workload.kind, &mut store, &rec).await;
     rec.snapshot()
 }
 
@@ -159,6 +200,8 @@ struct RealNemesis {
     groups: Arc<Vec<Mutex<Group>>>,
     rec: Recorder,
     detect: Duration,
+    /// Each client's gate: closed during its pauses, closed for good when it crashed.
+    gates: Vec<Gate>,
 }
 
 impl RealNemesis {
@@ -214,6 +257,63 @@ impl RealNemesis {
     }
 }
 
+impl RealNemesis {
+    /// Carries out the faults that `client` triggered at `point`; returns when the client may go
+    /// on (never, if it crashed).
+    async fn fire_at_client(&self, client: u32, point: &str, due: Vec<Fault>) {
+        let mut stall = Duration::ZERO;
+        let mut crashed = false;
+        for f in due {
+            match f.kind {
+                FaultKind::Failover { master } => {
+                    let me = self.clone();
+                    tokio::task::spawn_blocking(move || me.fail_over(master as usize));
+                }
+                FaultKind::Pause { for_ms, .. } => {
+                    self.note(format!(
+                        "client-{client} paused for {for_ms} ms at {point} (timers and background tasks stopped)"
+                    ));
+                    stall = stall.max(Duration::from_millis(for_ms));
+                }
+                FaultKind::ClientCrash { .. } => {
+                    self.rec.record(
+                        &format!("client-{client}"),
+                        EventKind::Crashed {
+                            point: point.to_string(),
+                        },
+                    );
+                    self.note(format!("client-{client} crashed at {point}"));
+                    crashed = true;
+                }
+                _ => {}
+            }
+        }
+        let gate = &self.gates[client as usize];
+        if crashed {
+            gate.kill();
+            std::future::pending::<()>().await;
+        }
+        if !stall.is_zero() {
+            gate.close();
+            tokio::time::sleep(stall).await;
+            gate.open();
+            self.note(format!("client-{client} resumed"));
+        }
+    }
+}
+
+/// Whether fault `kind` (triggered by `client`) is for that client.
+fn whose(kind: &FaultKind, client: u32) -> bool {
+    match kind {
+        FaultKind::Pause {
+            client: ClientRef::Index(i),
+            ..
+        } => *i == client,
+        FaultKind::ClientCrash { client: c } => *c == client,
+        _ => true,
+    }
+}
+
 impl FaultPoints for RealNemesis {
     async fn acquired(&self, client: u32) {
         let now_ms = self.rec.now_us() / 1000;
@@ -223,37 +323,18 @@ impl FaultPoints for RealNemesis {
                 let Trigger::Acquired { after_ms } = f.trigger else {
                     return false;
                 };
-                let whose = match &f.kind {
-                    FaultKind::Pause {
-                        client: ClientRef::Index(i),
-                        ..
-                    } => *i == client,
-                    _ => true,
-                };
-                now_ms >= after_ms && whose
+                now_ms >= after_ms && whose(&f.kind, client)
             });
             *p = rest;
             due
         };
-        let mut stall = Duration::ZERO;
-        for f in due {
-            match f.kind {
-                FaultKind::Failover { master } => {
-                    let me = self.clone();
-                    tokio::task::spawn_blocking(move || me.fail_over(master as usize));
-                }
-                FaultKind::Pause { for_ms, .. } => {
-                    self.note(format!(
-                        "client-{client} paused for {for_ms} ms (stalled at acquired)"
-                    ));
-                    stall = stall.max(Duration::from_millis(for_ms));
-                }
-                _ => {}
-            }
-        }
-        if !stall.is_zero() {
-            tokio::time::sleep(stall).await;
-            self.note(format!("client-{client} resumed"));
-        }
+        self.fire_at_client(client, "acquired", due).await;
+    }
+
+    async fn reached(&self, client: u32, point: &'static str) {
+        let now_ms = self.rec.now_us() / 1000;
+        let due =
+            crate::sim::nemesis::SimNemesis::due_at_point(&self.pending, now_ms, client, point);
+        self.fire_at_client(client, point, due).await;
     }
 }

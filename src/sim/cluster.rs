@@ -82,6 +82,15 @@ pub struct Cluster {
     net: Network,
     rec: Recorder,
     lag_us: [u64; 2],
+    /// Pub/sub subscriber connections: where each one's messages go (see `sim::subscription`).
+    subscribers: Arc<Mutex<BTreeMap<ClientId, Subscriber>>>,
+}
+
+/// A subscriber connection's node and its inbox.
+#[derive(Clone)]
+pub struct Subscriber {
+    pub node: usize,
+    pub inbox: futures::channel::mpsc::UnboundedSender<Vec<u8>>,
 }
 
 /// Why a request got no reply.
@@ -131,6 +140,7 @@ impl Cluster {
                 cfg.replication_lag_ms[0] * 1000,
                 cfg.replication_lag_ms[1] * 1000,
             ],
+            subscribers: Arc::default(),
         }
     }
 
@@ -214,7 +224,49 @@ impl Cluster {
             let offset = self.replicate(&mut st, idx, out.effects);
             st.last_write.insert((idx, conn), offset);
         }
+        if !out.messages.is_empty() {
+            self.publish(&st, idx, out.messages);
+        }
         Ok(out.reply)
+    }
+
+    /// Registers a subscriber connection's inbox (before it sends SUBSCRIBE).
+    pub fn register_subscriber(&self, id: ClientId, sub: Subscriber) {
+        self.subscribers.lock().unwrap().insert(id, sub);
+    }
+
+    /// The connection closed: the server forgets its subscriptions.
+    pub fn drop_subscriber(&self, id: ClientId) {
+        self.subscribers.lock().unwrap().remove(&id);
+        let mut st = self.state.lock().unwrap();
+        for s in st.servers.iter_mut() {
+            s.engine.disconnect(id);
+        }
+    }
+
+    /// Sends pub/sub deliveries from server `idx` to their subscribers over the network: each
+    /// arrives after one latency if the link is up then, and dies with the server if it dies first.
+    fn publish(&self, st: &State, idx: usize, messages: Vec<(ClientId, Vec<u8>, Vec<u8>)>) {
+        let Some(node) = st.servers[idx]
+            .madsim
+            .and_then(|id| Handle::current().get_node(id))
+        else {
+            return;
+        };
+        let subs = self.subscribers.lock().unwrap();
+        for (client, _channel, payload) in messages {
+            let Some(sub) = subs.get(&client).cloned() else {
+                continue;
+            };
+            let me = self.clone();
+            let delay = self.net.latency();
+            node.spawn(async move {
+                madsim::time::sleep(delay).await;
+                if me.net.reachable(idx, sub.node) {
+                    let _ = sub.inbox.unbounded_send(payload);
+                }
+            });
+        }
     }
 
     /// For `WAIT`: how many replicas of `idx` have applied connection `conn`'s last write.

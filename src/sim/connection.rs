@@ -44,6 +44,18 @@ impl SimConnection {
         }
     }
 
+    /// Its parts, for a subscriber connection of the same client (`sim::subscription`).
+    pub(crate) fn parts(&self) -> (Cluster, Network, usize, usize, ClientId, Duration) {
+        (
+            self.cluster.clone(),
+            self.net.clone(),
+            self.node,
+            self.group,
+            self.id,
+            self.timeout,
+        )
+    }
+
     async fn request(&self, args: Vec<Vec<u8>>) -> redis::RedisResult<Value> {
         let start = madsim::time::Instant::now();
         let deadline = start + self.timeout;

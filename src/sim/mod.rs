@@ -10,12 +10,15 @@ pub mod cluster;
 pub mod connection;
 pub mod nemesis;
 pub mod network;
+pub mod storage;
+pub mod subscription;
 
-use crate::env::SimEnv;
+use crate::env::{PointHook, SimEnv};
 use crate::history::{History, Recorder};
 use crate::lock::{AnyLock, Lock, LockConfig};
+use crate::resource::Store;
 use crate::scenario::Scenario;
-use crate::workload::{run_client, ClientPlan, Counter};
+use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
 use clock::Clocks;
 use cluster::{Cluster, ClusterConfig};
 pub use connection::SimConnection;
@@ -29,7 +32,7 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct SimRun {
     pub history: History,
-    /// The protected counter's final value and its number of writes.
+    /// The protected counter's final value and the number of writes the storage accepted.
     pub counter: (u64, u64),
 }
 
@@ -83,7 +86,7 @@ where
     let servers = cluster.server_count();
     let groups = scenario.redis.masters as usize;
     let timeout = Duration::from_millis(scenario.redis.request_timeout_ms);
-    let counter = Counter::default();
+    let storage = storage::Storage::new(net.clone());
     let lock_config = LockConfig::from_spec(&scenario.lock);
 
     let client_nodes: Vec<_> = (0..scenario.workload.clients)
@@ -122,7 +125,15 @@ where
                 )
             })
             .collect();
-        let env = SimEnv::new(clocks.clone(), index);
+        let points = {
+            let nemesis = nemesis.clone();
+            let client = c as u32;
+            PointHook::new(move |p| {
+                let nemesis = nemesis.clone();
+                async move { nemesis.reached(client, p).await }
+            })
+        };
+        let env = SimEnv::new(clocks.clone(), index).with_points(points);
         let lock = make_lock(lock_config.clone(), conns, env.clone());
         let plan = ClientPlan {
             index: c as u32,
@@ -130,6 +141,8 @@ where
             hold_ms: scenario.workload.hold_ms,
             think_ms: scenario.workload.think_ms,
             stop_at_us,
+            workload: scenario.workload.kind,
+            nested: scenario.workload.nested,
         };
         handles.push(node.spawn(run_client(
             plan,
@@ -137,20 +150,23 @@ where
             env,
             rec.clone(),
             nemesis.clone(),
-            counter.clone(),
+            Store::new(storage.connect(c as u64 + 1)),
         )));
     }
     // Clients stop starting cycles at `duration_ms`; one that is stuck (paused, waiting) is cut
     // off after a grace period so every run ends.
     let grace = scenario.lock.wait_ms
-        + scenario.lock.ttl_ms.unwrap_or(30_000)
+        + scenario.lock.lease_ms()
         + scenario.workload.hold_ms[1]
         + scenario.workload.think_ms[1]
         + 5_000;
     let all = futures::future::join_all(handles);
     let _ = madsim::time::timeout(Duration::from_millis(scenario.duration_ms + grace), all).await;
+    let mut store = Store::new(storage.connect(0));
+    record_final_state(scenario.workload.kind, &mut store, &rec).await;
+    let counter = store.totals().await.unwrap_or((0, 0));
     SimRun {
         history: rec.snapshot(),
-        counter: counter.totals(),
+        counter,
     }
 }

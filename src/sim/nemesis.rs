@@ -97,7 +97,29 @@ impl SimNemesis {
 
     /// Carries out one fault now; `holder` is the client whose acquire triggered it.
     fn fire(&self, kind: &FaultKind, holder: Option<u32>) {
+        self.fire_at(kind, holder, "at_ms");
+    }
+
+    /// [`SimNemesis::fire`], naming the point that triggered it (for a client crash's record).
+    fn fire_at(&self, kind: &FaultKind, holder: Option<u32>, point: &str) {
         match kind {
+            FaultKind::ClientCrash { client } => {
+                // The process dies: madsim kills the client's node, its tasks (the watchdog too)
+                // are dropped, it never releases. Killed from the nemesis's node, not from inside
+                // the dying task.
+                let c = *client;
+                self.rec.record(
+                    &format!("client-{c}"),
+                    EventKind::Crashed {
+                        point: point.to_string(),
+                    },
+                );
+                self.note(format!("client-{c} crashed at {point}"));
+                let me = self.clone();
+                self.later(Duration::ZERO, async move {
+                    Handle::current().kill(me.clients[c as usize]);
+                });
+            }
             FaultKind::Failover { master } => {
                 let group = *master as usize;
                 let old = self.cluster.master_of(group);
@@ -196,7 +218,58 @@ impl SimNemesis {
     }
 }
 
+/// Whether fault `kind` (triggered by `client`) is for that client: pauses and crashes that name
+/// another client wait for that one.
+fn whose(kind: &FaultKind, client: u32) -> bool {
+    match kind {
+        FaultKind::Pause {
+            client: ClientRef::Index(i),
+            ..
+        } => *i == client,
+        FaultKind::ClientCrash { client: c } => *c == client,
+        _ => true,
+    }
+}
+
+impl SimNemesis {
+    /// Takes the pending faults triggered at `point` by `client` now.
+    pub(crate) fn due_at_point(
+        pending: &Mutex<Vec<Fault>>,
+        now_ms: u64,
+        client: u32,
+        point: &str,
+    ) -> Vec<Fault> {
+        let mut p = pending.lock().unwrap();
+        let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
+            let Trigger::Point {
+                point: at,
+                after_ms,
+            } = &f.trigger
+            else {
+                return false;
+            };
+            at == point && now_ms >= *after_ms && whose(&f.kind, client)
+        });
+        *p = rest;
+        due
+    }
+}
+
 impl FaultPoints for SimNemesis {
+    async fn reached(&self, client: u32, point: &'static str) {
+        let now_ms = self.rec.now_us() / 1000;
+        let due = SimNemesis::due_at_point(&self.pending, now_ms, client, point);
+        let mut crashed = false;
+        for f in due {
+            crashed |= matches!(f.kind, FaultKind::ClientCrash { .. });
+            self.fire_at(&f.kind, Some(client), point);
+        }
+        if crashed {
+            // Stop dead here; the kill drops this task.
+            std::future::pending::<()>().await;
+        }
+    }
+
     async fn acquired(&self, client: u32) {
         let now_ms = self.rec.now_us() / 1000;
         let due: Vec<Fault> = {
@@ -205,20 +278,18 @@ impl FaultPoints for SimNemesis {
                 let Trigger::Acquired { after_ms } = f.trigger else {
                     return false;
                 };
-                let whose = match &f.kind {
-                    FaultKind::Pause {
-                        client: ClientRef::Index(i),
-                        ..
-                    } => *i == client,
-                    _ => true,
-                };
-                now_ms >= after_ms && whose
+                now_ms >= after_ms && whose(&f.kind, client)
             });
             *p = rest;
             due
         };
+        let mut crashed = false;
         for f in due {
-            self.fire(&f.kind, Some(client));
+            crashed |= matches!(f.kind, FaultKind::ClientCrash { .. });
+            self.fire_at(&f.kind, Some(client), "acquired");
+        }
+        if crashed {
+            std::future::pending::<()>().await;
         }
     }
 }

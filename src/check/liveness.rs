@@ -1,0 +1,281 @@
+//! Liveness: the lock must not stay unavailable for long while no live client holds it.
+//!
+//! A lease exists so that a holder that dies does not take the lock with it. When it fails (the
+//! naive lock of seed 004 dies between `SETNX` and `EXPIRE`, leaving a key that never expires)
+//! every other client waits forever. The checker looks for stretches of true time in which some
+//! live client was trying to acquire, no live client was a holder (a crashed holder is not live; a
+//! paused one is), and no grant ended the wait, and reports a violation when one is longer than
+//! the bound: three leases by default, far more than a correct lease lock ever makes a waiter wait
+//! after its holder died.
+
+use super::{grants, CheckResult, Checker};
+use crate::history::{fmt_ms, EventKind, History};
+use crate::scenario::Verdict;
+use std::collections::BTreeMap;
+
+/// The liveness checker with its bound.
+pub struct Liveness {
+    pub bound_us: u64,
+}
+
+impl Liveness {
+    /// Bound = three leases.
+    pub fn for_lease_ms(lease_ms: u64) -> Liveness {
+        Liveness {
+            bound_us: lease_ms * 3 * 1000,
+        }
+    }
+}
+
+/// A stretch during which the lock was unavailable with no live holder.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Stretch {
+    pub from_us: u64,
+    pub to_us: u64,
+    /// Clients that were waiting during it.
+    pub waiting: Vec<u32>,
+    /// Whether a grant ended it (false: the history ended, or every waiter stopped trying).
+    pub ended_by_grant: bool,
+}
+
+/// Every stretch with waiters and no live holder, in time order.
+pub fn stretches(history: &History) -> Vec<Stretch> {
+    let end = history.end_us();
+    // Holding intervals (a crashed holder stops holding when it dies).
+    let holds: Vec<(u64, u64)> = grants(history)
+        .iter()
+        .map(|g| (g.acquired_us, g.end_us.unwrap_or(end)))
+        .collect();
+    // Waiting intervals, per client.
+    let mut waits: Vec<(u64, u64, u32)> = Vec::new();
+    let mut started: BTreeMap<u32, u64> = BTreeMap::new();
+    for e in &history.events {
+        let Some(c) = e.client() else { continue };
+        match &e.kind {
+            EventKind::AcquireStart => {
+                started.insert(c, e.at_us);
+            }
+            EventKind::Acquired { .. }
+            | EventKind::AcquireFailed { .. }
+            | EventKind::Crashed { .. } => {
+                if let Some(s) = started.remove(&c) {
+                    waits.push((s, e.at_us, c));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (c, s) in started {
+        waits.push((s, end, c));
+    }
+    // The periods with no holder: the complement of the union of holding intervals.
+    let mut hs = holds.clone();
+    hs.sort();
+    let mut free: Vec<(u64, u64)> = Vec::new();
+    let mut t = 0u64;
+    for (a, b) in hs {
+        if a > t {
+            free.push((t, a));
+        }
+        t = t.max(b);
+    }
+    if t < end {
+        free.push((t, end));
+    }
+    let grant_times: Vec<u64> = grants(history).iter().map(|g| g.acquired_us).collect();
+    let mut out = Vec::new();
+    for (p0, p1) in free {
+        let inside: Vec<(u64, u64, u32)> = waits
+            .iter()
+            .filter(|(s, e, _)| *s < p1 && *e > p0)
+            .map(|&(s, e, c)| (s.max(p0), e.min(p1), c))
+            .collect();
+        if inside.is_empty() {
+            continue;
+        }
+        let from = inside.iter().map(|w| w.0).min().expect("non-empty");
+        let ended_by_grant = grant_times.contains(&p1);
+        let to = if ended_by_grant {
+            p1
+        } else {
+            inside.iter().map(|w| w.1).max().expect("non-empty")
+        };
+        let mut waiting: Vec<u32> = inside.iter().map(|w| w.2).collect();
+        waiting.sort();
+        waiting.dedup();
+        out.push(Stretch {
+            from_us: from,
+            to_us: to,
+            waiting,
+            ended_by_grant,
+        });
+    }
+    out
+}
+
+impl Checker for Liveness {
+    fn name(&self) -> &'static str {
+        "liveness"
+    }
+
+    fn check(&self, history: &History) -> CheckResult {
+        let all = stretches(history);
+        let longest = all
+            .iter()
+            .max_by_key(|s| (s.to_us - s.from_us, u64::MAX - s.from_us));
+        let crashes: Vec<serde_json::Value> = history
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Crashed { point } => Some(serde_json::json!({
+                    "client": e.client(), "at_us": e.at_us, "point": point,
+                })),
+                _ => None,
+            })
+            .collect();
+        let longest_us = longest.map(|s| s.to_us - s.from_us).unwrap_or(0);
+        let violation = longest_us > self.bound_us;
+        let mut timeline = Vec::new();
+        let summary = match longest {
+            Some(s) if violation => {
+                for c in &crashes {
+                    timeline.push(format!(
+                        "client-{} crashed at {} at {} ms",
+                        c["client"],
+                        c["point"].as_str().unwrap_or("?"),
+                        fmt_ms(c["at_us"].as_u64().unwrap_or(0))
+                    ));
+                }
+                timeline.push(format!(
+                    "from {} ms to {} ms no live client held the lock, and client(s) {:?} could not get it",
+                    fmt_ms(s.from_us),
+                    fmt_ms(s.to_us),
+                    s.waiting
+                ));
+                format!(
+                    "the lock was unavailable for {} ms with no live holder (bound {} ms = 3 leases){}",
+                    fmt_ms(longest_us),
+                    fmt_ms(self.bound_us),
+                    if s.ended_by_grant {
+                        ""
+                    } else {
+                        ", and never became free again"
+                    }
+                )
+            }
+            _ => format!(
+                "longest wait with no live holder {} ms (bound {} ms)",
+                fmt_ms(longest_us),
+                fmt_ms(self.bound_us)
+            ),
+        };
+        CheckResult {
+            verdict: if violation {
+                Verdict::Violation
+            } else {
+                Verdict::Safe
+            },
+            summary,
+            evidence: serde_json::json!({
+                "bound_us": self.bound_us,
+                "longest_unavailable_us": longest_us,
+                "longest": longest,
+                "crashes": crashes,
+            }),
+            timeline,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{acquired, ev};
+
+    fn failed() -> EventKind {
+        EventKind::AcquireFailed {
+            reason: "wait bound reached".into(),
+        }
+    }
+
+    #[test]
+    fn a_crashed_setnx_holder_blocks_everyone() {
+        // client 0 crashed between SETNX and EXPIRE (it never got its Acquired); client 1 keeps
+        // trying for 10 s.
+        let h = History {
+            events: vec![
+                ev(0, "client-0", EventKind::AcquireStart),
+                ev(0, "client-1", EventKind::AcquireStart),
+                ev(
+                    2,
+                    "client-0",
+                    EventKind::Crashed {
+                        point: "after-setnx".into(),
+                    },
+                ),
+                ev(5_000_000, "client-1", failed()),
+                ev(5_010_000, "client-1", EventKind::AcquireStart),
+                ev(10_010_000, "client-1", failed()),
+            ],
+        };
+        let r = Liveness {
+            bound_us: 3_000_000,
+        }
+        .check(&h);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+        assert_eq!(r.evidence["longest_unavailable_us"], 10_010_000);
+        assert!(r.summary.contains("never became free"), "{}", r.summary);
+    }
+
+    #[test]
+    fn a_live_holder_is_not_unavailability() {
+        // client 0 holds for 20 s (paused, maybe); client 1 waits all along: that is the lock working.
+        let h = History {
+            events: vec![
+                ev(0, "client-0", EventKind::AcquireStart),
+                ev(1, "client-0", acquired(None)),
+                ev(2, "client-1", EventKind::AcquireStart),
+                ev(20_000_000, "client-1", failed()),
+                ev(
+                    20_000_001,
+                    "client-0",
+                    EventKind::Released { deleted: true },
+                ),
+            ],
+        };
+        let r = Liveness {
+            bound_us: 3_000_000,
+        }
+        .check(&h);
+        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+    }
+
+    #[test]
+    fn a_crashed_holders_lease_expiring_in_time_is_safe() {
+        // client 0 crashes while holding; its lease (1 s) runs out and client 1 gets the lock.
+        let h = History {
+            events: vec![
+                ev(0, "client-0", EventKind::AcquireStart),
+                ev(1, "client-0", acquired(None)),
+                ev(2, "client-1", EventKind::AcquireStart),
+                ev(
+                    3,
+                    "client-0",
+                    EventKind::Crashed {
+                        point: "acquired".into(),
+                    },
+                ),
+                ev(1_000_010, "client-1", acquired(None)),
+            ],
+        };
+        let r = Liveness {
+            bound_us: 3_000_000,
+        }
+        .check(&h);
+        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+        assert_eq!(r.evidence["longest_unavailable_us"], 1_000_007);
+        // With a tighter bound the same history is a violation: the bound is what decides.
+        let r = Liveness { bound_us: 500_000 }.check(&h);
+        assert_eq!(r.verdict, Verdict::Violation);
+    }
+}

@@ -1,0 +1,92 @@
+//! A fenced lock (Kleppmann, "How to do distributed locking", cited by seed 002): `SET NX PX` and,
+//! in the same script, a fencing token from `INCR` of a counter next to the lock. The lock alone
+//! is no safer than `set-nx-px`; the protection is that the storage refuses a write whose token is
+//! older than one it has already seen ([`crate::resource`]). A holder paused past its lease can no
+//! longer clobber its successor's writes.
+//!
+//! What fencing on one Redis with replicas cannot survive: a failover to a replica that had not
+//! received the last `INCR`. The promoted counter is behind, the next grant reuses a token already
+//! handed out, and the storage accepts the older holder's write because its token is not smaller.
+
+use super::set_nx_px::COMPARE_AND_DELETE;
+use super::{is_transient, Guard, Lock, LockConfig, LockError};
+use crate::env::Env;
+use redis::aio::ConnectionLike;
+use std::sync::LazyLock;
+
+/// The acquire script: lock and token in one atomic step.
+pub static FENCED_ACQUIRE: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("scripts/fenced_acquire.lua")));
+
+/// The fencing counter's key, next to the lock's.
+pub fn fencing_key(lock_key: &str) -> String {
+    format!("{lock_key}:fencing")
+}
+
+/// One client's handle on a fenced lock.
+pub struct Fenced<C, E> {
+    conn: C,
+    env: E,
+    config: LockConfig,
+}
+
+impl<C, E> Fenced<C, E> {
+    pub fn new(conn: C, env: E, config: LockConfig) -> Self {
+        Fenced { conn, env, config }
+    }
+}
+
+impl<C, E> Lock for Fenced<C, E>
+where
+    C: ConnectionLike + Send + Sync + 'static,
+    E: Env,
+{
+    async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
+        let owner = self.env.uuid().to_string();
+        let ttl_ms = self.config.ttl.as_millis() as u64;
+        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let counter = fencing_key(&self.config.key);
+        loop {
+            let started = self.env.now_ms();
+            let reply: Result<Option<u64>, _> = FENCED_ACQUIRE
+                .key(&self.config.key)
+                .key(&counter)
+                .arg(&owner)
+                .arg(ttl_ms)
+                .invoke_async(&mut self.conn)
+                .await;
+            match reply {
+                Ok(Some(token)) => {
+                    return Ok(Some(Guard {
+                        owner,
+                        fencing_token: Some(token),
+                        acquired_at_ms: started,
+                        valid_until_ms: started + ttl_ms,
+                    }))
+                }
+                Ok(None) => {}
+                Err(e) if is_transient(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+            if self.env.now_ms() >= deadline {
+                return Ok(None);
+            }
+            let (lo, hi) = self.config.retry;
+            let pause = self
+                .env
+                .random_range(lo.as_millis() as u64, hi.as_millis() as u64);
+            self.env
+                .sleep(std::time::Duration::from_millis(pause))
+                .await;
+        }
+    }
+
+    async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
+        let deleted: i64 = COMPARE_AND_DELETE
+            .key(&self.config.key)
+            .arg(&guard.owner)
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(deleted == 1)
+    }
+}

@@ -1,0 +1,231 @@
+//! Redisson's `RLock` (seed 003).
+//!
+//! The lock is a hash: one field, the holder's name (the client's uuid `:` thread id), whose value
+//! is the hold count, so reentrancy is counted on the server. Acquire: if the hash is absent or
+//! the field is ours, `HINCRBY` and `PEXPIRE`, else return the `PTTL`. Release: decrement; at zero
+//! delete the hash and `PUBLISH` an unlock message on the lock's channel.
+//!
+//! Two lease modes, as in Redisson:
+//! - watchdog (the scenario sets no `ttl_ms`, as `lock()` without a lease): the lease is the
+//!   watchdog timeout (`lockWatchdogTimeout`, 30 s by default; `watchdog_timeout_ms` in `[lock]`),
+//!   and a background task renews it every third of that while the lock is held. A renewal that
+//!   finds the field gone, or fails, stops the watchdog (Redisson stops renewing on an error).
+//! - explicit lease (`ttl_ms` set, as `lock(leaseTime)`): no watchdog; the lock expires after it.
+//!
+//! Waiters subscribe to the lock's channel and try again when the unlock message arrives or after
+//! the returned PTTL, whichever is first (bounded by the wait time, as `tryLock(waitTime, ...)`).
+//! The watchdog runs on the client's node, so a GC pause stops it too: a pause longer than the
+//! time left on the lease loses the lock.
+
+use super::{is_transient, Guard, Lock, LockConfig, LockError};
+use crate::env::{Env, TaskHandle};
+use crate::subscription::{Subscribe, Subscription};
+use redis::aio::ConnectionLike;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+pub static ACQUIRE: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("scripts/redisson_acquire.lua")));
+pub static RENEW: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("scripts/redisson_renew.lua")));
+pub static RELEASE: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("scripts/redisson_release.lua")));
+
+/// Redisson's `LockPubSub.UNLOCK_MESSAGE`.
+pub const UNLOCK_MESSAGE: &str = "0";
+
+/// The lock's pub/sub channel (`redisson_lock__channel:{name}`).
+pub fn channel(lock_key: &str) -> String {
+    format!("redisson_lock__channel:{{{lock_key}}}")
+}
+
+/// One client's handle on a Redisson lock (one client = one Redisson instance, one thread).
+pub struct Redisson<C: Subscribe, E> {
+    conn: C,
+    env: E,
+    config: LockConfig,
+    /// The holder's field: `uuid:thread`, made on first use.
+    name: Option<String>,
+    /// Hold count as this client tracks it (for the watchdog, as Redisson's ExpirationEntry).
+    depth: u32,
+    watchdog: Option<TaskHandle>,
+    held: Option<Guard>,
+    sub: Option<C::Subscription>,
+}
+
+impl<C: Subscribe, E> Redisson<C, E> {
+    pub fn new(conn: C, env: E, config: LockConfig) -> Self {
+        Redisson {
+            conn,
+            env,
+            config,
+            name: None,
+            depth: 0,
+            watchdog: None,
+            held: None,
+            sub: None,
+        }
+    }
+}
+
+/// The thread id part of the holder's name: one thread per client here.
+const THREAD_ID: u64 = 1;
+
+impl<C, E> Redisson<C, E>
+where
+    C: ConnectionLike + Subscribe + Clone + Send + Sync + 'static,
+    E: Env,
+{
+    fn holder(&mut self) -> String {
+        if self.name.is_none() {
+            self.name = Some(format!("{}:{THREAD_ID}", self.env.uuid()));
+        }
+        self.name.clone().expect("set above")
+    }
+
+    fn lease_ms(&self) -> u64 {
+        self.config.ttl.as_millis() as u64
+    }
+
+    /// One attempt: `None` when acquired, `Some(pttl)` when held by another.
+    async fn try_acquire(&mut self, holder: &str) -> redis::RedisResult<Option<i64>> {
+        ACQUIRE
+            .key(&self.config.key)
+            .arg(self.lease_ms())
+            .arg(holder)
+            .invoke_async(&mut self.conn)
+            .await
+    }
+
+    fn acquired(&mut self, holder: String, started: u64) -> Guard {
+        self.depth += 1;
+        if self.depth == 1 {
+            if self.config.watchdog {
+                self.start_watchdog(holder.clone());
+            }
+            self.held = Some(Guard {
+                owner: holder,
+                fencing_token: None,
+                acquired_at_ms: started,
+                valid_until_ms: started + self.lease_ms(),
+            });
+        }
+        self.held.clone().expect("held")
+    }
+
+    /// The watchdog: every lease/3, extend the lease while the field is still ours.
+    fn start_watchdog(&mut self, holder: String) {
+        let mut conn = self.conn.clone();
+        let env = self.env.clone();
+        let key = self.config.key.clone();
+        let lease = self.lease_ms();
+        let task = self.env.spawn(async move {
+            loop {
+                env.sleep(Duration::from_millis(lease / 3)).await;
+                let renewed: redis::RedisResult<i64> = RENEW
+                    .key(&key)
+                    .arg(lease)
+                    .arg(&holder)
+                    .invoke_async(&mut conn)
+                    .await;
+                if renewed.ok() != Some(1) {
+                    break;
+                }
+            }
+        });
+        self.watchdog = Some(task);
+    }
+
+    fn stop_watchdog(&mut self) {
+        if let Some(w) = self.watchdog.take() {
+            w.abort();
+        }
+    }
+}
+
+impl<C, E> Lock for Redisson<C, E>
+where
+    C: ConnectionLike + Subscribe + Clone + Send + Sync + 'static,
+    E: Env,
+{
+    async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
+        let holder = self.holder();
+        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let channel = channel(&self.config.key);
+        let mut subscribed = false;
+        let result = loop {
+            let started = self.env.now_ms();
+            let ttl = match self.try_acquire(&holder).await {
+                Ok(None) => break Ok(Some(self.acquired(holder.clone(), started))),
+                Ok(Some(ttl)) => Some(ttl),
+                Err(e) if is_transient(&e) => None,
+                Err(e) => break Err(e.into()),
+            };
+            let now = self.env.now_ms();
+            if now >= deadline {
+                break Ok(None);
+            }
+            if !subscribed {
+                // Subscribe once, then wait for the unlock message or the lease, whichever first.
+                let sub = self.sub.get_or_insert_with(|| self.conn.subscription());
+                subscribed = sub.subscribe(&channel).await.is_ok();
+            }
+            let left = deadline.saturating_sub(self.env.now_ms());
+            let wait = match ttl {
+                Some(t) if t >= 0 && (t as u64) < left => t as u64,
+                _ => left,
+            };
+            let sleep = self.env.sleep(Duration::from_millis(wait.max(1)));
+            match (subscribed, self.sub.as_mut()) {
+                (true, Some(sub)) => {
+                    let message = sub.next_message();
+                    futures::pin_mut!(message, sleep);
+                    if let futures::future::Either::Left((None, sleep)) =
+                        futures::future::select(message, sleep).await
+                    {
+                        // The subscription closed (server gone): wait out the lease instead.
+                        subscribed = false;
+                        sleep.await;
+                    }
+                }
+                _ => sleep.await,
+            }
+        };
+        if subscribed {
+            if let Some(sub) = self.sub.as_mut() {
+                let _ = sub.unsubscribe(&channel).await;
+            }
+        }
+        result
+    }
+
+    async fn release(&mut self, _guard: &Guard) -> Result<bool, LockError> {
+        let holder = self.holder();
+        self.depth = self.depth.saturating_sub(1);
+        if self.depth == 0 {
+            // Redisson cancels the renewal whatever the unlock returns.
+            self.stop_watchdog();
+            self.held = None;
+        }
+        let reply: Option<i64> = RELEASE
+            .key(&self.config.key)
+            .key(channel(&self.config.key))
+            .arg(UNLOCK_MESSAGE)
+            .arg(self.lease_ms())
+            .arg(&holder)
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(reply == Some(1))
+    }
+
+    async fn renew(&mut self, _guard: &mut Guard) -> Result<bool, LockError> {
+        let holder = self.holder();
+        let renewed: i64 = RENEW
+            .key(&self.config.key)
+            .arg(self.lease_ms())
+            .arg(&holder)
+            .invoke_async(&mut self.conn)
+            .await?;
+        Ok(renewed == 1)
+    }
+}

@@ -1,0 +1,84 @@
+//! `SET key value EX n NX`, released by a plain `DEL` (seed 002, its second step).
+//!
+//! The lease fixes the crashed-holder deadlock of a bare `SETNX`, but the release checks nothing:
+//! if A's lease ran out while it was paused, B took the lock, and A's `DEL` now removes B's entry,
+//! so C can take the lock while B still works (seed 002's figure). The value is a random token only
+//! so the history can name holders; the release never looks at it.
+
+use super::{is_transient, Guard, Lock, LockConfig, LockError};
+use crate::env::Env;
+use redis::aio::ConnectionLike;
+
+/// One client's handle on a `SET EX NX` + `DEL` lock.
+pub struct SetExNxDel<C, E> {
+    conn: C,
+    env: E,
+    config: LockConfig,
+}
+
+impl<C, E> SetExNxDel<C, E> {
+    pub fn new(conn: C, env: E, config: LockConfig) -> Self {
+        SetExNxDel { conn, env, config }
+    }
+}
+
+/// `EX seconds` as in the article when the lease is whole seconds, `PX` otherwise.
+pub(crate) fn expiry_args(cmd: &mut redis::Cmd, ttl_ms: u64) {
+    if ttl_ms.is_multiple_of(1000) {
+        cmd.arg("EX").arg(ttl_ms / 1000);
+    } else {
+        cmd.arg("PX").arg(ttl_ms);
+    }
+}
+
+impl<C, E> Lock for SetExNxDel<C, E>
+where
+    C: ConnectionLike + Send + Sync + 'static,
+    E: Env,
+{
+    async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
+        let owner = self.env.uuid().to_string();
+        let ttl_ms = self.config.ttl.as_millis() as u64;
+        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        loop {
+            let started = self.env.now_ms();
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(&self.config.key).arg(&owner);
+            expiry_args(&mut cmd, ttl_ms);
+            cmd.arg("NX");
+            let reply: Result<Option<String>, _> = cmd.query_async(&mut self.conn).await;
+            match reply {
+                Ok(Some(_)) => {
+                    return Ok(Some(Guard {
+                        owner,
+                        fencing_token: None,
+                        acquired_at_ms: started,
+                        valid_until_ms: started + ttl_ms,
+                    }))
+                }
+                Ok(None) => {}
+                Err(e) if is_transient(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+            if self.env.now_ms() >= deadline {
+                return Ok(None);
+            }
+            let (lo, hi) = self.config.retry;
+            let pause = self
+                .env
+                .random_range(lo.as_millis() as u64, hi.as_millis() as u64);
+            self.env
+                .sleep(std::time::Duration::from_millis(pause))
+                .await;
+        }
+    }
+
+    /// `DEL key`: whoever's entry it is. `Ok(true)` when it deleted an entry (not necessarily ours).
+    async fn release(&mut self, _guard: &Guard) -> Result<bool, LockError> {
+        let n: i64 = redis::cmd("DEL")
+            .arg(&self.config.key)
+            .query_async(&mut self.conn)
+            .await?;
+        Ok(n == 1)
+    }
+}
