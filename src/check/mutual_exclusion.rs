@@ -86,7 +86,8 @@ pub fn sections(history: &History) -> Vec<Section> {
                     valid_until_ms,
                 });
             }
-            EventKind::Exit => {
+            // A crashed client is no longer a holder: its section ends with it.
+            EventKind::Exit | EventKind::Crashed { .. } => {
                 if let Some(i) = open.remove(&c) {
                     out[i].exit_us = Some(e.at_us);
                 }

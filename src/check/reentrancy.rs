@@ -60,7 +60,8 @@ impl Checker for Reentrancy {
                             "depth": depth,
                         }));
                     }
-                    let outer = g.end_us.or(g.exit_us).unwrap_or(end);
+                    // Until the outermost release starts (the holder leaves its section).
+                    let outer = g.exit_us.or(g.end_us).unwrap_or(end);
                     if let Some(other) = granted_between(&gs, c, e.at_us, outer) {
                         problems.push(serde_json::json!({
                             "client": c, "at_us": e.at_us,

@@ -31,6 +31,10 @@ pub static RENEW: LazyLock<redis::Script> =
 pub static RELEASE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("scripts/redisson_release.lua")));
 
+/// Redisson's default `retryInterval` (ms): how long it waits before retrying a command that got
+/// no answer.
+pub const RETRY_INTERVAL_MS: i64 = 1500;
+
 /// Redisson's `LockPubSub.UNLOCK_MESSAGE`.
 pub const UNLOCK_MESSAGE: &str = "0";
 
@@ -158,7 +162,8 @@ where
             let ttl = match self.try_acquire(&holder).await {
                 Ok(None) => break Ok(Some(self.acquired(holder.clone(), started))),
                 Ok(Some(ttl)) => Some(ttl),
-                Err(e) if is_transient(&e) => None,
+                // No answer: try again after Redisson's default retryInterval.
+                Err(e) if is_transient(&e) => Some(RETRY_INTERVAL_MS),
                 Err(e) => break Err(e.into()),
             };
             let now = self.env.now_ms();
