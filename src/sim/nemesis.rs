@@ -255,19 +255,55 @@ impl SimNemesis {
     }
 }
 
-impl FaultPoints for SimNemesis {
-    async fn reached(&self, client: u32, point: &'static str) {
-        let now_ms = self.rec.now_us() / 1000;
-        let due = SimNemesis::due_at_point(&self.pending, now_ms, client, point);
+impl SimNemesis {
+    /// Fires the faults `client` triggered at `point`, from inside the client's own task, and
+    /// makes them take effect right here: a pause of this client stops it before its next step
+    /// (madsim pauses a node at its tasks' next await, so this task yields once), and a crash
+    /// never returns.
+    async fn fire_due(&self, due: Vec<Fault>, client: u32, point: &str) {
         let mut crashed = false;
+        let mut paused_self = false;
         for f in due {
             crashed |= matches!(f.kind, FaultKind::ClientCrash { .. });
+            paused_self |= matches!(
+                f.kind,
+                FaultKind::Pause {
+                    client: ClientRef::Holder,
+                    ..
+                }
+            ) || matches!(f.kind, FaultKind::Pause { client: ClientRef::Index(i), .. } if i == client);
             self.fire_at(&f.kind, Some(client), point);
         }
         if crashed {
             // Stop dead here; the kill drops this task.
             std::future::pending::<()>().await;
         }
+        if paused_self {
+            yield_once().await;
+        }
+    }
+}
+
+/// Returns `Pending` once (after waking itself), so the task goes back to the scheduler.
+async fn yield_once() {
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            std::task::Poll::Ready(())
+        } else {
+            yielded = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    })
+    .await
+}
+
+impl FaultPoints for SimNemesis {
+    async fn reached(&self, client: u32, point: &'static str) {
+        let now_ms = self.rec.now_us() / 1000;
+        let due = SimNemesis::due_at_point(&self.pending, now_ms, client, point);
+        self.fire_due(due, client, point).await;
     }
 
     async fn acquired(&self, client: u32) {
@@ -283,13 +319,6 @@ impl FaultPoints for SimNemesis {
             *p = rest;
             due
         };
-        let mut crashed = false;
-        for f in due {
-            crashed |= matches!(f.kind, FaultKind::ClientCrash { .. });
-            self.fire_at(&f.kind, Some(client), "acquired");
-        }
-        if crashed {
-            std::future::pending::<()>().await;
-        }
+        self.fire_due(due, client, "acquired").await;
     }
 }
