@@ -58,6 +58,7 @@ real! {
     set_ex_nx_del_no_faults => "set-ex-nx-del-no-faults",
     lettuce_reentrant_nested => "lettuce-reentrant-nested",
     lettuce_reentrant_gc_pause => "lettuce-reentrant-gc-pause",
+    lettuce_reentrant_failover => "lettuce-reentrant-failover",
     redisson_watchdog_pause => "redisson-watchdog-pause",
     redisson_watchdog_short_pause => "redisson-watchdog-short-pause",
     redisson_watchdog_long_hold => "redisson-watchdog-long-hold",
@@ -77,6 +78,13 @@ fn a_real_gc_pause_stops_the_watchdog_too() {
     let o = run_real("redisson-watchdog-pause");
     let ev = &o.checks["mutual_exclusion"].evidence["overlaps"][0];
     assert!(ev["second"]["acquired_us"].as_u64().unwrap() >= 2_000_000);
+}
+
+#[test]
+fn real_redis_does_not_replicate_script_load() {
+    let o = run_real("lettuce-reentrant-failover");
+    assert!(o.history.events.iter().any(|e| matches!(&e.kind,
+        lockcheck::history::EventKind::AcquireFailed { reason } if reason.contains("NoScript"))));
 }
 
 #[test]

@@ -188,6 +188,17 @@ fn lettuce_reenters_a_lock_it_no_longer_holds() {
     }
 }
 
+#[test]
+fn lettuce_after_a_failover_meets_noscript_because_script_load_is_not_replicated() {
+    for o in expect_all(&scenario("lettuce-reentrant-failover"), 1..=3) {
+        let noscript = count(
+            &o.history,
+            |k| matches!(k, EventKind::AcquireFailed { reason } if reason.contains("NoScript")),
+        );
+        assert!(noscript > 5, "{}", o.history.render());
+    }
+}
+
 /// A reentrant lock whose inner release frees the lock: it counts nested acquires but runs the
 /// compare-and-delete on every release.
 struct LeakyReentrant<C, E> {
