@@ -36,6 +36,18 @@ enum Command {
     },
     /// List lock kinds, fault kinds and bundled scenarios.
     List,
+    /// Run the bundled scenarios (or a directory of them) and print the lock x fault table in
+    /// markdown (docs/lock-fault-table.md is its output).
+    Table {
+        /// A directory of scenarios (default: the bundled ones).
+        path: Option<PathBuf>,
+        /// Simulation seeds per scenario.
+        #[arg(long, value_name = "N", default_value_t = 5)]
+        seeds: u64,
+        /// Also run every scenario once on real redis-server processes.
+        #[arg(long)]
+        real: bool,
+    },
 }
 
 fn main() {
@@ -59,6 +71,19 @@ fn main() {
         Command::List => {
             print!("{}", lockcheck::catalog::list());
             0
+        }
+        Command::Table { path, seeds, real } => {
+            let dir = path.unwrap_or_else(|| PathBuf::from(lockcheck::catalog::SCENARIO_DIR));
+            match lockcheck::table::table(&dir, &lockcheck::table::TableOptions { seeds, real }) {
+                Ok(t) => {
+                    print!("{t}");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    lockcheck::runner::EXIT_BAD_INPUT
+                }
+            }
         }
     };
     std::process::exit(code);

@@ -1,1 +1,291 @@
-//! placeholder
+//! `lockcheck table`: runs the bundled scenarios and prints, in markdown, what each lock does under
+//! each fault: a lock x fault matrix of the checks that were violated, and one row per scenario
+//! with every check's verdict in simulation (over several seeds) and, with `--real`, on real
+//! `redis-server` processes. The README's table is this command's output, not typed by hand.
+
+use crate::check;
+use crate::lock::LockKind;
+use crate::runner::{run_scenario, scenario_files, BadInput, RunOptions};
+use crate::scenario::{ClientRef, FaultKind, Scenario, Trigger, Verdict, WorkloadKind};
+use crate::verdict::SeedsOutcome;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Options of `lockcheck table`.
+#[derive(Clone, Debug)]
+pub struct TableOptions {
+    /// Simulation seeds per scenario (seed, seed+1, ...; from each scenario's own seed).
+    pub seeds: u64,
+    /// Also run every scenario once on real servers.
+    pub real: bool,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            seeds: 5,
+            real: false,
+        }
+    }
+}
+
+/// Short names of the checks, for table cells.
+fn short(check: &str) -> &str {
+    match check {
+        "mutual_exclusion" => "ME",
+        "foreign_release" => "foreign release",
+        other => other,
+    }
+}
+
+/// A column label: what happens to the lock in this scenario.
+pub fn fault_label(s: &Scenario) -> String {
+    let lease = s.lock.lease_ms();
+    let mut parts: Vec<String> = Vec::new();
+    for f in &s.faults {
+        let at = match &f.trigger {
+            Trigger::Point { point, .. } => format!(" at {point}"),
+            Trigger::Acquired { .. } => String::new(),
+            Trigger::At(ms) => format!(" at {ms} ms"),
+        };
+        parts.push(match &f.kind {
+            FaultKind::Failover { .. } => "failover".to_string(),
+            FaultKind::Pause { client, for_ms } => {
+                let who = match client {
+                    ClientRef::Holder => "",
+                    ClientRef::Index(_) => " of a client",
+                };
+                let vs = if *for_ms > lease {
+                    "> lease"
+                } else {
+                    "< lease"
+                };
+                format!("GC pause{who} {vs}{at}")
+            }
+            FaultKind::ClientCrash { .. } if at.is_empty() => "client crash while holding".into(),
+            FaultKind::ClientCrash { .. } => format!("client crash{at}"),
+            FaultKind::Crash { .. } => "Redis crash".to_string(),
+            FaultKind::Partition { .. } => "partition".to_string(),
+            FaultKind::ClockJump { .. } => "clock jump".to_string(),
+            FaultKind::ClockDrift { .. } => "clock drift".to_string(),
+        });
+    }
+    if parts.is_empty() {
+        if s.workload.hold_ms[0] > lease {
+            "none, section > lease".to_string()
+        } else {
+            "none".to_string()
+        }
+    } else {
+        parts.join(" + ")
+    }
+}
+
+/// For a lock with a watchdog: which lease mode the scenario runs it in.
+fn lease_mode(s: &Scenario) -> Option<&'static str> {
+    s.lock.kind.has_default_lease().then(|| {
+        if s.lock.ttl_ms.is_some() {
+            "fixed lease"
+        } else {
+            "watchdog"
+        }
+    })
+}
+
+/// The violated checks of an outcome, or "safe".
+fn cell(o: &SeedsOutcome) -> String {
+    let violated: Vec<&str> = o
+        .violating_seeds
+        .iter()
+        .filter(|(_, seeds)| !seeds.is_empty())
+        .map(|(name, _)| short(name))
+        .collect();
+    if violated.is_empty() {
+        "safe".to_string()
+    } else {
+        format!("**{}**", violated.join(", "))
+    }
+}
+
+/// Observed verdict of one check over the seeds.
+fn observed(o: &SeedsOutcome, check: &str) -> Verdict {
+    if o.violating_seeds.get(check).is_some_and(|v| !v.is_empty()) {
+        Verdict::Violation
+    } else {
+        Verdict::Safe
+    }
+}
+
+/// Runs the scenarios in `dir` and renders the markdown.
+pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
+    let mut scenarios = Vec::new();
+    for f in scenario_files(dir)? {
+        scenarios.push(Scenario::load(&f).map_err(|e| BadInput(e.to_string()))?);
+    }
+    let mut rows = Vec::new();
+    for s in &scenarios {
+        let sim = run_scenario(
+            s,
+            &RunOptions {
+                seeds: Some(opts.seeds),
+                ..RunOptions::default()
+            },
+        )?;
+        let real = if opts.real {
+            Some(run_scenario(
+                s,
+                &RunOptions {
+                    real: true,
+                    ..RunOptions::default()
+                },
+            ))
+        } else {
+            None
+        };
+        rows.push((s, sim, real));
+    }
+
+    let mut out = String::new();
+    let mode = if opts.real {
+        format!(
+            "simulation ({} seeds each) and real `redis-server` processes (one run each)",
+            opts.seeds
+        )
+    } else {
+        format!("simulation ({} seeds each)", opts.seeds)
+    };
+    let _ = writeln!(
+        out,
+        "<!-- Generated by `lockcheck table{}`; do not edit by hand. -->\n",
+        if opts.real { " --real" } else { "" }
+    );
+    let _ = writeln!(out, "### Lock x fault\n");
+    let _ = writeln!(
+        out,
+        "What each lock does under each fault in the bundled scenarios, from {mode}: the checks that \
+         were violated (ME = mutual exclusion), or safe. A cell with several entries has several \
+         scenarios.\n"
+    );
+    // Columns in first-seen order, locks in `lockcheck list` order.
+    let mut columns: Vec<String> = Vec::new();
+    for (s, _, _) in &rows {
+        let l = fault_label(s);
+        if !columns.contains(&l) {
+            columns.push(l);
+        }
+    }
+    columns.sort_by_key(|c| (c != "none", c.clone()));
+    let mut grid: BTreeMap<(LockKind, bool, String), Vec<String>> = BTreeMap::new();
+    for (s, sim, real) in &rows {
+        let mut c = cell(sim);
+        if let Some(Ok(r)) = real {
+            let rc = cell(r);
+            if rc != c {
+                c = format!("{c} (real: {rc})");
+            }
+        }
+        if s.workload.kind == WorkloadKind::AddressBook {
+            c = format!("{c} [address book]");
+        }
+        let cells = grid
+            .entry((
+                s.lock.kind,
+                lease_mode(s).is_some_and(|m| m == "fixed lease"),
+                fault_label(s),
+            ))
+            .or_default();
+        if !cells.contains(&c) {
+            cells.push(c);
+        }
+    }
+    let _ = write!(out, "| lock |");
+    for c in &columns {
+        let _ = write!(out, " {c} |");
+    }
+    let _ = write!(out, "\n|---|");
+    for _ in &columns {
+        let _ = write!(out, "---|");
+    }
+    out.push('\n');
+    for k in LockKind::ALL {
+        for fixed in [false, true] {
+            let Some(mode) = rows
+                .iter()
+                .find(|(s, _, _)| {
+                    s.lock.kind == *k && lease_mode(s).is_some_and(|m| m == "fixed lease") == fixed
+                })
+                .map(|(s, _, _)| lease_mode(s))
+            else {
+                continue;
+            };
+            let mode = mode.map(|m| format!(" ({m})")).unwrap_or_default();
+            let _ = write!(out, "| `{}`{mode} |", k.name());
+            for c in &columns {
+                let v = grid
+                    .get(&(*k, fixed, c.clone()))
+                    .map(|v| v.join("; "))
+                    .unwrap_or_default();
+                let _ = write!(out, " {v} |");
+            }
+            out.push('\n');
+        }
+    }
+
+    let _ = writeln!(out, "\n### Every scenario, every check\n");
+    let names: Vec<&str> = check::all().iter().map(|c| c.name()).collect();
+    let _ = write!(out, "| scenario | lock | fault |");
+    for n in &names {
+        let _ = write!(out, " {} |", short(n));
+    }
+    let _ = write!(out, " as expected |\n|---|---|---|");
+    for _ in &names {
+        let _ = write!(out, "---|");
+    }
+    let _ = writeln!(out, "---|");
+    for (s, sim, real) in &rows {
+        let _ = write!(
+            out,
+            "| {} | `{}` | {} |",
+            s.name,
+            s.lock.kind.name(),
+            fault_label(s)
+        );
+        for n in &names {
+            let v = observed(sim, n);
+            let mut text = match v {
+                Verdict::Violation => "**violation**".to_string(),
+                Verdict::Safe => "safe".to_string(),
+            };
+            if let Some(Ok(r)) = real {
+                let rv = observed(r, n);
+                if rv != v {
+                    text = format!("{text} (real: {rv})");
+                }
+            }
+            if s.expected(n).is_some() {
+                text.push_str(" ✓");
+            }
+            let _ = write!(out, " {text} |");
+        }
+        let ok_sim = sim.matches_expectation();
+        let expected = match real {
+            None => (if ok_sim { "yes" } else { "NO" }).to_string(),
+            Some(Ok(r)) => format!(
+                "sim {}, real {}",
+                if ok_sim { "yes" } else { "NO" },
+                if r.matches_expectation() { "yes" } else { "NO" }
+            ),
+            Some(Err(e)) => format!(
+                "sim {}, real: not run ({e})",
+                if ok_sim { "yes" } else { "NO" }
+            ),
+        };
+        let _ = writeln!(out, " {expected} |");
+    }
+    let _ = writeln!(
+        out,
+        "\n✓ marks a verdict the scenario states in `expect` / `expect_checks` (so CI enforces it)."
+    );
+    Ok(out)
+}
