@@ -1,7 +1,7 @@
 //! `lockcheck list`: what lockcheck can run.
 
 use crate::lock::LockKind;
-use crate::scenario::{Scenario, FAULT_KINDS};
+use crate::scenario::{Scenario, FAULT_KINDS, WORKLOAD_POINTS};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -17,6 +17,13 @@ pub fn list() -> String {
     out.push_str("fault kinds:\n");
     for f in FAULT_KINDS {
         let _ = writeln!(out, "  {f}");
+    }
+    out.push_str("fault points (`on = ...`; a client `crash` fires at one):\n");
+    let _ = writeln!(out, "  {:<22} {}", "workload", WORKLOAD_POINTS.join(", "));
+    for k in LockKind::ALL {
+        if !k.points().is_empty() {
+            let _ = writeln!(out, "  {:<22} {}", k.name(), k.points().join(", "));
+        }
     }
     out.push_str("scenarios:\n");
     match crate::runner::scenario_files(Path::new(SCENARIO_DIR)) {

@@ -64,6 +64,9 @@ pub enum EventKind {
         accepted: bool,
         seq: Option<u64>,
     },
+    /// The lock passed one of its named points (for example `before-del`: its release checked
+    /// the owner and sends the DEL next), recorded as it goes on, after any pause there.
+    Point { name: String },
     /// Address book at the end of the run, read from the storage.
     AddressBookState {
         user: u32,
@@ -161,6 +164,7 @@ fn render_event(e: &Event) -> String {
             format!("inner-released depth={depth} deleted={deleted}")
         }
         EventKind::Crashed { point } => format!("crashed at {point}"),
+        EventKind::Point { name } => format!("point {name}"),
         EventKind::AddressInserted {
             user,
             count_seen,

@@ -876,6 +876,129 @@ for_ms = 500
             .contains("needs a trigger"));
     }
 
+    const NAIVE: &str = r#"
+name = "t"
+expect = "safe"
+duration_ms = 1000
+[lock]
+kind = "naive-setnx-expire"
+ttl_ms = 1000
+[[faults]]
+kind = "crash"
+node = "client-0"
+on = "after-setnx"
+"#;
+
+    #[test]
+    fn a_client_crash_fires_at_a_named_point() {
+        let s = Scenario::parse("t.toml", NAIVE).unwrap();
+        assert_eq!(s.faults[0].kind, FaultKind::ClientCrash { client: 0 });
+        assert_eq!(
+            s.faults[0].trigger,
+            Trigger::Point {
+                point: "after-setnx".into(),
+                after_ms: 0
+            }
+        );
+        // A crash while holding: the `acquired` trigger.
+        let s = Scenario::parse("t.toml", &NAIVE.replace("after-setnx", "acquired")).unwrap();
+        assert_eq!(s.faults[0].trigger, Trigger::Acquired { after_ms: 0 });
+    }
+
+    #[test]
+    fn an_unknown_point_names_the_choices_of_that_lock() {
+        let e = Scenario::parse("t.toml", &NAIVE.replace("after-setnx", "after-set")).unwrap_err();
+        assert_eq!(e.line, 11, "{e}");
+        for p in [
+            "`acquired`",
+            "`after-read`",
+            "`before-release`",
+            "`after-setnx`",
+            "`before-del`",
+        ] {
+            assert!(e.message.contains(p), "{e}");
+        }
+        // Another lock has no `after-setnx`: a scenario cannot silently never fire.
+        let text = NAIVE.replace("naive-setnx-expire", "set-nx-px");
+        let e = Scenario::parse("t.toml", &text).unwrap_err();
+        assert!(e.message.contains("unknown trigger `after-setnx`"), "{e}");
+        assert!(e.message.contains("lock kind `set-nx-px`"), "{e}");
+    }
+
+    #[test]
+    fn a_crashed_client_neither_restarts_nor_crashes_at_a_time() {
+        let text = NAIVE.replace(
+            "on = \"after-setnx\"",
+            "on = \"after-setnx\"\nrestart_after_ms = 5",
+        );
+        let e = Scenario::parse("t.toml", &text).unwrap_err();
+        assert!(e.message.contains("does not restart"), "{e}");
+        let text = NAIVE.replace("on = \"after-setnx\"", "at_ms = 5");
+        let e = Scenario::parse("t.toml", &text).unwrap_err();
+        assert!(e.message.contains("named point"), "{e}");
+        assert!(e.message.contains("`after-setnx`"), "{e}");
+        // A Redis node crash still needs its restart time.
+        let text = format!("{GOOD}\n[[faults]]\nkind = \"crash\"\nnode = \"redis-0\"\nat_ms = 5\n");
+        let e = Scenario::parse("t.toml", &text).unwrap_err();
+        assert!(e.message.contains("needs `restart_after_ms`"), "{e}");
+    }
+
+    #[test]
+    fn watchdog_timeout_is_redissons_and_a_redisson_lease_is_optional() {
+        let e = Scenario::parse(
+            "t.toml",
+            &GOOD.replace("ttl_ms = 100", "ttl_ms = 100\nwatchdog_timeout_ms = 3000"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("`redisson`"), "{e}");
+        assert!(e.message.contains("has no watchdog"), "{e}");
+        let text = GOOD
+            .replace("set-nx-px", "redisson")
+            .replace("ttl_ms = 100", "watchdog_timeout_ms = 3000");
+        let s = Scenario::parse("t.toml", &text).unwrap();
+        assert_eq!(s.lock.lease_ms(), 3000);
+        assert_eq!(s.lock.ttl_ms, None);
+        let s = Scenario::parse("t.toml", &GOOD.replace("set-nx-px", "redisson")).unwrap();
+        assert_eq!(s.lock.lease_ms(), 100, "ttl_ms set: an explicit lease");
+        // Without ttl_ms, a lock with no default lease is refused.
+        let e = Scenario::parse("t.toml", &GOOD.replace("ttl_ms = 100", "")).unwrap_err();
+        assert!(e.message.contains("needs `ttl_ms`"), "{e}");
+    }
+
+    #[test]
+    fn workload_kind_and_nesting() {
+        let text = GOOD.replace(
+            "[redis]",
+            "[workload]\nkind = \"address-book\"\nnested = 2\n[redis]",
+        );
+        let s = Scenario::parse("t.toml", &text).unwrap();
+        assert_eq!(s.workload.kind, WorkloadKind::AddressBook);
+        assert_eq!(s.workload.nested, 2);
+        let e = Scenario::parse("t.toml", &text.replace("address-book", "ledger")).unwrap_err();
+        assert!(
+            e.message.contains("`counter`") && e.message.contains("`address-book`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn every_check_name_is_accepted_in_expect_checks() {
+        for c in CHECK_NAMES {
+            let text = GOOD.replace(
+                "expect = \"violation\"",
+                &format!("expect = \"violation\"\nexpect_checks = {{ {c} = \"safe\" }}"),
+            );
+            let s = Scenario::parse("t.toml", &text).unwrap();
+            assert_eq!(s.expected(c), Some(Verdict::Safe));
+        }
+        let text = GOOD.replace(
+            "expect = \"violation\"",
+            "expect = \"violation\"\nexpect_checks = { damage = \"safe\" }",
+        );
+        let e = Scenario::parse("t.toml", &text).unwrap_err();
+        assert!(e.message.contains("`foreign_release`"), "{e}");
+    }
+
     #[test]
     fn line_col_counts_from_one() {
         assert_eq!(line_col("ab\ncd", 0), (1, 1));

@@ -20,7 +20,6 @@ use crate::resource::Store;
 use crate::scenario::WorkloadKind;
 use redis::aio::ConnectionLike;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The user whose address book the `address-book` workload edits (seed 004's `uid`).
@@ -68,40 +67,6 @@ pub struct ClientPlan {
 impl ClientPlan {
     pub fn name(&self) -> String {
         format!("client-{}", self.index)
-    }
-}
-
-/// The protected resource: a counter that holders read, then (after their work) write back
-/// incremented. Under a correct lock its final value equals the number of writes; a lost update
-/// is the damage two holders do.
-#[derive(Clone, Debug, Default)]
-pub struct Counter {
-    inner: Arc<Mutex<CounterState>>,
-}
-
-#[derive(Debug, Default)]
-struct CounterState {
-    value: u64,
-    writes: u64,
-}
-
-impl Counter {
-    pub fn read(&self) -> u64 {
-        self.inner.lock().unwrap().value
-    }
-
-    /// Writes `value`; returns true (a plain counter accepts every write).
-    pub fn write(&self, value: u64) -> bool {
-        let mut g = self.inner.lock().unwrap();
-        g.value = value;
-        g.writes += 1;
-        true
-    }
-
-    /// (final value, number of writes).
-    pub fn totals(&self) -> (u64, u64) {
-        let g = self.inner.lock().unwrap();
-        (g.value, g.writes)
     }
 }
 

@@ -54,6 +54,7 @@ macro_rules! real {
 real! {
     naive_crash_after_setnx => "naive-crash-after-setnx",
     naive_crash_while_holding => "naive-crash-while-holding",
+    naive_release_race => "naive-release-race",
     set_ex_nx_del_foreign_release => "set-ex-nx-del-foreign-release",
     set_ex_nx_del_no_faults => "set-ex-nx-del-no-faults",
     lettuce_reentrant_nested => "lettuce-reentrant-nested",

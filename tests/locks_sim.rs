@@ -139,6 +139,18 @@ fn plain_del_removes_the_next_holders_lock() {
 }
 
 #[test]
+fn seed_004_release_deletes_an_entry_granted_between_its_get_and_its_del() {
+    for o in expect_all(&scenario("naive-release-race"), 1..=5) {
+        let r = &o.checks["foreign_release"].evidence["releases"][0];
+        // The victim was granted after the releaser left its section (so after its GET was
+        // sent), and before the DEL went out.
+        let owner_granted = r["owner_granted_us"].as_u64().unwrap();
+        assert!(owner_granted > r["release_started_us"].as_u64().unwrap());
+        assert!(owner_granted < r["deleting_command_sent_us"].as_u64().unwrap());
+    }
+}
+
+#[test]
 fn lettuce_nested_acquires_only_count_on_the_client() {
     let s = scenario("lettuce-reentrant-nested");
     for o in expect_all(&s, 1..=3) {
@@ -420,6 +432,8 @@ fn address_book_gets_two_defaults_under_a_gc_pause_and_one_without() {
     }
 }
 
+/// Prints a bundled scenario's history, for debugging:
+/// `SCEN=redisson-failover SEED=3 cargo test --test locks_sim dump_history -- --ignored --nocapture`
 #[test]
 #[ignore]
 fn dump_history() {

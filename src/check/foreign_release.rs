@@ -6,11 +6,13 @@
 //! this client's grant and before this client began its release: from that grant on, the only
 //! entry there could be is someone else's (a grant needs the key absent, and nothing recreates
 //! this client's entry). Releases that compare before deleting (a Lua compare-and-delete) never
-//! report a deletion then. The rule is conservative: a grant that lands between the release's own
-//! GET and DEL (seed 004's two-command release) is not counted, so a violation is certain.
+//! report a deletion then. A release in several commands (seed 004: GET, compare, DEL) begins, for
+//! this purpose, at the last point the lock reached during it (`before-del`: the comparison is
+//! done, the DEL goes next), so a grant that slipped in between its GET and its DEL counts. A grant
+//! whose reply was still in flight when the release began is not counted: a violation is certain.
 
 use super::{granted_between, grants, CheckResult, Checker};
-use crate::history::{fmt_ms, History};
+use crate::history::{fmt_ms, EventKind, History};
 use crate::scenario::Verdict;
 
 /// The foreign-release checker.
@@ -29,11 +31,25 @@ impl Checker for ForeignRelease {
             else {
                 continue;
             };
-            if let Some(victim) = granted_between(&gs, g.client, g.acquired_us, exit) {
+            // The release's deleting command went out after its last point, if it had any.
+            let start = history
+                .events
+                .iter()
+                .filter(|e| {
+                    e.client() == Some(g.client)
+                        && e.at_us >= exit
+                        && e.at_us <= end
+                        && matches!(e.kind, EventKind::Point { .. })
+                })
+                .map(|e| e.at_us)
+                .max()
+                .unwrap_or(exit);
+            if let Some(victim) = granted_between(&gs, g.client, g.acquired_us, start) {
                 found.push(serde_json::json!({
                     "client": g.client,
                     "granted_us": g.acquired_us,
                     "release_started_us": exit,
+                    "deleting_command_sent_us": start,
                     "released_us": end,
                     "owner": victim.client,
                     "owner_granted_us": victim.acquired_us,
@@ -114,6 +130,36 @@ mod tests {
     fn a_compare_and_delete_that_deleted_nothing_is_safe() {
         let r = ForeignRelease.check(&seed_002(false));
         assert_eq!(r.verdict, Verdict::Safe);
+    }
+
+    #[test]
+    fn a_grant_between_get_and_del_counts() {
+        // Seed 004's release: GET (ours), pause, another client is granted, DEL.
+        let h = History {
+            events: vec![
+                ev(0, "client-0", acquired(None)),
+                ev(10, "client-0", EventKind::Exit),
+                ev(
+                    12,
+                    "client-0",
+                    EventKind::Point {
+                        name: "before-del".into(),
+                    },
+                ),
+                ev(1_000_000, "client-1", acquired(None)),
+                ev(
+                    1_500_000,
+                    "client-0",
+                    EventKind::Point {
+                        name: "before-del".into(),
+                    },
+                ),
+                ev(1_500_002, "client-0", EventKind::Released { deleted: true }),
+            ],
+        };
+        let r = ForeignRelease.check(&h);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+        assert_eq!(r.evidence["releases"][0]["owner"], 1);
     }
 
     #[test]

@@ -262,6 +262,24 @@ mod tests {
     }
 
     #[test]
+    fn a_crashed_client_stops_holding_when_it_dies() {
+        // client 0 dies inside its section at 30; client 1 enters at 50: no second holder.
+        let mut h = history(&[(0, 0, None), (1, 50, Some(80))]);
+        h.events.insert(
+            1,
+            ev(
+                30,
+                0,
+                EventKind::Crashed {
+                    point: "acquired".into(),
+                },
+            ),
+        );
+        assert_eq!(pairs(&h), vec![]);
+        assert_eq!(sections(&h)[0].exit_us, Some(30));
+    }
+
+    #[test]
     fn an_instantaneous_section_inside_another_overlaps() {
         let h = history(&[(0, 0, Some(100)), (1, 40, Some(40))]);
         assert_eq!(pairs(&h), vec![(0, 1, 40, 40)]);

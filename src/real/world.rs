@@ -144,9 +144,15 @@ async fn drive(
             .collect();
         let points = {
             let nemesis = nemesis.clone();
+            let rec = rec.clone();
             PointHook::new(move |p| {
                 let nemesis = nemesis.clone();
-                async move { nemesis.reached(c, p).await }
+                let rec = rec.clone();
+                async move {
+                    nemesis.reached(c, p).await;
+                    // A lock's own points are part of the history: they time its steps.
+                    rec.record(&format!("client-{c}"), EventKind::Point { name: p.into() });
+                }
             })
         };
         let env = RealEnv::default()

@@ -127,10 +127,19 @@ where
             .collect();
         let points = {
             let nemesis = nemesis.clone();
+            let rec = rec.clone();
             let client = c as u32;
             PointHook::new(move |p| {
                 let nemesis = nemesis.clone();
-                async move { nemesis.reached(client, p).await }
+                let rec = rec.clone();
+                async move {
+                    nemesis.reached(client, p).await;
+                    // A lock's own points are part of the history: they time its steps.
+                    rec.record(
+                        &format!("client-{client}"),
+                        crate::history::EventKind::Point { name: p.into() },
+                    );
+                }
             })
         };
         let env = SimEnv::new(clocks.clone(), index).with_points(points);
