@@ -64,7 +64,7 @@ pub enum EventKind {
         accepted: bool,
         seq: Option<u64>,
     },
-    /// The lock passed one of its named points (for example `before-del`: its release checked
+    /// The lock passed one of its named points (for example `before_del`: its release checked
     /// the owner and sends the DEL next), recorded as it goes on, after any pause there.
     Point { name: String },
     /// Address book at the end of the run, read from the storage.

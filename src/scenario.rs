@@ -194,10 +194,10 @@ impl WorkloadKind {
 }
 
 /// Named points in the workload's critical section where a fault can fire (`on = "<point>"`).
-/// `acquired`: right after a successful acquire, inside the critical section. `after-read`: the
+/// `acquired`: right after a successful acquire, inside the critical section. `after_read`: the
 /// holder has read the resource (the counter, or the user's address count) and not yet written.
-/// `before-release`: the holder left its critical section and is about to release.
-pub const WORKLOAD_POINTS: &[&str] = &["acquired", "after-read", "before-release"];
+/// `before_release`: the holder left its critical section and is about to release.
+pub const WORKLOAD_POINTS: &[&str] = &["acquired", "after_read", "before_release"];
 
 fn two() -> u32 {
     2
@@ -234,8 +234,8 @@ pub enum Trigger {
     /// fault names one).
     Acquired { after_ms: u64 },
     /// The first time a client (the named one, if the fault names one) reaches the named point at
-    /// or after this true time: a workload point (`after-read`, `before-release`) or one of the
-    /// lock's own (`after-setnx` of `naive-setnx-expire`).
+    /// or after this true time: a workload point (`after_read`, `before_release`) or one of the
+    /// lock's own (`after_setnx` of `naive-setnx-expire`).
     Point { point: String, after_ms: u64 },
 }
 
@@ -886,7 +886,7 @@ ttl_ms = 1000
 [[faults]]
 kind = "crash"
 node = "client-0"
-on = "after-setnx"
+on = "after_setnx"
 "#;
 
     #[test]
@@ -896,47 +896,47 @@ on = "after-setnx"
         assert_eq!(
             s.faults[0].trigger,
             Trigger::Point {
-                point: "after-setnx".into(),
+                point: "after_setnx".into(),
                 after_ms: 0
             }
         );
         // A crash while holding: the `acquired` trigger.
-        let s = Scenario::parse("t.toml", &NAIVE.replace("after-setnx", "acquired")).unwrap();
+        let s = Scenario::parse("t.toml", &NAIVE.replace("after_setnx", "acquired")).unwrap();
         assert_eq!(s.faults[0].trigger, Trigger::Acquired { after_ms: 0 });
     }
 
     #[test]
     fn an_unknown_point_names_the_choices_of_that_lock() {
-        let e = Scenario::parse("t.toml", &NAIVE.replace("after-setnx", "after-set")).unwrap_err();
+        let e = Scenario::parse("t.toml", &NAIVE.replace("after_setnx", "after-set")).unwrap_err();
         assert_eq!(e.line, 11, "{e}");
         for p in [
             "`acquired`",
-            "`after-read`",
-            "`before-release`",
-            "`after-setnx`",
-            "`before-del`",
+            "`after_read`",
+            "`before_release`",
+            "`after_setnx`",
+            "`before_del`",
         ] {
             assert!(e.message.contains(p), "{e}");
         }
-        // Another lock has no `after-setnx`: a scenario cannot silently never fire.
+        // Another lock has no `after_setnx`: a scenario cannot silently never fire.
         let text = NAIVE.replace("naive-setnx-expire", "set-nx-px");
         let e = Scenario::parse("t.toml", &text).unwrap_err();
-        assert!(e.message.contains("unknown trigger `after-setnx`"), "{e}");
+        assert!(e.message.contains("unknown trigger `after_setnx`"), "{e}");
         assert!(e.message.contains("lock kind `set-nx-px`"), "{e}");
     }
 
     #[test]
     fn a_crashed_client_neither_restarts_nor_crashes_at_a_time() {
         let text = NAIVE.replace(
-            "on = \"after-setnx\"",
-            "on = \"after-setnx\"\nrestart_after_ms = 5",
+            "on = \"after_setnx\"",
+            "on = \"after_setnx\"\nrestart_after_ms = 5",
         );
         let e = Scenario::parse("t.toml", &text).unwrap_err();
         assert!(e.message.contains("does not restart"), "{e}");
-        let text = NAIVE.replace("on = \"after-setnx\"", "at_ms = 5");
+        let text = NAIVE.replace("on = \"after_setnx\"", "at_ms = 5");
         let e = Scenario::parse("t.toml", &text).unwrap_err();
         assert!(e.message.contains("named point"), "{e}");
-        assert!(e.message.contains("`after-setnx`"), "{e}");
+        assert!(e.message.contains("`after_setnx`"), "{e}");
         // A Redis node crash still needs its restart time.
         let text = format!("{GOOD}\n[[faults]]\nkind = \"crash\"\nnode = \"redis-0\"\nat_ms = 5\n");
         let e = Scenario::parse("t.toml", &text).unwrap_err();

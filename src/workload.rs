@@ -10,8 +10,8 @@
 //! lease. This is Jepsen's split: the client (the lock) and the workload are apart from the
 //! nemesis (faults), which reaches in only through [`FaultPoints`] and the named points.
 //!
-//! The workload's named points, in order: `acquired` (just entered), `after-read` (read the
-//! resource, not yet written it back), `before-release` (left the section, release not yet sent).
+//! The workload's named points, in order: `acquired` (just entered), `after_read` (read the
+//! resource, not yet written it back), `before_release` (left the section, release not yet sent).
 
 use crate::env::Env;
 use crate::history::{EventKind, Recorder};
@@ -32,8 +32,8 @@ pub trait FaultPoints: Clone + Send + Sync + 'static {
     /// holder's next await; a real-mode pause stalls here).
     fn acquired(&self, client: u32) -> impl Future<Output = ()> + Send;
 
-    /// Called when a client reaches another named point: the workload's `after-read` and
-    /// `before-release`, or a lock's own (through [`Env::point`]). Triggers `on = "<point>"`
+    /// Called when a client reaches another named point: the workload's `after_read` and
+    /// `before_release`, or a lock's own (through [`Env::point`]). Triggers `on = "<point>"`
     /// faults. A crash at a point never returns.
     fn reached(&self, client: u32, point: &'static str) -> impl Future<Output = ()> + Send {
         let _ = (client, point);
@@ -110,7 +110,7 @@ pub async fn run_client<L, E, P, S>(
                 )
                 .await;
                 rec.record(&me, EventKind::Exit);
-                points.reached(plan.index, "before-release").await;
+                points.reached(plan.index, "before_release").await;
                 match lock.release(&guard).await {
                     Ok(deleted) => rec.record(&me, EventKind::Released { deleted }),
                     Err(e) => rec.record(
@@ -166,7 +166,7 @@ async fn critical_section<L, E, P, S>(
         WorkloadKind::AddressBook => store.count_addresses(ADDRESS_BOOK_USER).await,
     }
     .unwrap_or(0);
-    points.reached(plan.index, "after-read").await;
+    points.reached(plan.index, "after_read").await;
 
     // Reentrancy: the holder takes the lock again (a nested call that needs it too), then
     // releases those inner acquisitions, innermost first, and keeps working: a correct reentrant

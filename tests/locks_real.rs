@@ -92,6 +92,6 @@ fn real_redis_does_not_replicate_script_load() {
 fn a_real_client_crash_leaves_the_setnx_key_without_expiry() {
     let o = run_real("naive-crash-after-setnx");
     let ev = &o.checks["liveness"].evidence;
-    assert_eq!(ev["crashes"][0]["point"], "after-setnx");
+    assert_eq!(ev["crashes"][0]["point"], "after_setnx");
     assert!(ev["longest_unavailable_us"].as_u64().unwrap() > 3_000_000);
 }

@@ -81,7 +81,7 @@ fn naive_lock_crash_between_setnx_and_expire_blocks_the_lock_for_good() {
     let s = scenario("naive-crash-after-setnx");
     for o in expect_all(&s, 1..=3) {
         let ev = &o.checks["liveness"].evidence;
-        assert_eq!(ev["crashes"][0]["point"], "after-setnx");
+        assert_eq!(ev["crashes"][0]["point"], "after_setnx");
         assert_eq!(ev["longest"]["ended_by_grant"], false);
         // After the crash nobody ever acquired again.
         let crash_at = ev["crashes"][0]["at_us"].as_u64().unwrap();

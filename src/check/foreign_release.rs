@@ -7,7 +7,7 @@
 //! entry there could be is someone else's (a grant needs the key absent, and nothing recreates
 //! this client's entry). Releases that compare before deleting (a Lua compare-and-delete) never
 //! report a deletion then. A release in several commands (seed 004: GET, compare, DEL) begins, for
-//! this purpose, at the last point the lock reached during it (`before-del`: the comparison is
+//! this purpose, at the last point the lock reached during it (`before_del`: the comparison is
 //! done, the DEL goes next), so a grant that slipped in between its GET and its DEL counts. A grant
 //! whose reply was still in flight when the release began is not counted: a violation is certain.
 
@@ -143,7 +143,7 @@ mod tests {
                     12,
                     "client-0",
                     EventKind::Point {
-                        name: "before-del".into(),
+                        name: "before_del".into(),
                     },
                 ),
                 ev(1_000_000, "client-1", acquired(None)),
@@ -151,7 +151,7 @@ mod tests {
                     1_500_000,
                     "client-0",
                     EventKind::Point {
-                        name: "before-del".into(),
+                        name: "before_del".into(),
                     },
                 ),
                 ev(1_500_002, "client-0", EventKind::Released { deleted: true }),

@@ -210,7 +210,7 @@ mod tests {
                     2,
                     "client-0",
                     EventKind::Crashed {
-                        point: "after-setnx".into(),
+                        point: "after_setnx".into(),
                     },
                 ),
                 ev(5_000_000, "client-1", failed()),

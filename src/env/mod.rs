@@ -74,7 +74,7 @@ pub trait Env: Clone + Send + Sync + 'static {
     /// A random 64-bit number (madsim's seeded RNG in simulation).
     fn random_u64(&self) -> u64;
 
-    /// The lock reached a named point of its protocol (for example `after-setnx`, between two
+    /// The lock reached a named point of its protocol (for example `after_setnx`, between two
     /// commands that should have been one). The nemesis may pause or crash the client here; without
     /// faults this returns at once.
     fn point(&self, name: &'static str) -> impl Future<Output = ()> + Send {

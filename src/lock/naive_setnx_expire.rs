@@ -3,8 +3,8 @@
 //!
 //! The article chose not to wrap SETNX and EXPIRE in a transaction ("the chance that setnx succeeds
 //! and expire fails is very low"). A client that dies between the two leaves a key without expiry:
-//! the lock is never free again (named point `after-setnx`). The release's GET and DEL can be
-//! separated as well (named point `before-del`): if the lease runs out between them and another
+//! the lock is never free again (named point `after_setnx`). The release's GET and DEL can be
+//! separated as well (named point `before_del`): if the lease runs out between them and another
 //! client takes the lock, the DEL removes that client's entry.
 //!
 //! Faithful details: the value is 20 characters drawn from the article's alphabet; `EXPIRE` takes
@@ -17,7 +17,7 @@ use redis::aio::ConnectionLike;
 use std::time::Duration;
 
 /// The named points of this lock's protocol.
-pub const POINTS: &[&str] = &["after-setnx", "before-del"];
+pub const POINTS: &[&str] = &["after_setnx", "before_del"];
 
 /// The article's alphabet for lock values (`getRandomString`).
 const ALPHABET: &[u8] = b"123456qwertyuioplkhgsvbQWERTYUIOPLKJHGFDSAZXCVBNM7890";
@@ -62,7 +62,7 @@ where
                 .await?;
             if set == 1 {
                 // The window: the key exists and has no expiry yet.
-                self.env.point("after-setnx").await;
+                self.env.point("after_setnx").await;
                 let expire = if ttl_ms.is_multiple_of(1000) {
                     let mut c = redis::cmd("EXPIRE");
                     c.arg(&self.config.key).arg(ttl_ms / 1000);
@@ -97,7 +97,7 @@ where
             return Ok(false);
         }
         // The second window: ours at the GET, maybe someone else's at the DEL.
-        self.env.point("before-del").await;
+        self.env.point("before_del").await;
         let n: i64 = redis::cmd("DEL")
             .arg(&self.config.key)
             .query_async(&mut self.conn)
