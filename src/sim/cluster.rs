@@ -64,6 +64,8 @@ struct State {
     groups: Vec<Group>,
     /// Per (server, connection): the offset of that connection's last write, for WAIT.
     last_write: BTreeMap<(usize, ClientId), u64>,
+    /// Commands executed, over all servers (for benchmarks and reports).
+    commands: u64,
 }
 
 /// Topology parameters.
@@ -123,6 +125,7 @@ impl Cluster {
                 servers,
                 groups,
                 last_write: BTreeMap::new(),
+                commands: 0,
             })),
             clocks,
             net,
@@ -201,6 +204,7 @@ impl Cluster {
         if !self.net.reachable(client_node, idx) {
             return Err(Unreachable::Partitioned);
         }
+        st.commands += 1;
         let now = self.clocks.now_ms(idx);
         let name = args
             .first()
@@ -385,6 +389,11 @@ impl Cluster {
             },
         );
         Some(promoted)
+    }
+
+    /// Commands executed so far, over all servers.
+    pub fn commands(&self) -> u64 {
+        self.state.lock().unwrap().commands
     }
 
     pub fn name(&self, idx: usize) -> String {
