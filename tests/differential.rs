@@ -40,6 +40,11 @@ mod server {
     /// Starts `redis-server` on a free 127.0.0.1 port with persistence off and waits until it
     /// accepts connections.
     pub fn spawn() -> RedisServer {
+        spawn_with(&[])
+    }
+
+    /// [`spawn`] with extra server arguments.
+    pub fn spawn_with(extra: &[&str]) -> RedisServer {
         let version = Command::new("redis-server").arg("--version").output();
         match version {
             Ok(out) if out.status.success() => {}
@@ -63,6 +68,7 @@ mod server {
                     "--daemonize",
                     "no",
                 ])
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
@@ -110,12 +116,17 @@ struct Diff {
     conn: redis::aio::MultiplexedConnection,
     engine: Engine,
     mismatches: Vec<String>,
+    /// Every replication effect the engine produced, in order.
+    effects: Vec<Vec<Vec<u8>>>,
     _server: server::RedisServer,
 }
 
 impl Diff {
     fn new() -> Self {
-        let server = server::spawn();
+        Self::with_server(server::spawn())
+    }
+
+    fn with_server(server: server::RedisServer) -> Self {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -130,6 +141,7 @@ impl Diff {
             conn,
             engine: Engine::new(Role::Master),
             mismatches: Vec::new(),
+            effects: Vec::new(),
             _server: server,
         }
     }
@@ -145,8 +157,9 @@ impl Diff {
 
     fn both(&mut self, args: &[Vec<u8>]) -> (Value, Value) {
         let real = self.real(args);
-        let sim = self.engine.execute(now_ms(), 1, args).reply;
-        (real, sim)
+        let out = self.engine.execute(now_ms(), 1, args);
+        self.effects.extend(out.effects);
+        (real, out.reply)
     }
 
     /// Sends a command to both; the replies must be equal.
@@ -654,4 +667,241 @@ fn harness_detects_differences() {
         Value::ServerError(e) => assert_eq!(e.code(), "ERR"),
         other => panic!("expected a server error, got {other:?}"),
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Replication effects against the real replication stream.
+
+mod replstream {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+
+    /// A connection that asked the master for SYNC: after the snapshot, it receives every
+    /// command the master propagates to its replicas.
+    pub struct ReplStream {
+        r: BufReader<TcpStream>,
+    }
+
+    fn line(r: &mut BufReader<TcpStream>) -> Vec<u8> {
+        let mut l = Vec::new();
+        r.read_until(b'\n', &mut l)
+            .expect("read from the replication stream");
+        assert!(!l.is_empty(), "replication stream closed");
+        l
+    }
+
+    fn int(l: &[u8]) -> usize {
+        std::str::from_utf8(&l[1..l.len() - 2])
+            .expect("utf8")
+            .parse()
+            .expect("length")
+    }
+
+    impl ReplStream {
+        /// Attaches as an old-style replica (plain SYNC, so the snapshot comes as one sized
+        /// bulk) and skips the snapshot.
+        pub fn attach(port: u16) -> Self {
+            let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+            s.set_read_timeout(Some(Duration::from_secs(10)))
+                .expect("timeout");
+            (&s).write_all(b"*1\r\n$4\r\nSYNC\r\n").expect("send SYNC");
+            let mut r = BufReader::new(s);
+            loop {
+                let l = line(&mut r);
+                if l == b"\n" {
+                    continue; // keep-alives while the master writes the snapshot
+                }
+                assert_eq!(
+                    l[0],
+                    b'$',
+                    "unexpected SYNC reply {:?}",
+                    String::from_utf8_lossy(&l)
+                );
+                let mut rdb = vec![0; int(&l)];
+                r.read_exact(&mut rdb).expect("snapshot");
+                return ReplStream { r };
+            }
+        }
+
+        /// The next propagated command, PING and SELECT skipped.
+        pub fn next(&mut self) -> Vec<Vec<u8>> {
+            loop {
+                let l = line(&mut self.r);
+                assert_eq!(l[0], b'*', "unexpected {:?}", String::from_utf8_lossy(&l));
+                let n = int(&l);
+                let mut cmd = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let l = line(&mut self.r);
+                    let mut arg = vec![0; int(&l) + 2];
+                    self.r.read_exact(&mut arg).expect("arg");
+                    arg.truncate(arg.len() - 2);
+                    cmd.push(arg);
+                }
+                let name = cmd[0].to_ascii_lowercase();
+                if name != b"ping" && name != b"select" {
+                    return cmd;
+                }
+            }
+        }
+    }
+}
+
+/// Whether two replicated commands are the same, allowing absolute millisecond timestamps
+/// (computed from two different clock readings) to differ a little.
+fn same_effect(real: &[Vec<u8>], sim: &[Vec<u8>]) -> bool {
+    real.len() == sim.len()
+        && real.iter().zip(sim).all(|(r, s)| {
+            if r == s {
+                return true;
+            }
+            let num = |b: &[u8]| std::str::from_utf8(b).ok()?.parse::<i64>().ok();
+            match (num(r), num(s)) {
+                (Some(r), Some(s)) => r > 1_000_000_000_000 && (r - s).abs() <= 2_000,
+                _ => false,
+            }
+        })
+}
+
+enum Step {
+    Cmd(&'static [&'static str]),
+    SleepMs(u64),
+}
+
+#[test]
+fn replication_effects_match_the_real_stream() {
+    use Step::{Cmd, SleepMs};
+    let dir = std::env::temp_dir().join(format!("lockcheck-differential-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let server = server::spawn_with(&[
+        "--dir",
+        dir.to_str().expect("utf8 path"),
+        "--repl-diskless-sync",
+        "no",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let port = server.port;
+    let mut d = Diff::with_server(server);
+    // Only lazy expiry: the real server's background sweep runs at times the engine cannot
+    // know, so it is switched off (the engine's sweep is tested on its own).
+    d.real(&[
+        b"DEBUG".to_vec(),
+        b"SET-ACTIVE-EXPIRE".to_vec(),
+        b"0".to_vec(),
+    ]);
+    let mut stream = replstream::ReplStream::attach(port);
+
+    let steps: &[Step] = &[
+        Cmd(&["set", "a", "1"]),
+        Cmd(&["set", "a", "1", "nx"]),
+        Cmd(&["SET", "b", "1", "NX", "PX", "10000"]),
+        Cmd(&["set", "c", "1", "ex", "100", "get"]),
+        Cmd(&["set", "c", "2", "get"]),
+        Cmd(&["set", "c", "3", "keepttl"]),
+        Cmd(&["set", "d", "1", "pxat", "1"]),
+        Cmd(&["get", "d"]),
+        Cmd(&["setnx", "e", "1"]),
+        Cmd(&["setnx", "e", "1"]),
+        Cmd(&["expire", "e", "100"]),
+        Cmd(&["pexpire", "e", "100", "nx"]),
+        Cmd(&["pexpire", "e", "200000", "gt"]),
+        Cmd(&["expireat", "e", "99999999999"]),
+        Cmd(&["pexpire", "e", "-1"]),
+        Cmd(&["set", "f", "1"]),
+        Cmd(&["incr", "f"]),
+        Cmd(&["incrby", "f", "5"]),
+        Cmd(&["decr", "f"]),
+        Cmd(&["getdel", "f"]),
+        Cmd(&["hset", "h", "a", "1"]),
+        Cmd(&["hincrby", "h", "a", "2"]),
+        Cmd(&["hdel", "h", "zz"]),
+        Cmd(&["hdel", "h", "a"]),
+        Cmd(&["persist", "c"]),
+        Cmd(&["set", "g", "1", "px", "50"]),
+        SleepMs(150),
+        Cmd(&["exists", "g"]),
+        Cmd(&["set", "z", "1", "pxat", "1"]),
+        Cmd(&["set", "z", "2", "nx"]),
+        Cmd(&["eval", "return redis.call('set', KEYS[1], 'v', 'px', 5000)", "1", "s1"]),
+        Cmd(&[
+            "eval",
+            "redis.call('hincrby', KEYS[1], 'f', 1); redis.call('pexpire', KEYS[1], 30000); return 1",
+            "1",
+            "s2",
+        ]),
+        Cmd(&[
+            "eval",
+            "redis.call('set', KEYS[1], '1'); return redis.call('publish', 'chan', 'msg')",
+            "1",
+            "s3",
+        ]),
+        Cmd(&["eval", "redis.call('set', 's4', '1'); redis.call('set', 's5', '1'); error('x')", "0"]),
+        Cmd(&["eval", "return redis.call('get', 's4')", "0"]),
+        Cmd(&["set", "y", "1", "pxat", "1"]),
+        Cmd(&["eval", "redis.call('get', 'y'); return redis.call('set', 'w', '1')", "0"]),
+        Cmd(&["eval", "redis.call('set', 'w2', '1'); return redis.call('pexpire', 'w2', 0)", "0"]),
+        Cmd(&[
+            "eval",
+            "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
+            "1",
+            "b",
+            "1",
+        ]),
+        Cmd(&["pexpire", "w", "100000", "lt"]),
+        Cmd(&["del", "zz"]),
+        Cmd(&["del", "s4", "zz"]),
+        Cmd(&["publish", "chan", "hello"]),
+        Cmd(&["multi"]),
+        Cmd(&["set", "t", "1"]),
+        Cmd(&["incr", "t"]),
+        Cmd(&["exec"]),
+        Cmd(&["multi"]),
+        Cmd(&["incr", "t"]),
+        Cmd(&["exec"]),
+        Cmd(&["flushall"]),
+    ];
+    for step in steps {
+        match step {
+            Cmd(c) => {
+                d.same(c);
+            }
+            SleepMs(ms) => std::thread::sleep(std::time::Duration::from_millis(*ms)),
+        }
+    }
+    // A marker the engine does not see, to know where the real stream ends.
+    d.real(&[b"SET".to_vec(), b"__end__".to_vec(), b"1".to_vec()]);
+    let mut real = Vec::new();
+    loop {
+        let cmd = stream.next();
+        if cmd.get(1).map(Vec::as_slice) == Some(b"__end__") {
+            break;
+        }
+        real.push(cmd);
+    }
+    let show = |cmds: &[Vec<Vec<u8>>]| {
+        cmds.iter()
+            .map(|c| {
+                c.iter()
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(
+        real.len() > 30,
+        "too few replicated commands: {}",
+        real.len()
+    );
+    let equal = real.len() == d.effects.len()
+        && real.iter().zip(&d.effects).all(|(r, s)| same_effect(r, s));
+    assert!(
+        equal,
+        "replication streams differ\n  real: {:#?}\n  sim:  {:#?}",
+        show(&real),
+        show(&d.effects)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    d.finish();
 }
