@@ -1118,3 +1118,50 @@ fn same_calls_give_same_results() {
     };
     assert_eq!(run_all(), run_all());
 }
+
+/// Per-command cost of the hot paths, printed, never asserted (timing depends on the machine).
+/// Run with: cargo test --release --test simredis_semantics -- --ignored --nocapture bench
+#[test]
+#[ignore]
+fn bench_hot_paths() {
+    use std::time::Instant;
+    let n = 200_000u64;
+    let keys: Vec<Vec<u8>> = (0..1000)
+        .map(|i| format!("lock:{i}").into_bytes())
+        .collect();
+
+    let mut e = master();
+    let t = Instant::now();
+    for i in 0..n {
+        let k = &keys[(i % 1000) as usize];
+        let args = [
+            b"SET".to_vec(),
+            k.clone(),
+            b"owner".to_vec(),
+            b"NX".to_vec(),
+            b"PX".to_vec(),
+            b"10000".to_vec(),
+        ];
+        std::hint::black_box(e.execute(1000 + i / 100, 1, &args));
+    }
+    let set_ns = t.elapsed().as_nanos() as f64 / n as f64;
+
+    let release = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+    let sha = sha1(release);
+    run(&mut e, 0, &["SCRIPT", "LOAD", release]);
+    let t = Instant::now();
+    for i in 0..n {
+        let k = &keys[(i % 1000) as usize];
+        let args = [
+            b"EVALSHA".to_vec(),
+            sha.as_bytes().to_vec(),
+            b"1".to_vec(),
+            k.clone(),
+            b"owner".to_vec(),
+        ];
+        std::hint::black_box(e.execute(1000, 1, &args));
+    }
+    let cad_ns = t.elapsed().as_nanos() as f64 / n as f64;
+    println!("SET k v NX PX 10000: {set_ns:.0} ns/op");
+    println!("EVALSHA compare-and-delete: {cad_ns:.0} ns/op");
+}
