@@ -323,11 +323,14 @@ fn set(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
     if (flags & SET_NX != 0 && found) || (flags & SET_XX != 0 && !found) {
         return old;
     }
-    db.keys
-        .set(key, Data::Str(a[2].clone()), flags & SET_KEEPTTL != 0);
+    match when {
+        Some(t) => db.keys.set_with_expire(key, Data::Str(a[2].clone()), t),
+        None => db
+            .keys
+            .set(key, Data::Str(a[2].clone()), flags & SET_KEEPTTL != 0),
+    }
     match when {
         Some(t) => {
-            db.keys.set_expire(key, t);
             ctx.propagate(vec![
                 b"SET".to_vec(),
                 key.clone(),

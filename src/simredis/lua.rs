@@ -50,7 +50,15 @@ struct RunState {
     /// server process, starting from rand48's static initial state and NOT reseeded per
     /// script (effects replication made that unnecessary), so it is kept per engine.
     rand48: u64,
+    /// Millions of Lua instructions the current script has executed (see [`INSTRUCTION_BUDGET`]).
+    mega_instructions: u32,
 }
+
+/// A script is stopped after this many million Lua instructions. Real Redis would keep
+/// running it (answering BUSY to everyone else) until SCRIPT KILL; in a simulation an endless
+/// script would freeze simulated time for every node, so it is cut off with an error instead.
+/// Lock scripts run a few hundred instructions.
+pub const INSTRUCTION_BUDGET: u32 = 200;
 
 /// An error raised from Rust into a running script.
 #[derive(Debug, Clone)]
@@ -179,7 +187,22 @@ impl LuaHost {
             role: Role::Master,
             sha: [b'0'; 40],
             rand48: RAND48_INIT,
+            mega_instructions: 0,
         });
+        lua.set_hook(
+            mlua::HookTriggers::new().every_nth_instruction(1_000_000),
+            |lua, _| {
+                let mut st = lua.app_data_mut::<RunState>().expect("run state");
+                st.mega_instructions += 1;
+                if st.mega_instructions > INSTRUCTION_BUDGET {
+                    drop(st);
+                    return raise(Raised::Reply(format!(
+                        "ERR Script killed by lockcheck after {INSTRUCTION_BUDGET} million instructions (an endless script would stall the simulation)"
+                    )));
+                }
+                Ok(mlua::VmState::Continue)
+            },
+        )?;
         let real = lua.globals();
         let xpcall: Function = real.raw_get("xpcall")?;
         let handler = lua.create_function(message_handler)?;
@@ -390,6 +413,7 @@ impl LuaHost {
         std::mem::swap(&mut st.ctx, ctx);
         st.role = role;
         st.sha = *sha;
+        st.mega_instructions = 0;
     }
 
     fn set_array(&self, name: &str, items: &[Vec<u8>]) -> mlua::Result<()> {
