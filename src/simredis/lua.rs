@@ -359,7 +359,7 @@ impl LuaHost {
     /// Runs a cached script. `db` and `ctx` are lent to the script and handed back.
     /// None if no script has that sha.
     pub fn run(
-        &mut self,
+        &self,
         sha: &Sha,
         db: &mut Db,
         ctx: &mut Ctx,
@@ -367,26 +367,12 @@ impl LuaHost {
         keys: &[Vec<u8>],
         args: &[Vec<u8>],
     ) -> Option<Value> {
-        let f = self.scripts.get(sha)?.clone();
-        Some(self.run_function(f, sha, db, ctx, role, keys, args))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn run_function(
-        &mut self,
-        f: Function,
-        sha: &Sha,
-        db: &mut Db,
-        ctx: &mut Ctx,
-        role: Role,
-        keys: &[Vec<u8>],
-        args: &[Vec<u8>],
-    ) -> Value {
+        let f = self.scripts.get(sha)?;
         if let Err(e) = self
             .set_array("KEYS", keys)
             .and(self.set_array("ARGV", args))
         {
-            return reply::error(&format!("ERR {e}"));
+            return Some(reply::error(&format!("ERR {e}")));
         }
         self.swap_in(db, ctx, role, sha);
         let result = self.xpcall.call::<(bool, LuaValue)>((f, &self.handler));
@@ -404,10 +390,10 @@ impl LuaHost {
         let mut st = self.lua.app_data_mut::<RunState>().expect("run state");
         std::mem::swap(&mut st.db, db);
         std::mem::swap(&mut st.ctx, ctx);
-        reply
+        Some(reply)
     }
 
-    fn swap_in(&mut self, db: &mut Db, ctx: &mut Ctx, role: Role, sha: &Sha) {
+    fn swap_in(&self, db: &mut Db, ctx: &mut Ctx, role: Role, sha: &Sha) {
         let mut st = self.lua.app_data_mut::<RunState>().expect("run state");
         std::mem::swap(&mut st.db, db);
         std::mem::swap(&mut st.ctx, ctx);
