@@ -369,8 +369,7 @@ fn setnx(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
 fn del(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
     let mut n = 0;
     for k in &a[1..] {
-        ctx.expire_if_needed(&mut db.keys, k);
-        if ctx.expiry == Expiry::Hide && db.keys.is_expired(k, ctx.now) {
+        if ctx.expire_if_needed(&mut db.keys, k) {
             continue;
         }
         if db.keys.remove(k) {
