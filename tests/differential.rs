@@ -364,6 +364,15 @@ fn semantics_table_rows() {
         "return redis.sha1hex(5)",
         "return redis.log(1)",
         "return redis.call('publish', 'c', 'm')",
+        "#!lua\nreturn redis.call('nosuch')",
+        "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], '1')",
+        "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])",
+        "#!lua flags=no-writes,allow-oom\nreturn redis.call('publish', 'c', 'm')",
+        "#!lua flags=bad\nreturn 1",
+        "#!python\nreturn 1",
+        "#!lua x=y\nreturn 1",
+        "#!lua",
+        "#!lua\nerror('x')",
     ] {
         d.eval(body, &["k"], &[]);
     }
@@ -976,6 +985,19 @@ fn replica_reads_writes_and_expired_keys() {
             "return redis.call('hexists', KEYS[1], 'f')",
             "1",
             "h",
+        ],
+        &["EVAL", "#!lua\nreturn 1", "0"],
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])",
+            "1",
+            "k",
+        ],
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], 1)",
+            "1",
+            "k",
         ],
     ] {
         r.same(cmd);

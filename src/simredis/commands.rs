@@ -112,6 +112,8 @@ pub const WRITE: u8 = 1;
 pub const NOSCRIPT: u8 = 2;
 /// Handled by the engine itself (needs the Lua host or per-connection state).
 pub const ENGINE: u8 = 4;
+/// Not a write but replicated (PUBLISH): refused in `#!lua flags=no-writes` scripts.
+pub const MAY_REPLICATE: u8 = 8;
 
 pub type Handler = fn(&mut Db, &mut Ctx, &[Vec<u8>]) -> Value;
 
@@ -178,7 +180,7 @@ table! {
     "hincrby" 4 WRITE => hincrby;
     "hgetall" 2 0 => hgetall;
     "hlen" 2 0 => hlen;
-    "publish" 3 0 => publish;
+    "publish" 3 MAY_REPLICATE => publish;
     "ping" -1 0 => ping;
     "echo" 2 0 => echo;
     "dbsize" 1 0 => dbsize;
