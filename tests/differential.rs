@@ -780,8 +780,18 @@ enum Step {
 #[test]
 fn replication_effects_match_the_real_stream() {
     use Step::{Cmd, SleepMs};
-    let dir = std::env::temp_dir().join(format!("lockcheck-differential-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    /// The server's snapshot directory, removed however the test ends.
+    struct TempDir(std::path::PathBuf);
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let tmp = TempDir(
+        std::env::temp_dir().join(format!("lockcheck-differential-{}", std::process::id())),
+    );
+    let dir = &tmp.0;
+    std::fs::create_dir_all(dir).expect("temp dir");
     let server = server::spawn_with(&[
         "--dir",
         dir.to_str().expect("utf8 path"),
@@ -911,7 +921,6 @@ fn replication_effects_match_the_real_stream() {
         show(&real),
         show(&d.effects)
     );
-    let _ = std::fs::remove_dir_all(&dir);
     d.finish();
 }
 
