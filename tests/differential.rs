@@ -364,6 +364,15 @@ fn semantics_table_rows() {
         "return redis.sha1hex(5)",
         "return redis.log(1)",
         "return redis.call('publish', 'c', 'm')",
+        "#!lua\nreturn redis.call('nosuch')",
+        "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], '1')",
+        "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])",
+        "#!lua flags=no-writes,allow-oom\nreturn redis.call('publish', 'c', 'm')",
+        "#!lua flags=bad\nreturn 1",
+        "#!python\nreturn 1",
+        "#!lua x=y\nreturn 1",
+        "#!lua",
+        "#!lua\nerror('x')",
     ] {
         d.eval(body, &["k"], &[]);
     }
@@ -771,8 +780,18 @@ enum Step {
 #[test]
 fn replication_effects_match_the_real_stream() {
     use Step::{Cmd, SleepMs};
-    let dir = std::env::temp_dir().join(format!("lockcheck-differential-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    /// The server's snapshot directory, removed however the test ends.
+    struct TempDir(std::path::PathBuf);
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let tmp = TempDir(
+        std::env::temp_dir().join(format!("lockcheck-differential-{}", std::process::id())),
+    );
+    let dir = &tmp.0;
+    std::fs::create_dir_all(dir).expect("temp dir");
     let server = server::spawn_with(&[
         "--dir",
         dir.to_str().expect("utf8 path"),
@@ -902,6 +921,113 @@ fn replication_effects_match_the_real_stream() {
         show(&real),
         show(&d.effects)
     );
-    let _ = std::fs::remove_dir_all(&dir);
     d.finish();
+}
+
+// ---------------------------------------------------------------------------------------
+// A real master/replica pair against an engine pair fed with the engine master's effects.
+
+#[test]
+fn replica_reads_writes_and_expired_keys() {
+    let master = server::spawn_with(&[
+        "--repl-diskless-sync-delay",
+        "0",
+        "--enable-debug-command",
+        "yes",
+    ]);
+    let mport = master.port.to_string();
+    let replica = server::spawn_with(&["--replicaof", "127.0.0.1", &mport]);
+    let mut m = Diff::with_server(master);
+    let mut r = Diff::with_server(replica);
+    r.engine = Engine::new(Role::Replica);
+    m.real(&[
+        b"DEBUG".to_vec(),
+        b"SET-ACTIVE-EXPIRE".to_vec(),
+        b"0".to_vec(),
+    ]);
+    // Wait for the link to come up.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let info = r.real(&[b"INFO".to_vec(), b"replication".to_vec()]);
+        if let Value::BulkString(b) = info {
+            if String::from_utf8_lossy(&b).contains("master_link_status:up") {
+                break;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "replica did not sync");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let on_master = |m: &mut Diff, r: &mut Diff, cmd: &[&str]| {
+        let before = m.effects.len();
+        m.same(cmd);
+        let effects = m.effects[before..].to_vec();
+        r.engine.apply_replicated(now_ms(), &effects);
+        // Let the real replica catch up before anyone reads from it.
+        m.real(&[b"WAIT".to_vec(), b"1".to_vec(), b"2000".to_vec()]);
+    };
+    on_master(&mut m, &mut r, &["SET", "k", "v"]);
+    on_master(&mut m, &mut r, &["SET", "short", "v", "PX", "100"]);
+    on_master(&mut m, &mut r, &["HSET", "h", "f", "1"]);
+    on_master(&mut m, &mut r, &[
+        "EVAL",
+        "redis.call('hincrby', KEYS[1], 'f', 1); redis.call('pexpire', KEYS[1], 60000); return 1",
+        "1",
+        "h",
+    ]);
+    for cmd in [
+        &["GET", "k"][..],
+        &["HGET", "h", "f"],
+        &["HGETALL", "h"],
+        &["EXISTS", "short"],
+        &["SET", "k", "w"],
+        &["SET", "k"],
+        &["DEL", "k"],
+        &["HINCRBY", "h", "f", "1"],
+        &["PEXPIRE", "k", "100"],
+        &["FLUSHALL"],
+        &["PUBLISH", "c", "m"],
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", "k"],
+        &["EVAL", "return redis.call('set', KEYS[1], 'x')", "1", "k"],
+        &["EVAL", "return redis.pcall('del', KEYS[1])", "1", "k"],
+        &[
+            "EVAL",
+            "return redis.call('hexists', KEYS[1], 'f')",
+            "1",
+            "h",
+        ],
+        &["EVAL", "#!lua\nreturn 1", "0"],
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])",
+            "1",
+            "k",
+        ],
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], 1)",
+            "1",
+            "k",
+        ],
+    ] {
+        r.same(cmd);
+    }
+    r.close(&["PTTL", "h"], 100);
+    // The replica's clock passes the expiry; the master (no sweep, no access) sends no DEL:
+    // the key is hidden from reads on the replica but still stored.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    for cmd in [
+        &["GET", "short"][..],
+        &["EXISTS", "short"],
+        &["PTTL", "short"],
+        &["TYPE", "short"],
+        &["DBSIZE"],
+        &["EVAL", "return redis.call('get', KEYS[1])", "1", "short"],
+    ] {
+        r.same(cmd);
+    }
+    // The master's lazy expiry sends DEL; afterwards the replica no longer stores it.
+    on_master(&mut m, &mut r, &["GET", "short"]);
+    r.same(&["DBSIZE"]);
+    m.finish();
+    r.finish();
 }
