@@ -224,7 +224,8 @@ struct ScriptCase {
     args: &'static [&'static str],
 }
 
-const CAS_DELETE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+/// The `set-nx-px` lock's own release script, as shipped.
+const CAS_DELETE: &str = include_str!("../src/lock/scripts/compare_and_delete.lua");
 
 const SCRIPTS: &[ScriptCase] = &[
     ScriptCase {
