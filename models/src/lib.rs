@@ -50,6 +50,7 @@ pub mod clock;
 pub mod failover;
 pub mod lease;
 mod params;
+pub mod redlock;
 pub mod report;
 mod runner;
 pub mod scenario;
@@ -176,6 +177,10 @@ macro_rules! dispatch {
             }
             "failover" => {
                 type $m = failover::Failover;
+                $body
+            }
+            "redlock" => {
+                type $m = redlock::Redlock;
                 $body
             }
             other => Err(unknown(other)),
