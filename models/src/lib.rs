@@ -48,8 +48,10 @@
 
 pub mod clock;
 pub mod failover;
+pub mod fencing;
 pub mod lease;
 mod params;
+pub mod redisson;
 pub mod redlock;
 pub mod report;
 mod runner;
@@ -181,6 +183,14 @@ macro_rules! dispatch {
             }
             "redlock" => {
                 type $m = redlock::Redlock;
+                $body
+            }
+            "redisson" => {
+                type $m = redisson::Redisson;
+                $body
+            }
+            "fencing" => {
+                type $m = fencing::Fencing;
                 $body
             }
             other => Err(unknown(other)),
