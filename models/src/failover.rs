@@ -440,6 +440,10 @@ impl Model for Failover {
     fn properties(&self) -> Vec<Property<Self>> {
         selected(self.property)
     }
+
+    fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
+        crate::runner::format_step(self, last, action)
+    }
 }
 
 fn holders(s: &FailoverState) -> usize {

@@ -277,6 +277,10 @@ impl Model for Fencing {
     fn properties(&self) -> Vec<Property<Self>> {
         selected(self.property)
     }
+
+    fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
+        crate::runner::format_step(self, last, action)
+    }
 }
 
 fn holders(s: &FencingState) -> usize {

@@ -302,6 +302,10 @@ impl Model for Lease {
         selected(self.property)
     }
 
+    fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
+        crate::runner::format_step(self, last, action)
+    }
+
     fn within_boundary(&self, _: &LeaseState) -> bool {
         true
     }

@@ -258,4 +258,139 @@ mod tests {
                 .any(|p| p.1 == PropertyKind::Sometimes));
         }
     }
+
+    /// Every counterexample a test configuration produces becomes a
+    /// scenario with only the keys, fault kinds and node names of the
+    /// contract in DESIGN.md ("Scenario files").
+    #[test]
+    fn scenarios_follow_the_contract() {
+        let cases: &[(&str, &str, &[(&str, &str)])] = &[
+            ("lease", "mutual_exclusion", &[]),
+            ("lease", "no_stale_write", &[("fencing", "false")]),
+            (
+                "lease",
+                "mutual_exclusion",
+                &[("pauses", "0"), ("jump", "2")],
+            ),
+            ("failover", "mutual_exclusion", &[]),
+            ("failover", "no_stale_write", &[("wait", "1")]),
+            (
+                "failover",
+                "mutual_exclusion",
+                &[
+                    ("wait", "1"),
+                    ("on_wait_timeout", "give-up"),
+                    ("replica_skew", "2"),
+                ],
+            ),
+            ("fencing", "no_stale_write", &[("failover", "true")]),
+            ("redlock", "mutual_exclusion", &[("jumps", "1")]),
+            ("redlock", "mutual_exclusion", &[("crashes", "1")]),
+            ("redlock", "mutual_exclusion", &[("pauses", "1")]),
+            (
+                "redlock",
+                "mutual_exclusion",
+                &[
+                    ("drift_period", "4"),
+                    ("fast_nodes", "3"),
+                    ("allowance", "0"),
+                ],
+            ),
+            ("redisson", "mutual_exclusion", &[]),
+        ];
+        let top = [
+            "name",
+            "about",
+            "expect",
+            "expect_checks",
+            "seed",
+            "duration_ms",
+            "lock",
+            "redis",
+            "workload",
+            "faults",
+        ];
+        let kinds = ["set-nx-px", "redlock", "fenced", "redisson"];
+        for (model, property, params) in cases {
+            let opts = RunOptions {
+                property: Some(property.to_string()),
+                params: params
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                ..RunOptions::default()
+            };
+            let r = run(model, &opts).unwrap();
+            assert!(r.matches_expectation(), "{}", r.to_text());
+            let text = r
+                .to_scenario_toml()
+                .unwrap_or_else(|| panic!("{}", r.to_text()));
+            let v: toml::Table = toml::from_str(&text).unwrap();
+            for k in v.keys() {
+                assert!(top.contains(&k.as_str()), "{model}: unknown key {k}");
+            }
+            assert_eq!(v["expect"].as_str(), Some("violation"));
+            let keys =
+                |t: &str| -> Vec<String> { v[t].as_table().unwrap().keys().cloned().collect() };
+            assert_eq!(keys("lock"), ["kind", "ttl_ms", "wait_ms"]);
+            assert_eq!(
+                keys("redis"),
+                [
+                    "failover_detect_ms",
+                    "masters",
+                    "replicas",
+                    "replication_lag_ms"
+                ]
+            );
+            assert_eq!(
+                keys("workload"),
+                ["clients", "cycles", "hold_ms", "think_ms"]
+            );
+            assert!(kinds.contains(&v["lock"]["kind"].as_str().unwrap()));
+            let masters = v["redis"]["masters"].as_integer().unwrap();
+            let replicas = v["redis"]["replicas"].as_integer().unwrap();
+            let node_ok = |n: &str| -> bool {
+                (0..masters).any(|m| {
+                    n == format!("redis-{m}")
+                        || (0..replicas).any(|r| n == format!("redis-{m}-replica-{r}"))
+                }) || n.starts_with("client-")
+            };
+            let mut last_at = 0;
+            for f in v["faults"].as_array().unwrap() {
+                let f = f.as_table().unwrap();
+                let at = f["at_ms"].as_integer().unwrap();
+                assert!(at >= last_at, "faults in time order");
+                last_at = at;
+                let mut fk: Vec<&str> = f.keys().map(|k| k.as_str()).collect();
+                fk.sort();
+                match f["kind"].as_str().unwrap() {
+                    "failover" => assert_eq!(fk, ["at_ms", "kind"]),
+                    "pause" => {
+                        assert_eq!(fk, ["at_ms", "client", "for_ms", "kind"]);
+                        let c = f["client"].as_str().unwrap();
+                        assert!(c == "holder" || node_ok(c), "{c}");
+                    }
+                    "clock_jump" => {
+                        assert_eq!(fk, ["at_ms", "by_ms", "kind", "node"]);
+                        assert!(node_ok(f["node"].as_str().unwrap()));
+                    }
+                    "clock_drift" => {
+                        assert_eq!(fk, ["at_ms", "kind", "node", "ppm"]);
+                        assert!(node_ok(f["node"].as_str().unwrap()));
+                    }
+                    "crash" => {
+                        assert_eq!(fk, ["at_ms", "kind", "node", "restart_after_ms"]);
+                        assert!(node_ok(f["node"].as_str().unwrap()));
+                    }
+                    other => panic!("{model}: fault kind {other}"),
+                }
+            }
+            // The holder's critical section is shorter than the lease.
+            let hold = v["workload"]["hold_ms"].as_array().unwrap()[1]
+                .as_integer()
+                .unwrap();
+            let ttl = v["lock"]["ttl_ms"].as_integer().unwrap();
+            assert!(hold <= ttl, "{model}: hold {hold} ttl {ttl}");
+        }
+    }
 }

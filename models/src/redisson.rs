@@ -297,6 +297,10 @@ impl Model for Redisson {
     fn properties(&self) -> Vec<Property<Self>> {
         selected(self.property)
     }
+
+    fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
+        crate::runner::format_step(self, last, action)
+    }
 }
 
 fn holders(s: &RedissonState) -> usize {

@@ -232,6 +232,22 @@ pub(crate) fn serve<M: LockModel>(opts: &RunOptions, addr: &str) -> Result<(), M
     }
 }
 
+/// The Explorer's view of a step: the action in words, then the facts of
+/// the state it leads to.
+pub(crate) fn format_step<M: LockModel>(
+    m: &M,
+    last: &M::State,
+    action: M::Action,
+) -> Option<String> {
+    let text = m.action_text(last, &action);
+    let next = m.next_state(last, action)?;
+    let mut out = format!("{text}\n(true time {})\n", m.tick_of(&next));
+    for (k, v) in m.facts(&next) {
+        out.push_str(&format!("{k}: {v}\n"));
+    }
+    Some(out)
+}
+
 /// The properties of a model: name, kind, meaning.
 pub(crate) fn property_list<M: LockModel>() -> Vec<(&'static str, PropertyKind, &'static str)> {
     M::all_properties()
