@@ -264,7 +264,12 @@ mod tests {
     /// contract in DESIGN.md ("Scenario files").
     #[test]
     fn scenarios_follow_the_contract() {
-        let cases: &[(&str, &str, &[(&str, &str)])] = &[
+        type Case = (
+            &'static str,
+            &'static str,
+            &'static [(&'static str, &'static str)],
+        );
+        let cases: &[Case] = &[
             ("lease", "mutual_exclusion", &[]),
             ("lease", "no_stale_write", &[("fencing", "false")]),
             (
