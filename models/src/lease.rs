@@ -646,6 +646,48 @@ mod tests {
     }
 
     #[test]
+    fn text_and_json_reports() {
+        let r = run("lease", &opts("mutual_exclusion", &[], Strategy::Bfs)).unwrap();
+        let text = r.to_text();
+        assert!(
+            text.starts_with("lease mutual_exclusion: VIOLATED"),
+            "{text}"
+        );
+        assert!(
+            text.contains("counterexample (6 steps, shortest)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("redis-0: key held by client-0 until 3 -> no key"),
+            "{text}"
+        );
+        let j = r.to_json();
+        assert_eq!(j["verdict"], "violated");
+        assert_eq!(j["expected"], "violated");
+        assert_eq!(j["matches_expectation"], true);
+        assert_eq!(j["outcome"]["trace_len"], 6);
+        assert_eq!(j["params"]["ttl"], "3");
+        assert_eq!(
+            j["outcome"]["trace"][0]["changes"][0],
+            "redis-0: no key -> key held by client-0 until 3"
+        );
+        assert!(j["scenario"].as_str().unwrap().contains("kind = \"pause\""));
+        let r = run(
+            "lease",
+            &opts("mutual_exclusion", &[("pauses", "0")], Strategy::Dfs),
+        )
+        .unwrap();
+        assert!(
+            r.to_text()
+                .contains("no counterexample in 312 unique states"),
+            "{}",
+            r.to_text()
+        );
+        assert_eq!(r.to_json()["verdict"], "holds");
+        assert!(r.to_scenario_toml().is_none());
+    }
+
+    #[test]
     fn pause_gives_a_stale_write_without_fencing() {
         let r = run("lease", &opts("no_stale_write", &[], Strategy::Bfs)).unwrap();
         assert!(r.matches_expectation());
