@@ -49,6 +49,15 @@
 //!   holder's lease is valid until `acquire time + ttl` on its clock (true
 //!   time); it leaves its critical section then, or earlier by releasing.
 //!
+//! ## Results (BFS shortest counterexamples; tests below)
+//! * no `WAIT`: 3 steps (acquire, failover, the other client acquires);
+//! * `wait=1`, proceeding on timeout: 7 steps;
+//! * `replicas=2 wait=1 on_wait_timeout=give-up`: 7 steps (one replica
+//!   acknowledges, the other is promoted);
+//! * `wait=1 on_wait_timeout=give-up replica_skew=2`: 9 steps;
+//! * `wait=1 on_wait_timeout=give-up` (every replica, no skew): holds
+//!   exhaustively within the bound.
+//!
 //! ## Parameters
 //! `clients` (2), `ttl` (3), `time_bound` (6), `cycles` (1), `replicas`
 //! (1, up to 2), `wait` (0 = no `WAIT`), `wait_timeout` (1 tick),

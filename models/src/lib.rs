@@ -18,12 +18,19 @@
 //! Every model has the properties `mutual_exclusion` (at most one client in
 //! its critical section; a paused client that believes it holds the lock is
 //! in it) and `no_stale_write` (the storage never accepts a write from an
-//! older lease after one from a newer lease), plus a `sometimes` property
-//! (`handover`: the lock passed from one client to another) that catches a
-//! vacuous model. A run checks exactly one property: stateright stops when
-//! every registered property has a discovery and a later discovery can
-//! overwrite an earlier one, so registering several would lose the shortest
-//! trace.
+//! older lease after one from a newer lease, "older" meaning the true order
+//! of grants, which the model tracks as ghost state), plus a `sometimes`
+//! property (`handover`: a second lease is granted) that catches a vacuous
+//! model; `fencing` adds `tokens_increase` and `redisson` adds `reentered`.
+//! A run checks exactly one property: stateright stops when every
+//! registered property has a discovery and a later discovery can overwrite
+//! an earlier one, so registering several would lose the shortest trace.
+//!
+//! Each model declares the verdict it expects for its configuration
+//! ([`ModelReport::expected`]); [`ModelReport::matches_expectation`]
+//! compares it with the checker's. [`model_info`] lists a model's
+//! parameters and properties for the CLI's help. Counterexamples become
+//! scenario files as [`scenario`] describes (1 tick = 100 ms by default).
 //!
 //! ```
 //! use lockcheck_models::{run, Expectation, RunOptions, Strategy};

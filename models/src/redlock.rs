@@ -62,6 +62,22 @@
 //! `recheck_after_acquire` (true),
 //! `check_validity_before_write` (false), `tick_ms` (100).
 //!
+//! ## Results (BFS shortest counterexamples with the defaults, N = 3, TTL 4,
+//! time bound 8, unless said; tests below and `examples/figures.rs`)
+//! * no faults, and drift within the allowance (`drift_period=4`, all
+//!   nodes fast, both clients slow, `allowance=2`): `mutual_exclusion`
+//!   holds exhaustively within the bound; with `allowance=1` it breaks (12
+//!   steps). This is antirez's argument, made precise for this model.
+//! * one server clock jump of 2 ticks (Kleppmann): 11 steps; N = 5: 15.
+//! * a crash and restart without persistence: 9 steps; N = 5: 13. With
+//!   `restart_delay`: holds.
+//! * no elapsed-time re-check: 12 steps (the client is slow between its
+//!   last `SET` and counting the majority); `check_validity_before_write`
+//!   then keeps the storage safe.
+//! * a pause of the holder: 13 steps; with `check_validity_before_write`
+//!   the stale write still happens when the pause falls between the check
+//!   and the write (18 steps).
+//!
 //! The configuration of danwt/specl's `examples/showcase/redlock.tla`
 //! (N = 2 and M = 1 there, i.e. 3 instances and 2 clients, TTL 3, MaxTime 8,
 //! a client clock that lags true time) is
