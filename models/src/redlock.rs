@@ -128,6 +128,8 @@ pub struct Redlock {
     pub retries: u8,
     pub recheck_after_acquire: bool,
     pub check_validity_before_write: bool,
+    /// DFS treats interchangeable clients as one (see [`LockModel::symmetry`]).
+    pub symmetry: bool,
     pub tick_ms: u64,
     pub property: &'static str,
 }
@@ -654,11 +656,49 @@ const PARAMS: &[ParamSpec] = &[
         help: "check the lease on the client's clock before each write",
     },
     ParamSpec {
+        name: "symmetry",
+        default: "true",
+        help: "DFS: treat clients with the same clock as interchangeable",
+    },
+    ParamSpec {
         name: "tick_ms",
         default: "100",
         help: "simulated milliseconds per tick in the scenario file",
     },
 ];
+
+/// Clients sorted by their state, key holders renamed to match: states
+/// that differ only by which client is which get one representative.
+fn representative(s: &RedlockState) -> RedlockState {
+    let key = |c: &Client| {
+        [
+            c.phase as u8,
+            c.paused as u8,
+            c.cycles,
+            c.attempts,
+            c.start,
+            c.next,
+            c.got,
+            c.valid_until,
+            c.clock,
+            c.grant,
+        ]
+    };
+    let mut order = [0u8, 1, 2];
+    order.sort_by_key(|&i| key(&s.clients[i as usize]));
+    let mut new_index = [0u8; MAX_CLIENTS];
+    let mut r = *s;
+    for (new, &old) in order.iter().enumerate() {
+        r.clients[new] = s.clients[old as usize];
+        new_index[old as usize] = new as u8;
+    }
+    for n in r.nodes.iter_mut() {
+        if let Some(k) = &mut n.key {
+            k.holder = new_index[k.holder as usize];
+        }
+    }
+    r
+}
 
 impl LockModel for Redlock {
     const NAME: &'static str = "redlock";
@@ -696,6 +736,7 @@ impl LockModel for Redlock {
             retries: p.int("retries", 0, 5)?,
             recheck_after_acquire: p.bool("recheck_after_acquire")?,
             check_validity_before_write: p.bool("check_validity_before_write")?,
+            symmetry: p.bool("symmetry")?,
             tick_ms: p.int("tick_ms", 1, 250)? as u64,
             property: Self::DEFAULT_PROPERTY,
         })
@@ -774,6 +815,15 @@ impl LockModel for Redlock {
 
     fn tick_ms(&self) -> u64 {
         self.tick_ms
+    }
+
+    fn symmetry(&self) -> Option<fn(&RedlockState) -> RedlockState> {
+        let same_clocks = self.client_clock != ClientClock::Drift
+            || self.drift_period == 0
+            || self.slow_clients == 0
+            || self.slow_clients == self.clients;
+        (self.symmetry && same_clocks)
+            .then_some(representative as fn(&RedlockState) -> RedlockState)
     }
 
     fn tick_of(&self, s: &RedlockState) -> u32 {

@@ -55,6 +55,12 @@ pub(crate) trait LockModel:
     fn action_text(&self, s: &Self::State, a: &Self::Action) -> String;
     /// The trace as a scenario, or a reason why the contract cannot express it.
     fn scenario(&self, property: &str, path: &Path<Self>) -> Result<Scenario, String>;
+    /// A canonical representative under client symmetry, when the clients
+    /// are interchangeable in this configuration. DFS uses it to skip states
+    /// that differ only by a renaming of clients (BFS cannot).
+    fn symmetry(&self) -> Option<fn(&Self::State) -> Self::State> {
+        None
+    }
 }
 
 /// The properties to register: only the selected one, so that a discovery
@@ -149,7 +155,12 @@ pub(crate) fn run<M: LockModel>(opts: &RunOptions) -> Result<ModelReport, ModelE
     let start = Instant::now();
     let found = match opts.strategy {
         Strategy::Bfs => collect(builder.spawn_bfs(), name),
-        Strategy::Dfs => collect(builder.spawn_dfs(), name),
+        Strategy::Dfs => {
+            if let Some(f) = model.symmetry() {
+                builder = builder.symmetry_fn(f);
+            }
+            collect(builder.spawn_dfs(), name)
+        }
     };
     let secs = start.elapsed().as_secs_f64();
     let init = model.init_states().remove(0);
