@@ -179,7 +179,7 @@ fn main() {
     let case = Case {
         model: "redlock",
         property: "mutual_exclusion",
-        params: &[("nodes", "5"), ("ttl", "3")],
+        params: &[("nodes", "5"), ("ttl", "3"), ("symmetry", "false")],
         what: "",
     };
     for strategy in [Strategy::Dfs, Strategy::Bfs] {

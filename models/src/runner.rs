@@ -18,6 +18,8 @@ pub(crate) struct PropInfo {
 }
 
 pub(crate) type Path<M> = [(<M as Model>::State, Option<<M as Model>::Action>)];
+/// A representative function for symmetry reduction.
+pub(crate) type Representative<M> = fn(&<M as Model>::State) -> <M as Model>::State;
 type PathVec<M> = Vec<(<M as Model>::State, Option<<M as Model>::Action>)>;
 /// A model with its property selected, the property, and the effective parameters.
 type Built<M> = (M, &'static str, Vec<(String, String)>);
@@ -58,7 +60,7 @@ pub(crate) trait LockModel:
     /// A canonical representative under client symmetry, when the clients
     /// are interchangeable in this configuration. DFS uses it to skip states
     /// that differ only by a renaming of clients (BFS cannot).
-    fn symmetry(&self) -> Option<fn(&Self::State) -> Self::State> {
+    fn symmetry(&self) -> Option<Representative<Self>> {
         None
     }
 }
