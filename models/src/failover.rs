@@ -66,7 +66,7 @@
 
 use crate::params::{ParamSpec, Params};
 use crate::report::{Expectation, PropertyKind};
-use crate::runner::{selected, LockModel, Path, PropInfo};
+use crate::runner::{needs_writes, selected, LockModel, Path, PropInfo};
 use crate::scenario::{fault_time, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
@@ -299,7 +299,9 @@ impl Model for Failover {
                     }
                 }
                 Phase::Holding => {
-                    out.push(Write(i));
+                    if needs_writes(self.property) {
+                        out.push(Write(i));
+                    }
                     out.push(Release(i));
                 }
                 Phase::Done => {}

@@ -46,7 +46,7 @@
 
 use crate::params::{ParamSpec, Params};
 use crate::report::{Expectation, PropertyKind};
-use crate::runner::{selected, LockModel, Path, PropInfo};
+use crate::runner::{needs_writes, selected, LockModel, Path, PropInfo};
 use crate::scenario::{fault_time, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
@@ -187,7 +187,9 @@ impl Model for Redisson {
                 out.push(Acquire(i));
             }
             if c.depth > 0 {
-                out.push(Write(i));
+                if needs_writes(self.property) {
+                    out.push(Write(i));
+                }
                 out.push(Release(i));
                 if s.pauses < self.pauses {
                     out.push(Pause(i));

@@ -92,7 +92,7 @@
 use crate::clock::Clock;
 use crate::params::{ParamSpec, Params};
 use crate::report::{Expectation, PropertyKind};
-use crate::runner::{selected, LockModel, Path, PropInfo};
+use crate::runner::{needs_writes, selected, LockModel, Path, PropInfo};
 use crate::scenario::{fault_time, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
@@ -403,11 +403,16 @@ impl Model for Redlock {
                 Phase::Idle => out.push(Lock(i)),
                 Phase::Acquiring if c.next < self.nodes => out.push(Lock(i)),
                 Phase::Acquiring => out.push(Finish(i)),
+                // A validity check only ends a holding early, and a write
+                // only changes the storage: runs that do not look at the
+                // storage leave both out.
                 Phase::Holding => {
-                    if self.check_validity_before_write {
-                        out.push(Check(i));
-                    } else {
-                        out.push(Write(i));
+                    if needs_writes(self.property) {
+                        if self.check_validity_before_write {
+                            out.push(Check(i));
+                        } else {
+                            out.push(Write(i));
+                        }
                     }
                     out.push(Release(i));
                 }
@@ -1159,7 +1164,7 @@ mod tests {
     #[test]
     fn no_faults_holds_and_hands_over() {
         let r = check("mutual_exclusion", &[], Strategy::Dfs);
-        assert!(holds(&r) > 10_000);
+        assert!(holds(&r) > 5_000);
         check("handover", &[], Strategy::Bfs);
     }
 

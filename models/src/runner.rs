@@ -65,6 +65,13 @@ pub(crate) trait LockModel:
     }
 }
 
+/// Whether the selected property looks at the storage. Writes change only
+/// the storage, so runs of the other properties leave them out (fewer
+/// states, same verdicts).
+pub(crate) fn needs_writes(property: &str) -> bool {
+    property.is_empty() || property == "no_stale_write"
+}
+
 /// The properties to register: only the selected one, so that a discovery
 /// of another property cannot end the run early or overwrite its trace.
 pub(crate) fn selected<M: LockModel>(name: &'static str) -> Vec<Property<M>> {
