@@ -68,6 +68,8 @@ const LARGE_PROOFS: &[Case] = &[
     Case { model: "redlock", property: "mutual_exclusion", params: &[("nodes", "5"), ("drift_period", "4"), ("fast_nodes", "5"), ("client_clock", "drift"), ("slow_clients", "2"), ("allowance", "2")], what: "N=5, drift within the allowance" },
     Case { model: "redlock", property: "mutual_exclusion", params: &[("nodes", "5"), ("crashes", "1"), ("restart_delay", "true"), ("retries", "0")], what: "N=5, crash with delayed restart" },
     Case { model: "redlock", property: "mutual_exclusion", params: &[("time_bound", "12"), ("retries", "2")], what: "N=3, time bound 12, 2 retries" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("clients", "3")], what: "N=3, 3 clients" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("crashes", "1"), ("restart_delay", "true"), ("time_bound", "10")], what: "N=3, crash with delay, time bound 10" },
     Case { model: "lease", property: "no_stale_write", params: &[("fencing", "true"), ("clients", "3"), ("cycles", "2"), ("pauses", "2"), ("jump", "2"), ("time_bound", "12")], what: "fencing, 3 clients x 2 cycles" },
 ];
 
