@@ -184,7 +184,8 @@ pub enum Trigger {
 /// Which client a client fault hits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClientRef {
-    /// The client whose acquire triggered the fault.
+    /// The client whose acquire triggered the fault; for a fault at a fixed time, the client
+    /// holding the lock then (none: the pause is skipped and the history says so).
     Holder,
     Index(u32),
 }
@@ -610,12 +611,6 @@ fn convert_fault(
                     }
                 },
             };
-            if client == ClientRef::Holder && !matches!(trigger, Trigger::Acquired { .. }) {
-                return Err(ctx.err(
-                    table_span,
-                    "`client = \"holder\"` needs `on = \"acquired\"` (there is no holder at a fixed time)",
-                ));
-            }
             FaultKind::Pause {
                 client,
                 for_ms: *f.for_ms.as_ref().ok_or_else(|| need("for_ms"))?.get_ref(),

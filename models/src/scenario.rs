@@ -62,6 +62,9 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
 }
 
+/// The request timeout written into every scenario (ms): a fifth of a 100 ms tick.
+pub const REQUEST_TIMEOUT_MS: u64 = 20;
+
 /// One `[[faults]]` entry, always at an absolute time.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fault {
@@ -176,6 +179,9 @@ impl Scenario {
             self.replication_lag_ms.0, self.replication_lag_ms.1
         );
         let _ = writeln!(s, "failover_detect_ms = {}", self.failover_detect_ms);
+        // The model's steps are instantaneous: a client must notice a dead master well within a
+        // tick, so requests time out after a fifth of one (the default 500 ms spans five ticks).
+        let _ = writeln!(s, "request_timeout_ms = {}", REQUEST_TIMEOUT_MS);
         let _ = writeln!(s, "\n[workload]");
         let _ = writeln!(s, "clients = {}", self.clients);
         let _ = writeln!(s, "cycles = {}", self.cycles);

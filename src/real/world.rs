@@ -97,7 +97,10 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
         detect: Duration::from_millis(scenario.redis.failover_detect_ms),
     };
     nemesis.hold_back_replication()?;
-    let history = rt.block_on(drive(scenario, rec, nemesis, groups.clone()));
+    let history = rt.block_on(async {
+        nemesis.start();
+        drive(scenario, rec, nemesis.clone(), groups.clone()).await
+    });
     rt.shutdown_timeout(Duration::from_secs(2));
     drop(groups);
     Ok(history)
@@ -182,6 +185,29 @@ impl RealNemesis {
             }
         }
         Ok(())
+    }
+
+    /// Schedules the faults with an absolute time (true time since the run started).
+    fn start(&self) {
+        let timed: Vec<Fault> = {
+            let mut p = self.pending.lock().unwrap();
+            let (timed, rest): (Vec<Fault>, Vec<Fault>) = p
+                .drain(..)
+                .partition(|f| matches!(f.trigger, Trigger::At(_)));
+            *p = rest;
+            timed
+        };
+        for f in timed {
+            let (Trigger::At(at_ms), FaultKind::Failover { master }) = (f.trigger, f.kind) else {
+                continue; // check_supported admits no other timed fault
+            };
+            let me = self.clone();
+            let delay = Duration::from_micros((at_ms * 1000).saturating_sub(self.rec.now_us()));
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = tokio::task::spawn_blocking(move || me.fail_over(master as usize)).await;
+            });
+        }
     }
 
     /// Kills master `m`, waits `failover_detect_ms`, promotes its replica and reroutes clients.
