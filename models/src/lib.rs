@@ -351,7 +351,8 @@ mod tests {
                     "failover_detect_ms",
                     "masters",
                     "replicas",
-                    "replication_lag_ms"
+                    "replication_lag_ms",
+                    "request_timeout_ms"
                 ]
             );
             assert_eq!(
