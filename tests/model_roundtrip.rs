@@ -100,3 +100,36 @@ fn model_command_exit_codes_and_emitted_file() {
     assert_eq!(code, 2);
     assert!(err.contains("key=value"), "{err}");
 }
+
+#[test]
+fn explorer_serves_the_model_over_http() {
+    use std::io::{Read, Write};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(["model", "lease", "--explore", &addr])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut body = String::new();
+    while std::time::Instant::now() < deadline {
+        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+            s.write_all(b"GET /.status HTTP/1.0\r\n\r\n").unwrap();
+            s.read_to_string(&mut body).unwrap();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        body.starts_with("HTTP/1."),
+        "no answer from the Explorer: {body:?}"
+    );
+    assert!(body.contains("200"), "{body}");
+}
