@@ -131,6 +131,7 @@ async fn drive(
             hold_ms: scenario.workload.hold_ms,
             think_ms: scenario.workload.think_ms,
             stop_at_us,
+            check_validity_before_write: scenario.lock.check_validity_before_write,
         };
         tasks.push(tokio::spawn(run_client(
             plan,
