@@ -968,6 +968,72 @@ for_ms = 500
     }
 
     #[test]
+    fn partition_direction_is_strict_and_defaults_to_both() {
+        let base = format!(
+            "{GOOD}\n[[faults]]\nkind = \"partition\"\nnodes = [\"redis-0\"]\nfrom = [\"client-0\"]\nat_ms = 0\nfor_ms = 5\n"
+        );
+        let s = Scenario::parse("t.toml", &base).unwrap();
+        let FaultKind::Partition { direction, .. } = &s.faults[2].kind else {
+            panic!("{:?}", s.faults[2]);
+        };
+        assert_eq!(*direction, Direction::Both);
+        let s = Scenario::parse("t.toml", &format!("{base}direction = \"outbound\"\n")).unwrap();
+        assert!(matches!(
+            s.faults[2].kind,
+            FaultKind::Partition {
+                direction: Direction::Outbound,
+                ..
+            }
+        ));
+        let e =
+            Scenario::parse("t.toml", &format!("{base}direction = \"sideways\"\n")).unwrap_err();
+        assert!(e.message.contains("unknown direction `sideways`"), "{e}");
+        assert!(e.message.contains("`inbound`"), "{e}");
+        // A direction on another kind of fault is rejected like any foreign key.
+        let e = Scenario::parse(
+            "t.toml",
+            &GOOD.replace("for_ms = 500", "for_ms = 500\ndirection = \"both\""),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("has no key `direction`"), "{e}");
+        let e = Scenario::parse("t.toml", &base.replace("[\"client-0\"]", "[\"redis-0\"]"))
+            .unwrap_err();
+        assert!(e.message.contains("cannot be cut off from itself"), "{e}");
+    }
+
+    #[test]
+    fn redlock_keys_belong_to_redlock_and_before_write_is_a_trigger() {
+        let e = Scenario::parse(
+            "t.toml",
+            &GOOD.replace("ttl_ms = 100", "ttl_ms = 100\ndrift_factor = 0.02"),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("`drift_factor` is a Redlock parameter"),
+            "{e}"
+        );
+        assert_eq!(e.line, 8);
+        let redlock = GOOD
+            .replace("set-nx-px", "redlock")
+            .replace("ttl_ms = 100", "ttl_ms = 100\ndrift_factor = 0.02\nrecheck_after_acquire = false\ncheck_validity_before_write = true")
+            .replace("on = \"acquired\"\nfor_ms", "on = \"before_write\"\nfor_ms");
+        let s = Scenario::parse("t.toml", &redlock).unwrap();
+        let c = crate::lock::LockConfig::from_spec(&s.lock);
+        assert_eq!(c.redlock.drift_factor, 0.02);
+        assert!(!c.redlock.recheck_after_acquire);
+        assert!(s.lock.check_validity_before_write);
+        assert_eq!(s.faults[1].trigger, Trigger::BeforeWrite { after_ms: 0 });
+        let e = Scenario::parse("t.toml", &redlock.replace("0.02", "1.5")).unwrap_err();
+        assert!(e.message.contains("[0, 1)"), "{e}");
+        let e = Scenario::parse(
+            "t.toml",
+            &GOOD.replace("on = \"acquired\"\nfor_ms", "on = \"released\"\nfor_ms"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("`before_write`"), "{e}");
+    }
+
+    #[test]
     fn line_col_counts_from_one() {
         assert_eq!(line_col("ab\ncd", 0), (1, 1));
         assert_eq!(line_col("ab\ncd", 4), (2, 2));

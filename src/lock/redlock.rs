@@ -78,13 +78,28 @@ pub struct Redlock<C, E> {
     conns: Vec<C>,
     env: E,
     config: LockConfig,
+    /// What each master answered in the last attempt.
+    last: Vec<Answer>,
 }
 
 impl<C, E> Redlock<C, E> {
     /// `conns`: one connection per independent master.
     pub fn new(conns: Vec<C>, env: E, config: LockConfig) -> Self {
         assert!(!conns.is_empty(), "Redlock needs at least one master");
-        Redlock { conns, env, config }
+        Redlock {
+            conns,
+            env,
+            config,
+            last: Vec::new(),
+        }
+    }
+
+    /// The masters (by index, in connection order) that granted the key in the last attempt.
+    pub fn granted_by(&self) -> Vec<usize> {
+        (self.last.iter().enumerate())
+            .filter(|(_, &a)| a == Answer::Locked)
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// How many masters must agree: a strict majority.
@@ -157,6 +172,7 @@ where
             let start = self.env.now_ms();
             let locked = self.lock_all(&owner, ttl_ms).await;
             let granted = locked.iter().filter(|&&a| a == Answer::Locked).count();
+            self.last.clone_from(&locked);
             let valid_until = (start + ttl_ms).saturating_sub(drift);
             let in_time = !recheck || self.env.now_ms() < valid_until;
             if granted >= self.quorum() && in_time {

@@ -134,7 +134,7 @@ impl SimNemesis {
                 for_ms,
                 direction,
             } => {
-                let links = self.links(nodes, from, *direction);
+                let links = partition_links(&self.nodes, nodes, from, *direction);
                 for &(a, b) in &links {
                     self.net.cut(a, b);
                 }
@@ -184,38 +184,38 @@ impl SimNemesis {
             }
         }
     }
+}
 
-    /// The directed links a partition cuts between `nodes` and `from` (or everyone), as
-    /// `(sender, receiver)` pairs.
-    fn links(
-        &self,
-        nodes: &[String],
-        from: &[String],
-        direction: Direction,
-    ) -> Vec<(usize, usize)> {
-        let cut: Vec<usize> = nodes.iter().map(|n| self.nodes[n]).collect();
-        let others: Vec<usize> = if from.is_empty() {
-            self.nodes
-                .values()
-                .copied()
-                .filter(|i| !cut.contains(i))
-                .collect()
-        } else {
-            from.iter().map(|n| self.nodes[n]).collect()
-        };
-        let mut links = Vec::new();
-        for &a in &cut {
-            for &b in &others {
-                if direction != Direction::Inbound {
-                    links.push((a, b));
-                }
-                if direction != Direction::Outbound {
-                    links.push((b, a));
-                }
+/// The directed links (`(sender, receiver)` node indices) a partition cuts between `nodes` and
+/// `from` (everyone else when `from` is empty), in `direction`.
+pub fn partition_links(
+    index: &BTreeMap<String, usize>,
+    nodes: &[String],
+    from: &[String],
+    direction: Direction,
+) -> Vec<(usize, usize)> {
+    let cut: Vec<usize> = nodes.iter().map(|n| index[n]).collect();
+    let others: Vec<usize> = if from.is_empty() {
+        index
+            .values()
+            .copied()
+            .filter(|i| !cut.contains(i))
+            .collect()
+    } else {
+        from.iter().map(|n| index[n]).collect()
+    };
+    let mut links = Vec::new();
+    for &a in &cut {
+        for &b in &others {
+            if direction != Direction::Inbound {
+                links.push((a, b));
+            }
+            if direction != Direction::Outbound {
+                links.push((b, a));
             }
         }
-        links
     }
+    links
 }
 
 impl SimNemesis {
@@ -278,5 +278,45 @@ impl FaultPoints for SimNemesis {
         for f in due {
             self.fire(&f.kind, Some(client));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_directions_cut_the_right_links() {
+        let index: BTreeMap<String, usize> = ["redis-0", "redis-1", "client-0"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), i))
+            .collect();
+        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cut = |nodes: &[&str], from: &[&str], d| {
+            let mut l = partition_links(&index, &n(nodes), &n(from), d);
+            l.sort();
+            l
+        };
+        // redis-0 = 0, redis-1 = 1, client-0 = 2.
+        assert_eq!(
+            cut(&["redis-0"], &["client-0"], Direction::Both),
+            [(0, 2), (2, 0)]
+        );
+        // Inbound: redis-0 hears nothing from client-0, its replies still go out.
+        assert_eq!(
+            cut(&["redis-0"], &["client-0"], Direction::Inbound),
+            [(2, 0)]
+        );
+        // Outbound: what redis-0 sends to client-0 is lost.
+        assert_eq!(
+            cut(&["redis-0"], &["client-0"], Direction::Outbound),
+            [(0, 2)]
+        );
+        // No `from`: everyone else.
+        assert_eq!(
+            cut(&["redis-0"], &[], Direction::Outbound),
+            [(0, 1), (0, 2)]
+        );
     }
 }
