@@ -42,6 +42,13 @@ pub enum EventKind {
         fencing_token: Option<u64>,
         accepted: bool,
     },
+    /// The holder's validity time ran out on its own clock before its write: it stopped working
+    /// and skipped the write (`check_validity_before_write`).
+    LeaseExpired {
+        /// Where its lease ended, and its clock when it noticed (both on its own clock).
+        valid_until_ms: u64,
+        now_ms: u64,
+    },
     /// The nemesis did something (failover, pause, partition ...).
     Fault { what: String },
 }
@@ -143,6 +150,10 @@ fn render_event(e: &Event) -> String {
             fencing_token,
             accepted,
         } => format!("write read={read} wrote={wrote} fencing={fencing_token:?} accepted={accepted}"),
+        EventKind::LeaseExpired {
+            valid_until_ms,
+            now_ms,
+        } => format!("lease-expired valid_until={valid_until_ms} now={now_ms} write skipped"),
         EventKind::Fault { what } => format!("fault {what}"),
     };
     format!("{} {} {}", fmt_ms(e.at_us), e.node, what)

@@ -19,6 +19,14 @@ pub trait FaultPoints: Clone + Send + Sync + 'static {
     /// section. Triggers `on = "acquired"` faults (a simulated GC pause takes effect at the
     /// holder's next await; a real-mode pause stalls here).
     fn acquired(&self, client: u32) -> impl Future<Output = ()> + Send;
+
+    /// Called when a holder is about to write to the protected resource: after its validity
+    /// check, if it makes one. Triggers `on = "before_write"` faults (a pause here is the stall
+    /// no lease can guard against).
+    fn before_write(&self, client: u32) -> impl Future<Output = ()> + Send {
+        let _ = client;
+        async {}
+    }
 }
 
 /// No faults.
@@ -38,6 +46,9 @@ pub struct ClientPlan {
     pub think_ms: [u64; 2],
     /// No new cycle starts at or after this true time (µs).
     pub stop_at_us: u64,
+    /// Stop working, and skip the write, once the lease's validity has run out on the holder's
+    /// own clock (the scenario's `check_validity_before_write`).
+    pub check_validity_before_write: bool,
 }
 
 impl ClientPlan {
@@ -116,7 +127,28 @@ pub async fn run_client<L, E, P>(
                 points.acquired(plan.index).await;
                 let read = counter.read();
                 let hold = env.random_range(plan.hold_ms[0], plan.hold_ms[1]);
-                env.sleep(Duration::from_millis(hold)).await;
+                if plan.check_validity_before_write {
+                    // Work no longer than the lease lasts, by this client's clock.
+                    let left = guard.valid_until_ms.saturating_sub(env.now_ms());
+                    env.sleep(Duration::from_millis(hold.min(left))).await;
+                    let now_ms = env.now_ms();
+                    if now_ms >= guard.valid_until_ms {
+                        rec.record(
+                            &me,
+                            EventKind::LeaseExpired {
+                                valid_until_ms: guard.valid_until_ms,
+                                now_ms,
+                            },
+                        );
+                        rec.record(&me, EventKind::Exit);
+                        release(&mut lock, &guard, &rec, &me).await;
+                        think(&plan, &env).await;
+                        continue;
+                    }
+                } else {
+                    env.sleep(Duration::from_millis(hold)).await;
+                }
+                points.before_write(plan.index).await;
                 let accepted = counter.write(read + 1);
                 rec.record(
                     &me,
@@ -128,15 +160,7 @@ pub async fn run_client<L, E, P>(
                     },
                 );
                 rec.record(&me, EventKind::Exit);
-                match lock.release(&guard).await {
-                    Ok(deleted) => rec.record(&me, EventKind::Released { deleted }),
-                    Err(e) => rec.record(
-                        &me,
-                        EventKind::ReleaseFailed {
-                            error: e.to_string(),
-                        },
-                    ),
-                }
+                release(&mut lock, &guard, &rec, &me).await;
             }
             Ok(None) => rec.record(
                 &me,
@@ -151,9 +175,26 @@ pub async fn run_client<L, E, P>(
                 },
             ),
         }
-        let think = env.random_range(plan.think_ms[0], plan.think_ms[1]);
-        if think > 0 {
-            env.sleep(Duration::from_millis(think)).await;
-        }
+        think(&plan, &env).await;
+    }
+}
+
+async fn release<L: Lock>(lock: &mut L, guard: &crate::lock::Guard, rec: &Recorder, me: &str) {
+    match lock.release(guard).await {
+        Ok(deleted) => rec.record(me, EventKind::Released { deleted }),
+        Err(e) => rec.record(
+            me,
+            EventKind::ReleaseFailed {
+                error: e.to_string(),
+            },
+        ),
+    }
+}
+
+/// The pause between a client's cycles.
+async fn think<E: Env>(plan: &ClientPlan, env: &E) {
+    let think = env.random_range(plan.think_ms[0], plan.think_ms[1]);
+    if think > 0 {
+        env.sleep(Duration::from_millis(think)).await;
     }
 }

@@ -7,12 +7,14 @@
 //!
 //! To test your own lock, implement [`Lock`] for it (see the README and `lockcheck::sim::run_with`).
 
+pub mod redlock;
 pub mod set_nx_px;
 
 use serde::Deserialize;
 use std::future::Future;
 use std::time::Duration;
 
+pub use redlock::{Redlock, RedlockOptions};
 pub use set_nx_px::SetNxPx;
 
 /// What a holder has: proof of ownership and what it believes about its lease.
@@ -60,15 +62,18 @@ pub trait Lock: Send {
 pub enum LockKind {
     /// `SET key token NX PX ttl`, released by a Lua compare-and-delete (seeds 000, 002).
     SetNxPx,
+    /// Redlock: `SET NX PX` on N independent masters, a majority and validity time (seed 002).
+    Redlock,
 }
 
 impl LockKind {
     /// Every kind, for `lockcheck list` and error messages.
-    pub const ALL: &'static [LockKind] = &[LockKind::SetNxPx];
+    pub const ALL: &'static [LockKind] = &[LockKind::SetNxPx, LockKind::Redlock];
 
     pub fn name(self) -> &'static str {
         match self {
             LockKind::SetNxPx => "set-nx-px",
+            LockKind::Redlock => "redlock",
         }
     }
 
@@ -77,6 +82,9 @@ impl LockKind {
         match self {
             LockKind::SetNxPx => {
                 "SET key token NX PX ttl; release by a Lua compare-and-delete (seeds 000, 002)"
+            }
+            LockKind::Redlock => {
+                "SET NX PX on N independent masters in parallel; a majority within the validity time (seed 002)"
             }
         }
     }
@@ -95,6 +103,8 @@ pub struct LockConfig {
     pub wait: Duration,
     /// Pause between failed attempts, uniform in this range.
     pub retry: (Duration, Duration),
+    /// Redlock's parameters (ignored by other kinds).
+    pub redlock: RedlockOptions,
 }
 
 impl LockConfig {
@@ -107,6 +117,20 @@ impl LockConfig {
                 Duration::from_millis(spec.retry_ms[0]),
                 Duration::from_millis(spec.retry_ms[1]),
             ),
+            redlock: {
+                let d = RedlockOptions::default();
+                RedlockOptions {
+                    node_timeout: spec
+                        .node_timeout_ms
+                        .map(Duration::from_millis)
+                        .unwrap_or(d.node_timeout),
+                    drift_factor: spec.drift_factor.unwrap_or(d.drift_factor),
+                    drift_ms: spec.drift_ms.unwrap_or(d.drift_ms),
+                    recheck_after_acquire: spec
+                        .recheck_after_acquire
+                        .unwrap_or(d.recheck_after_acquire),
+                }
+            },
         }
     }
 }
@@ -114,6 +138,7 @@ impl LockConfig {
 /// Any lock lockcheck ships, chosen at run time from the scenario.
 pub enum AnyLock<C, E> {
     SetNxPx(SetNxPx<C, E>),
+    Redlock(Redlock<C, E>),
 }
 
 impl<C, E> AnyLock<C, E>
@@ -125,6 +150,7 @@ where
     pub fn build(kind: LockKind, config: LockConfig, mut conns: Vec<C>, env: E) -> Self {
         match kind {
             LockKind::SetNxPx => AnyLock::SetNxPx(SetNxPx::new(conns.remove(0), env, config)),
+            LockKind::Redlock => AnyLock::Redlock(Redlock::new(conns, env, config)),
         }
     }
 }
@@ -137,18 +163,21 @@ where
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         match self {
             AnyLock::SetNxPx(l) => l.acquire().await,
+            AnyLock::Redlock(l) => l.acquire().await,
         }
     }
 
     async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
         match self {
             AnyLock::SetNxPx(l) => l.release(guard).await,
+            AnyLock::Redlock(l) => l.release(guard).await,
         }
     }
 
     async fn renew(&mut self, guard: &mut Guard) -> Result<bool, LockError> {
         match self {
             AnyLock::SetNxPx(l) => l.renew(guard).await,
+            AnyLock::Redlock(l) => l.renew(guard).await,
         }
     }
 }

@@ -23,6 +23,7 @@
 //! `redis::aio::ConnectionLike` that follows failovers the way a Sentinel-aware
 //! client does.
 
+mod blackhole;
 mod cleanup;
 mod connection;
 mod error;
@@ -32,6 +33,7 @@ mod faults;
 mod process;
 pub mod world;
 
+pub use blackhole::BlackHole;
 pub use cleanup::{install_cleanup_handlers, kill_all_children, registered_children};
 pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use error::RealError;

@@ -71,6 +71,7 @@ where
     let clocks = Clocks::new(names.len());
     let net = Network::new(scenario.redis.latency_ms);
     let rec = Recorder::simulated();
+    clock::start_clocks(&scenario.clocks, &names, &clocks, &rec);
     let cluster = Cluster::new(
         &ClusterConfig {
             masters: scenario.redis.masters,
@@ -132,6 +133,7 @@ where
             hold_ms: scenario.workload.hold_ms,
             think_ms: scenario.workload.think_ms,
             stop_at_us,
+            check_validity_before_write: scenario.lock.check_validity_before_write,
         };
         handles.push(node.spawn(run_client(
             plan,
