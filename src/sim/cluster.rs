@@ -206,11 +206,7 @@ impl Cluster {
         }
         st.commands += 1;
         let now = self.clocks.now_ms(idx);
-        let name = args
-            .first()
-            .map(|a| a.to_ascii_uppercase())
-            .unwrap_or_default();
-        if name == b"INFO" {
+        if args.first().is_some_and(|a| a.eq_ignore_ascii_case(b"INFO")) {
             return Ok(info_reply(&st, idx));
         }
         let out = st.servers[idx].engine.execute(now, conn, args);
