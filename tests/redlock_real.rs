@@ -45,6 +45,8 @@ fn kleppmann_clock_jump_on_real_servers() {
     assert!(us(&ov["first"]["acquired_us"]) <= jumped);
     assert!(us(&ov["second"]["acquired_us"]) >= jumped);
     assert!(us(&ov["second"]["acquired_us"]) < us(&ov["first"]["acquired_us"]) + 1_000_000);
+    assert_eq!(ov["first"]["client"], 0, "client 0 locks A, B, C first");
+    assert_eq!(ov["second"]["client"], 1);
     assert!(fault_at(&o, "redis-3, redis-4 cut off from client-0").is_some());
     assert!(fault_at(&o, "redis-0, redis-1 cut off from client-1").is_some());
 }

@@ -105,17 +105,11 @@ fn kleppmann_clock_jump_two_majorities_share_only_c() {
         let (o, grants) = observe(&s, seed);
         assert_eq!(o.verdict(), Verdict::Violation, "seed {seed}");
         // Each holder locked exactly the three masters it can reach: A, B, C or C, D, E.
-        let first = &grants[0];
-        let second = &grants[1];
-        assert_ne!(first.client, second.client, "seed {seed}");
-        for g in [first, second] {
-            let expected = if g.client == 0 {
-                vec![0, 1, 2]
-            } else {
-                vec![2, 3, 4]
-            };
-            assert_eq!(g.granted_by, expected, "seed {seed}: {g:?}");
-        }
+        // Client 0 first, on A, B, C; then client 1 on C, D, E.
+        assert_eq!(grants[0].client, 0, "seed {seed}");
+        assert_eq!(grants[0].granted_by, vec![0, 1, 2], "seed {seed}");
+        assert_eq!(grants[1].client, 1, "seed {seed}");
+        assert_eq!(grants[1].granted_by, vec![2, 3, 4], "seed {seed}");
         // C's clock jumped when the first holder got the lock, and only then did the second get it.
         let jumped = fault_at(&o, "redis-2 clock jumped by 5000 ms").expect("the jump happened");
         let ov = overlap(&o);
