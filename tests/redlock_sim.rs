@@ -341,3 +341,51 @@ fn tla_model_configuration_lagging_client_clock() {
         assert!((3_000_000..3_100_000).contains(&second), "{second}");
     }
 }
+
+#[test]
+fn acquire_lasts_one_round_trip_to_the_majority_not_the_sum() {
+    // Fixed 5 ms one-way latency: one round trip is 10 ms; five sequential ones would be 50 ms.
+    let text = r#"
+name = "latency"
+expect = "safe"
+duration_ms = 1000
+[lock]
+kind = "redlock"
+ttl_ms = 1000
+node_timeout_ms = 200
+[redis]
+masters = 5
+latency_ms = [5, 5]
+[workload]
+clients = 1
+cycles = 3
+hold_ms = [10, 10]
+"#;
+    let acquired_at = |text: &str| {
+        let s = Scenario::parse("t.toml", text).unwrap();
+        let h = lockcheck::sim::run(&s, 1).history;
+        h.events
+            .iter()
+            .find(|e| matches!(e.kind, EventKind::Acquired { .. }))
+            .map(|e| e.at_us)
+            .unwrap()
+    };
+    assert_eq!(acquired_at(text), 10_000);
+    // Two masters unreachable: the three others are a majority, so nobody waits for the 200 ms
+    // per-master timeout.
+    let cut = format!(
+        "{text}[[faults]]\nkind = \"partition\"\nnodes = [\"redis-3\", \"redis-4\"]\nat_ms = 0\nfor_ms = 5000\n"
+    );
+    assert_eq!(acquired_at(&cut), 10_000);
+    // Three unreachable: no majority; the attempt fails after the timeout, then keeps failing.
+    let cut3 = cut.replace(
+        "\"redis-3\", \"redis-4\"",
+        "\"redis-2\", \"redis-3\", \"redis-4\"",
+    );
+    let s = Scenario::parse("t.toml", &cut3).unwrap();
+    let h = lockcheck::sim::run(&s, 1).history;
+    assert!(!h
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::Acquired { .. })));
+}
