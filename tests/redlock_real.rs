@@ -45,6 +45,8 @@ fn kleppmann_clock_jump_on_real_servers() {
     assert!(us(&ov["first"]["acquired_us"]) <= jumped);
     assert!(us(&ov["second"]["acquired_us"]) >= jumped);
     assert!(us(&ov["second"]["acquired_us"]) < us(&ov["first"]["acquired_us"]) + 1_000_000);
+    assert_eq!(ov["first"]["client"], 0, "client 0 locks A, B, C first");
+    assert_eq!(ov["second"]["client"], 1);
     assert!(fault_at(&o, "redis-3, redis-4 cut off from client-0").is_some());
     assert!(fault_at(&o, "redis-0, redis-1 cut off from client-1").is_some());
 }
@@ -95,4 +97,62 @@ fn cuts_without_a_real_recipe_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("redis-0 -> client-0"), "{err}");
+}
+
+#[test]
+fn acquire_returns_at_a_majority_and_a_late_set_is_still_released() {
+    use lockcheck::env::RealEnv;
+    use lockcheck::lock::{Lock, LockConfig, Redlock};
+    use lockcheck::real::{
+        ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions,
+    };
+    use std::time::{Duration, Instant};
+
+    let servers: Vec<RedisServer> = (0..5)
+        .map(|_| RedisServer::spawn(ServerOptions::default()).unwrap())
+        .collect();
+    let mut config = LockConfig::from_spec(&scenario("redlock-kleppmann-clock-jump").lock);
+    config.redlock.node_timeout = Duration::from_millis(2000);
+    let conns = servers
+        .iter()
+        .map(|s| RoutedConnection::new(Route::new(s.url()), ConnectionTimeouts::default()))
+        .collect();
+    let mut lock = Redlock::new(conns, RealEnv::default(), config.clone());
+    let exists = |s: &RedisServer| -> i64 {
+        redis::cmd("EXISTS")
+            .arg(&config.key)
+            .query(&mut s.control().unwrap())
+            .unwrap()
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    // Connect everywhere first.
+    let g = rt.block_on(lock.acquire()).unwrap().unwrap();
+    assert!(rt.block_on(lock.release(&g)).unwrap());
+
+    // Master 4 stalls (SIGSTOP) for 300 ms: the others make a majority at once.
+    servers[4].pause().unwrap();
+    let t = Instant::now();
+    let g = rt
+        .block_on(lock.acquire())
+        .unwrap()
+        .expect("four masters answer");
+    let took = t.elapsed();
+    assert!(
+        took < Duration::from_millis(200),
+        "waited for the stalled master: {took:?}"
+    );
+    // It returned at the third OK, not waiting for the fourth running master either.
+    let granted = lock.granted_by();
+    assert_eq!(granted.len(), 3, "{granted:?}");
+    assert!(!granted.contains(&4));
+    std::thread::sleep(Duration::from_millis(300).saturating_sub(t.elapsed()));
+    servers[4].resume().unwrap();
+    // The SET that was in flight to master 4 lands after it resumes ...
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(exists(&servers[4]), 1, "the late SET landed");
+    // ... and the release, which waits for that request to finish, deletes it there too.
+    assert!(rt.block_on(lock.release(&g)).unwrap());
+    for s in &servers {
+        assert_eq!(exists(s), 0, "port {}", s.port());
+    }
 }

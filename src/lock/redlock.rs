@@ -5,8 +5,10 @@
 //! Acquire, as the algorithm describes it:
 //! 1. read the client's clock (`start`);
 //! 2. send `SET key token NX PX ttl` to all N masters at once, each with a timeout that is small
-//!    against the TTL, so a dead or unreachable master costs one timeout, not N of them (the
-//!    attempt lasts as long as the slowest needed reply, never the sum);
+//!    against the TTL, so a dead or unreachable master costs one timeout, not N of them. The
+//!    attempt lasts until a majority has said OK (the slowest *needed* reply, never the sum);
+//!    the requests still in flight then finish in the background, and their connections return
+//!    before the next operation, so a SET that lands late is still released;
 //! 3. (`recheck_after_acquire`, antirez's step 3) read the clock again: the lock is acquired only
 //!    if a majority said OK *and* `validity = ttl - (now - start) - drift` is still positive, where
 //!    `drift = ttl * drift_factor + drift_ms` allows for the servers' clocks running at a slightly
@@ -27,8 +29,13 @@
 //! ablation that shows what step 3 is for (a client that stalls while the replies wait).
 
 use super::set_nx_px::COMPARE_AND_DELETE;
+
+/// The release script's text (the same file `COMPARE_AND_DELETE` is built from), for `SCRIPT
+/// LOAD` when a master answers `NOSCRIPT` (a fresh or restarted server).
+const COMPARE_AND_DELETE_SOURCE: &str = include_str!("scripts/compare_and_delete.lua");
 use super::{Guard, Lock, LockConfig, LockError};
 use crate::env::Env;
+use futures::stream::{FuturesUnordered, StreamExt};
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
@@ -75,11 +82,15 @@ enum Answer {
 
 /// One client's handle on a Redlock over `conns.len()` masters.
 pub struct Redlock<C, E> {
-    conns: Vec<C>,
+    /// One connection per master; `None` while a request on it is still in flight in the
+    /// background (or if that task died with its node).
+    conns: Vec<Option<C>>,
     env: E,
     config: LockConfig,
-    /// What each master answered in the last attempt.
+    /// What each master answered in the last attempt, by the time it returned.
     last: Vec<Answer>,
+    /// The connections of requests that outlived the last attempt come back through here.
+    stragglers: Option<futures::channel::oneshot::Receiver<Vec<(usize, C)>>>,
 }
 
 impl<C, E> Redlock<C, E> {
@@ -87,14 +98,16 @@ impl<C, E> Redlock<C, E> {
     pub fn new(conns: Vec<C>, env: E, config: LockConfig) -> Self {
         assert!(!conns.is_empty(), "Redlock needs at least one master");
         Redlock {
-            conns,
+            conns: conns.into_iter().map(Some).collect(),
             env,
             config,
             last: Vec::new(),
+            stragglers: None,
         }
     }
 
-    /// The masters (by index, in connection order) that granted the key in the last attempt.
+    /// The masters (by index, in connection order) that had granted the key when the last
+    /// attempt returned.
     pub fn granted_by(&self) -> Vec<usize> {
         (self.last.iter().enumerate())
             .filter(|(_, &a)| a == Answer::Locked)
@@ -113,48 +126,118 @@ where
     C: ConnectionLike + Send + Sync + 'static,
     E: Env,
 {
-    /// `SET NX PX` on every master at once; what each one answered.
-    async fn lock_all(&mut self, owner: &str, ttl_ms: u64) -> Vec<Answer> {
-        let timeout = self.config.redlock.node_timeout;
-        let key = &self.config.key;
-        let env = &self.env;
-        let attempts = self.conns.iter_mut().map(|conn| async move {
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(key).arg(owner).arg("NX").arg("PX").arg(ttl_ms);
-            let set = async move { cmd.query_async::<Option<String>>(conn).await };
-            match env.timeout(timeout, set).await {
-                Some(Ok(Some(_))) => Answer::Locked,
-                Some(Ok(None)) => Answer::Taken,
-                // A timeout, a lost connection or a server error: not locked, as far as we know.
-                _ => Answer::Unknown,
+    /// Waits until the requests a previous attempt left in flight are done, and takes their
+    /// connections back. Each is bounded by the per-master timeout.
+    async fn reclaim(&mut self) {
+        if let Some(rx) = self.stragglers.take() {
+            if let Ok(back) = rx.await {
+                for (i, conn) in back {
+                    self.conns[i] = Some(conn);
+                }
             }
-        });
-        futures::future::join_all(attempts).await
+        }
+    }
+
+    /// Sends `cmd` to every master `which` selects, at once, each bounded by the per-master
+    /// timeout. Answers come back in arrival order; `enough` says when to stop waiting: the
+    /// requests still in flight then finish in a background task. Unselected masters, and those
+    /// without a connection, answer [`Answer::Unknown`] without a request.
+    async fn broadcast(
+        &mut self,
+        cmd: redis::Cmd,
+        which: impl Fn(usize) -> bool,
+        mut enough: impl FnMut(&[Answer]) -> bool,
+    ) -> Vec<Answer> {
+        self.reclaim().await;
+        let timeout = self.config.redlock.node_timeout;
+        let mut answers = vec![Answer::Unknown; self.conns.len()];
+        let mut pending = FuturesUnordered::new();
+        for (i, slot) in self.conns.iter_mut().enumerate() {
+            if which(i) {
+                if let Some(conn) = slot.take() {
+                    pending.push(request(i, conn, self.env.clone(), timeout, cmd.clone()));
+                }
+            }
+        }
+        while let Some((i, conn, answer)) = pending.next().await {
+            self.conns[i] = Some(conn);
+            answers[i] = answer;
+            if !pending.is_empty() && enough(&answers) {
+                let (tx, rx) = futures::channel::oneshot::channel();
+                self.env.spawn(async move {
+                    let mut back = Vec::new();
+                    while let Some((i, conn, _)) = pending.next().await {
+                        back.push((i, conn));
+                    }
+                    let _ = tx.send(back);
+                });
+                self.stragglers = Some(rx);
+                break;
+            }
+        }
+        answers
+    }
+
+    /// `SET NX PX` on every master at once, until a majority has granted it or every master
+    /// has answered.
+    async fn lock_all(&mut self, owner: &str, ttl_ms: u64) -> Vec<Answer> {
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(&self.config.key)
+            .arg(owner)
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl_ms);
+        let quorum = self.quorum();
+        let granted = move |a: &[Answer]| a.iter().filter(|&&x| x == Answer::Locked).count();
+        self.broadcast(cmd, |_| true, move |a| granted(a) >= quorum)
+            .await
     }
 
     /// Compare-and-delete on the masters `which` selects, at once; how many deleted our entry.
     async fn unlock(&mut self, owner: &str, which: impl Fn(usize) -> bool) -> usize {
-        let timeout = self.config.redlock.node_timeout;
-        let key = &self.config.key;
-        let env = &self.env;
-        let selected = self
-            .conns
-            .iter_mut()
-            .enumerate()
-            .filter(|(i, _)| which(*i))
-            .map(|(_, c)| c);
-        let attempts = selected.map(|conn| async move {
-            let mut invocation = COMPARE_AND_DELETE.key(key);
-            invocation.arg(owner);
-            let del = async move { invocation.invoke_async::<i64>(conn).await };
-            matches!(env.timeout(timeout, del).await, Some(Ok(1)))
-        });
-        futures::future::join_all(attempts)
-            .await
-            .into_iter()
-            .filter(|&d| d)
-            .count()
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(COMPARE_AND_DELETE.get_hash())
+            .arg(1)
+            .arg(&self.config.key)
+            .arg(owner);
+        let answers = self.broadcast(cmd, which, |_| false).await;
+        answers.iter().filter(|&&a| a == Answer::Locked).count()
     }
+}
+
+/// One request to one master, owning its connection for the time it is in flight. For `SET NX`,
+/// OK is [`Answer::Locked`] and nil [`Answer::Taken`]; for the release script, 1 (deleted) is
+/// `Locked` and 0 is `Taken`. A script the server does not know yet is loaded and retried.
+async fn request<C, E>(
+    i: usize,
+    mut conn: C,
+    env: E,
+    timeout: Duration,
+    cmd: redis::Cmd,
+) -> (usize, C, Answer)
+where
+    C: ConnectionLike + Send + 'static,
+    E: Env,
+{
+    let exchange = async {
+        let reply = cmd.query_async::<redis::Value>(&mut conn).await;
+        match reply {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                let mut load = redis::cmd("SCRIPT");
+                load.arg("LOAD").arg(COMPARE_AND_DELETE_SOURCE);
+                load.query_async::<String>(&mut conn).await?;
+                cmd.query_async::<redis::Value>(&mut conn).await
+            }
+            other => other,
+        }
+    };
+    let answer = match env.timeout(timeout, exchange).await {
+        Some(Ok(redis::Value::Okay)) | Some(Ok(redis::Value::Int(1))) => Answer::Locked,
+        Some(Ok(redis::Value::Nil)) | Some(Ok(redis::Value::Int(0))) => Answer::Taken,
+        // A timeout, a lost connection or a server error: not known.
+        _ => Answer::Unknown,
+    };
+    (i, conn, answer)
 }
 
 impl<C, E> Lock for Redlock<C, E>

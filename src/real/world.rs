@@ -70,6 +70,14 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
         match (&f.kind, &f.trigger) {
             (FaultKind::Failover { .. }, _) => {}
             (FaultKind::Pause { .. }, Trigger::Acquired { .. } | Trigger::BeforeWrite { .. }) => {}
+            // A client stopped from the start: its task starts `for_ms` late.
+            (
+                FaultKind::Pause {
+                    client: ClientRef::Index(_),
+                    ..
+                },
+                Trigger::At(0),
+            ) => {}
             (FaultKind::ClockJump { node, .. }, Trigger::At(_) | Trigger::Acquired { .. }) => {
                 faked_master(s, node, "a clock jump")?;
             }
@@ -320,14 +328,35 @@ async fn drive(
             stop_at_us,
             check_validity_before_write: scenario.lock.check_validity_before_write,
         };
-        tasks.push(tokio::spawn(run_client(
+        let late = nemesis.start_delay(c);
+        let client = run_client(
             plan,
             lock,
             env,
             rec.clone(),
             nemesis.clone(),
             counter.clone(),
-        )));
+        );
+        let rec = rec.clone();
+        tasks.push(tokio::spawn(async move {
+            if !late.is_zero() {
+                let ms = late.as_millis();
+                rec.record(
+                    "nemesis",
+                    EventKind::Fault {
+                        what: format!("client-{c} paused for {ms} ms (starts late)"),
+                    },
+                );
+                tokio::time::sleep(late).await;
+                rec.record(
+                    "nemesis",
+                    EventKind::Fault {
+                        what: format!("client-{c} resumed"),
+                    },
+                );
+            }
+            client.await
+        }));
     }
     let grace = scenario.lock.wait_ms
         + scenario.lock.ttl_ms.unwrap_or(30_000)
@@ -357,6 +386,24 @@ struct RealNemesis {
 }
 
 impl RealNemesis {
+    /// How late client `c` starts: the longest `pause` of it at `at_ms = 0`.
+    fn start_delay(&self, c: u32) -> Duration {
+        let ms = (self.scenario.faults.iter())
+            .filter_map(|f| match (&f.kind, &f.trigger) {
+                (
+                    FaultKind::Pause {
+                        client: ClientRef::Index(i),
+                        for_ms,
+                    },
+                    Trigger::At(0),
+                ) if *i == c => Some(*for_ms),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        Duration::from_millis(ms)
+    }
+
     /// Fires the faults with an absolute time: those at 0 now, the others from timer tasks.
     fn start_timed(&self) {
         let timed: Vec<Fault> = {
