@@ -44,6 +44,13 @@ pub enum EventKind {
         /// The storage's sequence number of an accepted write (the order it applied writes in).
         seq: Option<u64>,
     },
+    /// The holder's validity time ran out on its own clock before its write: it stopped working
+    /// and skipped the write (`check_validity_before_write`).
+    LeaseExpired {
+        /// Where its lease ended, and its clock when it noticed (both on its own clock).
+        valid_until_ms: u64,
+        now_ms: u64,
+    },
     /// The nemesis did something (failover, pause, partition ...).
     Fault { what: String },
     /// A nested acquire by the holder succeeded (`depth` 2 is the first nested one).
@@ -119,6 +126,26 @@ impl History {
         h.digest().to_string()[..16].to_string()
     }
 
+    /// The client that holds the lock now, as far as the clients know: the latest one whose
+    /// acquire succeeded and that has not released since.
+    pub fn current_holder(&self) -> Option<u32> {
+        let mut holding: Vec<u32> = Vec::new();
+        for e in &self.events {
+            let Some(c) = e.client() else { continue };
+            match e.kind {
+                EventKind::Acquired { .. } => {
+                    holding.retain(|&h| h != c);
+                    holding.push(c);
+                }
+                EventKind::Released { .. } | EventKind::ReleaseFailed { .. } => {
+                    holding.retain(|&h| h != c)
+                }
+                _ => {}
+            }
+        }
+        holding.last().copied()
+    }
+
     /// True time of the last event, in microseconds.
     pub fn end_us(&self) -> u64 {
         self.events.last().map(|e| e.at_us).unwrap_or(0)
@@ -155,6 +182,10 @@ fn render_event(e: &Event) -> String {
         } => format!(
             "write read={read} wrote={wrote} fencing={fencing_token:?} accepted={accepted} seq={seq:?}"
         ),
+        EventKind::LeaseExpired {
+            valid_until_ms,
+            now_ms,
+        } => format!("lease-expired valid_until={valid_until_ms} now={now_ms} write skipped"),
         EventKind::Fault { what } => format!("fault {what}"),
         EventKind::Reentered { depth } => format!("reentered depth={depth}"),
         EventKind::ReentryFailed { depth, reason } => {

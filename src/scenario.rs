@@ -45,6 +45,8 @@ pub struct Scenario {
     pub lock: LockSpec,
     pub redis: RedisSpec,
     pub workload: WorkloadSpec,
+    /// Node clocks at the start of the run (offsets and drifts; faults change them later).
+    pub clocks: ClocksSpec,
     pub faults: Vec<Fault>,
     /// Where it was read from (for messages and the replay command).
     pub path: Option<PathBuf>,
@@ -70,6 +72,20 @@ pub struct LockSpec {
     /// watchdog every third of it. Redisson's default is 30000; real-mode scenarios scale it down.
     #[serde(default)]
     pub watchdog_timeout_ms: Option<u64>,
+    // Redlock's keys (kind = "redlock" only); defaults in `lock::RedlockOptions`.
+    /// Per-master request timeout, small against the TTL (default 50).
+    pub node_timeout_ms: Option<u64>,
+    /// Share of the TTL allowed for clock-rate error (default 0.01).
+    pub drift_factor: Option<f64>,
+    /// Fixed drift allowance in ms (default 2).
+    pub drift_ms: Option<u64>,
+    /// Antirez's step 3: re-check the elapsed time after the replies (default true).
+    pub recheck_after_acquire: Option<bool>,
+    // Any kind.
+    /// The holder stops working, and skips its write, once its validity time has run out on
+    /// its own clock (default false: it works for `hold_ms` and writes whatever its lease says).
+    #[serde(default)]
+    pub check_validity_before_write: bool,
 }
 
 /// Redisson's default `lockWatchdogTimeout`.
@@ -83,6 +99,19 @@ impl LockSpec {
             self.watchdog_timeout_ms
                 .unwrap_or(DEFAULT_WATCHDOG_TIMEOUT_MS),
         )
+    }
+
+    /// The keys that only `kind = "redlock"` takes, with whether each is set.
+    fn redlock_keys(&self) -> [(&'static str, bool); 4] {
+        [
+            ("node_timeout_ms", self.node_timeout_ms.is_some()),
+            ("drift_factor", self.drift_factor.is_some()),
+            ("drift_ms", self.drift_ms.is_some()),
+            (
+                "recheck_after_acquire",
+                self.recheck_after_acquire.is_some(),
+            ),
+        ]
     }
 }
 
@@ -196,8 +225,9 @@ impl WorkloadKind {
 /// Named points in the workload's critical section where a fault can fire (`on = "<point>"`).
 /// `acquired`: right after a successful acquire, inside the critical section. `after_read`: the
 /// holder has read the resource (the counter, or the user's address count) and not yet written.
-/// `before_release`: the holder left its critical section and is about to release.
-pub const WORKLOAD_POINTS: &[&str] = &["acquired", "after_read", "before_release"];
+/// `before_write`: it worked and is about to write (main's point). `before_release`: the holder
+/// left its critical section and is about to release.
+pub const WORKLOAD_POINTS: &[&str] = &["acquired", "after_read", "before_write", "before_release"];
 
 fn two() -> u32 {
     2
@@ -225,6 +255,43 @@ impl Default for WorkloadSpec {
     }
 }
 
+/// `[clocks]`: every node's clock at the start of a run. Each node (or each node of `nodes`)
+/// draws its own start offset and rate error, uniformly in these ranges, from the run's seed, so
+/// `--seeds N` explores N different clock configurations. The defaults are perfect clocks.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClocksSpec {
+    /// How far a node's clock starts from true time (ms; negative: behind).
+    #[serde(default)]
+    pub offset_ms: [i64; 2],
+    /// A node's rate error in parts per million (+1000: 0.1% fast; -1000: 0.1% slow).
+    #[serde(default)]
+    pub drift_ppm: [i64; 2],
+    /// The nodes these clocks apply to; every node when absent.
+    #[serde(default)]
+    pub nodes: Option<Spanned<Vec<String>>>,
+}
+
+impl ClocksSpec {
+    /// Whether every clock starts true (no random draws are made then, so adding an empty
+    /// `[clocks]` table changes no history).
+    pub fn is_perfect(&self) -> bool {
+        self.offset_ms == [0, 0] && self.drift_ppm == [0, 0]
+    }
+
+    /// The node names the table applies to, out of `all`.
+    pub fn applies_to(&self, all: &[String]) -> Vec<String> {
+        match &self.nodes {
+            None => all.to_vec(),
+            Some(n) => all
+                .iter()
+                .filter(|x| n.get_ref().contains(x))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
 /// When a fault fires.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Trigger {
@@ -237,12 +304,34 @@ pub enum Trigger {
     /// or after this true time: a workload point (`after_read`, `before_release`) or one of the
     /// lock's own (`after_setnx` of `naive-setnx-expire`).
     Point { point: String, after_ms: u64 },
+    /// When a holder, at or after this true time, is about to write to the protected resource
+    /// (after its validity check, if it makes one): `on = "before_write"`.
+    BeforeWrite { after_ms: u64 },
+}
+
+impl Trigger {
+    /// For client-point triggers: the earliest true time (ms) at which it may fire.
+    pub fn point_after_ms(&self, point: ClientPoint) -> Option<u64> {
+        match (self, point) {
+            (Trigger::Acquired { after_ms }, ClientPoint::Acquired)
+            | (Trigger::BeforeWrite { after_ms }, ClientPoint::BeforeWrite) => Some(*after_ms),
+            _ => None,
+        }
+    }
+}
+
+/// The points in a client's cycle where `on = ...` faults fire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientPoint {
+    Acquired,
+    BeforeWrite,
 }
 
 /// Which client a client fault hits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClientRef {
-    /// The client whose acquire triggered the fault.
+    /// The client whose acquire triggered the fault; for a fault at a fixed time, the client
+    /// holding the lock then (none: the pause is skipped and the history says so).
     Holder,
     Index(u32),
 }
@@ -261,11 +350,12 @@ pub enum FaultKind {
     Failover { master: u32 },
     /// A stop-the-world pause (GC) of a client for `for_ms`.
     Pause { client: ClientRef, for_ms: u64 },
-    /// Cut `nodes` off from `from` (everyone when empty), both directions, for `for_ms`.
+    /// Cut `nodes` off from `from` (everyone when empty) for `for_ms`, in `direction`.
     Partition {
         nodes: Vec<String>,
         from: Vec<String>,
         for_ms: u64,
+        direction: Direction,
     },
     /// Step a node's clock by `by_ms` (negative: backwards).
     ClockJump { node: String, by_ms: i64 },
@@ -275,6 +365,40 @@ pub enum FaultKind {
     Crash { node: String, restart_after_ms: u64 },
     /// A client process dies (at its trigger point): it never releases and never comes back.
     ClientCrash { client: u32 },
+}
+
+/// Which way a partition cuts the links between `nodes` and the others (`from`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Direction {
+    /// Nothing passes either way (the default).
+    #[default]
+    Both,
+    /// `nodes` hear nothing from the others; what they send still arrives.
+    Inbound,
+    /// What `nodes` send to the others is lost; they still hear them.
+    Outbound,
+}
+
+impl Direction {
+    /// The names scenario files use.
+    pub const NAMES: &'static [&'static str] = &["both", "inbound", "outbound"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Both => "both",
+            Direction::Inbound => "inbound",
+            Direction::Outbound => "outbound",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Direction> {
+        match s {
+            "both" => Some(Direction::Both),
+            "inbound" => Some(Direction::Inbound),
+            "outbound" => Some(Direction::Outbound),
+            _ => None,
+        }
+    }
 }
 
 /// The fault kinds' names, as written in scenario files.
@@ -301,6 +425,7 @@ struct RawFault {
     for_ms: Option<Spanned<u64>>,
     nodes: Option<Spanned<Vec<String>>>,
     from: Option<Spanned<Vec<String>>>,
+    direction: Option<Spanned<String>>,
     node: Option<Spanned<String>>,
     by_ms: Option<Spanned<i64>>,
     ppm: Option<Spanned<i64>>,
@@ -324,6 +449,8 @@ struct RawScenario {
     redis: RedisSpec,
     #[serde(default)]
     workload: WorkloadSpec,
+    #[serde(default)]
+    clocks: ClocksSpec,
     #[serde(default)]
     faults: Vec<Spanned<RawFault>>,
 }
@@ -436,11 +563,25 @@ impl Scenario {
             lock: raw.lock,
             redis: raw.redis,
             workload: raw.workload,
+            clocks: raw.clocks,
             faults: Vec::new(),
             path: None,
         };
         scenario.validate_numbers(&ctx)?;
         let nodes = scenario.node_names();
+        if let Some(listed) = &scenario.clocks.nodes {
+            for n in listed.get_ref() {
+                if !nodes.contains(n) {
+                    return Err(ctx.err(
+                        listed.span(),
+                        format!(
+                            "unknown node `{n}` in [clocks] nodes; this scenario's nodes are {}",
+                            quoted(&nodes.iter().map(String::as_str).collect::<Vec<_>>())
+                        ),
+                    ));
+                }
+            }
+        }
         let mut faults = Vec::new();
         for f in raw.faults {
             faults.push(convert_fault(&ctx, f, &nodes, &scenario)?);
@@ -461,6 +602,26 @@ impl Scenario {
             ("think_ms", self.workload.think_ms),
             ("retry_ms", self.lock.retry_ms),
         ];
+        let signed = [
+            ("offset_ms", self.clocks.offset_ms),
+            ("drift_ppm", self.clocks.drift_ppm),
+        ];
+        for (key, [lo, hi]) in signed {
+            if lo > hi {
+                return Err(ctx.err(
+                    at(key),
+                    format!(
+                        "`{key}` is a range [low, high] and needs low <= high, got [{lo}, {hi}]"
+                    ),
+                ));
+            }
+        }
+        if self.clocks.drift_ppm[0] <= -1_000_000 {
+            return Err(ctx.err(
+                at("drift_ppm"),
+                "`drift_ppm` must stay above -1000000 (a clock that stands still or runs backwards)",
+            ));
+        }
         for (key, [lo, hi]) in ranges {
             if lo > hi {
                 return Err(ctx.err(
@@ -503,6 +664,31 @@ impl Scenario {
             return Err(ctx.err(
                 at("watchdog_timeout_ms"),
                 "`watchdog_timeout_ms` must be at least 1",
+            ));
+        }
+        if self.lock.kind != LockKind::Redlock {
+            if let Some((key, _)) = self.lock.redlock_keys().iter().find(|(_, set)| *set) {
+                return Err(ctx.err(
+                    at(key),
+                    format!(
+                        "`{key}` is a Redlock parameter; lock kind `{}` does not take it",
+                        self.lock.kind.name()
+                    ),
+                ));
+            }
+        }
+        if let Some(f) = self.lock.drift_factor {
+            if !(0.0..1.0).contains(&f) {
+                return Err(ctx.err(
+                    at("drift_factor"),
+                    format!("`drift_factor` is a share of the TTL in [0, 1), got {f}"),
+                ));
+            }
+        }
+        if self.lock.node_timeout_ms == Some(0) {
+            return Err(ctx.err(
+                at("node_timeout_ms"),
+                "`node_timeout_ms` must be at least 1",
             ));
         }
         if self.redis.masters == 0 {
@@ -582,18 +768,19 @@ fn convert_fault(
     let allowed: &[&str] = match kind {
         "failover" => &["master"],
         "pause" => &["client", "for_ms"],
-        "partition" => &["nodes", "from", "for_ms"],
+        "partition" => &["nodes", "from", "for_ms", "direction"],
         "clock_jump" => &["node", "by_ms"],
         "clock_drift" => &["node", "ppm"],
         "crash" => &["node", "restart_after_ms"],
         _ => unreachable!("checked against FAULT_KINDS"),
     };
-    let present: [(&str, Option<std::ops::Range<usize>>); 9] = [
+    let present: [(&str, Option<std::ops::Range<usize>>); 10] = [
         ("client", f.client.as_ref().map(|s| s.span())),
         ("master", f.master.as_ref().map(|s| s.span())),
         ("for_ms", f.for_ms.as_ref().map(|s| s.span())),
         ("nodes", f.nodes.as_ref().map(|s| s.span())),
         ("from", f.from.as_ref().map(|s| s.span())),
+        ("direction", f.direction.as_ref().map(|s| s.span())),
         ("node", f.node.as_ref().map(|s| s.span())),
         ("by_ms", f.by_ms.as_ref().map(|s| s.span())),
         ("ppm", f.ppm.as_ref().map(|s| s.span())),
@@ -645,22 +832,23 @@ fn convert_fault(
             let after_ms = f.after_ms.as_ref().map(|a| *a.get_ref()).unwrap_or(0);
             let points = scenario.points();
             let point = on.get_ref().as_str();
-            if point == "acquired" {
-                Trigger::Acquired { after_ms }
-            } else if points.contains(&point) {
-                Trigger::Point {
-                    point: point.to_string(),
+            match point {
+                "acquired" => Trigger::Acquired { after_ms },
+                "before_write" => Trigger::BeforeWrite { after_ms },
+                p if points.contains(&p) => Trigger::Point {
+                    point: p.to_string(),
                     after_ms,
+                },
+                other => {
+                    return Err(ctx.err(
+                        on.span(),
+                        format!(
+                            "unknown trigger `{other}`, expected one of {} (the workload's points and those of lock kind `{}`)",
+                            quoted(&points),
+                            scenario.lock.kind.name()
+                        ),
+                    ))
                 }
-            } else {
-                return Err(ctx.err(
-                    on.span(),
-                    format!(
-                        "unknown trigger `{point}`, expected one of {} (the workload's points and those of lock kind `{}`)",
-                        quoted(&points),
-                        scenario.lock.kind.name()
-                    ),
-                ));
             }
         }
         (None, None) => {
@@ -713,12 +901,6 @@ fn convert_fault(
                     }
                 },
             };
-            if client == ClientRef::Holder && matches!(trigger, Trigger::At(_)) {
-                return Err(ctx.err(
-                    table_span,
-                    "`client = \"holder\"` needs an `on` trigger such as `on = \"acquired\"` (there is no holder at a fixed time)",
-                ));
-            }
             FaultKind::Pause {
                 client,
                 for_ms: *f.for_ms.as_ref().ok_or_else(|| need("for_ms"))?.get_ref(),
@@ -732,23 +914,55 @@ fn convert_fault(
                     .map(|n| check_node(&Spanned::new(v.span(), n.clone())))
                     .collect()
             };
+            let nodes = list(names)?;
+            let from = match &f.from {
+                Some(fr) => list(fr)?,
+                None => Vec::new(),
+            };
+            if let Some(both) = nodes.iter().find(|n| from.contains(n)) {
+                let span = f.from.as_ref().map(|s| s.span()).unwrap_or(table_span);
+                return Err(ctx.err(
+                    span,
+                    format!("`{both}` is in both `nodes` and `from`: a node cannot be cut off from itself"),
+                ));
+            }
+            let direction = match &f.direction {
+                None => Direction::Both,
+                Some(d) => Direction::parse(d.get_ref()).ok_or_else(|| {
+                    ctx.err(
+                        d.span(),
+                        format!(
+                            "unknown direction `{}`, expected one of {}",
+                            d.get_ref(),
+                            quoted(Direction::NAMES)
+                        ),
+                    )
+                })?,
+            };
             FaultKind::Partition {
-                nodes: list(names)?,
-                from: match &f.from {
-                    Some(fr) => list(fr)?,
-                    None => Vec::new(),
-                },
+                nodes,
+                from,
                 for_ms: *f.for_ms.as_ref().ok_or_else(|| need("for_ms"))?.get_ref(),
+                direction,
             }
         }
         "clock_jump" => FaultKind::ClockJump {
             node: check_node(f.node.as_ref().ok_or_else(|| need("node"))?)?,
             by_ms: *f.by_ms.as_ref().ok_or_else(|| need("by_ms"))?.get_ref(),
         },
-        "clock_drift" => FaultKind::ClockDrift {
-            node: check_node(f.node.as_ref().ok_or_else(|| need("node"))?)?,
-            ppm: *f.ppm.as_ref().ok_or_else(|| need("ppm"))?.get_ref(),
-        },
+        "clock_drift" => {
+            let ppm = f.ppm.as_ref().ok_or_else(|| need("ppm"))?;
+            if *ppm.get_ref() <= -1_000_000 {
+                return Err(ctx.err(
+                    ppm.span(),
+                    "`ppm` must stay above -1000000 (a clock that stands still or runs backwards)",
+                ));
+            }
+            FaultKind::ClockDrift {
+                node: check_node(f.node.as_ref().ok_or_else(|| need("node"))?)?,
+                ppm: *ppm.get_ref(),
+            }
+        }
         "crash" => {
             let node_key = f.node.as_ref().ok_or_else(|| need("node"))?;
             let node = check_node(node_key)?;
@@ -997,6 +1211,72 @@ on = "after_setnx"
         );
         let e = Scenario::parse("t.toml", &text).unwrap_err();
         assert!(e.message.contains("`foreign_release`"), "{e}");
+    }
+
+    #[test]
+    fn partition_direction_is_strict_and_defaults_to_both() {
+        let base = format!(
+            "{GOOD}\n[[faults]]\nkind = \"partition\"\nnodes = [\"redis-0\"]\nfrom = [\"client-0\"]\nat_ms = 0\nfor_ms = 5\n"
+        );
+        let s = Scenario::parse("t.toml", &base).unwrap();
+        let FaultKind::Partition { direction, .. } = &s.faults[2].kind else {
+            panic!("{:?}", s.faults[2]);
+        };
+        assert_eq!(*direction, Direction::Both);
+        let s = Scenario::parse("t.toml", &format!("{base}direction = \"outbound\"\n")).unwrap();
+        assert!(matches!(
+            s.faults[2].kind,
+            FaultKind::Partition {
+                direction: Direction::Outbound,
+                ..
+            }
+        ));
+        let e =
+            Scenario::parse("t.toml", &format!("{base}direction = \"sideways\"\n")).unwrap_err();
+        assert!(e.message.contains("unknown direction `sideways`"), "{e}");
+        assert!(e.message.contains("`inbound`"), "{e}");
+        // A direction on another kind of fault is rejected like any foreign key.
+        let e = Scenario::parse(
+            "t.toml",
+            &GOOD.replace("for_ms = 500", "for_ms = 500\ndirection = \"both\""),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("has no key `direction`"), "{e}");
+        let e = Scenario::parse("t.toml", &base.replace("[\"client-0\"]", "[\"redis-0\"]"))
+            .unwrap_err();
+        assert!(e.message.contains("cannot be cut off from itself"), "{e}");
+    }
+
+    #[test]
+    fn redlock_keys_belong_to_redlock_and_before_write_is_a_trigger() {
+        let e = Scenario::parse(
+            "t.toml",
+            &GOOD.replace("ttl_ms = 100", "ttl_ms = 100\ndrift_factor = 0.02"),
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("`drift_factor` is a Redlock parameter"),
+            "{e}"
+        );
+        assert_eq!(e.line, 8);
+        let redlock = GOOD
+            .replace("set-nx-px", "redlock")
+            .replace("ttl_ms = 100", "ttl_ms = 100\ndrift_factor = 0.02\nrecheck_after_acquire = false\ncheck_validity_before_write = true")
+            .replace("on = \"acquired\"\nfor_ms", "on = \"before_write\"\nfor_ms");
+        let s = Scenario::parse("t.toml", &redlock).unwrap();
+        let c = crate::lock::LockConfig::from_spec(&s.lock);
+        assert_eq!(c.redlock.drift_factor, 0.02);
+        assert!(!c.redlock.recheck_after_acquire);
+        assert!(s.lock.check_validity_before_write);
+        assert_eq!(s.faults[1].trigger, Trigger::BeforeWrite { after_ms: 0 });
+        let e = Scenario::parse("t.toml", &redlock.replace("0.02", "1.5")).unwrap_err();
+        assert!(e.message.contains("[0, 1)"), "{e}");
+        let e = Scenario::parse(
+            "t.toml",
+            &GOOD.replace("on = \"acquired\"\nfor_ms", "on = \"released\"\nfor_ms"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("`before_write`"), "{e}");
     }
 
     #[test]

@@ -46,11 +46,16 @@ pub fn fault_label(s: &Scenario) -> String {
     for f in &s.faults {
         let at = match &f.trigger {
             Trigger::Point { point, .. } => format!(" at {point}"),
+            Trigger::BeforeWrite { .. } => " at before_write".to_string(),
             Trigger::Acquired { .. } => String::new(),
             Trigger::At(ms) => format!(" at {ms} ms"),
         };
         parts.push(match &f.kind {
             FaultKind::Failover { .. } => "failover".to_string(),
+            FaultKind::Pause {
+                client: ClientRef::Index(_),
+                ..
+            } if f.trigger == Trigger::At(0) => "a client starts late".to_string(),
             FaultKind::Pause { client, for_ms } => {
                 let who = match client {
                     ClientRef::Holder => "",
@@ -71,6 +76,15 @@ pub fn fault_label(s: &Scenario) -> String {
             FaultKind::ClockDrift { .. } => "clock drift".to_string(),
         });
     }
+    if !s.clocks.is_perfect() {
+        parts.push("clock skew".to_string());
+    }
+    let mut seen = Vec::new();
+    parts.retain(|p| {
+        let new = !seen.contains(p);
+        seen.push(p.clone());
+        new
+    });
     if parts.is_empty() {
         if s.workload.hold_ms[0] > lease {
             "none, section > lease".to_string()
@@ -243,6 +257,7 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
         let _ = write!(out, "---|");
     }
     let _ = writeln!(out, "---|");
+    let mut not_run = Vec::new();
     for (s, sim, real) in &rows {
         let _ = write!(
             out,
@@ -276,12 +291,21 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
                 if ok_sim { "yes" } else { "NO" },
                 if r.matches_expectation() { "yes" } else { "NO" }
             ),
-            Some(Err(e)) => format!(
-                "sim {}, real: not run ({e})",
-                if ok_sim { "yes" } else { "NO" }
-            ),
+            Some(Err(e)) => {
+                not_run.push(format!("{}: {e}", s.name));
+                format!("sim {}, real n/a", if ok_sim { "yes" } else { "NO" })
+            }
         };
         let _ = writeln!(out, " {expected} |");
+    }
+    if !not_run.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nn/a: no real-mode recipe for the scenario's faults.\n"
+        );
+        for n in &not_run {
+            let _ = writeln!(out, "- {n}");
+        }
     }
     let _ = writeln!(
         out,

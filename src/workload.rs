@@ -11,7 +11,8 @@
 //! nemesis (faults), which reaches in only through [`FaultPoints`] and the named points.
 //!
 //! The workload's named points, in order: `acquired` (just entered), `after_read` (read the
-//! resource, not yet written it back), `before_release` (left the section, release not yet sent).
+//! resource), `before_write` (worked, about to write it back), `before_release` (left the section,
+//! release not yet sent).
 
 use crate::env::Env;
 use crate::history::{EventKind, Recorder};
@@ -39,6 +40,14 @@ pub trait FaultPoints: Clone + Send + Sync + 'static {
         let _ = (client, point);
         async {}
     }
+
+    /// Called when a holder is about to write to the protected resource: after its validity
+    /// check, if it makes one. Triggers `on = "before_write"` faults (a pause here is the stall
+    /// no lease can guard against).
+    fn before_write(&self, client: u32) -> impl Future<Output = ()> + Send {
+        let _ = client;
+        async {}
+    }
 }
 
 /// No faults.
@@ -62,6 +71,9 @@ pub struct ClientPlan {
     pub workload: WorkloadKind,
     /// Nested acquires inside each critical section.
     pub nested: u32,
+    /// Stop working, and skip the write, once the lease's validity has run out on the holder's
+    /// own clock (the scenario's `check_validity_before_write`).
+    pub check_validity_before_write: bool,
 }
 
 impl ClientPlan {
@@ -111,15 +123,7 @@ pub async fn run_client<L, E, P, S>(
                 .await;
                 rec.record(&me, EventKind::Exit);
                 points.reached(plan.index, "before_release").await;
-                match lock.release(&guard).await {
-                    Ok(deleted) => rec.record(&me, EventKind::Released { deleted }),
-                    Err(e) => rec.record(
-                        &me,
-                        EventKind::ReleaseFailed {
-                            error: e.to_string(),
-                        },
-                    ),
-                }
+                release(&mut lock, &guard, &rec, &me).await;
             }
             Ok(None) => rec.record(
                 &me,
@@ -134,15 +138,33 @@ pub async fn run_client<L, E, P, S>(
                 },
             ),
         }
-        let think = env.random_range(plan.think_ms[0], plan.think_ms[1]);
-        if think > 0 {
-            env.sleep(Duration::from_millis(think)).await;
-        }
+        think(&plan, &env).await;
+    }
+}
+
+async fn release<L: Lock>(lock: &mut L, guard: &crate::lock::Guard, rec: &Recorder, me: &str) {
+    match lock.release(guard).await {
+        Ok(deleted) => rec.record(me, EventKind::Released { deleted }),
+        Err(e) => rec.record(
+            me,
+            EventKind::ReleaseFailed {
+                error: e.to_string(),
+            },
+        ),
+    }
+}
+
+/// The pause between a client's cycles.
+async fn think<E: Env>(plan: &ClientPlan, env: &E) {
+    let think = env.random_range(plan.think_ms[0], plan.think_ms[1]);
+    if think > 0 {
+        env.sleep(Duration::from_millis(think)).await;
     }
 }
 
 /// The holder's work: read the resource, acquire and release the lock `nested` more times, work
-/// for `hold_ms`, write back.
+/// for `hold_ms` (no longer than its validity, if it checks it: then it skips the write once the
+/// lease ran out on its clock), write back.
 #[allow(clippy::too_many_arguments)]
 async fn critical_section<L, E, P, S>(
     plan: &ClientPlan,
@@ -215,7 +237,25 @@ async fn critical_section<L, E, P, S>(
     }
 
     let hold = env.random_range(plan.hold_ms[0], plan.hold_ms[1]);
-    env.sleep(Duration::from_millis(hold)).await;
+    if plan.check_validity_before_write {
+        // Work no longer than the lease lasts, by this client's clock.
+        let left = guard.valid_until_ms.saturating_sub(env.now_ms());
+        env.sleep(Duration::from_millis(hold.min(left))).await;
+        let now_ms = env.now_ms();
+        if now_ms >= guard.valid_until_ms {
+            rec.record(
+                &me,
+                EventKind::LeaseExpired {
+                    valid_until_ms: guard.valid_until_ms,
+                    now_ms,
+                },
+            );
+            return;
+        }
+    } else {
+        env.sleep(Duration::from_millis(hold)).await;
+    }
+    points.before_write(plan.index).await;
 
     match plan.workload {
         WorkloadKind::Counter => {

@@ -185,7 +185,7 @@ fn replica_links_up_and_receives_writes() {
         .arg("v")
         .query::<()>(&mut m)
         .unwrap();
-    let acked: i64 = redis::cmd("WAIT").arg(1).arg(1000).query(&mut m).unwrap();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(500).query(&mut m).unwrap();
     assert_eq!(acked, 1);
     let mut r = replica.control().unwrap();
     let v: Option<String> = redis::cmd("GET").arg("k").query(&mut r).unwrap();

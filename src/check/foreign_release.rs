@@ -16,7 +16,18 @@ use crate::history::{fmt_ms, EventKind, History};
 use crate::scenario::Verdict;
 
 /// The foreign-release checker.
-pub struct ForeignRelease;
+pub struct ForeignRelease {
+    /// Independent masters the lock lives on. The rule needs one: with a quorum lock (Redlock) a
+    /// grant takes a majority of the masters, and a release may still delete the holder's own
+    /// entry on the others.
+    pub masters: u32,
+}
+
+impl ForeignRelease {
+    pub fn for_masters(masters: u32) -> ForeignRelease {
+        ForeignRelease { masters }
+    }
+}
 
 impl Checker for ForeignRelease {
     fn name(&self) -> &'static str {
@@ -24,6 +35,17 @@ impl Checker for ForeignRelease {
     }
 
     fn check(&self, history: &History) -> CheckResult {
+        if self.masters > 1 {
+            return CheckResult {
+                verdict: Verdict::Safe,
+                summary: format!(
+                    "not judged: on {} independent masters a grant does not take every master's entry",
+                    self.masters
+                ),
+                evidence: serde_json::json!({ "judged": false, "foreign_releases": 0 }),
+                timeline: Vec::new(),
+            };
+        }
         let gs = grants(history);
         let mut found = Vec::new();
         for g in &gs {
@@ -86,6 +108,7 @@ impl Checker for ForeignRelease {
                 "no release deleted another client's entry".to_string()
             },
             evidence: serde_json::json!({
+                "judged": true,
                 "foreign_releases": found.len(),
                 "releases": found,
             }),
@@ -120,7 +143,7 @@ mod tests {
 
     #[test]
     fn a_plain_del_after_someone_elses_grant_is_foreign() {
-        let r = ForeignRelease.check(&seed_002(true));
+        let r = ForeignRelease::for_masters(1).check(&seed_002(true));
         assert_eq!(r.verdict, Verdict::Violation);
         assert_eq!(r.evidence["releases"][0]["client"], 0);
         assert_eq!(r.evidence["releases"][0]["owner"], 1);
@@ -128,7 +151,7 @@ mod tests {
 
     #[test]
     fn a_compare_and_delete_that_deleted_nothing_is_safe() {
-        let r = ForeignRelease.check(&seed_002(false));
+        let r = ForeignRelease::for_masters(1).check(&seed_002(false));
         assert_eq!(r.verdict, Verdict::Safe);
     }
 
@@ -157,9 +180,16 @@ mod tests {
                 ev(1_500_002, "client-0", EventKind::Released { deleted: true }),
             ],
         };
-        let r = ForeignRelease.check(&h);
+        let r = ForeignRelease::for_masters(1).check(&h);
         assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
         assert_eq!(r.evidence["releases"][0]["owner"], 1);
+    }
+
+    #[test]
+    fn quorum_locks_are_not_judged() {
+        let r = ForeignRelease::for_masters(5).check(&seed_002(true));
+        assert_eq!(r.verdict, Verdict::Safe);
+        assert_eq!(r.evidence["judged"], false);
     }
 
     #[test]
@@ -175,7 +205,7 @@ mod tests {
                 ev(22, "client-1", EventKind::Released { deleted: true }),
             ],
         };
-        let r = ForeignRelease.check(&h);
+        let r = ForeignRelease::for_masters(1).check(&h);
         assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
     }
 }

@@ -35,22 +35,23 @@ pub trait Checker {
 }
 
 /// Every checker lockcheck runs, in report order, with default parameters (the liveness bound
-/// is three times Redisson's default 30 s lease).
+/// is three times Redisson's default 30 s lease; one master).
 pub fn all() -> Vec<Box<dyn Checker>> {
-    with_lease_ms(crate::scenario::DEFAULT_WATCHDOG_TIMEOUT_MS)
+    with(crate::scenario::DEFAULT_WATCHDOG_TIMEOUT_MS, 1)
 }
 
-/// Every checker, parameterised for `scenario` (the liveness bound is three of its leases).
+/// Every checker, parameterised for `scenario` (the liveness bound is three of its leases; the
+/// foreign-release rule needs the lock to live on one master).
 pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
-    with_lease_ms(scenario.lock.lease_ms())
+    with(scenario.lock.lease_ms(), scenario.redis.masters)
 }
 
-fn with_lease_ms(lease_ms: u64) -> Vec<Box<dyn Checker>> {
+fn with(lease_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
     vec![
         Box::new(mutual_exclusion::MutualExclusion),
         Box::new(resource::Resource),
         Box::new(liveness::Liveness::for_lease_ms(lease_ms)),
-        Box::new(foreign_release::ForeignRelease),
+        Box::new(foreign_release::ForeignRelease::for_masters(masters)),
         Box::new(reentrancy::Reentrancy),
     ]
 }

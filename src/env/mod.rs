@@ -82,6 +82,25 @@ pub trait Env: Clone + Send + Sync + 'static {
         async {}
     }
 
+    /// Runs `task` for at most `d` as measured by this node's clock: `Some(output)` if it finished
+    /// in time, `None` if the time ran out first (the task is then dropped, as a client library
+    /// abandons a request whose reply is late). When both are ready at the same poll (a node that
+    /// was paused while the reply arrived), the finished task wins.
+    fn timeout<F>(&self, d: Duration, task: F) -> impl Future<Output = Option<F::Output>> + Send
+    where
+        F: Future + Send,
+    {
+        let timer = self.sleep(d);
+        async move {
+            let task = std::pin::pin!(task);
+            let timer = std::pin::pin!(timer);
+            match futures::future::select(task, timer).await {
+                futures::future::Either::Left((out, _)) => Some(out),
+                futures::future::Either::Right(_) => None,
+            }
+        }
+    }
+
     /// A uniformly random value in `[lo, hi]`.
     fn random_range(&self, lo: u64, hi: u64) -> u64 {
         if hi <= lo {

@@ -11,6 +11,7 @@ pub mod fenced;
 pub mod lettuce_reentrant;
 pub mod naive_setnx_expire;
 pub mod redisson;
+pub mod redlock;
 pub mod set_ex_nx_del;
 pub mod set_nx_px;
 
@@ -22,6 +23,7 @@ pub use fenced::Fenced;
 pub use lettuce_reentrant::LettuceReentrant;
 pub use naive_setnx_expire::NaiveSetnxExpire;
 pub use redisson::Redisson;
+pub use redlock::{Redlock, RedlockOptions};
 pub use set_ex_nx_del::SetExNxDel;
 pub use set_nx_px::SetNxPx;
 
@@ -82,6 +84,8 @@ pub enum LockKind {
     Redisson,
     /// `SET NX PX` plus a fencing token from `INCR` (Kleppmann, cited by seed 002).
     Fenced,
+    /// Redlock: `SET NX PX` on N independent masters, a majority and validity time (seed 002).
+    Redlock,
 }
 
 impl LockKind {
@@ -93,6 +97,7 @@ impl LockKind {
         LockKind::LettuceReentrant,
         LockKind::Redisson,
         LockKind::Fenced,
+        LockKind::Redlock,
     ];
 
     pub fn name(self) -> &'static str {
@@ -103,6 +108,7 @@ impl LockKind {
             LockKind::LettuceReentrant => "lettuce-reentrant",
             LockKind::Redisson => "redisson",
             LockKind::Fenced => "fenced",
+            LockKind::Redlock => "redlock",
         }
     }
 
@@ -126,6 +132,9 @@ impl LockKind {
             }
             LockKind::Fenced => {
                 "SET NX PX plus a fencing token from INCR on the same Redis; storage refuses older tokens (Kleppmann, cited by seed 002)"
+            }
+            LockKind::Redlock => {
+                "SET NX PX on N independent masters in parallel; a majority within the validity time (seed 002)"
             }
         }
     }
@@ -155,6 +164,8 @@ pub struct LockConfig {
     /// No explicit lease was set: a lock with a watchdog (Redisson) takes `ttl` as its watchdog
     /// timeout and renews it while held.
     pub watchdog: bool,
+    /// Redlock's parameters (ignored by other kinds).
+    pub redlock: RedlockOptions,
 }
 
 impl LockConfig {
@@ -168,6 +179,20 @@ impl LockConfig {
                 Duration::from_millis(spec.retry_ms[1]),
             ),
             watchdog: spec.ttl_ms.is_none(),
+            redlock: {
+                let d = RedlockOptions::default();
+                RedlockOptions {
+                    node_timeout: spec
+                        .node_timeout_ms
+                        .map(Duration::from_millis)
+                        .unwrap_or(d.node_timeout),
+                    drift_factor: spec.drift_factor.unwrap_or(d.drift_factor),
+                    drift_ms: spec.drift_ms.unwrap_or(d.drift_ms),
+                    recheck_after_acquire: spec
+                        .recheck_after_acquire
+                        .unwrap_or(d.recheck_after_acquire),
+                }
+            },
         }
     }
 }
@@ -183,6 +208,7 @@ where
     LettuceReentrant(LettuceReentrant<C, E>),
     Redisson(Redisson<C, E>),
     Fenced(Fenced<C, E>),
+    Redlock(Redlock<C, E>),
 }
 
 impl<C, E> AnyLock<C, E>
@@ -205,6 +231,7 @@ where
             }
             LockKind::Redisson => AnyLock::Redisson(Redisson::new(conns.remove(0), env, config)),
             LockKind::Fenced => AnyLock::Fenced(Fenced::new(conns.remove(0), env, config)),
+            LockKind::Redlock => AnyLock::Redlock(Redlock::new(conns, env, config)),
         }
     }
 }
@@ -222,6 +249,7 @@ where
             AnyLock::LettuceReentrant(l) => l.acquire().await,
             AnyLock::Redisson(l) => l.acquire().await,
             AnyLock::Fenced(l) => l.acquire().await,
+            AnyLock::Redlock(l) => l.acquire().await,
         }
     }
 
@@ -233,6 +261,7 @@ where
             AnyLock::LettuceReentrant(l) => l.release(guard).await,
             AnyLock::Redisson(l) => l.release(guard).await,
             AnyLock::Fenced(l) => l.release(guard).await,
+            AnyLock::Redlock(l) => l.release(guard).await,
         }
     }
 
@@ -244,6 +273,7 @@ where
             AnyLock::LettuceReentrant(l) => l.renew(guard).await,
             AnyLock::Redisson(l) => l.renew(guard).await,
             AnyLock::Fenced(l) => l.renew(guard).await,
+            AnyLock::Redlock(l) => l.renew(guard).await,
         }
     }
 }

@@ -23,6 +23,7 @@
 //! `redis::aio::ConnectionLike` that follows failovers the way a Sentinel-aware
 //! client does.
 
+mod blackhole;
 mod cleanup;
 mod connection;
 mod error;
@@ -33,6 +34,7 @@ mod process;
 pub mod subscription;
 pub mod world;
 
+pub use blackhole::BlackHole;
 pub use cleanup::{install_cleanup_handlers, kill_all_children, registered_children};
 pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use error::RealError;

@@ -12,21 +12,35 @@
 //!   [`Gate`](crate::env::Gate) that the pause closes, as a stop-the-world GC stops every thread.
 //! - `crash` of a client: at its named point the client's gate closes for good and the client
 //!   task stops dead there, without releasing; its watchdog stops with it.
+//! - clocks (`clock_jump`, `clock_drift` at `at_ms = 0`, `[clocks]`) on masters without replicas:
+//!   the server runs under libfaketime (see `faketime.rs`): a drifting server gets
+//!   `FAKETIME='+0 xR'` with `R = 1 + ppm / 1e6`; a server whose clock jumps (or starts offset)
+//!   reads its offset from a timestamp file that lockcheck rewrites (`FAKETIME_NO_CACHE=1`).
+//!   libfaketime cannot do both to one server.
+//! - `partition` between clients and masters (no replicas): every client has its own connection
+//!   to every master, and a cut points that client's connection at a black hole (a port that
+//!   accepts and never answers), so exactly that client times out on exactly that master while
+//!   the others still reach it (see `blackhole.rs`). Cuts that only lose replies (a request that
+//!   lands, a reply that does not) have no recipe: that needs a proxy.
 //!
 //! The protected resource lives on a separate `redis-server` (the storage), not on the lock's.
 //!
 //! Every process is killed when this returns, on error, on panic and on Ctrl-C.
 
+use super::blackhole::BlackHole;
 use super::connection::{ConnectionTimeouts, Route, RoutedConnection};
 use super::failover::FailoverRig;
+use super::faketime::FakeTime;
 use super::process::{RedisServer, ServerOptions};
 use super::RealError;
 use crate::env::{Gate, PointHook, RealEnv};
 use crate::history::{EventKind, History, Recorder};
 use crate::lock::{AnyLock, LockConfig};
 use crate::resource::Store;
-use crate::scenario::{ClientRef, Fault, FaultKind, Scenario, Trigger};
+use crate::scenario::{ClientPoint, ClientRef, Fault, FaultKind, Scenario, Trigger};
 use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -61,8 +75,35 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
     for f in &s.faults {
         match (&f.kind, &f.trigger) {
             (FaultKind::Failover { .. }, _) => {}
-            (FaultKind::Pause { .. }, Trigger::Acquired { .. } | Trigger::Point { .. }) => {}
-            (FaultKind::ClientCrash { .. }, Trigger::Acquired { .. } | Trigger::Point { .. }) => {}
+            (
+                FaultKind::Pause { .. } | FaultKind::ClientCrash { .. },
+                Trigger::Acquired { .. } | Trigger::BeforeWrite { .. } | Trigger::Point { .. },
+            ) => {}
+            // A client stopped from the start: its task starts `for_ms` late.
+            (
+                FaultKind::Pause {
+                    client: ClientRef::Index(_),
+                    ..
+                },
+                Trigger::At(0),
+            ) => {}
+            (FaultKind::ClockJump { node, .. }, Trigger::At(_) | Trigger::Acquired { .. }) => {
+                faked_master(s, node, "a clock jump")?;
+            }
+            (FaultKind::ClockDrift { node, .. }, Trigger::At(0)) => {
+                faked_master(s, node, "clock drift")?;
+            }
+            (
+                FaultKind::Partition {
+                    nodes,
+                    from,
+                    direction,
+                    ..
+                },
+                Trigger::At(_) | Trigger::Acquired { .. },
+            ) => {
+                client_cuts(s, nodes, from, *direction)?;
+            }
             (kind, trigger) => {
                 return Err(unsupported(format!(
                     "fault {kind:?} with trigger {trigger:?} has no real-mode recipe yet; run it in simulation (without --real)"
@@ -73,22 +114,160 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
     Ok(())
 }
 
-/// Runs `scenario` on spawned servers and returns the history. `seed` only seeds the clients'
-/// randomness source: real runs are not deterministic.
+/// A master named in a clock fault: it must be `redis-<m>` of a group without replicas.
+fn faked_master(s: &Scenario, node: &str, what: &str) -> Result<usize, RealError> {
+    match master_index(s, node) {
+        Some(m) if s.redis.replicas == 0 => Ok(m),
+        _ => Err(unsupported(format!(
+            "{what} on `{node}`: real mode fakes the clocks of masters without replicas only \
+             (client clocks and replicated groups: run it in simulation, without --real)"
+        ))),
+    }
+}
+
+/// `redis-<m>` -> m, for the scenario's masters.
+fn master_index(s: &Scenario, node: &str) -> Option<usize> {
+    let m: u32 = node.strip_prefix("redis-")?.parse().ok()?;
+    (m < s.redis.masters).then_some(m as usize)
+}
+
+/// `client-<c>` -> c.
+fn client_index(s: &Scenario, node: &str) -> Option<usize> {
+    let c: u32 = node.strip_prefix("client-")?.parse().ok()?;
+    (c < s.workload.clients).then_some(c as usize)
+}
+
+/// The (client, master) connections a partition cuts in real mode, or why it cannot.
+fn client_cuts(
+    s: &Scenario,
+    nodes: &[String],
+    from: &[String],
+    direction: crate::scenario::Direction,
+) -> Result<Vec<(usize, usize)>, RealError> {
+    let names = s.node_names();
+    let index: BTreeMap<String, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), i))
+        .collect();
+    let links = crate::sim::nemesis::partition_links(&index, nodes, from, direction);
+    let mut cuts = Vec::new();
+    for &(a, b) in &links {
+        let (na, nb) = (&names[a], &names[b]);
+        match (client_index(s, na), master_index(s, nb)) {
+            // A request that never arrives: the black hole.
+            (Some(c), Some(m)) if s.redis.replicas == 0 => cuts.push((c, m)),
+            _ => {
+                let reply_only = client_index(s, nb).is_some()
+                    && master_index(s, na).is_some()
+                    && links.contains(&(b, a));
+                let idle = (client_index(s, na).is_some() && client_index(s, nb).is_some())
+                    || (s.redis.replicas == 0
+                        && master_index(s, na).is_some()
+                        && master_index(s, nb).is_some());
+                // Clients never talk to each other, and independent masters do not either:
+                // those cuts change nothing. A reply cut with its request cut is the black hole.
+                if !(idle || reply_only) {
+                    return Err(unsupported(format!(
+                        "partition cutting {na} -> {nb}: real mode cuts client -> master \
+                         connections of masters without replicas only (a lost reply to a request \
+                         that landed needs a proxy); run it in simulation, without --real"
+                    )));
+                }
+            }
+        }
+    }
+    cuts.sort();
+    cuts.dedup();
+    Ok(cuts)
+}
+
+/// How each master's clock runs in real mode, and what to record about it.
+struct ServerClocks {
+    fake: Vec<Option<FakeTime>>,
+    /// Start offsets to apply (jumpable servers) right after spawning.
+    offsets: Vec<i64>,
+    notes: Vec<String>,
+}
+
+fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
+    let masters = s.redis.masters as usize;
+    let mut drift = vec![0i64; masters];
+    let mut offsets = vec![0i64; masters];
+    let mut jumps = vec![false; masters];
+    let mut notes = Vec::new();
+    if !s.clocks.is_perfect() {
+        // The same ranges as the simulator, drawn from the seed (not the same numbers).
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+        for name in s.clocks.applies_to(&s.node_names()) {
+            let m = faked_master(s, &name, "[clocks]")?;
+            let [olo, ohi] = s.clocks.offset_ms;
+            let [dlo, dhi] = s.clocks.drift_ppm;
+            offsets[m] = rng.gen_range(olo..=ohi);
+            drift[m] = rng.gen_range(dlo..=dhi);
+            notes.push(format!(
+                "{name} clock starts {:+} ms off true time, drifting {:+} ppm",
+                offsets[m], drift[m]
+            ));
+        }
+    }
+    for f in &s.faults {
+        match &f.kind {
+            FaultKind::ClockDrift { node, ppm } => {
+                let m = faked_master(s, node, "clock drift")?;
+                drift[m] = *ppm;
+            }
+            FaultKind::ClockJump { node, .. } => {
+                jumps[faked_master(s, node, "a clock jump")?] = true
+            }
+            _ => {}
+        }
+    }
+    let mut fake = Vec::new();
+    for m in 0..masters {
+        let jumpable = jumps[m] || offsets[m] != 0;
+        fake.push(match (drift[m] != 0, jumpable) {
+            (false, false) => None,
+            (true, false) => Some(FakeTime::Rate(1.0 + drift[m] as f64 / 1e6)),
+            (false, true) => Some(FakeTime::Jumpable),
+            (true, true) => {
+                return Err(unsupported(format!(
+                    "redis-{m} both drifts and jumps (or starts offset): libfaketime does one \
+                     or the other per process; run it in simulation, without --real"
+                )))
+            }
+        });
+    }
+    Ok(ServerClocks {
+        fake,
+        offsets,
+        notes,
+    })
+}
+
+/// Runs `scenario` on spawned servers and returns the history. `seed` seeds the random clock
+/// draws of a `[clocks]` table; real runs are not deterministic.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
-    let _ = seed;
     check_supported(scenario)?;
+    let clocks = server_clocks(scenario, seed)?;
     super::cleanup::install_cleanup_handlers();
     // Spawn from this (long-lived) thread: the servers' parent-death signal is tied to it.
     let mut groups = Vec::new();
-    for _ in 0..scenario.redis.masters {
+    for m in 0..scenario.redis.masters as usize {
         groups.push(if scenario.redis.replicas == 1 {
             Group::Replicated(Box::new(FailoverRig::start_with(
                 ServerOptions::default(),
                 ServerOptions::default(),
             )?))
         } else {
-            Group::Single(RedisServer::spawn(ServerOptions::default())?)
+            let server = RedisServer::spawn(ServerOptions {
+                faketime: clocks.fake[m].clone(),
+                ..ServerOptions::default()
+            })?;
+            if clocks.offsets[m] != 0 {
+                server.jump_clock(clocks.offsets[m])?;
+            }
+            Group::Single(server)
         });
     }
     let storage = RedisServer::spawn(ServerOptions::default())?;
@@ -98,12 +277,27 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
         .build()
         .map_err(|e| RealError::io("starting the tokio runtime", e))?;
     let rec = rt.block_on(async { Recorder::real() });
+    for note in clocks.notes {
+        rec.record("nemesis", EventKind::Fault { what: note });
+    }
     let groups: Arc<Vec<Mutex<Group>>> = Arc::new(groups.into_iter().map(Mutex::new).collect());
+    // Every client has its own route to every master, so a partition can cut one client off
+    // from one master. Replicated groups share the rig's route, which the failover switches.
+    let routes: Vec<Vec<Arc<Route>>> = (0..scenario.workload.clients)
+        .map(|_| groups.iter().map(|g| g.lock().unwrap().route()).collect())
+        .collect();
+    let blackhole = rt
+        .block_on(BlackHole::start())
+        .map_err(|e| RealError::io("starting the partition black hole", e))?;
     let nemesis = RealNemesis {
         pending: Arc::new(Mutex::new(scenario.faults.clone())),
         groups: groups.clone(),
         rec: rec.clone(),
         detect: Duration::from_millis(scenario.redis.failover_detect_ms),
+        scenario: Arc::new(scenario.clone()),
+        routes: Arc::new(routes),
+        blackhole: blackhole.url(),
+        cuts: Arc::default(),
         gates: (0..scenario.workload.clients)
             .map(|_| Gate::default())
             .collect(),
@@ -112,7 +306,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
     let history = rt.block_on(drive(
         scenario,
         rec,
-        nemesis,
+        nemesis.clone(),
         groups.clone(),
         Route::new(storage.url()),
     ));
@@ -129,7 +323,9 @@ async fn drive(
     groups: Arc<Vec<Mutex<Group>>>,
     storage: Arc<Route>,
 ) -> History {
-    let routes: Vec<Arc<Route>> = groups.iter().map(|g| g.lock().unwrap().route()).collect();
+    let _ = groups;
+    // Timed faults: those at 0 are the starting state, in place before any client runs.
+    nemesis.start_timed();
     let timeouts = ConnectionTimeouts {
         connect: Duration::from_millis(scenario.redis.request_timeout_ms),
         response: Duration::from_millis(scenario.redis.request_timeout_ms),
@@ -138,7 +334,7 @@ async fn drive(
     let stop_at_us = scenario.duration_ms * 1000;
     let mut tasks = Vec::new();
     for c in 0..scenario.workload.clients {
-        let conns: Vec<RoutedConnection> = routes
+        let conns: Vec<RoutedConnection> = nemesis.routes[c as usize]
             .iter()
             .map(|r| RoutedConnection::new(r.clone(), timeouts))
             .collect();
@@ -167,16 +363,31 @@ async fn drive(
             stop_at_us,
             workload: scenario.workload.kind,
             nested: scenario.workload.nested,
+            check_validity_before_write: scenario.lock.check_validity_before_write,
         };
         let store = Store::new(RoutedConnection::new(storage.clone(), timeouts));
-        tasks.push(tokio::spawn(run_client(
-            plan,
-            lock,
-            env,
-            rec.clone(),
-            nemesis.clone(),
-            store,
-        )));
+        let late = nemesis.start_delay(c);
+        let client = run_client(plan, lock, env, rec.clone(), nemesis.clone(), store);
+        let rec = rec.clone();
+        tasks.push(tokio::spawn(async move {
+            if !late.is_zero() {
+                let ms = late.as_millis();
+                rec.record(
+                    "nemesis",
+                    EventKind::Fault {
+                        what: format!("client-{c} paused for {ms} ms (starts late)"),
+                    },
+                );
+                tokio::time::sleep(late).await;
+                rec.record(
+                    "nemesis",
+                    EventKind::Fault {
+                        what: format!("client-{c} resumed"),
+                    },
+                );
+            }
+            client.await
+        }));
     }
     let grace =
         scenario.lock.wait_ms + scenario.lock.lease_ms() + scenario.workload.hold_ms[1] + 5_000;
@@ -206,11 +417,152 @@ struct RealNemesis {
     groups: Arc<Vec<Mutex<Group>>>,
     rec: Recorder,
     detect: Duration,
+    scenario: Arc<Scenario>,
+    /// Each client's route to each master group: `routes[client][group]`.
+    routes: Arc<Vec<Vec<Arc<Route>>>>,
+    /// Where a cut connection leads.
+    blackhole: String,
+    /// How many partitions currently cut each (client, group) connection.
+    cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
     /// Each client's gate: closed during its pauses, closed for good when it crashed.
     gates: Vec<Gate>,
 }
 
 impl RealNemesis {
+    /// How late client `c` starts: the longest `pause` of it at `at_ms = 0`.
+    fn start_delay(&self, c: u32) -> Duration {
+        let ms = (self.scenario.faults.iter())
+            .filter_map(|f| match (&f.kind, &f.trigger) {
+                (
+                    FaultKind::Pause {
+                        client: ClientRef::Index(i),
+                        for_ms,
+                    },
+                    Trigger::At(0),
+                ) if *i == c => Some(*for_ms),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        Duration::from_millis(ms)
+    }
+
+    /// Fires the faults with an absolute time: those at 0 now, the others from timer tasks.
+    fn start_timed(&self) {
+        let timed: Vec<Fault> = {
+            let mut p = self.pending.lock().unwrap();
+            let (timed, rest): (Vec<Fault>, Vec<Fault>) = p
+                .drain(..)
+                .partition(|f| matches!(f.trigger, Trigger::At(_)));
+            *p = rest;
+            timed
+        };
+        for f in timed {
+            let Trigger::At(at_ms) = f.trigger else {
+                continue;
+            };
+            if at_ms == 0 {
+                self.fire(&f.kind);
+                continue;
+            }
+            let me = self.clone();
+            let at = Duration::from_millis(at_ms);
+            tokio::spawn(async move {
+                let now = Duration::from_micros(me.rec.now_us());
+                tokio::time::sleep(at.saturating_sub(now)).await;
+                me.fire(&f.kind);
+            });
+        }
+    }
+
+    /// Carries out a timed fault now (pauses are handled where they are triggered).
+    fn fire(&self, kind: &FaultKind) {
+        match kind {
+            FaultKind::Failover { master } => {
+                let me = self.clone();
+                let m = *master as usize;
+                tokio::task::spawn_blocking(move || me.fail_over(m));
+            }
+            FaultKind::ClockJump { node, by_ms } => {
+                let Some(m) = master_index(&self.scenario, node) else {
+                    return;
+                };
+                let g = self.groups[m].lock().unwrap();
+                let Group::Single(server) = &*g else { return };
+                match server.jump_clock(*by_ms) {
+                    Ok(()) => self.note(format!(
+                        "{node} clock jumped by {by_ms} ms (libfaketime offset now {} ms)",
+                        server.clock_offset_ms().unwrap_or(0)
+                    )),
+                    Err(e) => self.note(format!("{node} clock jump failed: {e}")),
+                }
+            }
+            FaultKind::Partition {
+                nodes,
+                from,
+                for_ms,
+                direction,
+            } => {
+                let Ok(cuts) = client_cuts(&self.scenario, nodes, from, *direction) else {
+                    return;
+                };
+                self.cut(&cuts, true);
+                let others = if from.is_empty() {
+                    "everyone".to_string()
+                } else {
+                    from.join(", ")
+                };
+                self.note(format!(
+                    "partition: {} cut off from {others} for {for_ms} ms (client connections to a black hole)",
+                    nodes.join(", ")
+                ));
+                let me = self.clone();
+                let for_ms = Duration::from_millis(*for_ms);
+                tokio::spawn(async move {
+                    tokio::time::sleep(for_ms).await;
+                    me.cut(&cuts, false);
+                    me.note("partition healed".to_string());
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Points each (client, group) connection of `cuts` at the black hole, or back.
+    fn cut(&self, cuts: &[(usize, usize)], on: bool) {
+        let mut counts = self.cuts.lock().unwrap();
+        for &(c, g) in cuts {
+            let n = counts.entry((c, g)).or_insert(0);
+            let before = *n;
+            *n = if on {
+                before + 1
+            } else {
+                before.saturating_sub(1)
+            };
+            let route = &self.routes[c][g];
+            if before == 0 && *n == 1 {
+                route.switch_to(self.blackhole.clone());
+            } else if before == 1 && *n == 0 {
+                let url = self.groups[g].lock().unwrap().route().url();
+                route.switch_to(url);
+            }
+        }
+    }
+
+    /// Takes the pending faults that `client` reaching `point` now triggers.
+    fn take_due(&self, client: u32, point: ClientPoint) -> Vec<Fault> {
+        let now_ms = self.rec.now_us() / 1000;
+        let mut p = self.pending.lock().unwrap();
+        let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
+            let Some(after_ms) = f.trigger.point_after_ms(point) else {
+                return false;
+            };
+            now_ms >= after_ms && whose(&f.kind, client)
+        });
+        *p = rest;
+        due
+    }
+
     fn note(&self, what: String) {
         self.rec.record("nemesis", EventKind::Fault { what });
     }
@@ -291,7 +643,7 @@ impl RealNemesis {
                     self.note(format!("client-{client} crashed at {point}"));
                     crashed = true;
                 }
-                _ => {}
+                other => self.fire(&other),
             }
         }
         let gate = &self.gates[client as usize];
@@ -342,5 +694,10 @@ impl FaultPoints for RealNemesis {
         let due =
             crate::sim::nemesis::SimNemesis::due_at_point(&self.pending, now_ms, client, point);
         self.fire_at_client(client, point, due).await;
+    }
+
+    async fn before_write(&self, client: u32) {
+        let due = self.take_due(client, ClientPoint::BeforeWrite);
+        self.fire_at_client(client, "before_write", due).await;
     }
 }

@@ -91,6 +91,47 @@ impl Clocks {
     }
 }
 
+/// Sets every node's clock as the scenario's `[clocks]` table says, drawing each node's offset and
+/// drift from the run's seed, and records what it drew. Makes no draw when all clocks are perfect.
+pub fn start_clocks(
+    spec: &crate::scenario::ClocksSpec,
+    names: &[String],
+    clocks: &Clocks,
+    rec: &crate::history::Recorder,
+) {
+    if spec.is_perfect() {
+        return;
+    }
+    let targets = spec.applies_to(names);
+    for (i, name) in names.iter().enumerate() {
+        if !targets.contains(name) {
+            continue;
+        }
+        let offset = signed_random(spec.offset_ms);
+        let ppm = signed_random(spec.drift_ppm);
+        clocks.jump(i, offset);
+        clocks.set_drift(i, ppm);
+        rec.record(
+            "nemesis",
+            crate::history::EventKind::Fault {
+                what: format!(
+                    "{name} clock starts {offset:+} ms off true time, drifting {ppm:+} ppm"
+                ),
+            },
+        );
+    }
+}
+
+/// Uniform in `[lo, hi]` from madsim's seeded RNG.
+fn signed_random([lo, hi]: [i64; 2]) -> i64 {
+    if hi <= lo {
+        lo
+    } else {
+        let span = (hi as i128 - lo as i128 + 1) as u128;
+        (lo as i128 + (madsim::rand::random::<u64>() as u128 % span) as i128) as i64
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

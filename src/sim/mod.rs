@@ -34,6 +34,8 @@ pub struct SimRun {
     pub history: History,
     /// The protected counter's final value and the number of writes the storage accepted.
     pub counter: (u64, u64),
+    /// Redis commands the servers executed.
+    pub commands: u64,
 }
 
 /// Runs `scenario` with `seed` using the lock kind the scenario names.
@@ -72,6 +74,7 @@ where
     let clocks = Clocks::new(names.len());
     let net = Network::new(scenario.redis.latency_ms);
     let rec = Recorder::simulated();
+    clock::start_clocks(&scenario.clocks, &names, &clocks, &rec);
     let cluster = Cluster::new(
         &ClusterConfig {
             masters: scenario.redis.masters,
@@ -152,6 +155,7 @@ where
             stop_at_us,
             workload: scenario.workload.kind,
             nested: scenario.workload.nested,
+            check_validity_before_write: scenario.lock.check_validity_before_write,
         };
         handles.push(node.spawn(run_client(
             plan,
@@ -177,5 +181,7 @@ where
     SimRun {
         history: rec.snapshot(),
         counter,
+
+        commands: cluster.commands(),
     }
 }

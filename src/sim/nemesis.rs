@@ -9,7 +9,7 @@ use super::clock::Clocks;
 use super::cluster::Cluster;
 use super::network::Network;
 use crate::history::{EventKind, Recorder};
-use crate::scenario::{ClientRef, Fault, FaultKind, Trigger};
+use crate::scenario::{ClientPoint, ClientRef, Direction, Fault, FaultKind, Trigger};
 use crate::workload::FaultPoints;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
@@ -76,6 +76,12 @@ impl SimNemesis {
             };
             let me = self.clone();
             let delay = Duration::from_micros((at_ms * 1000).saturating_sub(self.rec.now_us()));
+            if delay.is_zero() {
+                // `at_ms = 0` is the starting state: in place before any client sends a request
+                // (a timer would fire only after madsim's 1 ms floor).
+                self.fire(&f.kind, None);
+                continue;
+            }
             self.later(delay, async move { me.fire(&f.kind, None) });
         }
     }
@@ -132,9 +138,16 @@ impl SimNemesis {
                 });
             }
             FaultKind::Pause { client, for_ms } => {
-                let c = match client {
-                    ClientRef::Holder => holder.expect("holder pauses are acquire-triggered"),
-                    ClientRef::Index(i) => *i,
+                let c = match (client, holder) {
+                    (ClientRef::Index(i), _) => *i,
+                    (ClientRef::Holder, Some(h)) => h,
+                    (ClientRef::Holder, None) => match self.rec.snapshot().current_holder() {
+                        Some(h) => h,
+                        None => {
+                            self.note("pause of the holder skipped: nobody holds the lock".into());
+                            return;
+                        }
+                    },
                 };
                 Handle::current().pause(self.clients[c as usize]);
                 self.note(format!("client-{c} paused for {for_ms} ms (GC pause)"));
@@ -148,8 +161,9 @@ impl SimNemesis {
                 nodes,
                 from,
                 for_ms,
+                direction,
             } => {
-                let links = self.links(nodes, from);
+                let links = partition_links(&self.nodes, nodes, from, *direction);
                 for &(a, b) in &links {
                     self.net.cut(a, b);
                 }
@@ -158,8 +172,13 @@ impl SimNemesis {
                 } else {
                     from.join(", ")
                 };
+                let how = match direction {
+                    Direction::Both => "",
+                    Direction::Inbound => " (inbound only: they still send)",
+                    Direction::Outbound => " (outbound only: they still hear)",
+                };
                 self.note(format!(
-                    "partition: {} cut off from {others} for {for_ms} ms",
+                    "partition: {} cut off from {others} for {for_ms} ms{how}",
                     nodes.join(", ")
                 ));
                 let me = self.clone();
@@ -194,27 +213,53 @@ impl SimNemesis {
             }
         }
     }
+}
 
-    /// The directed links a partition cuts: both ways between `nodes` and `from` (or everyone).
-    fn links(&self, nodes: &[String], from: &[String]) -> Vec<(usize, usize)> {
-        let cut: Vec<usize> = nodes.iter().map(|n| self.nodes[n]).collect();
-        let others: Vec<usize> = if from.is_empty() {
-            self.nodes
-                .values()
-                .copied()
-                .filter(|i| !cut.contains(i))
-                .collect()
-        } else {
-            from.iter().map(|n| self.nodes[n]).collect()
-        };
-        let mut links = Vec::new();
-        for &a in &cut {
-            for &b in &others {
+/// The directed links (`(sender, receiver)` node indices) a partition cuts between `nodes` and
+/// `from` (everyone else when `from` is empty), in `direction`.
+pub fn partition_links(
+    index: &BTreeMap<String, usize>,
+    nodes: &[String],
+    from: &[String],
+    direction: Direction,
+) -> Vec<(usize, usize)> {
+    let cut: Vec<usize> = nodes.iter().map(|n| index[n]).collect();
+    let others: Vec<usize> = if from.is_empty() {
+        index
+            .values()
+            .copied()
+            .filter(|i| !cut.contains(i))
+            .collect()
+    } else {
+        from.iter().map(|n| index[n]).collect()
+    };
+    let mut links = Vec::new();
+    for &a in &cut {
+        for &b in &others {
+            if direction != Direction::Inbound {
                 links.push((a, b));
+            }
+            if direction != Direction::Outbound {
                 links.push((b, a));
             }
         }
-        links
+    }
+    links
+}
+
+impl SimNemesis {
+    /// Takes the pending faults that `client` reaching `point` now triggers.
+    fn take_due(&self, client: u32, point: ClientPoint) -> Vec<Fault> {
+        let now_ms = self.rec.now_us() / 1000;
+        let mut p = self.pending.lock().unwrap();
+        let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
+            let Some(after_ms) = f.trigger.point_after_ms(point) else {
+                return false;
+            };
+            now_ms >= after_ms && whose(&f.kind, client)
+        });
+        *p = rest;
+        due
     }
 }
 
@@ -279,24 +324,9 @@ impl SimNemesis {
             std::future::pending::<()>().await;
         }
         if paused_self {
-            yield_once().await;
+            madsim::task::yield_now().await;
         }
     }
-}
-
-/// Returns `Pending` once (after waking itself), so the task goes back to the scheduler.
-async fn yield_once() {
-    let mut yielded = false;
-    std::future::poll_fn(|cx| {
-        if yielded {
-            std::task::Poll::Ready(())
-        } else {
-            yielded = true;
-            cx.waker().wake_by_ref();
-            std::task::Poll::Pending
-        }
-    })
-    .await
 }
 
 impl FaultPoints for SimNemesis {
@@ -304,6 +334,11 @@ impl FaultPoints for SimNemesis {
         let now_ms = self.rec.now_us() / 1000;
         let due = SimNemesis::due_at_point(&self.pending, now_ms, client, point);
         self.fire_due(due, client, point).await;
+    }
+
+    async fn before_write(&self, client: u32) {
+        let due = self.take_due(client, ClientPoint::BeforeWrite);
+        self.fire_due(due, client, "before_write").await;
     }
 
     async fn acquired(&self, client: u32) {
@@ -320,5 +355,45 @@ impl FaultPoints for SimNemesis {
             due
         };
         self.fire_due(due, client, "acquired").await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_directions_cut_the_right_links() {
+        let index: BTreeMap<String, usize> = ["redis-0", "redis-1", "client-0"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), i))
+            .collect();
+        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cut = |nodes: &[&str], from: &[&str], d| {
+            let mut l = partition_links(&index, &n(nodes), &n(from), d);
+            l.sort();
+            l
+        };
+        // redis-0 = 0, redis-1 = 1, client-0 = 2.
+        assert_eq!(
+            cut(&["redis-0"], &["client-0"], Direction::Both),
+            [(0, 2), (2, 0)]
+        );
+        // Inbound: redis-0 hears nothing from client-0, its replies still go out.
+        assert_eq!(
+            cut(&["redis-0"], &["client-0"], Direction::Inbound),
+            [(2, 0)]
+        );
+        // Outbound: what redis-0 sends to client-0 is lost.
+        assert_eq!(
+            cut(&["redis-0"], &["client-0"], Direction::Outbound),
+            [(0, 2)]
+        );
+        // No `from`: everyone else.
+        assert_eq!(
+            cut(&["redis-0"], &[], Direction::Outbound),
+            [(0, 1), (0, 2)]
+        );
     }
 }

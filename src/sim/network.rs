@@ -5,13 +5,15 @@
 //! simulated round trip to two timer events. Partitions are directed cuts between node indices, so
 //! a link can fail one way only.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// Cut links and latency, shared by every node of a simulation.
 #[derive(Clone, Debug)]
 pub struct Network {
-    cuts: Arc<Mutex<BTreeSet<(usize, usize)>>>,
+    /// Cut links `(from, to)`, each with the number of partitions currently cutting it (two
+    /// overlapping partitions heal a link only when both have ended).
+    cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
     latency_ms: [u64; 2],
 }
 
@@ -26,17 +28,23 @@ impl Network {
     /// Whether a message sent now from `from` reaches `to`.
     pub fn reachable(&self, from: usize, to: usize) -> bool {
         let cuts = self.cuts.lock().unwrap();
-        cuts.is_empty() || !cuts.contains(&(from, to))
+        cuts.is_empty() || !cuts.contains_key(&(from, to))
     }
 
     /// Cuts the link `from -> to` (one way).
     pub fn cut(&self, from: usize, to: usize) {
-        self.cuts.lock().unwrap().insert((from, to));
+        *self.cuts.lock().unwrap().entry((from, to)).or_insert(0) += 1;
     }
 
     /// Heals the link `from -> to`.
     pub fn heal(&self, from: usize, to: usize) {
-        self.cuts.lock().unwrap().remove(&(from, to));
+        let mut cuts = self.cuts.lock().unwrap();
+        if let Some(n) = cuts.get_mut(&(from, to)) {
+            *n -= 1;
+            if *n == 0 {
+                cuts.remove(&(from, to));
+            }
+        }
     }
 
     /// A one-way latency sample.
