@@ -9,6 +9,8 @@
 //!   is resumed, promoted with `REPLICAOF NO ONE`, and clients are routed to it.
 //! - `pause`: the holder stalls at the "acquired" (or "before_write") point for `for_ms` (what a
 //!   GC pause does to it).
+//! - client clocks (`clock_jump`, `clock_drift`, `[clocks]` on `client-<c>`): the client's
+//!   [`RealEnv`] is skewed (offset, rate, jumps); the lock reads its clock only through it.
 //! - clocks (`clock_jump`, `clock_drift` at `at_ms = 0`, `[clocks]`) on masters without replicas:
 //!   the server runs under libfaketime (see `faketime.rs`): a drifting server gets
 //!   `FAKETIME='+0 xR'` with `R = 1 + ppm / 1e6`; a server whose clock jumps (or starts offset)
@@ -79,8 +81,12 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
                 Trigger::At(0),
             ) => {}
             (FaultKind::ClockJump { node, .. }, Trigger::At(_) | Trigger::Acquired { .. }) => {
-                faked_master(s, node, "a clock jump")?;
+                if client_index(s, node).is_none() {
+                    faked_master(s, node, "a clock jump")?;
+                }
             }
+            (FaultKind::ClockDrift { node, .. }, Trigger::At(_) | Trigger::Acquired { .. })
+                if client_index(s, node).is_some() => {}
             (FaultKind::ClockDrift { node, .. }, Trigger::At(0)) => {
                 faked_master(s, node, "clock drift")?;
             }
@@ -110,8 +116,8 @@ fn faked_master(s: &Scenario, node: &str, what: &str) -> Result<usize, RealError
     match master_index(s, node) {
         Some(m) if s.redis.replicas == 0 => Ok(m),
         _ => Err(unsupported(format!(
-            "{what} on `{node}`: real mode fakes the clocks of masters without replicas only \
-             (client clocks and replicated groups: run it in simulation, without --real)"
+            "{what} on `{node}`: real mode fakes the clocks of clients and of masters without \
+             replicas only (replicated groups: run it in simulation, without --real)"
         ))),
     }
 }
@@ -179,6 +185,8 @@ struct ServerClocks {
     /// Start offsets to apply (jumpable servers) right after spawning.
     offsets: Vec<i64>,
     notes: Vec<String>,
+    /// Each client's start (offset ms, drift ppm).
+    clients: Vec<(i64, i64)>,
 }
 
 fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
@@ -187,23 +195,31 @@ fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
     let mut offsets = vec![0i64; masters];
     let mut jumps = vec![false; masters];
     let mut notes = Vec::new();
+    let mut clients = vec![(0i64, 0i64); s.workload.clients as usize];
     if !s.clocks.is_perfect() {
         // The same ranges as the simulator, drawn from the seed (not the same numbers).
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
         for name in s.clocks.applies_to(&s.node_names()) {
-            let m = faked_master(s, &name, "[clocks]")?;
             let [olo, ohi] = s.clocks.offset_ms;
             let [dlo, dhi] = s.clocks.drift_ppm;
-            offsets[m] = rng.gen_range(olo..=ohi);
-            drift[m] = rng.gen_range(dlo..=dhi);
+            let (offset, ppm) = (rng.gen_range(olo..=ohi), rng.gen_range(dlo..=dhi));
+            if let Some(c) = client_index(s, &name) {
+                clients[c] = (offset, ppm);
+            } else {
+                let m = faked_master(s, &name, "[clocks]")?;
+                offsets[m] = offset;
+                drift[m] = ppm;
+            }
             notes.push(format!(
-                "{name} clock starts {:+} ms off true time, drifting {:+} ppm",
-                offsets[m], drift[m]
+                "{name} clock starts {offset:+} ms off true time, drifting {ppm:+} ppm"
             ));
         }
     }
     for f in &s.faults {
         match &f.kind {
+            // Client clocks are the client's `RealEnv`: set when the fault fires.
+            FaultKind::ClockDrift { node, .. } | FaultKind::ClockJump { node, .. }
+                if client_index(s, node).is_some() => {}
             FaultKind::ClockDrift { node, ppm } => {
                 let m = faked_master(s, node, "clock drift")?;
                 drift[m] = *ppm;
@@ -220,11 +236,19 @@ fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
         fake.push(match (drift[m] != 0, jumpable) {
             (false, false) => None,
             (true, false) => Some(FakeTime::Rate(1.0 + drift[m] as f64 / 1e6)),
+            (false, true) if !jumps[m] => Some(FakeTime::Skewed {
+                offset_ms: offsets[m],
+                rate: 1.0,
+            }),
             (false, true) => Some(FakeTime::Jumpable),
+            (true, true) if !jumps[m] => Some(FakeTime::Skewed {
+                offset_ms: offsets[m],
+                rate: 1.0 + drift[m] as f64 / 1e6,
+            }),
             (true, true) => {
                 return Err(unsupported(format!(
-                    "redis-{m} both drifts and jumps (or starts offset): libfaketime does one \
-                     or the other per process; run it in simulation, without --real"
+                    "redis-{m} both drifts and jumps: libfaketime does one or the other per \
+                     process; run it in simulation, without --real"
                 )))
             }
         });
@@ -233,6 +257,7 @@ fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
         fake,
         offsets,
         notes,
+        clients,
     })
 }
 
@@ -255,7 +280,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
                 faketime: clocks.fake[m].clone(),
                 ..ServerOptions::default()
             })?;
-            if clocks.offsets[m] != 0 {
+            if clocks.offsets[m] != 0 && clocks.fake[m] == Some(FakeTime::Jumpable) {
                 server.jump_clock(clocks.offsets[m])?;
             }
             Group::Single(server)
@@ -279,7 +304,22 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
     let blackhole = rt
         .block_on(BlackHole::start())
         .map_err(|e| RealError::io("starting the partition black hole", e))?;
+    let client_envs: Vec<RealEnv> = clocks
+        .clients
+        .iter()
+        .map(|&(offset, ppm)| {
+            let env = RealEnv::default();
+            if offset != 0 {
+                env.jump(offset);
+            }
+            if ppm != 0 {
+                env.set_drift(ppm);
+            }
+            env
+        })
+        .collect();
     let nemesis = RealNemesis {
+        client_envs: Arc::new(client_envs),
         pending: Arc::new(Mutex::new(scenario.faults.clone())),
         groups: groups.clone(),
         rec: rec.clone(),
@@ -318,7 +358,7 @@ async fn drive(
             .iter()
             .map(|r| RoutedConnection::new(r.clone(), timeouts))
             .collect();
-        let env = RealEnv::default();
+        let env = nemesis.client_envs[c as usize].clone();
         let lock = AnyLock::build(scenario.lock.kind, config.clone(), conns, env.clone());
         let plan = ClientPlan {
             index: c,
@@ -381,6 +421,8 @@ struct RealNemesis {
     routes: Arc<Vec<Vec<Arc<Route>>>>,
     /// Where a cut connection leads.
     blackhole: String,
+    /// Each client's environment (its clock), by client index.
+    client_envs: Arc<Vec<RealEnv>>,
     /// How many partitions currently cut each (client, group) connection.
     cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
 }
@@ -436,6 +478,24 @@ impl RealNemesis {
     /// are triggered).
     fn fire(&self, kind: &FaultKind) {
         match kind {
+            FaultKind::ClockJump { node, by_ms }
+                if client_index(&self.scenario, node).is_some() =>
+            {
+                let c = client_index(&self.scenario, node).expect("checked");
+                self.client_envs[c].jump(*by_ms);
+                self.note(format!("{node} clock jumped by {by_ms} ms"));
+            }
+            FaultKind::ClockDrift { node, ppm } => {
+                if let Some(c) = client_index(&self.scenario, node) {
+                    self.client_envs[c].set_drift(*ppm);
+                    self.note(format!("{node} clock drift set to {ppm} ppm"));
+                } else {
+                    // A master's drift is its libfaketime rate, set when it was started.
+                    self.note(format!(
+                        "{node} clock drift set to {ppm} ppm (libfaketime rate from the start)"
+                    ));
+                }
+            }
             FaultKind::ClockJump { node, by_ms } => {
                 let Some(m) = master_index(&self.scenario, node) else {
                     return;
