@@ -222,3 +222,24 @@ fn tla_configuration_with_a_lagging_client_clock_on_real_servers() {
     assert!((2_990_000..3_300_000).contains(&second), "{second}");
     assert!(us(&ov["first"]["exit_us"]) >= 5_900_000);
 }
+
+#[test]
+fn crash_restart_empty_and_delayed_restart_on_real_servers() {
+    let o = run_real("redlock-crash-restart-empty");
+    assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
+    let restarted = fault_at(&o, "redis-1 restarted empty").expect("B came back");
+    let ov = &o.checks["mutual_exclusion"].evidence["overlaps"][0];
+    assert!(us(&ov["second"]["acquired_us"]) >= restarted);
+
+    let o = run_real("redlock-crash-delayed-restart");
+    assert_eq!(o.verdict(), Verdict::Safe, "{}", o.history.render());
+    let killed = fault_at(&o, "redis-1 killed").unwrap();
+    let restarted = fault_at(&o, "redis-1 restarted empty").unwrap();
+    assert!(restarted - killed >= 3_000_000);
+    // The other client did get the lock, once B was back.
+    let secs = lockcheck::check::mutual_exclusion::sections(&o.history);
+    assert!(
+        secs.len() >= 2 && secs[1].acquired_us >= restarted,
+        "{secs:?}"
+    );
+}

@@ -16,6 +16,10 @@
 //!   `FAKETIME='+0 xR'` with `R = 1 + ppm / 1e6`; a server whose clock jumps (or starts offset)
 //!   reads its offset from a timestamp file that lockcheck rewrites (`FAKETIME_NO_CACHE=1`).
 //!   libfaketime cannot do both to one server.
+//! - `crash` of a master without replicas: `SIGKILL`, and after `restart_after_ms` a fresh
+//!   `redis-server` (empty: lockcheck's servers never persist) on a new port; clients are routed
+//!   to it as a Sentinel-aware or DNS-following client would be. A restarted server's clock starts
+//!   true again unless it drifts (libfaketime's state dies with the process).
 //! - `partition` between clients and masters (no replicas): every client has its own connection
 //!   to every master, and a cut points that client's connection at a black hole (a port that
 //!   accepts and never answers), so exactly that client times out on exactly that master while
@@ -101,6 +105,8 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
             ) => {
                 client_cuts(s, nodes, from, *direction)?;
             }
+            (FaultKind::Crash { node, .. }, Trigger::At(_) | Trigger::Acquired { .. })
+                if master_index(s, node).is_some() && s.redis.replicas == 0 => {}
             (kind, trigger) => {
                 return Err(unsupported(format!(
                     "fault {kind:?} with trigger {trigger:?} has no real-mode recipe yet; run it in simulation (without --real)"
@@ -269,6 +275,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
     super::cleanup::install_cleanup_handlers();
     // Spawn from this (long-lived) thread: the servers' parent-death signal is tied to it.
     let mut groups = Vec::new();
+    let mut server_opts = Vec::new();
     for m in 0..scenario.redis.masters as usize {
         groups.push(if scenario.redis.replicas == 1 {
             Group::Replicated(Box::new(FailoverRig::start_with(
@@ -276,10 +283,12 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
                 ServerOptions::default(),
             )?))
         } else {
-            let server = RedisServer::spawn(ServerOptions {
+            let opts = ServerOptions {
                 faketime: clocks.fake[m].clone(),
                 ..ServerOptions::default()
-            })?;
+            };
+            server_opts.push(opts.clone());
+            let server = RedisServer::spawn(opts)?;
             if clocks.offsets[m] != 0 && clocks.fake[m] == Some(FakeTime::Jumpable) {
                 server.jump_clock(clocks.offsets[m])?;
             }
@@ -319,6 +328,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
         })
         .collect();
     let nemesis = RealNemesis {
+        server_opts: Arc::new(server_opts),
         client_envs: Arc::new(client_envs),
         pending: Arc::new(Mutex::new(scenario.faults.clone())),
         groups: groups.clone(),
@@ -421,6 +431,8 @@ struct RealNemesis {
     routes: Arc<Vec<Vec<Arc<Route>>>>,
     /// Where a cut connection leads.
     blackhole: String,
+    /// How each master without replicas was started (for restarts after a crash).
+    server_opts: Arc<Vec<ServerOptions>>,
     /// Each client's environment (its clock), by client index.
     client_envs: Arc<Vec<RealEnv>>,
     /// How many partitions currently cut each (client, group) connection.
@@ -537,8 +549,48 @@ impl RealNemesis {
                     me.note("partition healed".to_string());
                 });
             }
+            FaultKind::Crash {
+                node,
+                restart_after_ms,
+            } => {
+                let Some(m) = master_index(&self.scenario, node) else {
+                    return;
+                };
+                if let Group::Single(server) = &*self.groups[m].lock().unwrap() {
+                    server.kill();
+                }
+                self.note(format!("{node} killed (SIGKILL)"));
+                let me = self.clone();
+                let node = node.clone();
+                let after = Duration::from_millis(*restart_after_ms);
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    let opts = me.server_opts[m].clone();
+                    match tokio::task::spawn_blocking(move || RedisServer::spawn(opts)).await {
+                        Ok(Ok(server)) => me.restarted(m, &node, server),
+                        Ok(Err(e)) => me.note(format!("{node} restart failed: {e}")),
+                        Err(e) => me.note(format!("{node} restart failed: {e}")),
+                    }
+                });
+            }
             _ => {}
         }
+    }
+
+    /// Puts a freshly started (empty) server in place of crashed master `m` and routes every
+    /// client that is not cut off from it there.
+    fn restarted(&self, m: usize, node: &str, server: RedisServer) {
+        let url = server.url();
+        let port = server.port();
+        *self.groups[m].lock().unwrap() = Group::Single(server);
+        let cuts = self.cuts.lock().unwrap();
+        for (c, routes) in self.routes.iter().enumerate() {
+            if cuts.get(&(c, m)).copied().unwrap_or(0) == 0 {
+                routes[m].switch_to(url.clone());
+            }
+        }
+        drop(cuts);
+        self.note(format!("{node} restarted empty (new process, port {port})"));
     }
 
     /// Points each (client, group) connection of `cuts` at the black hole, or back.
