@@ -134,10 +134,10 @@ fn main() {
         pairs
     );
 
-    for replicas in [0u32, 1] {
+    for (clients, replicas) in [(4u32, 0u32), (4, 1), (1, 0)] {
         let mut s = scenario("set-nx-px-no-faults.toml");
-        s.workload.cycles = 2_500;
-        s.workload.clients = 4;
+        s.workload.cycles = 10_000 / clients;
+        s.workload.clients = clients;
         s.redis.replicas = replicas;
         s.duration_ms = u64::MAX / 4_000;
         let started = Instant::now();
@@ -145,8 +145,9 @@ fn main() {
         let wall = started.elapsed().as_secs_f64();
         let cycles = run.counter.1;
         println!(
-            "  lock cycles/s, set-nx-px-no-faults, {replicas} replica(s) {:>9.0}   ({cycles} cycles in {wall:.3} s, {} events)",
+            "  lock cycles/s, set-nx-px-no-faults, {clients} client(s), {replicas} replica(s) {:>9.0}   ({cycles} cycles in {wall:.3} s, {:.1} commands/cycle, {} events)",
             cycles as f64 / wall,
+            run.commands as f64 / cycles as f64,
             run.history.events.len()
         );
     }

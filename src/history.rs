@@ -97,6 +97,26 @@ impl History {
         h.digest().to_string()[..16].to_string()
     }
 
+    /// The client that holds the lock now, as far as the clients know: the latest one whose
+    /// acquire succeeded and that has not released since.
+    pub fn current_holder(&self) -> Option<u32> {
+        let mut holding: Vec<u32> = Vec::new();
+        for e in &self.events {
+            let Some(c) = e.client() else { continue };
+            match e.kind {
+                EventKind::Acquired { .. } => {
+                    holding.retain(|&h| h != c);
+                    holding.push(c);
+                }
+                EventKind::Released { .. } | EventKind::ReleaseFailed { .. } => {
+                    holding.retain(|&h| h != c)
+                }
+                _ => {}
+            }
+        }
+        holding.last().copied()
+    }
+
     /// True time of the last event, in microseconds.
     pub fn end_us(&self) -> u64 {
         self.events.last().map(|e| e.at_us).unwrap_or(0)

@@ -55,6 +55,7 @@ pub mod check;
 pub mod env;
 pub mod history;
 pub mod lock;
+pub mod model_cmd;
 pub mod real;
 pub mod report;
 pub mod runner;

@@ -273,7 +273,8 @@ pub enum ClientPoint {
 /// Which client a client fault hits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClientRef {
-    /// The client whose acquire triggered the fault.
+    /// The client whose acquire triggered the fault; for a fault at a fixed time, the client
+    /// holding the lock then (none: the pause is skipped and the history says so).
     Holder,
     Index(u32),
 }
@@ -798,12 +799,6 @@ fn convert_fault(
                     }
                 },
             };
-            if client == ClientRef::Holder && matches!(trigger, Trigger::At(_)) {
-                return Err(ctx.err(
-                    table_span,
-                    "`client = \"holder\"` needs `on = \"acquired\"` or `on = \"before_write\"` (there is no holder at a fixed time)",
-                ));
-            }
             FaultKind::Pause {
                 client,
                 for_ms: *f.for_ms.as_ref().ok_or_else(|| need("for_ms"))?.get_ref(),

@@ -104,3 +104,47 @@ fn the_violation_scenarios_fail_without_their_fault() {
         assert_eq!(o.verdict(), Verdict::Safe, "{name} without faults");
     }
 }
+
+#[test]
+fn a_partitioned_client_cannot_acquire_until_the_partition_heals() {
+    let s = Scenario::parse(
+        "inline.toml",
+        r#"
+name = "partitioned-client"
+expect = "safe"
+duration_ms = 5000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 1000
+wait_ms = 1000
+[workload]
+clients = 2
+cycles = 3
+hold_ms = [10, 20]
+[[faults]]
+kind = "partition"
+nodes = ["client-1"]
+from = ["redis-0"]
+at_ms = 0
+for_ms = 2500
+"#,
+    )
+    .unwrap();
+    let o = judge(&s, 1);
+    assert_eq!(o.verdict(), Verdict::Safe);
+    let mut c1_failed_before_heal = 0;
+    let mut c1_acquired = Vec::new();
+    for e in &o.history.events {
+        if e.node != "client-1" {
+            continue;
+        }
+        match &e.kind {
+            EventKind::AcquireFailed { .. } if e.at_us < 2_500_000 => c1_failed_before_heal += 1,
+            EventKind::Acquired { .. } => c1_acquired.push(e.at_us),
+            _ => {}
+        }
+    }
+    assert!(c1_failed_before_heal >= 2, "{}", o.history.render());
+    assert!(!c1_acquired.is_empty() && c1_acquired.iter().all(|&t| t >= 2_500_000));
+    assert!(faults(&o).iter().any(|f| f == "partition healed"));
+}

@@ -1089,6 +1089,67 @@ fn transactions() {
 }
 
 #[test]
+fn shebang_flags() {
+    let mut e = master();
+    let script = "#!lua\nreturn redis.call('nosuch')";
+    assert_eq!(
+        eval(&mut e, script, &[], &[]),
+        err(&format!(
+            "ERR Unknown Redis command called from script script: {}, on @user_script:2.",
+            sha1(script)
+        )),
+        "the shebang line keeps its line number"
+    );
+    let script = "#!lua flags=no-writes\nreturn redis.call('set', KEYS[1], '1')";
+    assert_eq!(
+        eval(&mut e, script, &["k"], &[]),
+        err(&format!(
+            "ERR Write commands are not allowed from read-only scripts. script: {}, on @user_script:2.",
+            sha1(script)
+        ))
+    );
+    assert_eq!(
+        eval(&mut e, "#!lua flags=bad\nreturn 1", &[], &[]),
+        err("ERR Unexpected flag in script shebang: bad")
+    );
+    assert_eq!(
+        eval(&mut e, "#!lua", &[], &[]),
+        err("ERR Invalid script shebang")
+    );
+    let mut r = Engine::new(Role::Replica);
+    assert_eq!(
+        eval(&mut r, "#!lua\nreturn 1", &[], &[]),
+        err("READONLY You can't write against a read only replica.")
+    );
+    assert_eq!(
+        eval(&mut r, "#!lua flags=no-writes\nreturn 1", &[], &[]),
+        int(1)
+    );
+}
+
+#[test]
+fn endless_script_is_stopped() {
+    let mut e = master();
+    let script = "local i = 0\nwhile true do i = i + 1 end";
+    match eval(&mut e, script, &[], &[]) {
+        Value::ServerError(se) => {
+            let d = se.details().unwrap_or_default();
+            assert!(d.starts_with("Script killed by lockcheck"), "{d}");
+            assert!(d.ends_with("on @user_script:2."), "{d}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The engine is usable afterwards.
+    assert_eq!(eval(&mut e, "return 1", &[], &[]), int(1));
+}
+
+#[test]
+fn engine_is_send() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Engine>();
+}
+
+#[test]
 fn same_calls_give_same_results() {
     let script = "redis.call('hincrby', KEYS[1], ARGV[1], 1); redis.call('pexpire', KEYS[1], 100); return math.random(1000)";
     let run_all = || {

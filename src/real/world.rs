@@ -340,7 +340,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
         cuts: Arc::default(),
     };
     nemesis.hold_back_replication()?;
-    let history = rt.block_on(drive(scenario, rec, nemesis, groups.clone()));
+    let history = rt.block_on(drive(scenario, rec, nemesis.clone(), groups.clone()));
     rt.shutdown_timeout(Duration::from_secs(2));
     drop(groups);
     Ok(history)
@@ -486,10 +486,14 @@ impl RealNemesis {
         }
     }
 
-    /// Carries out a clock or partition fault now (pauses and failovers are handled where they
-    /// are triggered).
+    /// Carries out a timed fault now (pauses are handled where they are triggered).
     fn fire(&self, kind: &FaultKind) {
         match kind {
+            FaultKind::Failover { master } => {
+                let me = self.clone();
+                let m = *master as usize;
+                tokio::task::spawn_blocking(move || me.fail_over(m));
+            }
             FaultKind::ClockJump { node, by_ms }
                 if client_index(&self.scenario, node).is_some() =>
             {

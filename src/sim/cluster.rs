@@ -64,6 +64,8 @@ struct State {
     groups: Vec<Group>,
     /// Per (server, connection): the offset of that connection's last write, for WAIT.
     last_write: BTreeMap<(usize, ClientId), u64>,
+    /// Commands executed, over all servers (for benchmarks and reports).
+    commands: u64,
 }
 
 /// Topology parameters.
@@ -123,6 +125,7 @@ impl Cluster {
                 servers,
                 groups,
                 last_write: BTreeMap::new(),
+                commands: 0,
             })),
             clocks,
             net,
@@ -201,12 +204,12 @@ impl Cluster {
         if !self.net.reachable(client_node, idx) {
             return Err(Unreachable::Partitioned);
         }
+        st.commands += 1;
         let now = self.clocks.now_ms(idx);
-        let name = args
+        if args
             .first()
-            .map(|a| a.to_ascii_uppercase())
-            .unwrap_or_default();
-        if name == b"INFO" {
+            .is_some_and(|a| a.eq_ignore_ascii_case(b"INFO"))
+        {
             return Ok(info_reply(&st, idx));
         }
         let out = st.servers[idx].engine.execute(now, conn, args);
@@ -385,6 +388,11 @@ impl Cluster {
             },
         );
         Some(promoted)
+    }
+
+    /// Commands executed so far, over all servers.
+    pub fn commands(&self) -> u64 {
+        self.state.lock().unwrap().commands
     }
 
     pub fn name(&self, idx: usize) -> String {

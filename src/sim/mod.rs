@@ -31,6 +31,8 @@ pub struct SimRun {
     pub history: History,
     /// The protected counter's final value and its number of writes.
     pub counter: (u64, u64),
+    /// Redis commands the servers executed.
+    pub commands: u64,
 }
 
 /// Runs `scenario` with `seed` using the lock kind the scenario names.
@@ -154,5 +156,6 @@ where
     SimRun {
         history: rec.snapshot(),
         counter: counter.totals(),
+        commands: cluster.commands(),
     }
 }

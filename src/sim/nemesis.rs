@@ -116,9 +116,16 @@ impl SimNemesis {
                 });
             }
             FaultKind::Pause { client, for_ms } => {
-                let c = match client {
-                    ClientRef::Holder => holder.expect("holder pauses are acquire-triggered"),
-                    ClientRef::Index(i) => *i,
+                let c = match (client, holder) {
+                    (ClientRef::Index(i), _) => *i,
+                    (ClientRef::Holder, Some(h)) => h,
+                    (ClientRef::Holder, None) => match self.rec.snapshot().current_holder() {
+                        Some(h) => h,
+                        None => {
+                            self.note("pause of the holder skipped: nobody holds the lock".into());
+                            return;
+                        }
+                    },
                 };
                 Handle::current().pause(self.clients[c as usize]);
                 self.note(format!("client-{c} paused for {for_ms} ms (GC pause)"));

@@ -112,6 +112,8 @@ pub const WRITE: u8 = 1;
 pub const NOSCRIPT: u8 = 2;
 /// Handled by the engine itself (needs the Lua host or per-connection state).
 pub const ENGINE: u8 = 4;
+/// Not a write but replicated (PUBLISH): refused in `#!lua flags=no-writes` scripts.
+pub const MAY_REPLICATE: u8 = 8;
 
 pub type Handler = fn(&mut Db, &mut Ctx, &[Vec<u8>]) -> Value;
 
@@ -178,7 +180,7 @@ table! {
     "hincrby" 4 WRITE => hincrby;
     "hgetall" 2 0 => hgetall;
     "hlen" 2 0 => hlen;
-    "publish" 3 0 => publish;
+    "publish" 3 MAY_REPLICATE => publish;
     "ping" -1 0 => ping;
     "echo" 2 0 => echo;
     "dbsize" 1 0 => dbsize;
@@ -323,11 +325,14 @@ fn set(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
     if (flags & SET_NX != 0 && found) || (flags & SET_XX != 0 && !found) {
         return old;
     }
-    db.keys
-        .set(key, Data::Str(a[2].clone()), flags & SET_KEEPTTL != 0);
+    match when {
+        Some(t) => db.keys.set_with_expire(key, Data::Str(a[2].clone()), t),
+        None => db
+            .keys
+            .set(key, Data::Str(a[2].clone()), flags & SET_KEEPTTL != 0),
+    }
     match when {
         Some(t) => {
-            db.keys.set_expire(key, t);
             ctx.propagate(vec![
                 b"SET".to_vec(),
                 key.clone(),
@@ -366,8 +371,7 @@ fn setnx(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
 fn del(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
     let mut n = 0;
     for k in &a[1..] {
-        ctx.expire_if_needed(&mut db.keys, k);
-        if ctx.expiry == Expiry::Hide && db.keys.is_expired(k, ctx.now) {
+        if ctx.expire_if_needed(&mut db.keys, k) {
             continue;
         }
         if db.keys.remove(k) {

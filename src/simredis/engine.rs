@@ -125,8 +125,11 @@ impl Engine {
                 continue;
             }
             if spec.flags & ENGINE != 0 {
-                // Not produced by effects replication; accepted for completeness.
-                let _ = self.engine_command(&mut ctx, 0, spec.name, cmd, Role::Master);
+                // Effects replication never sends scripts; accepted for completeness. Client
+                // state (subscriptions, transactions) has no meaning in the master's stream.
+                if matches!(spec.name, "eval" | "evalsha" | "script") {
+                    let _ = self.engine_command(&mut ctx, 0, spec.name, cmd, Role::Master);
+                }
             } else {
                 let _ = (spec.run)(&mut self.db, &mut ctx, cmd);
             }

@@ -4,11 +4,18 @@
 //! expiry `t` is logically expired when `now > t` (strictly: Redis's `keyIsExpired`), so a key
 //! set with `PX 100` at 1000 is still visible at 1100 and gone at 1101.
 //!
-//! Everything is ordered (`BTreeMap`/`BTreeSet`) so that the active expiry sweep visits keys in
-//! a fixed order and costs O(expired) instead of a scan: determinism is a requirement of the
-//! simulation, not a nicety.
+//! Values live in a hash map (a lookup is the hot path of every command) that is never
+//! iterated; everything that is iterated is ordered: the expiry index is a `BTreeSet`, so the
+//! active expiry sweep visits keys in a fixed order and costs O(expired) instead of a scan.
+//! Determinism is a requirement of the simulation, not a nicety. The map's hasher has fixed
+//! keys too, so even its memory layout is the same from run to run.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeSet, HashMap};
+use std::hash::BuildHasherDefault;
+
+/// SipHash with fixed keys: deterministic, unlike `RandomState`.
+type FixedState = BuildHasherDefault<DefaultHasher>;
 
 /// A stored value. Only the types the lock designs need exist.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,7 +98,7 @@ struct Entry {
 /// The key → value map plus the expiry index `(expire_at, key)`.
 #[derive(Clone, Debug, Default)]
 pub struct Keyspace {
-    map: BTreeMap<Vec<u8>, Entry>,
+    map: HashMap<Vec<u8>, Entry, FixedState>,
     expires: BTreeSet<(i64, Vec<u8>)>,
 }
 
@@ -138,6 +145,36 @@ impl Keyspace {
                         expire_at: None,
                     },
                 );
+            }
+        }
+    }
+
+    /// Stores a value with an absolute expiry (SET ... PX/PXAT), replacing any previous one.
+    pub fn set_with_expire(&mut self, key: &[u8], data: Data, at: i64) {
+        let old = match self.map.get_mut(key) {
+            Some(e) => {
+                e.data = data;
+                e.expire_at.replace(at)
+            }
+            None => {
+                self.map.insert(
+                    key.to_vec(),
+                    Entry {
+                        data,
+                        expire_at: Some(at),
+                    },
+                );
+                None
+            }
+        };
+        match old {
+            Some(t) if t == at => {}
+            Some(t) => {
+                self.expires.remove(&(t, key.to_vec()));
+                self.expires.insert((at, key.to_vec()));
+            }
+            None => {
+                self.expires.insert((at, key.to_vec()));
             }
         }
     }

@@ -14,6 +14,29 @@
 //! reply shape and replication effect was checked against `redis-server` 7.0.15, and
 //! `tests/differential.rs` keeps checking it.
 //!
+//! ```
+//! use lockcheck::simredis::{Engine, Role};
+//! use redis::Value;
+//!
+//! let args = |s: &[&str]| s.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+//! let mut master = Engine::new(Role::Master);
+//! let mut replica = Engine::new(Role::Replica);
+//!
+//! // The master's clock reads 1000: the lease ends at 1100 on the master's clock, and that
+//! // absolute time is what replicates.
+//! let out = master.execute(1_000, 1, &args(&["SET", "lock", "me", "NX", "PX", "100"]));
+//! assert_eq!(out.reply, Value::Okay);
+//! assert_eq!(out.effects, vec![args(&["SET", "lock", "me", "PXAT", "1100"])]);
+//! replica.apply_replicated(1_000, &out.effects);
+//!
+//! // A replica whose clock is ahead hides the key but keeps it until the master's DEL.
+//! assert_eq!(replica.execute(1_200, 2, &args(&["GET", "lock"])).reply, Value::Nil);
+//! assert_eq!(replica.dbsize(1_000), 1);
+//! let dels = master.active_expire(1_101);
+//! replica.apply_replicated(1_101, &dels);
+//! assert_eq!(replica.dbsize(1_000), 0);
+//! ```
+//!
 //! Files: [`keyspace`] (values and the expiry index), [`commands`] (the command table and
 //! the command implementations), [`lua`] (the script host), [`reply`] (building
 //! `redis::Value` replies and errors), [`num`] (Redis's integer parsing and Lua's number

@@ -1,0 +1,208 @@
+//! The figures for the models: every shortest counterexample (BFS, one
+//! thread) with its length and time, every exhaustive proof (DFS) with its
+//! state count and time, and raw throughput on one and two threads.
+//!
+//! ```text
+//! cargo run --release --example figures            # the default set
+//! cargo run --release --example figures -- --large # plus larger bounds
+//! ```
+//!
+//! DFS runs of `redlock` use client symmetry (unique states are then
+//! representatives); the throughput runs turn it off.
+//!
+//! Every run also checks that the verdict is the one the model declares;
+//! the program exits 1 if one is not.
+
+use lockcheck_models::{run, Expectation, ModelReport, Outcome, RunOptions, Strategy};
+
+struct Case {
+    model: &'static str,
+    property: &'static str,
+    params: &'static [(&'static str, &'static str)],
+    what: &'static str,
+}
+
+#[rustfmt::skip]
+const COUNTEREXAMPLES: &[Case] = &[
+    Case { model: "lease", property: "mutual_exclusion", params: &[], what: "GC pause past the lease" },
+    Case { model: "lease", property: "no_stale_write", params: &[], what: "pause, then the stale write" },
+    Case { model: "lease", property: "mutual_exclusion", params: &[("pauses", "0"), ("jump", "3")], what: "server clock jump" },
+    Case { model: "failover", property: "mutual_exclusion", params: &[], what: "failover before replication" },
+    Case { model: "failover", property: "mutual_exclusion", params: &[("wait", "1")], what: "WAIT times out, client proceeds" },
+    Case { model: "failover", property: "mutual_exclusion", params: &[("replicas", "2"), ("wait", "1"), ("on_wait_timeout", "give-up")], what: "WAIT 1 of 2, the other replica promoted" },
+    Case { model: "failover", property: "mutual_exclusion", params: &[("wait", "1"), ("on_wait_timeout", "give-up"), ("replica_skew", "2")], what: "acked key, replica clock ahead" },
+    Case { model: "fencing", property: "no_stale_write", params: &[("failover", "true")], what: "token reused after failover" },
+    Case { model: "fencing", property: "tokens_increase", params: &[("failover", "true")], what: "counter goes back on failover" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("jumps", "1")], what: "N=3, server clock jump" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("nodes", "5"), ("jumps", "1")], what: "N=5, server clock jump" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("nodes", "5"), ("jumps", "1"), ("ttl", "3")], what: "N=5, clock jump, TTL 3" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("crashes", "1")], what: "N=3, restart without delay" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("nodes", "5"), ("crashes", "1")], what: "N=5, restart without delay" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("drift_period", "4"), ("fast_nodes", "3"), ("client_clock", "drift"), ("slow_clients", "2"), ("allowance", "1")], what: "N=3, drift beyond the allowance" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("recheck_after_acquire", "false")], what: "N=3, no elapsed-time re-check" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("pauses", "1")], what: "N=3, holder pauses" },
+    Case { model: "redlock", property: "no_stale_write", params: &[("pauses", "1"), ("check_validity_before_write", "true")], what: "N=3, pause between check and write" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("ttl", "3"), ("time_bound", "8"), ("client_clock", "lag")], what: "specl redlock.tla configuration" },
+    Case { model: "redisson", property: "mutual_exclusion", params: &[], what: "pause longer than the lease" },
+    Case { model: "redisson", property: "mutual_exclusion", params: &[("max_pause", "2")], what: "pause of 2/3 lease before a renewal" },
+];
+
+#[rustfmt::skip]
+const PROOFS: &[Case] = &[
+    Case { model: "lease", property: "mutual_exclusion", params: &[("pauses", "0")], what: "no faults" },
+    Case { model: "lease", property: "no_stale_write", params: &[("fencing", "true"), ("pauses", "2"), ("jump", "2")], what: "fencing, 2 pauses + clock jump" },
+    Case { model: "failover", property: "mutual_exclusion", params: &[("wait", "1"), ("on_wait_timeout", "give-up")], what: "strict WAIT on every replica" },
+    Case { model: "fencing", property: "no_stale_write", params: &[("pauses", "2")], what: "fencing, no failover, 2 pauses" },
+    Case { model: "fencing", property: "tokens_increase", params: &[("pauses", "2")], what: "tokens, no failover" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[], what: "N=3, no faults" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("drift_period", "4"), ("fast_nodes", "3"), ("client_clock", "drift"), ("slow_clients", "2"), ("allowance", "2")], what: "N=3, drift within the allowance" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("crashes", "1"), ("restart_delay", "true")], what: "N=3, crash with delayed restart" },
+    Case { model: "redlock", property: "no_stale_write", params: &[("recheck_after_acquire", "false"), ("check_validity_before_write", "true")], what: "N=3, no re-check but validity check" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("nodes", "5"), ("ttl", "3")], what: "N=5, no faults, TTL 3" },
+    Case { model: "redisson", property: "mutual_exclusion", params: &[("max_pause", "1")], what: "pauses under 2/3 lease" },
+];
+
+#[rustfmt::skip]
+const LARGE_PROOFS: &[Case] = &[
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("nodes", "5")], what: "N=5, no faults, TTL 4" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("nodes", "5"), ("drift_period", "4"), ("fast_nodes", "5"), ("client_clock", "drift"), ("slow_clients", "2"), ("allowance", "2")], what: "N=5, drift within the allowance" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("nodes", "5"), ("crashes", "1"), ("restart_delay", "true"), ("retries", "0")], what: "N=5, crash with delayed restart" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("time_bound", "12"), ("retries", "2")], what: "N=3, time bound 12, 2 retries" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("clients", "3")], what: "N=3, 3 clients" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("crashes", "1"), ("restart_delay", "true"), ("time_bound", "10")], what: "N=3, crash with delay, time bound 10" },
+    Case { model: "lease", property: "no_stale_write", params: &[("fencing", "true"), ("clients", "3"), ("cycles", "2"), ("pauses", "2"), ("jump", "2"), ("time_bound", "12")], what: "fencing, 3 clients x 2 cycles" },
+];
+
+fn opts(case: &Case, strategy: Strategy, threads: usize) -> RunOptions {
+    RunOptions {
+        property: Some(case.property.to_string()),
+        strategy,
+        max_depth: None,
+        params: case
+            .params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        threads,
+    }
+}
+
+fn params(case: &Case) -> String {
+    let p: Vec<String> = case
+        .params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if p.is_empty() {
+        "(defaults)".to_string()
+    } else {
+        p.join(" ")
+    }
+}
+
+fn check(r: &ModelReport, bad: &mut u32) -> &'static str {
+    if r.matches_expectation() {
+        "ok"
+    } else {
+        *bad += 1;
+        "UNEXPECTED"
+    }
+}
+
+fn proofs(cases: &[Case], bad: &mut u32) {
+    println!("| model | configuration | property | unique states | generated | depth | secs | unique/s | |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---|");
+    for case in cases {
+        let r = run(case.model, &opts(case, Strategy::Dfs, 1)).expect("valid case");
+        let (states, unique, secs) = match r.outcome {
+            Outcome::Holds {
+                states,
+                unique_states,
+                secs,
+            } => (states, unique_states, secs),
+            Outcome::Violated { states, secs, .. } => (states, r.unique_states, secs),
+        };
+        println!(
+            "| {} | {} ({}) | {} | {} | {} | {} | {:.3} | {:.0} | {} |",
+            case.model,
+            case.what,
+            params(case),
+            case.property,
+            unique,
+            states,
+            r.depth_reached,
+            secs,
+            unique as f64 / secs.max(1e-9),
+            check(&r, bad)
+        );
+    }
+}
+
+fn main() {
+    let large = std::env::args().any(|a| a == "--large");
+    let mut bad = 0;
+
+    println!("## Shortest counterexamples (BFS, 1 thread)\n");
+    println!("| model | configuration | property | steps | secs | unique states | |");
+    println!("|---|---|---|---:|---:|---:|---|");
+    for case in COUNTEREXAMPLES {
+        let r = run(case.model, &opts(case, Strategy::Bfs, 1)).expect("valid case");
+        let steps = r.trace().map(|t| t.len()).unwrap_or(0);
+        println!(
+            "| {} | {} ({}) | {} | {} | {:.3} | {} | {} |",
+            case.model,
+            case.what,
+            params(case),
+            case.property,
+            steps,
+            r.outcome.secs(),
+            r.unique_states,
+            check(&r, &mut bad)
+        );
+        assert_eq!(
+            r.expected,
+            Expectation::Violated,
+            "{} {}",
+            case.model,
+            params(case)
+        );
+    }
+
+    println!("\n## Exhaustive proofs within the time bound (DFS, 1 thread)\n");
+    proofs(PROOFS, &mut bad);
+    if large {
+        println!("\n## Larger bounds (--large)\n");
+        proofs(LARGE_PROOFS, &mut bad);
+    }
+
+    println!("\n## Throughput (redlock N=5, TTL 3, no faults, symmetry off: a full DFS and a full BFS)\n");
+    println!("| strategy | threads | unique states | secs | unique states/s |");
+    println!("|---|---:|---:|---:|---:|");
+    let case = Case {
+        model: "redlock",
+        property: "mutual_exclusion",
+        params: &[("nodes", "5"), ("ttl", "3"), ("symmetry", "false")],
+        what: "",
+    };
+    for strategy in [Strategy::Dfs, Strategy::Bfs] {
+        for threads in [1, 2] {
+            let r = run(case.model, &opts(&case, strategy, threads)).expect("valid case");
+            let secs = r.outcome.secs();
+            println!(
+                "| {} | {} | {} | {:.3} | {:.0} |",
+                strategy.as_str(),
+                threads,
+                r.unique_states,
+                secs,
+                r.unique_states as f64 / secs.max(1e-9)
+            );
+            if !r.matches_expectation() {
+                bad += 1;
+            }
+        }
+    }
+    if bad > 0 {
+        eprintln!("{bad} runs did not match their model's declared expectation");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,664 @@
+//! # `fencing`: fencing tokens from a replicated counter
+//!
+//! Kleppmann ("How to do distributed locking"): "every time the lock server
+//! grants a lock, it also returns a fencing token, which is a number that
+//! increases every time a lock is granted"; the storage remembers the
+//! highest token it has processed and rejects writes with a lower one. That
+//! protects the storage from a holder that paused past its lease (seed
+//! 002's remaining flaw) whatever the lock does, *provided the tokens
+//! really increase*. A Redis lock that makes its token with `INCR` on the
+//! same master as the `SET` breaks that proviso in a failover: the counter
+//! replicates asynchronously like the key, the promoted replica's counter
+//! is behind, and it hands out a token that was already used (or a lower
+//! one). The storage then accepts the old holder's write after the new
+//! holder's, as the DESIGN.md measurement says ("adding failover to a
+//! lagging replica broke it").
+//!
+//! ## The model
+//! * A master and one replica. The acquire script does `SET lock c NX PX
+//!   ttl` and `INCR token` atomically; its effect reaches the replica as one
+//!   `MULTI/EXEC`, asynchronously ([`FencingAction::Replicate`]); a
+//!   replica's backlog collapses to the newest snapshot of the two keys.
+//! * With `failover`, the master may die once and the replica is promoted
+//!   with what it has.
+//! * Holders write with their token; with `storage_check` the storage
+//!   rejects a token lower than the highest it accepted (equal is accepted,
+//!   as a holder writes more than once). A running holder leaves when its
+//!   lease runs out on its clock (true time); up to `pauses` pauses stop a
+//!   holder from noticing.
+//!
+//! ## Properties
+//! `no_stale_write` (default), `tokens_increase` (every new lease gets a
+//! token above every earlier lease's), `mutual_exclusion`, `handover`.
+//!
+//! ## Results (tests below)
+//! * no failover: `no_stale_write` and `tokens_increase` hold exhaustively
+//!   within the bound, with pauses (`mutual_exclusion` does not: fencing
+//!   protects the storage, not the critical section);
+//! * `failover`: `tokens_increase` breaks in 3 steps and `no_stale_write`
+//!   in 5 (acquire with token 1, failover, the other client gets token 1
+//!   again, it writes, the first writes: accepted, as 1 is not lower than 1);
+//! * `storage_check=false`: a pause gives the stale write (9 steps).
+//!
+//! ## Parameters
+//! `clients` (2), `ttl` (3), `time_bound` (8), `pauses` (1), `failover`
+//! (false), `storage_check` (true), `tick_ms` (100).
+
+use crate::params::{ParamSpec, Params};
+use crate::report::{Expectation, PropertyKind};
+use crate::runner::{needs_writes, selected, LockModel, Path, PropInfo};
+use crate::scenario::{fault_time, Fault, Scenario};
+use crate::ModelError;
+use stateright::{Model, Property};
+
+pub const MAX_CLIENTS: usize = 3;
+
+#[derive(Clone, Debug)]
+pub struct Fencing {
+    pub clients: u8,
+    pub ttl: u8,
+    pub time_bound: u8,
+    pub pauses: u8,
+    pub failover: bool,
+    pub storage_check: bool,
+    pub tick_ms: u64,
+    pub property: &'static str,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub holder: u8,
+    pub expires: u8,
+}
+
+/// A node's two keys: the lock and the token counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Data {
+    pub key: Option<Key>,
+    pub counter: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    Idle,
+    Holding,
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    pub phase: Phase,
+    pub paused: bool,
+    pub valid_until: u8,
+    pub token: u8,
+    /// Ghost: which grant this lease is.
+    pub grant: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Storage {
+    pub max_token: u8,
+    pub max_grant: u8,
+    pub stale: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FencingState {
+    pub t: u8,
+    /// The master's data (after a failover: the promoted replica's).
+    pub master: Data,
+    pub replica: Data,
+    /// The master's newest write not yet applied on the replica.
+    pub pending: Option<Data>,
+    pub failed_over: bool,
+    pub clients: [Client; MAX_CLIENTS],
+    pub grants: u8,
+    /// Ghost: the highest token ever handed out.
+    pub max_issued: u8,
+    /// Ghost: a lease got a token not above an earlier lease's.
+    pub token_reused: bool,
+    pub pauses: u8,
+    pub storage: Storage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FencingAction {
+    Tick,
+    /// `SET lock c NX PX ttl` + `INCR token`.
+    Acquire(u8),
+    Write(u8),
+    Release(u8),
+    Pause(u8),
+    Resume(u8),
+    Replicate,
+    /// The master dies; the replica is promoted.
+    Failover,
+}
+
+const IDLE: Client = Client {
+    phase: Phase::Idle,
+    paused: false,
+    valid_until: 0,
+    token: 0,
+    grant: 0,
+};
+
+impl Fencing {
+    fn done(c: &mut Client) {
+        *c = Client {
+            phase: Phase::Done,
+            ..IDLE
+        };
+    }
+
+    fn wrote(&self, s: &mut FencingState) {
+        if !s.failed_over {
+            s.pending = Some(s.master);
+        }
+    }
+}
+
+impl Model for Fencing {
+    type State = FencingState;
+    type Action = FencingAction;
+
+    fn init_states(&self) -> Vec<FencingState> {
+        vec![FencingState {
+            t: 0,
+            master: Data::default(),
+            replica: Data::default(),
+            pending: None,
+            failed_over: false,
+            clients: [IDLE; MAX_CLIENTS],
+            grants: 0,
+            max_issued: 0,
+            token_reused: false,
+            pauses: 0,
+            storage: Storage::default(),
+        }]
+    }
+
+    fn actions(&self, s: &FencingState, out: &mut Vec<FencingAction>) {
+        use FencingAction::*;
+        for i in 0..self.clients {
+            let c = &s.clients[i as usize];
+            match c.phase {
+                Phase::Idle => out.push(Acquire(i)),
+                Phase::Holding if c.paused => out.push(Resume(i)),
+                Phase::Holding => {
+                    if needs_writes(self.property) {
+                        out.push(Write(i));
+                    }
+                    out.push(Release(i));
+                    if s.pauses < self.pauses {
+                        out.push(Pause(i));
+                    }
+                }
+                Phase::Done => {}
+            }
+        }
+        if s.pending.is_some() {
+            out.push(Replicate);
+        }
+        if self.failover && !s.failed_over {
+            out.push(Failover);
+        }
+        if s.t < self.time_bound {
+            out.push(Tick);
+        }
+    }
+
+    fn next_state(&self, last: &FencingState, action: FencingAction) -> Option<FencingState> {
+        use FencingAction::*;
+        let mut s = *last;
+        match action {
+            Tick => {
+                s.t += 1;
+                for d in [&mut s.master, &mut s.replica] {
+                    if matches!(d.key, Some(k) if s.t >= k.expires) {
+                        d.key = None;
+                    }
+                }
+                if let Some(p) = &mut s.pending {
+                    if matches!(p.key, Some(k) if s.t >= k.expires) {
+                        p.key = None;
+                    }
+                }
+                for c in s.clients.iter_mut().take(self.clients as usize) {
+                    if c.phase == Phase::Holding && !c.paused && s.t >= c.valid_until {
+                        Self::done(c);
+                    }
+                }
+            }
+            Acquire(i) => {
+                if s.master.key.is_some() {
+                    return None;
+                }
+                s.master.key = Some(Key {
+                    holder: i,
+                    expires: s.t + self.ttl,
+                });
+                s.master.counter += 1;
+                let token = s.master.counter;
+                s.grants += 1;
+                s.token_reused |= token <= s.max_issued;
+                s.max_issued = s.max_issued.max(token);
+                s.clients[i as usize] = Client {
+                    phase: Phase::Holding,
+                    paused: false,
+                    valid_until: s.t + self.ttl,
+                    token,
+                    grant: s.grants,
+                };
+                self.wrote(&mut s);
+            }
+            Write(i) => {
+                let c = s.clients[i as usize];
+                if self.storage_check && c.token < s.storage.max_token {
+                    return None; // rejected: lower than a token already seen
+                }
+                let st = &mut s.storage;
+                st.stale |= c.grant < st.max_grant;
+                st.max_grant = st.max_grant.max(c.grant);
+                st.max_token = st.max_token.max(c.token);
+            }
+            Release(i) => {
+                if matches!(s.master.key, Some(k) if k.holder == i) {
+                    s.master.key = None;
+                    self.wrote(&mut s);
+                }
+                Self::done(&mut s.clients[i as usize]);
+            }
+            Pause(i) => {
+                s.clients[i as usize].paused = true;
+                s.pauses += 1;
+            }
+            Resume(i) => s.clients[i as usize].paused = false,
+            Replicate => s.replica = s.pending.take().expect("pending write"),
+            Failover => {
+                s.failed_over = true;
+                s.master = s.replica;
+                s.replica = Data::default();
+                s.pending = None;
+            }
+        }
+        (s != *last).then_some(s)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        selected(self.property)
+    }
+
+    fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
+        crate::runner::format_step(self, last, action)
+    }
+}
+
+fn holders(s: &FencingState) -> usize {
+    s.clients
+        .iter()
+        .filter(|c| c.phase == Phase::Holding)
+        .count()
+}
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "clients",
+        default: "2",
+        help: "number of clients (1-3), one lease each",
+    },
+    ParamSpec {
+        name: "ttl",
+        default: "3",
+        help: "lease length (PX) in ticks",
+    },
+    ParamSpec {
+        name: "time_bound",
+        default: "8",
+        help: "true time stops at this tick",
+    },
+    ParamSpec {
+        name: "pauses",
+        default: "1",
+        help: "how many stop-the-world pauses of a holder may happen",
+    },
+    ParamSpec {
+        name: "failover",
+        default: "false",
+        help: "the master may die and its lagging replica be promoted",
+    },
+    ParamSpec {
+        name: "storage_check",
+        default: "true",
+        help: "the storage rejects tokens lower than the highest it accepted",
+    },
+    ParamSpec {
+        name: "tick_ms",
+        default: "100",
+        help: "simulated milliseconds per tick in the scenario file",
+    },
+];
+
+impl LockModel for Fencing {
+    const NAME: &'static str = "fencing";
+    const PARAMS: &'static [ParamSpec] = PARAMS;
+    const DEFAULT_PROPERTY: &'static str = "no_stale_write";
+
+    fn from_params(p: &Params) -> Result<Self, ModelError> {
+        Ok(Fencing {
+            clients: p.int("clients", 1, MAX_CLIENTS as u8)?,
+            ttl: p.int("ttl", 1, 50)?,
+            time_bound: p.int("time_bound", 0, 100)?,
+            pauses: p.int("pauses", 0, 3)?,
+            failover: p.bool("failover")?,
+            storage_check: p.bool("storage_check")?,
+            tick_ms: p.int("tick_ms", 1, 250)? as u64,
+            property: Self::DEFAULT_PROPERTY,
+        })
+    }
+
+    fn all_properties() -> Vec<(PropInfo, Property<Self>)> {
+        vec![
+            (
+                PropInfo {
+                    name: "no_stale_write",
+                    kind: PropertyKind::Always,
+                    about: "the storage never accepts a write from an older lease after one from a newer lease",
+                },
+                Property::always("no_stale_write", |_, s: &FencingState| !s.storage.stale),
+            ),
+            (
+                PropInfo {
+                    name: "tokens_increase",
+                    kind: PropertyKind::Always,
+                    about: "every new lease gets a fencing token above every earlier lease's",
+                },
+                Property::always("tokens_increase", |_, s: &FencingState| !s.token_reused),
+            ),
+            (
+                PropInfo {
+                    name: "mutual_exclusion",
+                    kind: PropertyKind::Always,
+                    about: "at most one client is in its critical section (a paused holder counts)",
+                },
+                Property::always("mutual_exclusion", |_, s: &FencingState| holders(s) <= 1),
+            ),
+            (
+                PropInfo {
+                    name: "handover",
+                    kind: PropertyKind::Sometimes,
+                    about: "a second lease is granted (the lock is not stuck with its first holder)",
+                },
+                Property::sometimes("handover", |_, s: &FencingState| s.grants >= 2),
+            ),
+        ]
+    }
+
+    fn select(&mut self, property: &'static str) {
+        self.property = property;
+    }
+
+    fn expected(&self, property: &str) -> Expectation {
+        use Expectation::*;
+        let two = self.clients >= 2;
+        let pause = self.pauses > 0 && self.time_bound >= self.ttl;
+        let violated = match property {
+            "no_stale_write" => two && (self.failover || (pause && !self.storage_check)),
+            "tokens_increase" => two && self.failover,
+            "mutual_exclusion" => two && (self.failover || pause),
+            _ => !two,
+        };
+        if violated {
+            Violated
+        } else {
+            Holds
+        }
+    }
+
+    fn tick_ms(&self) -> u64 {
+        self.tick_ms
+    }
+
+    fn tick_of(&self, s: &FencingState) -> u32 {
+        s.t as u32
+    }
+
+    fn facts(&self, s: &FencingState) -> Vec<(String, String)> {
+        let data = |d: &Data| {
+            format!(
+                "{}, token counter {}",
+                match d.key {
+                    Some(k) => format!("key client-{} until {}", k.holder, k.expires),
+                    None => "no key".to_string(),
+                },
+                d.counter
+            )
+        };
+        let mut f = vec![("clock".to_string(), s.t.to_string())];
+        if s.failed_over {
+            f.push(("redis-0".to_string(), "DOWN".to_string()));
+            f.push((
+                "redis-0-replica-0".to_string(),
+                format!("master, {}", data(&s.master)),
+            ));
+        } else {
+            f.push((
+                "redis-0".to_string(),
+                format!("master, {}", data(&s.master)),
+            ));
+            f.push((
+                "redis-0-replica-0".to_string(),
+                format!(
+                    "replica, {}{}",
+                    data(&s.replica),
+                    if s.pending.is_some() {
+                        " (behind the master)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        for i in 0..self.clients as usize {
+            let c = &s.clients[i];
+            let v = match c.phase {
+                Phase::Idle => "idle".to_string(),
+                Phase::Done => "done".to_string(),
+                Phase::Holding => format!(
+                    "HOLDS lease #{} with token {}, valid until {}{}",
+                    c.grant,
+                    c.token,
+                    c.valid_until,
+                    if c.paused { ", PAUSED" } else { "" }
+                ),
+            };
+            f.push((format!("client-{i}"), v));
+        }
+        f.push((
+            "storage".to_string(),
+            if s.storage.max_grant == 0 {
+                "no writes".to_string()
+            } else {
+                format!(
+                    "highest token {} (newest write from lease #{}){}",
+                    s.storage.max_token,
+                    s.storage.max_grant,
+                    if s.storage.stale {
+                        "; ACCEPTED A STALE WRITE"
+                    } else {
+                        ""
+                    }
+                )
+            },
+        ));
+        f
+    }
+
+    fn action_text(&self, s: &FencingState, a: &FencingAction) -> String {
+        use FencingAction::*;
+        let master = if s.failed_over {
+            "redis-0-replica-0"
+        } else {
+            "redis-0"
+        };
+        match *a {
+            Tick => format!("tick: true time {} -> {}", s.t, s.t + 1),
+            Acquire(i) => format!(
+                "client-{i}: SET lock NX PX {} + INCR token on {master} -> token {}",
+                self.ttl,
+                s.master.counter + 1
+            ),
+            Write(i) => format!(
+                "client-{i} writes with token {} -> accepted",
+                s.clients[i as usize].token
+            ),
+            Release(i) => format!("client-{i} releases (compare-and-delete)"),
+            Pause(i) => format!("client-{i} pauses (stop-the-world GC)"),
+            Resume(i) => format!("client-{i} resumes"),
+            Replicate => "replication: redis-0-replica-0 applies the master's writes".to_string(),
+            Failover => "failover: redis-0 dies, redis-0-replica-0 is promoted".to_string(),
+        }
+    }
+
+    fn scenario(&self, property: &str, path: &Path<Self>) -> Result<Scenario, String> {
+        let tick = self.tick_ms;
+        let last = path.last().map(|(s, _)| s.t as u32).unwrap_or(0);
+        let mut faults = Vec::new();
+        let mut lag = (5, 20);
+        let mut replicated = false;
+        for (i, (s, a)) in path.iter().enumerate() {
+            match a {
+                Some(FencingAction::Replicate) => replicated = true,
+                Some(FencingAction::Failover) => {
+                    let at = fault_time(s.t as u32, tick);
+                    if !replicated {
+                        lag = (at + tick, at + tick);
+                    } else if s.pending.is_some() {
+                        return Err("the trace needs one write replicated and a later one not; the scenario has one replication-lag range for all writes".to_string());
+                    }
+                    faults.push(Fault::Failover { at_ms: at });
+                }
+                Some(FencingAction::Pause(c)) => {
+                    let end = path[i..]
+                        .iter()
+                        .find(|(_, a)| *a == Some(FencingAction::Resume(*c)))
+                        .map(|(s2, _)| s2.t as u32)
+                        .unwrap_or(last + 1);
+                    faults.push(Fault::Pause {
+                        client: "holder".to_string(),
+                        at_ms: fault_time(s.t as u32, tick),
+                        for_ms: (end - s.t as u32) as u64 * tick,
+                    });
+                }
+                _ => {}
+            }
+        }
+        let ttl_ms = self.ttl as u64 * tick;
+        let duration_ms = (last as u64 + self.ttl as u64 + 2) * tick;
+        let mut expect_checks = vec![("mutual_exclusion", "violation")];
+        if property == "no_stale_write" {
+            expect_checks.push(("resource", "violation"));
+        }
+        Ok(Scenario {
+            name: format!("model-fencing-{}", property.replace('_', "-")),
+            about: format!(
+                "From the fencing model ({} steps): a fenced lock (SET NX PX + INCR token) on a master with a lagging replica; {}",
+                path.len() - 1,
+                if self.failover {
+                    "the failover promotes a replica whose token counter is behind, a second client gets a token already used, and the storage accepts the first holder's write after the second's."
+                } else {
+                    "the holder pauses past its lease and a second client acquires."
+                }
+            ),
+            notes: vec![format!(
+                "Generated by lockcheck-models from a BFS counterexample; 1 model tick = {tick} ms, faults half a tick into their tick."
+            )],
+            expect: "violation",
+            expect_checks,
+            seed: 1,
+            duration_ms,
+            lock_kind: "fenced",
+            ttl_ms,
+            wait_ms: duration_ms,
+            masters: 1,
+            replicas: 1,
+            replication_lag_ms: lag,
+            failover_detect_ms: tick / 5,
+            clients: self.clients as u32,
+            cycles: 1,
+            hold_ms: (ttl_ms - tick / 2, ttl_ms - tick / 2),
+            think_ms: (0, 0),
+            faults,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::Outcome;
+    use crate::{run, ModelReport, RunOptions, Strategy};
+
+    fn check(property: &str, params: &[(&str, &str)], strategy: Strategy) -> ModelReport {
+        let r = run(
+            "fencing",
+            &RunOptions {
+                property: Some(property.to_string()),
+                strategy,
+                max_depth: None,
+                params: params
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                threads: 1,
+            },
+        )
+        .unwrap();
+        assert!(r.matches_expectation(), "{}", r.to_text());
+        r
+    }
+
+    #[test]
+    fn fencing_holds_with_pauses_and_no_failover() {
+        let r = check("no_stale_write", &[("pauses", "2")], Strategy::Dfs);
+        assert!(matches!(r.outcome, Outcome::Holds { unique_states, .. } if unique_states > 1000));
+        check("tokens_increase", &[("pauses", "2")], Strategy::Dfs);
+        check("handover", &[], Strategy::Bfs);
+    }
+
+    #[test]
+    fn failover_reuses_a_token_and_the_storage_takes_a_stale_write() {
+        let r = check("no_stale_write", &[("failover", "true")], Strategy::Bfs);
+        let a: Vec<String> = r
+            .trace()
+            .unwrap()
+            .iter()
+            .map(|s| s.action.clone())
+            .collect();
+        assert_eq!(
+            a,
+            [
+                "client-0: SET lock NX PX 3 + INCR token on redis-0 -> token 1",
+                "failover: redis-0 dies, redis-0-replica-0 is promoted",
+                "client-1: SET lock NX PX 3 + INCR token on redis-0-replica-0 -> token 1",
+                "client-1 writes with token 1 -> accepted",
+                "client-0 writes with token 1 -> accepted",
+            ]
+        );
+        let toml = r.to_scenario_toml().unwrap();
+        let v: toml::Value = toml::from_str(&toml).unwrap();
+        assert_eq!(v["lock"]["kind"].as_str(), Some("fenced"));
+        assert_eq!(v["expect_checks"]["resource"].as_str(), Some("violation"));
+        let r = check("tokens_increase", &[("failover", "true")], Strategy::Bfs);
+        assert_eq!(r.trace().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn without_the_storage_check_a_pause_writes_stale() {
+        let r = check(
+            "no_stale_write",
+            &[("storage_check", "false")],
+            Strategy::Bfs,
+        );
+        assert_eq!(r.trace().unwrap().len(), 9);
+    }
+}

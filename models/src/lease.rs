@@ -1,0 +1,756 @@
+//! # `lease`: one Redis, a `SET NX PX` lease
+//!
+//! The lock of seed 002 ("Is the Redis lock perfect?"): `SET lock <random>
+//! NX PX <ttl>` to acquire, a Lua compare-and-delete to release, on a single
+//! Redis server. Its remaining flaw, which the article names and Kleppmann's
+//! "How to do distributed locking" works out, is that a lease can run out
+//! while its holder still works: a stop-the-world GC pause after the client
+//! acquired (or a server clock that jumps forward) lets the key expire, a
+//! second client acquires it, and the first resumes believing it still holds
+//! the lock. Kleppmann's fix is a fencing token: the lock service hands out
+//! a number that grows with every grant (here an `INCR` in the acquire
+//! script) and the storage rejects a write whose token is lower than one it
+//! has already accepted.
+//!
+//! ## The model
+//! * True time ticks up to `time_bound`. The server's clock is true time
+//!   plus a jump of `jump` ticks that the model may apply once
+//!   ([`LeaseAction::ClockJump`]); the key expires when the server's clock
+//!   reaches `set time + ttl`. Clients' clocks are true time.
+//! * A client acquires with one atomic step (the `SET` and, with
+//!   `fencing`, the `INCR` run in one script). Its lease is valid until
+//!   `acquire time + ttl` on its own clock. A running holder leaves its
+//!   critical section when its lease runs out (checked at every tick), or
+//!   earlier by releasing. A paused holder checks nothing: it is still in
+//!   its critical section, as DESIGN.md defines a holder.
+//! * Holders write to a storage ([`Storage`]). With `fencing`, the storage
+//!   rejects a token lower than the highest it accepted.
+//! * Faults: up to `pauses` pauses (only a holder pauses: pausing a client
+//!   that holds nothing cannot break safety, it only delays it), and one
+//!   server clock jump of `jump` ticks when `jump > 0`.
+//!
+//! ## Parameters
+//! `clients` (2), `ttl` (3 ticks), `time_bound` (8 ticks), `cycles` (1
+//! acquisition per client), `pauses` (1), `jump` (0 = no jump), `fencing`
+//! (false), `tick_ms` (100).
+//!
+//! ## Results (tests below)
+//! * pause: `mutual_exclusion` violated in 6 steps (acquire, pause, three
+//!   ticks, the other client acquires); `no_stale_write` violated in 9.
+//! * server clock jump of 3 ticks, no pause: violated in 3 steps.
+//! * `fencing`: `no_stale_write` holds exhaustively within the bound, even
+//!   with a pause and a clock jump (`mutual_exclusion` is still violated:
+//!   fencing protects the storage, not the critical section).
+
+use crate::params::{ParamSpec, Params};
+use crate::report::{Expectation, PropertyKind};
+use crate::runner::{needs_writes, selected, LockModel, Path, PropInfo};
+use crate::scenario::{fault_time, Fault, Scenario};
+use crate::ModelError;
+use stateright::{Model, Property};
+
+/// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
+pub const MAX_CLIENTS: usize = 3;
+
+/// The model's configuration (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Lease {
+    pub clients: u8,
+    pub ttl: u8,
+    pub time_bound: u8,
+    pub cycles: u8,
+    pub pauses: u8,
+    pub jump: u8,
+    pub fencing: bool,
+    pub tick_ms: u64,
+    /// The one registered property (`""`: all, for the Explorer).
+    pub property: &'static str,
+}
+
+impl Default for Lease {
+    fn default() -> Self {
+        Lease {
+            clients: 2,
+            ttl: 3,
+            time_bound: 8,
+            cycles: 1,
+            pauses: 1,
+            jump: 0,
+            fencing: false,
+            tick_ms: 100,
+            property: "mutual_exclusion",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Not holding; may acquire if it has cycles left.
+    Idle,
+    /// Between a successful acquire and release (or the lease running out).
+    Holding,
+    /// Used up its cycles.
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    pub phase: Phase,
+    pub paused: bool,
+    /// Acquisitions completed.
+    pub cycles: u8,
+    /// Lease end on the client's clock.
+    pub valid_until: u8,
+    /// Fencing token of the current lease (0 without fencing).
+    pub token: u8,
+    /// Which grant (1st, 2nd, ...) the current lease is: ghost state, the
+    /// true order of leases, used only by `no_stale_write`.
+    pub grant: u8,
+}
+
+const IDLE: Client = Client {
+    phase: Phase::Idle,
+    paused: false,
+    cycles: 0,
+    valid_until: 0,
+    token: 0,
+    grant: 0,
+};
+
+/// The lock key on the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub holder: u8,
+    /// Expiry on the server's clock.
+    pub expires: u8,
+}
+
+/// The protected resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Storage {
+    /// Highest fencing token accepted.
+    pub max_token: u8,
+    /// Newest lease (grant number) whose write was accepted; 0: none.
+    pub max_grant: u8,
+    /// A write from an older lease was accepted after one from a newer.
+    pub stale: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LeaseState {
+    /// True time.
+    pub t: u8,
+    /// Server clock jump applied so far.
+    pub jumped: u8,
+    pub key: Option<Key>,
+    /// The `INCR` counter that makes fencing tokens.
+    pub counter: u8,
+    /// Leases granted so far.
+    pub grants: u8,
+    /// Pauses used so far.
+    pub pauses: u8,
+    pub clients: [Client; MAX_CLIENTS],
+    pub storage: Storage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LeaseAction {
+    /// True time advances one tick; running holders whose lease ran out on
+    /// their clock leave the critical section.
+    Tick,
+    /// `SET lock c NX PX ttl` (+ `INCR` with fencing).
+    Acquire(u8),
+    /// The holder writes to the storage.
+    Write(u8),
+    /// Compare-and-delete, and leave the critical section.
+    Release(u8),
+    /// A stop-the-world pause starts.
+    Pause(u8),
+    Resume(u8),
+    /// The server's clock jumps forward by `jump` ticks.
+    ClockJump,
+}
+
+impl Lease {
+    fn server_clock(&self, s: &LeaseState) -> u8 {
+        s.t + s.jumped
+    }
+
+    fn drop_expired(&self, s: &mut LeaseState) {
+        if let Some(k) = s.key {
+            if self.server_clock(s) >= k.expires {
+                s.key = None;
+            }
+        }
+    }
+
+    fn finish(&self, c: &mut Client) {
+        c.cycles += 1;
+        c.phase = if c.cycles >= self.cycles {
+            Phase::Done
+        } else {
+            Phase::Idle
+        };
+        c.paused = false;
+        c.valid_until = 0;
+        c.token = 0;
+        c.grant = 0;
+    }
+}
+
+impl Model for Lease {
+    type State = LeaseState;
+    type Action = LeaseAction;
+
+    fn init_states(&self) -> Vec<LeaseState> {
+        vec![LeaseState {
+            t: 0,
+            jumped: 0,
+            key: None,
+            counter: 0,
+            grants: 0,
+            pauses: 0,
+            clients: [IDLE; MAX_CLIENTS],
+            storage: Storage::default(),
+        }]
+    }
+
+    fn actions(&self, s: &LeaseState, out: &mut Vec<LeaseAction>) {
+        for i in 0..self.clients {
+            let c = &s.clients[i as usize];
+            match c.phase {
+                Phase::Idle => out.push(LeaseAction::Acquire(i)),
+                Phase::Holding if c.paused => out.push(LeaseAction::Resume(i)),
+                Phase::Holding => {
+                    if needs_writes(self.property) {
+                        out.push(LeaseAction::Write(i));
+                    }
+                    out.push(LeaseAction::Release(i));
+                    if s.pauses < self.pauses {
+                        out.push(LeaseAction::Pause(i));
+                    }
+                }
+                Phase::Done => {}
+            }
+        }
+        if self.jump > 0 && s.jumped == 0 {
+            out.push(LeaseAction::ClockJump);
+        }
+        if s.t < self.time_bound {
+            out.push(LeaseAction::Tick);
+        }
+    }
+
+    fn next_state(&self, last: &LeaseState, action: LeaseAction) -> Option<LeaseState> {
+        let mut s = *last;
+        match action {
+            LeaseAction::Tick => {
+                s.t += 1;
+                self.drop_expired(&mut s);
+                for c in s.clients.iter_mut().take(self.clients as usize) {
+                    if c.phase == Phase::Holding && !c.paused && s.t >= c.valid_until {
+                        self.finish(c);
+                    }
+                }
+            }
+            LeaseAction::Acquire(i) => {
+                if s.key.is_some() {
+                    return None; // SET NX fails: nothing changes, the client retries later
+                }
+                s.key = Some(Key {
+                    holder: i,
+                    expires: self.server_clock(&s) + self.ttl,
+                });
+                s.grants += 1;
+                if self.fencing {
+                    s.counter += 1;
+                }
+                let c = &mut s.clients[i as usize];
+                c.phase = Phase::Holding;
+                c.valid_until = s.t + self.ttl;
+                c.token = s.counter;
+                c.grant = s.grants;
+            }
+            LeaseAction::Write(i) => {
+                let c = s.clients[i as usize];
+                if self.fencing && c.token < s.storage.max_token {
+                    return None; // rejected by the fencing check
+                }
+                let st = &mut s.storage;
+                st.stale |= c.grant < st.max_grant;
+                st.max_grant = st.max_grant.max(c.grant);
+                st.max_token = st.max_token.max(c.token);
+            }
+            LeaseAction::Release(i) => {
+                if matches!(s.key, Some(k) if k.holder == i) {
+                    s.key = None;
+                }
+                self.finish(&mut s.clients[i as usize]);
+            }
+            LeaseAction::Pause(i) => {
+                s.clients[i as usize].paused = true;
+                s.pauses += 1;
+            }
+            LeaseAction::Resume(i) => s.clients[i as usize].paused = false,
+            LeaseAction::ClockJump => {
+                s.jumped = self.jump;
+                self.drop_expired(&mut s);
+            }
+        }
+        (s != *last).then_some(s)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        selected(self.property)
+    }
+
+    fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
+        crate::runner::format_step(self, last, action)
+    }
+
+    fn within_boundary(&self, _: &LeaseState) -> bool {
+        true
+    }
+}
+
+fn holders(s: &LeaseState) -> usize {
+    s.clients
+        .iter()
+        .filter(|c| c.phase == Phase::Holding)
+        .count()
+}
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "clients",
+        default: "2",
+        help: "number of clients (1-3)",
+    },
+    ParamSpec {
+        name: "ttl",
+        default: "3",
+        help: "lease length (PX) in ticks",
+    },
+    ParamSpec {
+        name: "time_bound",
+        default: "8",
+        help: "true time stops at this tick",
+    },
+    ParamSpec {
+        name: "cycles",
+        default: "1",
+        help: "acquisitions per client",
+    },
+    ParamSpec {
+        name: "pauses",
+        default: "1",
+        help: "how many stop-the-world pauses of a holder may happen (0 = none)",
+    },
+    ParamSpec {
+        name: "jump",
+        default: "0",
+        help: "the server clock may jump forward once by this many ticks (0 = never)",
+    },
+    ParamSpec {
+        name: "fencing",
+        default: "false",
+        help: "INCR a fencing token on acquire; the storage rejects lower tokens",
+    },
+    ParamSpec {
+        name: "tick_ms",
+        default: "100",
+        help: "simulated milliseconds per tick in the scenario file",
+    },
+];
+
+impl LockModel for Lease {
+    const NAME: &'static str = "lease";
+    const PARAMS: &'static [ParamSpec] = PARAMS;
+    const DEFAULT_PROPERTY: &'static str = "mutual_exclusion";
+
+    fn from_params(p: &Params) -> Result<Self, ModelError> {
+        Ok(Lease {
+            clients: p.int("clients", 1, MAX_CLIENTS as u8)?,
+            ttl: p.int("ttl", 1, 50)?,
+            time_bound: p.int("time_bound", 0, 100)?,
+            cycles: p.int("cycles", 1, 5)?,
+            pauses: p.int("pauses", 0, 5)?,
+            jump: p.int("jump", 0, 50)?,
+            fencing: p.bool("fencing")?,
+            tick_ms: p.int("tick_ms", 1, 250)? as u64,
+            property: Self::DEFAULT_PROPERTY,
+        })
+    }
+
+    fn all_properties() -> Vec<(PropInfo, Property<Self>)> {
+        vec![
+            (
+                PropInfo {
+                    name: "mutual_exclusion",
+                    kind: PropertyKind::Always,
+                    about: "at most one client is in its critical section (a paused holder counts)",
+                },
+                Property::always("mutual_exclusion", |_, s| holders(s) <= 1),
+            ),
+            (
+                PropInfo {
+                    name: "no_stale_write",
+                    kind: PropertyKind::Always,
+                    about: "the storage never accepts a write from an older lease after one from a newer lease",
+                },
+                Property::always("no_stale_write", |_, s: &LeaseState| !s.storage.stale),
+            ),
+            (
+                PropInfo {
+                    name: "handover",
+                    kind: PropertyKind::Sometimes,
+                    about: "a second lease is granted (the lock is not stuck with its first holder)",
+                },
+                Property::sometimes("handover", |_, s: &LeaseState| s.grants >= 2),
+            ),
+        ]
+    }
+
+    fn select(&mut self, property: &'static str) {
+        self.property = property;
+    }
+
+    fn expected(&self, property: &str) -> Expectation {
+        let two = self.clients >= 2;
+        let pause_breaks = self.pauses > 0 && self.time_bound >= self.ttl;
+        let jump_breaks =
+            self.jump > 0 && self.time_bound as u16 + self.jump as u16 >= self.ttl as u16;
+        let unsafe_ = two && (pause_breaks || jump_breaks);
+        match property {
+            "mutual_exclusion" if unsafe_ => Expectation::Violated,
+            "no_stale_write" if unsafe_ && !self.fencing => Expectation::Violated,
+            "handover" if !two && self.cycles < 2 => Expectation::Violated,
+            _ => Expectation::Holds,
+        }
+    }
+
+    fn tick_ms(&self) -> u64 {
+        self.tick_ms
+    }
+
+    fn tick_of(&self, s: &LeaseState) -> u32 {
+        s.t as u32
+    }
+
+    fn facts(&self, s: &LeaseState) -> Vec<(String, String)> {
+        let mut f = Vec::new();
+        let key = match s.key {
+            Some(k) => format!("key held by client-{} until {}", k.holder, k.expires),
+            None => "no key".to_string(),
+        };
+        let counter = if self.fencing {
+            format!(", counter {}", s.counter)
+        } else {
+            String::new()
+        };
+        f.push((
+            "redis-0 clock".to_string(),
+            self.server_clock(s).to_string(),
+        ));
+        f.push(("redis-0".to_string(), format!("{key}{counter}")));
+        for i in 0..self.clients as usize {
+            let c = &s.clients[i];
+            let v = match c.phase {
+                Phase::Idle => "idle".to_string(),
+                Phase::Done => "done".to_string(),
+                Phase::Holding => format!(
+                    "HOLDS lease #{} valid until {}{}{}",
+                    c.grant,
+                    c.valid_until,
+                    if self.fencing {
+                        format!(", token {}", c.token)
+                    } else {
+                        String::new()
+                    },
+                    if c.paused { ", PAUSED" } else { "" }
+                ),
+            };
+            f.push((format!("client-{i}"), v));
+        }
+        let st = &s.storage;
+        let storage = if st.max_grant == 0 {
+            "no writes".to_string()
+        } else {
+            format!(
+                "newest accepted write from lease #{}{}{}",
+                st.max_grant,
+                if self.fencing {
+                    format!(" (token {})", st.max_token)
+                } else {
+                    String::new()
+                },
+                if st.stale {
+                    "; ACCEPTED A STALE WRITE"
+                } else {
+                    ""
+                }
+            )
+        };
+        f.push(("storage".to_string(), storage));
+        f
+    }
+
+    fn action_text(&self, s: &LeaseState, a: &LeaseAction) -> String {
+        match *a {
+            LeaseAction::Tick => format!("tick: true time {} -> {}", s.t, s.t + 1),
+            LeaseAction::Acquire(i) => format!(
+                "client-{i}: SET lock client-{i} NX PX {}{} on redis-0 -> OK",
+                self.ttl,
+                if self.fencing { " + INCR token" } else { "" }
+            ),
+            LeaseAction::Write(i) => format!(
+                "client-{i} writes to the storage{}",
+                if self.fencing {
+                    format!(" with token {}", s.clients[i as usize].token)
+                } else {
+                    String::new()
+                }
+            ),
+            LeaseAction::Release(i) => {
+                format!("client-{i} releases (compare-and-delete) and leaves its critical section")
+            }
+            LeaseAction::Pause(i) => format!("client-{i} pauses (stop-the-world GC)"),
+            LeaseAction::Resume(i) => format!("client-{i} resumes"),
+            LeaseAction::ClockJump => {
+                format!("redis-0's clock jumps forward by {} ticks", self.jump)
+            }
+        }
+    }
+
+    fn scenario(&self, property: &str, path: &Path<Self>) -> Result<Scenario, String> {
+        let tick = self.tick_ms;
+        let last = path.last().map(|(s, _)| s.t as u32).unwrap_or(0);
+        let mut faults = Vec::new();
+        for (i, (s, a)) in path.iter().enumerate() {
+            match a {
+                Some(LeaseAction::Pause(c)) => {
+                    // The pause lasts until the trace resumes the client, or
+                    // one tick past the end of the trace.
+                    let end = path[i..]
+                        .iter()
+                        .find(|(_, a)| *a == Some(LeaseAction::Resume(*c)))
+                        .map(|(s2, _)| s2.t as u32)
+                        .unwrap_or(last + 1);
+                    faults.push(Fault::Pause {
+                        client: "holder".to_string(),
+                        at_ms: fault_time(s.t as u32, tick),
+                        for_ms: (end - s.t as u32) as u64 * tick,
+                    });
+                }
+                Some(LeaseAction::ClockJump) => faults.push(Fault::ClockJump {
+                    node: "redis-0".to_string(),
+                    at_ms: fault_time(s.t as u32, tick),
+                    by_ms: self.jump as i64 * tick as i64,
+                }),
+                _ => {}
+            }
+        }
+        let ttl_ms = self.ttl as u64 * tick;
+        let duration_ms = (last as u64 + self.ttl as u64 + 2) * tick;
+        let mut expect_checks = vec![("mutual_exclusion", "violation")];
+        if property == "no_stale_write" {
+            expect_checks.push(("resource", "violation"));
+        }
+        Ok(Scenario {
+            name: format!(
+                "model-lease-{}{}",
+                if self.fencing { "fenced-" } else { "" },
+                property.replace('_', "-")
+            ),
+            about: format!(
+                "From the lease model ({} steps): a SET NX PX lease of {ttl_ms} ms on one Redis; {}",
+                path.len() - 1,
+                if self.jump > 0 && self.pauses == 0 {
+                    "the server clock jumps forward, the key expires early and a second client acquires while the first still holds."
+                } else {
+                    "the holder pauses longer than its lease, the key expires and a second client acquires while the first still believes it holds."
+                }
+            ),
+            notes: vec![format!(
+                "Generated by lockcheck-models from a BFS counterexample; 1 model tick = {tick} ms, faults half a tick into their tick. hold_ms is shorter than the lease so only the fault breaks the lock."
+            )],
+            expect: "violation",
+            expect_checks,
+            seed: 1,
+            duration_ms,
+            lock_kind: if self.fencing { "fenced" } else { "set-nx-px" },
+            ttl_ms,
+            wait_ms: duration_ms,
+            masters: 1,
+            replicas: 0,
+            replication_lag_ms: (5, 20),
+            failover_detect_ms: 1000,
+            clients: self.clients as u32,
+            cycles: self.cycles as u32,
+            hold_ms: (ttl_ms - tick / 2, ttl_ms - tick / 2),
+            think_ms: (0, 0),
+            faults,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::Outcome;
+    use crate::{run, RunOptions, Strategy};
+
+    fn opts(property: &str, params: &[(&str, &str)], strategy: Strategy) -> RunOptions {
+        RunOptions {
+            property: Some(property.to_string()),
+            strategy,
+            max_depth: None,
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            threads: 1,
+        }
+    }
+
+    fn actions(report: &crate::ModelReport) -> Vec<String> {
+        report
+            .trace()
+            .expect("a counterexample")
+            .iter()
+            .map(|s| s.action.clone())
+            .collect()
+    }
+
+    #[test]
+    fn pause_breaks_mutual_exclusion_in_six_steps() {
+        let r = run("lease", &opts("mutual_exclusion", &[], Strategy::Bfs)).unwrap();
+        assert!(r.matches_expectation());
+        assert_eq!(
+            actions(&r),
+            [
+                "client-0: SET lock client-0 NX PX 3 on redis-0 -> OK",
+                "client-0 pauses (stop-the-world GC)",
+                "tick: true time 0 -> 1",
+                "tick: true time 1 -> 2",
+                "tick: true time 2 -> 3",
+                "client-1: SET lock client-1 NX PX 3 on redis-0 -> OK",
+            ]
+        );
+        let toml = r.to_scenario_toml().unwrap();
+        let v: toml::Value = toml::from_str(&toml).unwrap();
+        assert_eq!(v["lock"]["kind"].as_str(), Some("set-nx-px"));
+        assert_eq!(v["lock"]["ttl_ms"].as_integer(), Some(300));
+        let f = &v["faults"][0];
+        assert_eq!(f["kind"].as_str(), Some("pause"));
+        assert_eq!(f["client"].as_str(), Some("holder"));
+        assert_eq!(f["at_ms"].as_integer(), Some(50));
+        assert_eq!(f["for_ms"].as_integer(), Some(400));
+    }
+
+    #[test]
+    fn text_and_json_reports() {
+        let r = run("lease", &opts("mutual_exclusion", &[], Strategy::Bfs)).unwrap();
+        let text = r.to_text();
+        assert!(
+            text.starts_with("lease mutual_exclusion: VIOLATED"),
+            "{text}"
+        );
+        assert!(
+            text.contains("counterexample (6 steps, shortest)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("redis-0: key held by client-0 until 3 -> no key"),
+            "{text}"
+        );
+        let j = r.to_json();
+        assert_eq!(j["verdict"], "violated");
+        assert_eq!(j["expected"], "violated");
+        assert_eq!(j["matches_expectation"], true);
+        assert_eq!(j["outcome"]["trace_len"], 6);
+        assert_eq!(j["params"]["ttl"], "3");
+        assert_eq!(
+            j["outcome"]["trace"][0]["changes"][0],
+            "redis-0: no key -> key held by client-0 until 3"
+        );
+        assert!(j["scenario"].as_str().unwrap().contains("kind = \"pause\""));
+        let r = run(
+            "lease",
+            &opts("mutual_exclusion", &[("pauses", "0")], Strategy::Dfs),
+        )
+        .unwrap();
+        assert!(
+            r.to_text()
+                .contains("no counterexample in 132 unique states"),
+            "{}",
+            r.to_text()
+        );
+        assert_eq!(r.to_json()["verdict"], "holds");
+        assert!(r.to_scenario_toml().is_none());
+    }
+
+    #[test]
+    fn pause_gives_a_stale_write_without_fencing() {
+        let r = run("lease", &opts("no_stale_write", &[], Strategy::Bfs)).unwrap();
+        assert!(r.matches_expectation());
+        let a = actions(&r);
+        assert_eq!(a.len(), 9, "{a:?}");
+        assert!(a.contains(&"client-0 resumes".to_string()));
+        assert_eq!(a[7], "client-1 writes to the storage");
+        assert_eq!(a[8], "client-0 writes to the storage");
+    }
+
+    #[test]
+    fn server_clock_jump_breaks_it_without_a_pause() {
+        let r = run(
+            "lease",
+            &opts(
+                "mutual_exclusion",
+                &[("pauses", "0"), ("jump", "3")],
+                Strategy::Bfs,
+            ),
+        )
+        .unwrap();
+        assert!(r.matches_expectation());
+        assert_eq!(
+            actions(&r),
+            [
+                "client-0: SET lock client-0 NX PX 3 on redis-0 -> OK",
+                "redis-0's clock jumps forward by 3 ticks",
+                "client-1: SET lock client-1 NX PX 3 on redis-0 -> OK",
+            ]
+        );
+        let toml = r.to_scenario_toml().unwrap();
+        assert!(toml.contains("kind = \"clock_jump\"\nnode = \"redis-0\"\nat_ms = 50\nby_ms = 300"));
+    }
+
+    #[test]
+    fn no_faults_is_safe_and_not_vacuous() {
+        let p = [("pauses", "0")];
+        let r = run("lease", &opts("mutual_exclusion", &p, Strategy::Dfs)).unwrap();
+        assert!(
+            matches!(r.outcome, Outcome::Holds { .. }),
+            "{}",
+            r.to_text()
+        );
+        assert!(r.matches_expectation());
+        let r = run("lease", &opts("handover", &p, Strategy::Bfs)).unwrap();
+        assert!(r.matches_expectation());
+        assert_eq!(r.witness.as_ref().unwrap().len(), 3); // acquire, release, acquire
+    }
+
+    #[test]
+    fn fencing_keeps_the_storage_safe_exhaustively() {
+        let p = [("fencing", "true"), ("jump", "2"), ("pauses", "2")];
+        let r = run("lease", &opts("no_stale_write", &p, Strategy::Dfs)).unwrap();
+        assert!(r.matches_expectation(), "{}", r.to_text());
+        let Outcome::Holds { unique_states, .. } = r.outcome else {
+            panic!("{}", r.to_text())
+        };
+        assert!(unique_states > 1000, "{unique_states}");
+        // Fencing protects the storage, not the critical section.
+        let r = run("lease", &opts("mutual_exclusion", &p, Strategy::Bfs)).unwrap();
+        assert!(r.matches_expectation());
+        assert!(r.trace().is_some());
+    }
+}

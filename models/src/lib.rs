@@ -1,0 +1,409 @@
+//! Stateright models of the Redis lock designs lockcheck tests.
+//!
+//! Each model is a plain [`stateright::Model`] with explicit discrete time:
+//! true time advances by a `Tick` action (up to a time bound), every node's
+//! clock is a function of true time (offset, drift, jumps), leases expire on
+//! the server's clock and clients compute their validity on their own clock.
+//! The checker searches every interleaving of client steps, ticks and
+//! faults for a state that breaks a property.
+//!
+//! | model | design | what it finds |
+//! |---|---|---|
+//! | [`lease`] | one Redis, `SET NX PX`, optional fencing tokens | a GC pause or a server clock jump gives two holders; fencing keeps the storage safe |
+//! | [`failover`] | master + lagging replica, failover, optional `WAIT` | the promoted replica grants the lock again; `WAIT` narrows but does not close the window |
+//! | [`redlock`] | Redlock over 3 or 5 masters | holds with drift inside the allowance; breaks with a clock jump, a pause, or a restart without the delay |
+//! | [`redisson`] | Redisson's hash lock with watchdog renewal | a pause longer than the lease stops the watchdog too |
+//! | [`fencing`] | fencing tokens from `INCR` on a replicated master | the counter goes back on failover and the storage accepts a stale write |
+//!
+//! Every model has the properties `mutual_exclusion` (at most one client in
+//! its critical section; a paused client that believes it holds the lock is
+//! in it) and `no_stale_write` (the storage never accepts a write from an
+//! older lease after one from a newer lease, "older" meaning the true order
+//! of grants, which the model tracks as ghost state), plus a `sometimes`
+//! property (`handover`: a second lease is granted) that catches a vacuous
+//! model; `fencing` adds `tokens_increase` and `redisson` adds `reentered`.
+//! A run checks exactly one property: stateright stops when every
+//! registered property has a discovery and a later discovery can overwrite
+//! an earlier one, so registering several would lose the shortest trace.
+//!
+//! Each model declares the verdict it expects for its configuration
+//! ([`ModelReport::expected`]); [`ModelReport::matches_expectation`]
+//! compares it with the checker's. [`model_info`] lists a model's
+//! parameters and properties for the CLI's help. Counterexamples become
+//! scenario files as [`scenario`] describes (1 tick = 100 ms by default).
+//!
+//! ```
+//! use lockcheck_models::{run, Expectation, RunOptions, Strategy};
+//!
+//! // A client pauses (GC) while it holds a SET NX PX lease: BFS finds the
+//! // shortest trace in which a second client acquires the expired lease.
+//! let opts = RunOptions {
+//!     property: Some("mutual_exclusion".into()),
+//!     strategy: Strategy::Bfs,
+//!     max_depth: None,
+//!     params: vec![("pauses".into(), "1".into())],
+//!     threads: 1,
+//! };
+//! let report = run("lease", &opts).unwrap();
+//! assert_eq!(report.outcome.verdict(), Expectation::Violated);
+//! assert!(report.matches_expectation());
+//! println!("{}", report.to_text());
+//! // The trace as a scenario the simulator replays.
+//! let toml = report.to_scenario_toml().unwrap();
+//! assert!(toml.contains("kind = \"pause\""));
+//! ```
+
+pub mod clock;
+pub mod failover;
+pub mod fencing;
+pub mod lease;
+mod params;
+pub mod redisson;
+pub mod redlock;
+pub mod report;
+mod runner;
+pub mod scenario;
+
+pub use params::ParamSpec;
+pub use report::{Expectation, ModelReport, Outcome, PropertyKind, Step, Strategy};
+
+use std::fmt;
+
+/// The models, by the name [`run`] takes.
+pub fn model_names() -> &'static [&'static str] {
+    &["lease", "failover", "redlock", "redisson", "fencing"]
+}
+
+/// How to run a model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    /// The property to check; `None`: the model's default
+    /// (`mutual_exclusion`, or `no_stale_write` for `fencing`).
+    pub property: Option<String>,
+    pub strategy: Strategy,
+    /// Stop exploring below this depth (number of steps).
+    pub max_depth: Option<usize>,
+    /// `--param k=v`; unknown names are errors.
+    pub params: Vec<(String, String)>,
+    /// Checker threads. BFS finds the shortest counterexample only with one.
+    pub threads: usize,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            property: None,
+            strategy: Strategy::Bfs,
+            max_depth: None,
+            params: Vec::new(),
+            threads: 1,
+        }
+    }
+}
+
+/// Bad input to [`run`] or [`serve_explorer`]; the message lists the valid
+/// choices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelError {
+    UnknownModel {
+        name: String,
+        valid: Vec<String>,
+    },
+    UnknownProperty {
+        model: String,
+        name: String,
+        valid: Vec<String>,
+    },
+    UnknownParam {
+        model: String,
+        name: String,
+        valid: Vec<String>,
+    },
+    BadParam {
+        model: String,
+        name: String,
+        value: String,
+        expected: String,
+    },
+    Explorer(String),
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelError::UnknownModel { name, valid } => {
+                write!(f, "unknown model `{name}`; models: {}", valid.join(", "))
+            }
+            ModelError::UnknownProperty { model, name, valid } => write!(
+                f,
+                "model {model} has no property `{name}`; properties: {}",
+                valid.join(", ")
+            ),
+            ModelError::UnknownParam { model, name, valid } => write!(
+                f,
+                "model {model} has no parameter `{name}`; parameters: {}",
+                valid.join(", ")
+            ),
+            ModelError::BadParam {
+                model,
+                name,
+                value,
+                expected,
+            } => write!(
+                f,
+                "model {model}: parameter {name}={value} is invalid; expected {expected}"
+            ),
+            ModelError::Explorer(msg) => write!(f, "explorer: {msg}"),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+/// What the CLI shows for `lockcheck model <name> --help`-style listings.
+#[derive(Clone, Debug)]
+pub struct ModelInfo {
+    pub name: &'static str,
+    pub params: &'static [ParamSpec],
+    /// `(name, kind, meaning)`.
+    pub properties: Vec<(&'static str, PropertyKind, &'static str)>,
+    pub default_property: &'static str,
+}
+
+fn unknown(name: &str) -> ModelError {
+    ModelError::UnknownModel {
+        name: name.to_string(),
+        valid: model_names().iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+macro_rules! dispatch {
+    ($name:expr, $m:ident => $body:expr) => {
+        match $name {
+            "lease" => {
+                type $m = lease::Lease;
+                $body
+            }
+            "failover" => {
+                type $m = failover::Failover;
+                $body
+            }
+            "redlock" => {
+                type $m = redlock::Redlock;
+                $body
+            }
+            "redisson" => {
+                type $m = redisson::Redisson;
+                $body
+            }
+            "fencing" => {
+                type $m = fencing::Fencing;
+                $body
+            }
+            other => Err(unknown(other)),
+        }
+    };
+}
+
+/// The parameters and properties of a model.
+pub fn model_info(name: &str) -> Result<ModelInfo, ModelError> {
+    use runner::LockModel;
+    dispatch!(name, M => Ok(ModelInfo {
+        name: M::NAME,
+        params: M::PARAMS,
+        properties: runner::property_list::<M>(),
+        default_property: M::DEFAULT_PROPERTY,
+    }))
+}
+
+/// Check one property of one model: BFS gives the shortest counterexample
+/// (on one thread), DFS proves a property within the model's time bound
+/// with less memory.
+pub fn run(name: &str, opts: &RunOptions) -> Result<ModelReport, ModelError> {
+    dispatch!(name, M => runner::run::<M>(opts))
+}
+
+/// Serve stateright's Explorer (a web UI to step through the model) on
+/// `addr`; blocks for as long as the process runs. With no property
+/// selected, every property is registered.
+pub fn serve_explorer(name: &str, opts: &RunOptions, addr: &str) -> Result<(), ModelError> {
+    dispatch!(name, M => runner::serve::<M>(opts, addr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_list_the_valid_choices() {
+        let e = run("redlok", &RunOptions::default()).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("lease, failover, redlock, redisson, fencing"));
+        let opts = RunOptions {
+            property: Some("safety".into()),
+            ..RunOptions::default()
+        };
+        let e = run("lease", &opts).unwrap_err().to_string();
+        assert!(
+            e.contains("mutual_exclusion") && e.contains("no_stale_write"),
+            "{e}"
+        );
+        let opts = RunOptions {
+            params: vec![("nodes".into(), "3".into())],
+            ..RunOptions::default()
+        };
+        let e = run("lease", &opts).unwrap_err().to_string();
+        assert!(e.contains("`nodes`") && e.contains("ttl"), "{e}");
+        for name in model_names() {
+            let info = model_info(name).unwrap();
+            assert!(info.properties.iter().any(|p| p.0 == "mutual_exclusion"));
+            assert!(info.properties.iter().any(|p| p.0 == "no_stale_write"));
+            assert!(info
+                .properties
+                .iter()
+                .any(|p| p.1 == PropertyKind::Sometimes));
+        }
+    }
+
+    /// Every counterexample a test configuration produces becomes a
+    /// scenario with only the keys, fault kinds and node names of the
+    /// contract in DESIGN.md ("Scenario files").
+    #[test]
+    fn scenarios_follow_the_contract() {
+        type Case = (
+            &'static str,
+            &'static str,
+            &'static [(&'static str, &'static str)],
+        );
+        let cases: &[Case] = &[
+            ("lease", "mutual_exclusion", &[]),
+            ("lease", "no_stale_write", &[("fencing", "false")]),
+            (
+                "lease",
+                "mutual_exclusion",
+                &[("pauses", "0"), ("jump", "2")],
+            ),
+            ("failover", "mutual_exclusion", &[]),
+            ("failover", "no_stale_write", &[("wait", "1")]),
+            (
+                "failover",
+                "mutual_exclusion",
+                &[
+                    ("wait", "1"),
+                    ("on_wait_timeout", "give-up"),
+                    ("replica_skew", "2"),
+                ],
+            ),
+            ("fencing", "no_stale_write", &[("failover", "true")]),
+            ("redlock", "mutual_exclusion", &[("jumps", "1")]),
+            ("redlock", "mutual_exclusion", &[("crashes", "1")]),
+            ("redlock", "mutual_exclusion", &[("pauses", "1")]),
+            (
+                "redlock",
+                "mutual_exclusion",
+                &[
+                    ("drift_period", "4"),
+                    ("fast_nodes", "3"),
+                    ("allowance", "0"),
+                ],
+            ),
+            ("redisson", "mutual_exclusion", &[]),
+        ];
+        let top = [
+            "name",
+            "about",
+            "expect",
+            "expect_checks",
+            "seed",
+            "duration_ms",
+            "lock",
+            "redis",
+            "workload",
+            "faults",
+        ];
+        let kinds = ["set-nx-px", "redlock", "fenced", "redisson"];
+        for (model, property, params) in cases {
+            let opts = RunOptions {
+                property: Some(property.to_string()),
+                params: params
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                ..RunOptions::default()
+            };
+            let r = run(model, &opts).unwrap();
+            assert!(r.matches_expectation(), "{}", r.to_text());
+            let text = r
+                .to_scenario_toml()
+                .unwrap_or_else(|| panic!("{}", r.to_text()));
+            let v: toml::Table = toml::from_str(&text).unwrap();
+            for k in v.keys() {
+                assert!(top.contains(&k.as_str()), "{model}: unknown key {k}");
+            }
+            assert_eq!(v["expect"].as_str(), Some("violation"));
+            let keys =
+                |t: &str| -> Vec<String> { v[t].as_table().unwrap().keys().cloned().collect() };
+            assert_eq!(keys("lock"), ["kind", "ttl_ms", "wait_ms"]);
+            assert_eq!(
+                keys("redis"),
+                [
+                    "failover_detect_ms",
+                    "masters",
+                    "replicas",
+                    "replication_lag_ms",
+                    "request_timeout_ms"
+                ]
+            );
+            assert_eq!(
+                keys("workload"),
+                ["clients", "cycles", "hold_ms", "think_ms"]
+            );
+            assert!(kinds.contains(&v["lock"]["kind"].as_str().unwrap()));
+            let masters = v["redis"]["masters"].as_integer().unwrap();
+            let replicas = v["redis"]["replicas"].as_integer().unwrap();
+            let node_ok = |n: &str| -> bool {
+                (0..masters).any(|m| {
+                    n == format!("redis-{m}")
+                        || (0..replicas).any(|r| n == format!("redis-{m}-replica-{r}"))
+                }) || n.starts_with("client-")
+            };
+            let mut last_at = 0;
+            for f in v["faults"].as_array().unwrap() {
+                let f = f.as_table().unwrap();
+                let at = f["at_ms"].as_integer().unwrap();
+                assert!(at >= last_at, "faults in time order");
+                last_at = at;
+                let mut fk: Vec<&str> = f.keys().map(|k| k.as_str()).collect();
+                fk.sort();
+                match f["kind"].as_str().unwrap() {
+                    "failover" => assert_eq!(fk, ["at_ms", "kind"]),
+                    "pause" => {
+                        assert_eq!(fk, ["at_ms", "client", "for_ms", "kind"]);
+                        let c = f["client"].as_str().unwrap();
+                        assert!(c == "holder" || node_ok(c), "{c}");
+                    }
+                    "clock_jump" => {
+                        assert_eq!(fk, ["at_ms", "by_ms", "kind", "node"]);
+                        assert!(node_ok(f["node"].as_str().unwrap()));
+                    }
+                    "clock_drift" => {
+                        assert_eq!(fk, ["at_ms", "kind", "node", "ppm"]);
+                        assert!(node_ok(f["node"].as_str().unwrap()));
+                    }
+                    "crash" => {
+                        assert_eq!(fk, ["at_ms", "kind", "node", "restart_after_ms"]);
+                        assert!(node_ok(f["node"].as_str().unwrap()));
+                    }
+                    other => panic!("{model}: fault kind {other}"),
+                }
+            }
+            // The holder's critical section is shorter than the lease.
+            let hold = v["workload"]["hold_ms"].as_array().unwrap()[1]
+                .as_integer()
+                .unwrap();
+            let ttl = v["lock"]["ttl_ms"].as_integer().unwrap();
+            assert!(hold <= ttl, "{model}: hold {hold} ttl {ttl}");
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! `--param key=value` parsing shared by every model.
+//!
+//! Each model declares a table of [`ParamSpec`]s (name, default, help). A
+//! name that is not in the table is an error that lists the valid names; a
+//! value that does not parse is an error that says what was expected.
+
+use crate::ModelError;
+
+/// One tunable parameter of a model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamSpec {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+/// The parameters of one run: the model's table plus the values given.
+pub(crate) struct Params<'a> {
+    model: &'static str,
+    specs: &'static [ParamSpec],
+    given: &'a [(String, String)],
+}
+
+impl<'a> Params<'a> {
+    pub(crate) fn new(
+        model: &'static str,
+        specs: &'static [ParamSpec],
+        given: &'a [(String, String)],
+    ) -> Result<Self, ModelError> {
+        for (k, _) in given {
+            if !specs.iter().any(|s| s.name == k) {
+                return Err(ModelError::UnknownParam {
+                    model: model.to_string(),
+                    name: k.clone(),
+                    valid: specs.iter().map(|s| s.name.to_string()).collect(),
+                });
+            }
+        }
+        Ok(Params {
+            model,
+            specs,
+            given,
+        })
+    }
+
+    fn raw(&self, name: &str) -> &str {
+        if let Some((_, v)) = self.given.iter().rev().find(|(k, _)| k == name) {
+            return v;
+        }
+        self.specs
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("model {} reads undeclared param {name}", self.model))
+            .default
+    }
+
+    fn bad(&self, name: &str, expected: String) -> ModelError {
+        ModelError::BadParam {
+            model: self.model.to_string(),
+            name: name.to_string(),
+            value: self.raw(name).to_string(),
+            expected,
+        }
+    }
+
+    /// An integer in `lo..=hi`.
+    pub(crate) fn int(&self, name: &str, lo: u8, hi: u8) -> Result<u8, ModelError> {
+        match self.raw(name).trim().parse::<u8>() {
+            Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+            _ => Err(self.bad(name, format!("an integer from {lo} to {hi}"))),
+        }
+    }
+
+    /// `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`).
+    pub(crate) fn bool(&self, name: &str) -> Result<bool, ModelError> {
+        match self.raw(name).trim() {
+            "true" | "1" | "yes" | "on" => Ok(true),
+            "false" | "0" | "no" | "off" => Ok(false),
+            _ => Err(self.bad(name, "true or false".to_string())),
+        }
+    }
+
+    /// One of a fixed set of words; returns its index in `choices`.
+    pub(crate) fn choice(&self, name: &str, choices: &[&str]) -> Result<usize, ModelError> {
+        let v = self.raw(name).trim();
+        choices
+            .iter()
+            .position(|c| *c == v)
+            .ok_or_else(|| self.bad(name, format!("one of: {}", choices.join(", "))))
+    }
+
+    /// Every parameter with the value in force, in table order.
+    pub(crate) fn effective(&self) -> Vec<(String, String)> {
+        self.specs
+            .iter()
+            .map(|s| (s.name.to_string(), self.raw(s.name).trim().to_string()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[ParamSpec] = &[
+        ParamSpec {
+            name: "ttl",
+            default: "3",
+            help: "",
+        },
+        ParamSpec {
+            name: "fencing",
+            default: "false",
+            help: "",
+        },
+    ];
+
+    #[test]
+    fn defaults_overrides_and_errors() {
+        let given = vec![("ttl".to_string(), "5".to_string())];
+        let p = Params::new("m", SPECS, &given).unwrap();
+        assert_eq!(p.int("ttl", 1, 9).unwrap(), 5);
+        assert!(!p.bool("fencing").unwrap());
+        assert!(p.int("ttl", 6, 9).is_err());
+
+        let given = vec![("tll".to_string(), "5".to_string())];
+        let err = Params::new("m", SPECS, &given).err().unwrap().to_string();
+        assert!(err.contains("tll") && err.contains("ttl, fencing"), "{err}");
+    }
+}

@@ -1,0 +1,354 @@
+//! The result of one checker run, as text and JSON.
+
+use serde_json::json;
+use std::fmt::Write as _;
+
+/// What a model declares for a property in a configuration, or what the
+/// checker found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expectation {
+    /// `always` property: no reachable state breaks it (within the bound).
+    /// `sometimes` property: some reachable state satisfies it.
+    Holds,
+    /// `always` property: a reachable state breaks it.
+    /// `sometimes` property: no reachable state satisfies it (a vacuous model).
+    Violated,
+}
+
+impl Expectation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Expectation::Holds => "holds",
+            Expectation::Violated => "violated",
+        }
+    }
+}
+
+/// `always`: an invariant (a counterexample is a failure); `sometimes`: a
+/// reachability check (an example is a success).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PropertyKind {
+    Always,
+    Sometimes,
+}
+
+/// Breadth-first (shortest counterexample) or depth-first (less memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Strategy {
+    #[default]
+    Bfs,
+    Dfs,
+}
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::Bfs => "bfs",
+            Strategy::Dfs => "dfs",
+        }
+    }
+}
+
+/// One step of a trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// 1-based position in the trace.
+    pub index: usize,
+    /// True time (ticks) when the action was taken.
+    pub tick: u32,
+    /// The action, in the field's words.
+    pub action: String,
+    /// What changed: `"subject: before -> after"`.
+    pub changes: Vec<String>,
+}
+
+/// What the checker found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Invariant: no counterexample in the explored space. Reachability: an
+    /// example was found (it is in [`ModelReport::witness`]).
+    Holds {
+        states: usize,
+        unique_states: usize,
+        secs: f64,
+    },
+    /// Invariant: a counterexample (the shortest, with BFS on one thread).
+    /// Reachability: no example exists (the trace is empty).
+    Violated {
+        trace: Vec<Step>,
+        secs: f64,
+        states: usize,
+    },
+}
+
+impl Outcome {
+    pub fn verdict(&self) -> Expectation {
+        match self {
+            Outcome::Holds { .. } => Expectation::Holds,
+            Outcome::Violated { .. } => Expectation::Violated,
+        }
+    }
+    pub fn secs(&self) -> f64 {
+        match self {
+            Outcome::Holds { secs, .. } | Outcome::Violated { secs, .. } => *secs,
+        }
+    }
+}
+
+/// The result of [`crate::run`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelReport {
+    pub model: String,
+    pub property: String,
+    pub property_kind: PropertyKind,
+    /// One sentence saying what the property means.
+    pub property_about: String,
+    /// Every parameter with the value in force.
+    pub params: Vec<(String, String)>,
+    pub strategy: Strategy,
+    pub threads: usize,
+    /// `--max-depth`, if one was given.
+    pub max_depth: Option<usize>,
+    /// The deepest level the checker reached.
+    pub depth_reached: usize,
+    /// The model's declared expectation for this configuration.
+    pub expected: Expectation,
+    pub outcome: Outcome,
+    /// Unique states seen (also for violations).
+    pub unique_states: usize,
+    /// For a `sometimes` property that holds: the example that shows it.
+    pub witness: Option<Vec<Step>>,
+    /// The initial state's facts, `"subject: value"`.
+    pub initial: Vec<String>,
+    /// Simulated milliseconds per model tick (for the scenario mapping).
+    pub tick_ms: u64,
+    /// Why no scenario can be written, when a counterexample exists but the
+    /// scenario contract cannot express it faithfully.
+    pub scenario_note: Option<String>,
+    pub(crate) scenario: Option<String>,
+}
+
+fn fmt_count(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn write_steps(out: &mut String, steps: &[Step]) {
+    for step in steps {
+        let _ = writeln!(out, "{:>3}. t={:<3} {}", step.index, step.tick, step.action);
+        for c in &step.changes {
+            let _ = writeln!(out, "              {c}");
+        }
+    }
+}
+
+fn steps_json(steps: &[Step]) -> serde_json::Value {
+    serde_json::Value::Array(
+        steps
+            .iter()
+            .map(|s| {
+                json!({
+                    "index": s.index,
+                    "tick": s.tick,
+                    "action": s.action,
+                    "changes": s.changes,
+                })
+            })
+            .collect(),
+    )
+}
+
+impl ModelReport {
+    /// Whether the checker's verdict is the one the model declares.
+    pub fn matches_expectation(&self) -> bool {
+        self.outcome.verdict() == self.expected
+    }
+
+    /// The counterexample, if the outcome is a violation with a trace.
+    pub fn trace(&self) -> Option<&[Step]> {
+        match &self.outcome {
+            Outcome::Violated { trace, .. } if !trace.is_empty() => Some(trace),
+            _ => None,
+        }
+    }
+
+    /// A human report: verdict first, then the evidence.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let verdict = self.outcome.verdict();
+        let kind = match self.property_kind {
+            PropertyKind::Always => "always",
+            PropertyKind::Sometimes => "sometimes",
+        };
+        let _ = writeln!(
+            out,
+            "{} {}: {} ({}, expected {}: {})",
+            self.model,
+            self.property,
+            verdict.as_str().to_uppercase(),
+            kind,
+            self.expected.as_str(),
+            if self.matches_expectation() {
+                "matches"
+            } else {
+                "DOES NOT MATCH"
+            }
+        );
+        let _ = writeln!(out, "  {}", self.property_about);
+        let params: Vec<String> = self
+            .params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(out, "  params: {}", params.join(" "));
+        let _ = writeln!(
+            out,
+            "  search: {}, {} thread{}{}; 1 tick = {} ms",
+            self.strategy.as_str(),
+            self.threads,
+            if self.threads == 1 { "" } else { "s" },
+            match self.max_depth {
+                Some(d) => format!(", max depth {d}"),
+                None => String::new(),
+            },
+            self.tick_ms
+        );
+        match &self.outcome {
+            Outcome::Holds {
+                states,
+                unique_states,
+                secs,
+            } => match self.property_kind {
+                PropertyKind::Always => {
+                    let _ = writeln!(
+                        out,
+                        "  no counterexample in {} unique states ({} generated, depth {}) within the model's time bound{}, {:.3} s",
+                        fmt_count(*unique_states),
+                        fmt_count(*states),
+                        self.depth_reached,
+                        if self.max_depth.is_some() { " and the depth limit" } else { "" },
+                        secs
+                    );
+                }
+                PropertyKind::Sometimes => {
+                    let w = self.witness.as_deref().unwrap_or(&[]);
+                    let _ = writeln!(
+                        out,
+                        "  example found in {:.3} s after {} unique states, {} steps:",
+                        secs,
+                        fmt_count(*unique_states),
+                        w.len()
+                    );
+                    let _ = writeln!(out, "  initial: {}", self.initial.join("; "));
+                    write_steps(&mut out, w);
+                }
+            },
+            Outcome::Violated {
+                trace,
+                secs,
+                states,
+            } => match self.property_kind {
+                PropertyKind::Always => {
+                    let _ = writeln!(
+                        out,
+                        "  counterexample ({} steps{}) found in {:.3} s after {} unique states ({} generated):",
+                        trace.len(),
+                        if self.strategy == Strategy::Bfs && self.threads == 1 {
+                            ", shortest"
+                        } else {
+                            ""
+                        },
+                        secs,
+                        fmt_count(self.unique_states),
+                        fmt_count(*states)
+                    );
+                    let _ = writeln!(out, "  initial: {}", self.initial.join("; "));
+                    write_steps(&mut out, trace);
+                }
+                PropertyKind::Sometimes => {
+                    let _ = writeln!(
+                        out,
+                        "  never reached: {} unique states explored, {:.3} s (the model is vacuous in this configuration)",
+                        fmt_count(self.unique_states),
+                        secs
+                    );
+                }
+            },
+        }
+        if let Some(note) = &self.scenario_note {
+            let _ = writeln!(out, "  scenario: {note}");
+        }
+        out
+    }
+
+    /// One JSON object with everything in the report.
+    pub fn to_json(&self) -> serde_json::Value {
+        let params: serde_json::Map<String, serde_json::Value> = self
+            .params
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        let outcome = match &self.outcome {
+            Outcome::Holds {
+                states,
+                unique_states,
+                secs,
+            } => json!({
+                "verdict": "holds",
+                "states": states,
+                "unique_states": unique_states,
+                "secs": secs,
+            }),
+            Outcome::Violated {
+                trace,
+                secs,
+                states,
+            } => json!({
+                "verdict": "violated",
+                "states": states,
+                "unique_states": self.unique_states,
+                "secs": secs,
+                "trace_len": trace.len(),
+                "trace": steps_json(trace),
+            }),
+        };
+        json!({
+            "model": self.model,
+            "property": self.property,
+            "property_kind": match self.property_kind {
+                PropertyKind::Always => "always",
+                PropertyKind::Sometimes => "sometimes",
+            },
+            "property_about": self.property_about,
+            "params": params,
+            "strategy": self.strategy.as_str(),
+            "threads": self.threads,
+            "max_depth": self.max_depth,
+            "depth_reached": self.depth_reached,
+            "tick_ms": self.tick_ms,
+            "expected": self.expected.as_str(),
+            "verdict": self.outcome.verdict().as_str(),
+            "matches_expectation": self.matches_expectation(),
+            "outcome": outcome,
+            "initial": self.initial,
+            "witness": self.witness.as_deref().map(steps_json),
+            "scenario": self.scenario,
+            "scenario_note": self.scenario_note,
+        })
+    }
+
+    /// The counterexample as a lockcheck scenario file (see
+    /// [`crate::scenario`] for the mapping), or `None` when there is no
+    /// counterexample or the contract cannot express it
+    /// ([`ModelReport::scenario_note`] says why).
+    pub fn to_scenario_toml(&self) -> Option<String> {
+        self.scenario.clone()
+    }
+}

@@ -1,0 +1,277 @@
+//! The glue between a model and stateright's checkers: parameter parsing,
+//! one property per run, trace rendering and the scenario.
+
+use crate::params::{ParamSpec, Params};
+use crate::report::{Expectation, ModelReport, Outcome, PropertyKind, Step, Strategy};
+use crate::scenario::Scenario;
+use crate::{ModelError, RunOptions};
+use stateright::{Checker, Model, Property};
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::time::Instant;
+
+/// A property a model offers: its name, kind and one-sentence meaning.
+pub(crate) struct PropInfo {
+    pub name: &'static str,
+    pub kind: PropertyKind,
+    pub about: &'static str,
+}
+
+pub(crate) type Path<M> = [(<M as Model>::State, Option<<M as Model>::Action>)];
+/// A representative function for symmetry reduction.
+pub(crate) type Representative<M> = fn(&<M as Model>::State) -> <M as Model>::State;
+type PathVec<M> = Vec<(<M as Model>::State, Option<<M as Model>::Action>)>;
+/// A model with its property selected, the property, and the effective parameters.
+type Built<M> = (M, &'static str, Vec<(String, String)>);
+
+/// What every model in this crate provides beyond [`Model`].
+pub(crate) trait LockModel:
+    Model<
+        State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
+        Action: Clone + Debug + PartialEq + Send + Sync + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+    const NAME: &'static str;
+    const PARAMS: &'static [ParamSpec];
+    /// The property checked when none is named.
+    const DEFAULT_PROPERTY: &'static str;
+
+    fn from_params(p: &Params) -> Result<Self, ModelError>;
+    /// Every property with its condition; [`Model::properties`] returns only
+    /// the selected one (see [`selected`]).
+    fn all_properties() -> Vec<(PropInfo, Property<Self>)>;
+    /// Restrict [`Model::properties`] to one property (`""`: all of them).
+    fn select(&mut self, property: &'static str);
+    /// The declared verdict for `property` in this configuration.
+    fn expected(&self, property: &str) -> Expectation;
+    fn tick_ms(&self) -> u64;
+    /// True time (ticks) of a state.
+    fn tick_of(&self, s: &Self::State) -> u32;
+    /// The facts of a state that a reader needs, `(subject, value)`, in a
+    /// fixed order; a step prints the ones that changed.
+    fn facts(&self, s: &Self::State) -> Vec<(String, String)>;
+    /// The action in words, given the state it is taken in.
+    fn action_text(&self, s: &Self::State, a: &Self::Action) -> String;
+    /// The trace as a scenario, or a reason why the contract cannot express it.
+    fn scenario(&self, property: &str, path: &Path<Self>) -> Result<Scenario, String>;
+    /// A canonical representative under client symmetry, when the clients
+    /// are interchangeable in this configuration. DFS uses it to skip states
+    /// that differ only by a renaming of clients (BFS cannot).
+    fn symmetry(&self) -> Option<Representative<Self>> {
+        None
+    }
+}
+
+/// Whether the selected property looks at the storage. Writes change only
+/// the storage, so runs of the other properties leave them out (fewer
+/// states, same verdicts).
+pub(crate) fn needs_writes(property: &str) -> bool {
+    property.is_empty() || property == "no_stale_write"
+}
+
+/// The properties to register: only the selected one, so that a discovery
+/// of another property cannot end the run early or overwrite its trace.
+pub(crate) fn selected<M: LockModel>(name: &'static str) -> Vec<Property<M>> {
+    M::all_properties()
+        .into_iter()
+        .filter(|(info, _)| name.is_empty() || info.name == name)
+        .map(|(_, p)| p)
+        .collect()
+}
+
+/// Build a model from parameters with its property selected.
+pub(crate) fn build<M: LockModel>(opts: &RunOptions) -> Result<Built<M>, ModelError> {
+    let params = Params::new(M::NAME, M::PARAMS, &opts.params)?;
+    let mut model = M::from_params(&params)?;
+    let props = M::all_properties();
+    let name = match &opts.property {
+        None => M::DEFAULT_PROPERTY,
+        Some(p) => props
+            .iter()
+            .map(|(i, _)| i.name)
+            .find(|n| n == p)
+            .ok_or_else(|| ModelError::UnknownProperty {
+                model: M::NAME.to_string(),
+                name: p.clone(),
+                valid: props.iter().map(|(i, _)| i.name.to_string()).collect(),
+            })?,
+    };
+    model.select(name);
+    Ok((model, name, params.effective()))
+}
+
+fn steps<M: LockModel>(model: &M, path: &Path<M>) -> Vec<Step> {
+    let mut out = Vec::new();
+    for (i, w) in path.windows(2).enumerate() {
+        let (s0, a) = &w[0];
+        let (s1, _) = &w[1];
+        let Some(a) = a else { continue };
+        let before = model.facts(s0);
+        let after = model.facts(s1);
+        let mut changes = Vec::new();
+        for (k, v1) in &after {
+            match before.iter().find(|(k0, _)| k0 == k) {
+                Some((_, v0)) if v0 == v1 => {}
+                Some((_, v0)) => changes.push(format!("{k}: {v0} -> {v1}")),
+                None => changes.push(format!("{k}: {v1}")),
+            }
+        }
+        out.push(Step {
+            index: i + 1,
+            tick: model.tick_of(s0),
+            action: model.action_text(s0, a),
+            changes,
+        });
+    }
+    out
+}
+
+struct Found<M: Model> {
+    path: Option<PathVec<M>>,
+    states: usize,
+    unique: usize,
+    depth: usize,
+}
+
+fn collect<M, C>(checker: C, name: &'static str) -> Found<M>
+where
+    M: LockModel,
+    C: Checker<M>,
+{
+    let checker = checker.join();
+    Found {
+        path: checker.discovery(name).map(|p| p.into_vec()),
+        states: checker.state_count(),
+        unique: checker.unique_state_count(),
+        depth: checker.max_depth(),
+    }
+}
+
+pub(crate) fn run<M: LockModel>(opts: &RunOptions) -> Result<ModelReport, ModelError> {
+    let (model, name, params) = build::<M>(opts)?;
+    let (info, _) = M::all_properties()
+        .into_iter()
+        .find(|(i, _)| i.name == name)
+        .expect("selected property exists");
+    let threads = opts.threads.max(1);
+    let mut builder = model.clone().checker().threads(threads);
+    if let Some(d) = opts.max_depth {
+        builder = builder.target_max_depth(d);
+    }
+    let start = Instant::now();
+    let found = match opts.strategy {
+        Strategy::Bfs => collect(builder.spawn_bfs(), name),
+        Strategy::Dfs => {
+            if let Some(f) = model.symmetry() {
+                builder = builder.symmetry_fn(f);
+            }
+            collect(builder.spawn_dfs(), name)
+        }
+    };
+    let secs = start.elapsed().as_secs_f64();
+    let init = model.init_states().remove(0);
+    let initial = model
+        .facts(&init)
+        .into_iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect();
+    let mut witness = None;
+    let mut scenario = None;
+    let mut scenario_note = None;
+    let outcome = match (info.kind, &found.path) {
+        (PropertyKind::Always, None) => Outcome::Holds {
+            states: found.states,
+            unique_states: found.unique,
+            secs,
+        },
+        (PropertyKind::Always, Some(path)) => {
+            match model.scenario(name, path) {
+                Ok(sc) => scenario = Some(sc.to_toml()),
+                Err(why) => scenario_note = Some(why),
+            }
+            Outcome::Violated {
+                trace: steps(&model, path),
+                secs,
+                states: found.states,
+            }
+        }
+        (PropertyKind::Sometimes, Some(path)) => {
+            witness = Some(steps(&model, path));
+            Outcome::Holds {
+                states: found.states,
+                unique_states: found.unique,
+                secs,
+            }
+        }
+        (PropertyKind::Sometimes, None) => Outcome::Violated {
+            trace: Vec::new(),
+            secs,
+            states: found.states,
+        },
+    };
+    Ok(ModelReport {
+        model: M::NAME.to_string(),
+        property: name.to_string(),
+        property_kind: info.kind,
+        property_about: info.about.to_string(),
+        params,
+        strategy: opts.strategy,
+        threads,
+        max_depth: opts.max_depth,
+        depth_reached: found.depth,
+        expected: model.expected(name),
+        outcome,
+        unique_states: found.unique,
+        witness,
+        initial,
+        tick_ms: model.tick_ms(),
+        scenario_note,
+        scenario,
+    })
+}
+
+pub(crate) fn serve<M: LockModel>(opts: &RunOptions, addr: &str) -> Result<(), ModelError> {
+    let (mut model, _, _) = build::<M>(opts)?;
+    if opts.property.is_none() {
+        model.select("");
+    }
+    // stateright's Explorer panics if it cannot bind; check first so the
+    // caller gets an error instead.
+    std::net::TcpListener::bind(addr)
+        .map_err(|e| ModelError::Explorer(format!("cannot listen on {addr}: {e}")))?;
+    let mut builder = model.checker().threads(opts.threads.max(1));
+    if let Some(d) = opts.max_depth {
+        builder = builder.target_max_depth(d);
+    }
+    let _checker = builder.serve(addr);
+    loop {
+        std::thread::park();
+    }
+}
+
+/// The Explorer's view of a step: the action in words, then the facts of
+/// the state it leads to.
+pub(crate) fn format_step<M: LockModel>(
+    m: &M,
+    last: &M::State,
+    action: M::Action,
+) -> Option<String> {
+    let text = m.action_text(last, &action);
+    let next = m.next_state(last, action)?;
+    let mut out = format!("{text}\n(true time {})\n", m.tick_of(&next));
+    for (k, v) in m.facts(&next) {
+        out.push_str(&format!("{k}: {v}\n"));
+    }
+    Some(out)
+}
+
+/// The properties of a model: name, kind, meaning.
+pub(crate) fn property_list<M: LockModel>() -> Vec<(&'static str, PropertyKind, &'static str)> {
+    M::all_properties()
+        .into_iter()
+        .map(|(i, _)| (i.name, i.kind, i.about))
+        .collect()
+}

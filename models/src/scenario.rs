@@ -1,0 +1,302 @@
+//! Writing a counterexample as a lockcheck scenario file.
+//!
+//! # Mapping model time to scenario time
+//!
+//! The models run on discrete true time: one `Tick` action advances it by
+//! one tick, and every other action happens *within* a tick, in the order
+//! the trace lists them. A scenario runs on milliseconds of simulated true
+//! time. The mapping (tick size `tick_ms`, 100 ms unless the `tick_ms`
+//! parameter says otherwise):
+//!
+//! * tick `k` of the model is the interval `[k * tick_ms, (k + 1) * tick_ms)`;
+//! * client operations (acquire, release, write) are driven by the
+//!   scenario's workload, not scheduled: the workload starts every client at
+//!   0 ms and a client retries `acquire` for `wait_ms`, so the client that
+//!   acquires at tick `k` in the trace acquires in the simulation as soon as
+//!   the lock becomes free at or after `k * tick_ms`;
+//! * faults are scheduled at absolute times: a fault the trace takes in
+//!   tick `k` is placed at `k * tick_ms + tick_ms / 2`, half a tick in, so
+//!   that the client operations the trace puts before it in the same tick
+//!   (a few simulated round trips, well under a millisecond each) have
+//!   completed. Durations (`for_ms`, `restart_after_ms`, `by_ms`) are the
+//!   trace's tick counts times `tick_ms`;
+//! * `hold_ms` (the critical section's length) is chosen per model so that
+//!   the holder's critical section covers the part of the trace where the
+//!   violation happens, but is shorter than the lease, so the scenario only
+//!   fails because of the fault the trace has (see each model's
+//!   `scenario` function);
+//! * `duration_ms` covers the trace plus one lease and a margin.
+//!
+//! Node names: `redis-<m>` for master `m` (from 0), `redis-<m>-replica-<r>`,
+//! `client-<c>`. A pause names the client as `"holder"` when the paused
+//! client holds the lock at that moment in the trace (the simulator decides
+//! which client wins the first acquire, so an index could name the wrong
+//! one), otherwise `client-<c>`.
+
+use std::fmt::Write as _;
+
+/// A scenario file, as the contract in DESIGN.md ("Scenario files") has it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub about: String,
+    /// Lines written as `#` comments right after the header.
+    pub notes: Vec<String>,
+    /// `"violation"` or `"safe"`: the mutual-exclusion verdict.
+    pub expect: &'static str,
+    /// Extra per-check expectations, e.g. `("resource", "violation")`.
+    pub expect_checks: Vec<(&'static str, &'static str)>,
+    pub seed: u64,
+    pub duration_ms: u64,
+    pub lock_kind: &'static str,
+    pub ttl_ms: u64,
+    pub wait_ms: u64,
+    pub masters: u32,
+    pub replicas: u32,
+    pub replication_lag_ms: (u64, u64),
+    pub failover_detect_ms: u64,
+    pub clients: u32,
+    pub cycles: u32,
+    pub hold_ms: (u64, u64),
+    pub think_ms: (u64, u64),
+    pub faults: Vec<Fault>,
+}
+
+/// The request timeout written into every scenario (ms): a fifth of a 100 ms tick.
+pub const REQUEST_TIMEOUT_MS: u64 = 20;
+
+/// One `[[faults]]` entry, always at an absolute time.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// Kill the master of shard `master`, promote its replica after
+    /// `failover_detect_ms`.
+    Failover {
+        at_ms: u64,
+    },
+    /// A stop-the-world pause of a client.
+    Pause {
+        client: String,
+        at_ms: u64,
+        for_ms: u64,
+    },
+    ClockJump {
+        node: String,
+        at_ms: u64,
+        by_ms: i64,
+    },
+    ClockDrift {
+        node: String,
+        at_ms: u64,
+        ppm: i64,
+    },
+    Crash {
+        node: String,
+        at_ms: u64,
+        restart_after_ms: u64,
+    },
+    Partition {
+        nodes: Vec<String>,
+        from: Vec<String>,
+        at_ms: u64,
+        for_ms: u64,
+    },
+}
+
+impl Fault {
+    pub fn at_ms(&self) -> u64 {
+        match self {
+            Fault::Failover { at_ms }
+            | Fault::Pause { at_ms, .. }
+            | Fault::ClockJump { at_ms, .. }
+            | Fault::ClockDrift { at_ms, .. }
+            | Fault::Crash { at_ms, .. }
+            | Fault::Partition { at_ms, .. } => *at_ms,
+        }
+    }
+}
+
+/// Where a fault taken in tick `tick` goes: half a tick in.
+pub fn fault_time(tick: u32, tick_ms: u64) -> u64 {
+    tick as u64 * tick_ms + tick_ms / 2
+}
+
+fn q(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn list(items: &[String]) -> String {
+    let quoted: Vec<String> = items.iter().map(|s| q(s)).collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+impl Scenario {
+    /// The scenario as TOML text, keys in the contract's order.
+    pub fn to_toml(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "name = {}", q(&self.name));
+        let _ = writeln!(s, "about = {}", q(&self.about));
+        for n in &self.notes {
+            for line in n.lines() {
+                let _ = writeln!(s, "# {line}");
+            }
+        }
+        let _ = writeln!(s, "expect = {}", q(self.expect));
+        if !self.expect_checks.is_empty() {
+            let parts: Vec<String> = self
+                .expect_checks
+                .iter()
+                .map(|(k, v)| format!("{k} = {}", q(v)))
+                .collect();
+            let _ = writeln!(s, "expect_checks = {{ {} }}", parts.join(", "));
+        }
+        let _ = writeln!(s, "seed = {}", self.seed);
+        let _ = writeln!(s, "duration_ms = {}", self.duration_ms);
+        let _ = writeln!(s, "\n[lock]");
+        let _ = writeln!(s, "kind = {}", q(self.lock_kind));
+        let _ = writeln!(s, "ttl_ms = {}", self.ttl_ms);
+        let _ = writeln!(s, "wait_ms = {}", self.wait_ms);
+        let _ = writeln!(s, "\n[redis]");
+        let _ = writeln!(s, "masters = {}", self.masters);
+        let _ = writeln!(s, "replicas = {}", self.replicas);
+        let _ = writeln!(
+            s,
+            "replication_lag_ms = [{}, {}]",
+            self.replication_lag_ms.0, self.replication_lag_ms.1
+        );
+        let _ = writeln!(s, "failover_detect_ms = {}", self.failover_detect_ms);
+        // The model's steps are instantaneous: a client must notice a dead master well within a
+        // tick, so requests time out after a fifth of one (the default 500 ms spans five ticks).
+        let _ = writeln!(s, "request_timeout_ms = {}", REQUEST_TIMEOUT_MS);
+        let _ = writeln!(s, "\n[workload]");
+        let _ = writeln!(s, "clients = {}", self.clients);
+        let _ = writeln!(s, "cycles = {}", self.cycles);
+        let _ = writeln!(s, "hold_ms = [{}, {}]", self.hold_ms.0, self.hold_ms.1);
+        let _ = writeln!(s, "think_ms = [{}, {}]", self.think_ms.0, self.think_ms.1);
+        let mut faults = self.faults.clone();
+        faults.sort_by_key(|f| f.at_ms());
+        for f in &faults {
+            let _ = writeln!(s, "\n[[faults]]");
+            match f {
+                Fault::Failover { at_ms } => {
+                    let _ = writeln!(s, "kind = \"failover\"\nat_ms = {at_ms}");
+                }
+                Fault::Pause {
+                    client,
+                    at_ms,
+                    for_ms,
+                } => {
+                    let _ = writeln!(
+                        s,
+                        "kind = \"pause\"\nclient = {}\nat_ms = {at_ms}\nfor_ms = {for_ms}",
+                        q(client)
+                    );
+                }
+                Fault::ClockJump { node, at_ms, by_ms } => {
+                    let _ = writeln!(
+                        s,
+                        "kind = \"clock_jump\"\nnode = {}\nat_ms = {at_ms}\nby_ms = {by_ms}",
+                        q(node)
+                    );
+                }
+                Fault::ClockDrift { node, at_ms, ppm } => {
+                    let _ = writeln!(
+                        s,
+                        "kind = \"clock_drift\"\nnode = {}\nat_ms = {at_ms}\nppm = {ppm}",
+                        q(node)
+                    );
+                }
+                Fault::Crash {
+                    node,
+                    at_ms,
+                    restart_after_ms,
+                } => {
+                    let _ = writeln!(
+                        s,
+                        "kind = \"crash\"\nnode = {}\nat_ms = {at_ms}\nrestart_after_ms = {restart_after_ms}",
+                        q(node)
+                    );
+                }
+                Fault::Partition {
+                    nodes,
+                    from,
+                    at_ms,
+                    for_ms,
+                } => {
+                    let _ = writeln!(s, "kind = \"partition\"\nnodes = {}", list(nodes));
+                    if !from.is_empty() {
+                        let _ = writeln!(s, "from = {}", list(from));
+                    }
+                    let _ = writeln!(s, "at_ms = {at_ms}\nfor_ms = {for_ms}");
+                }
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_parseable_toml_in_contract_shape() {
+        let sc = Scenario {
+            name: "x".into(),
+            about: "a \"quoted\" line".into(),
+            notes: vec!["note".into()],
+            expect: "violation",
+            expect_checks: vec![("mutual_exclusion", "violation")],
+            seed: 1,
+            duration_ms: 1000,
+            lock_kind: "set-nx-px",
+            ttl_ms: 300,
+            wait_ms: 1000,
+            masters: 1,
+            replicas: 0,
+            replication_lag_ms: (5, 20),
+            failover_detect_ms: 10,
+            clients: 2,
+            cycles: 1,
+            hold_ms: (250, 250),
+            think_ms: (0, 0),
+            faults: vec![
+                Fault::Pause {
+                    client: "holder".into(),
+                    at_ms: 50,
+                    for_ms: 400,
+                },
+                Fault::Partition {
+                    nodes: vec!["redis-0-replica-0".into()],
+                    from: vec![],
+                    at_ms: 0,
+                    for_ms: 10,
+                },
+            ],
+        };
+        let v: toml::Value = toml::from_str(&sc.to_toml()).unwrap();
+        assert_eq!(v["about"].as_str(), Some("a \"quoted\" line"));
+        assert_eq!(v["lock"]["kind"].as_str(), Some("set-nx-px"));
+        let faults = v["faults"].as_array().unwrap();
+        assert_eq!(faults[0]["kind"].as_str(), Some("partition"));
+        assert_eq!(faults[1]["for_ms"].as_integer(), Some(400));
+        assert_eq!(
+            v["expect_checks"]["mutual_exclusion"].as_str(),
+            Some("violation")
+        );
+    }
+}

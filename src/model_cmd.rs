@@ -1,0 +1,119 @@
+//! `lockcheck model`: run a stateright model of a lock design, print the shortest
+//! counterexample (BFS) or the size of a bounded proof (DFS), and turn a counterexample into a
+//! scenario file the simulator (and, where the faults exist, real mode) can replay.
+
+use crate::runner::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
+use lockcheck_models::{ModelReport, RunOptions, Strategy};
+use std::path::PathBuf;
+
+/// Options of `lockcheck model`.
+#[derive(Clone, Debug, Default)]
+pub struct ModelCommand {
+    pub name: String,
+    pub property: Option<String>,
+    pub dfs: bool,
+    pub max_depth: Option<usize>,
+    /// `k=v` pairs, as typed.
+    pub params: Vec<String>,
+    pub threads: usize,
+    pub explore: Option<String>,
+    pub json: bool,
+    pub emit_scenario: Option<PathBuf>,
+}
+
+impl ModelCommand {
+    fn options(&self) -> Result<RunOptions, String> {
+        let mut params = Vec::new();
+        for p in &self.params {
+            let Some((k, v)) = p.split_once('=') else {
+                return Err(format!("--param takes key=value, got `{p}`"));
+            };
+            params.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        Ok(RunOptions {
+            property: self.property.clone(),
+            strategy: if self.dfs {
+                Strategy::Dfs
+            } else {
+                Strategy::Bfs
+            },
+            max_depth: self.max_depth,
+            params,
+            threads: self.threads.max(1),
+        })
+    }
+
+    /// Runs the command; returns the exit code.
+    pub fn run(&self) -> i32 {
+        let opts = match self.options() {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_BAD_INPUT;
+            }
+        };
+        if let Some(addr) = &self.explore {
+            eprintln!(
+                "serving stateright's Explorer for model `{}` on http://{addr}/ (Ctrl-C stops it)",
+                self.name
+            );
+            return match lockcheck_models::serve_explorer(&self.name, &opts, addr) {
+                Ok(()) => EXIT_MATCH,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    EXIT_BAD_INPUT
+                }
+            };
+        }
+        let report = match lockcheck_models::run(&self.name, &opts) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return EXIT_BAD_INPUT;
+            }
+        };
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
+            );
+        } else {
+            print!("{}", report.to_text());
+        }
+        if let Some(path) = &self.emit_scenario {
+            if let Err(code) = emit(&report, path) {
+                return code;
+            }
+        }
+        if report.matches_expectation() {
+            EXIT_MATCH
+        } else {
+            EXIT_MISMATCH
+        }
+    }
+}
+
+/// Writes the counterexample as a scenario file.
+fn emit(report: &ModelReport, path: &PathBuf) -> Result<(), i32> {
+    match report.to_scenario_toml() {
+        Some(text) => {
+            std::fs::write(path, text).map_err(|e| {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                EXIT_BAD_INPUT
+            })?;
+            eprintln!(
+                "scenario written to {}; replay it with: lockcheck run {}",
+                path.display(),
+                path.display()
+            );
+            Ok(())
+        }
+        None => {
+            let why = report.scenario_note.clone().unwrap_or_else(|| {
+                "the property held: there is no counterexample to replay".into()
+            });
+            eprintln!("error: no scenario written: {why}");
+            Err(EXIT_BAD_INPUT)
+        }
+    }
+}
