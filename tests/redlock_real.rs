@@ -156,3 +156,90 @@ fn acquire_returns_at_a_majority_and_a_late_set_is_still_released() {
         assert_eq!(exists(s), 0, "port {}", s.port());
     }
 }
+
+#[test]
+fn skewed_server_and_client_clocks() {
+    use lockcheck::env::{Env, RealEnv};
+    use lockcheck::real::{FakeTime, RedisServer, ServerOptions};
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+    let wall_ms = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    };
+    // A server 5 s ahead whose clock runs twice as fast (`FAKETIME='+5.000 x2'`).
+    let server = RedisServer::spawn(ServerOptions {
+        faketime: Some(FakeTime::Skewed {
+            offset_ms: 5_000,
+            rate: 2.0,
+        }),
+        ..ServerOptions::default()
+    })
+    .unwrap();
+    let server_ms = || -> i64 {
+        let (s, us): (i64, i64) = redis::cmd("TIME")
+            .query(&mut server.control().unwrap())
+            .unwrap();
+        s * 1000 + us / 1000
+    };
+    let ahead = server_ms() - wall_ms();
+    assert!((4_500..8_000).contains(&ahead), "{ahead} ms ahead");
+    let (s0, w0) = (server_ms(), wall_ms());
+    std::thread::sleep(Duration::from_millis(500));
+    let (ds, dw) = (server_ms() - s0, wall_ms() - w0);
+    assert!(ds > dw * 17 / 10 && ds < dw * 23 / 10, "{ds} ms in {dw} ms");
+
+    // A client clock: 300 ms behind, then half speed; its sleeps follow it.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let env = RealEnv::default();
+        env.jump(-300);
+        let behind = wall_ms() - env.now_ms() as i64;
+        assert!((295..=305).contains(&behind), "{behind}");
+        env.set_drift(-500_000);
+        let t = std::time::Instant::now();
+        let before = env.now_ms();
+        env.sleep(Duration::from_millis(100)).await;
+        let took = t.elapsed();
+        assert!(took >= Duration::from_millis(200), "{took:?}");
+        let moved = env.now_ms() - before;
+        assert!((100..140).contains(&moved), "{moved}");
+    });
+}
+
+#[test]
+fn tla_configuration_with_a_lagging_client_clock_on_real_servers() {
+    let o = run_real("redlock-tla-3-instances");
+    assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
+    let ov = &o.checks["mutual_exclusion"].evidence["overlaps"][0];
+    assert_eq!(ov["first"]["client"], 0);
+    assert_eq!(ov["second"]["client"], 1);
+    // Client 1 got the lock when the servers expired client 0's keys (3 s of true time), while
+    // client 0's half-speed clock said it had half of its lease left.
+    let second = us(&ov["second"]["acquired_us"]);
+    assert!((2_990_000..3_300_000).contains(&second), "{second}");
+    assert!(us(&ov["first"]["exit_us"]) >= 5_900_000);
+}
+
+#[test]
+fn crash_restart_empty_and_delayed_restart_on_real_servers() {
+    let o = run_real("redlock-crash-restart-empty");
+    assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
+    let restarted = fault_at(&o, "redis-1 restarted empty").expect("B came back");
+    let ov = &o.checks["mutual_exclusion"].evidence["overlaps"][0];
+    assert!(us(&ov["second"]["acquired_us"]) >= restarted);
+
+    let o = run_real("redlock-crash-delayed-restart");
+    assert_eq!(o.verdict(), Verdict::Safe, "{}", o.history.render());
+    let killed = fault_at(&o, "redis-1 killed").unwrap();
+    let restarted = fault_at(&o, "redis-1 restarted empty").unwrap();
+    assert!(restarted - killed >= 3_000_000);
+    // The other client did get the lock, once B was back.
+    let secs = lockcheck::check::mutual_exclusion::sections(&o.history);
+    assert!(
+        secs.len() >= 2 && secs[1].acquired_us >= restarted,
+        "{secs:?}"
+    );
+}

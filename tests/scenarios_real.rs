@@ -74,7 +74,7 @@ fn a_fault_without_a_real_recipe_exits_2() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/gc-pause-lease-expiry.toml"),
     )
     .unwrap()
-        + "\n[[faults]]\nkind = \"crash\"\nnode = \"redis-0\"\nat_ms = 10\nrestart_after_ms = 10\n";
+        + "\n[[faults]]\nkind = \"pause\"\nclient = 0\nat_ms = 10\nfor_ms = 10\n";
     let p = std::env::temp_dir().join(format!("lockcheck-real-{}.toml", std::process::id()));
     std::fs::write(&p, text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))

@@ -45,6 +45,9 @@ pub enum FakeTime {
     /// The clock runs `rate` times as fast as real time, starting at the true time
     /// (`FAKETIME='+0 x<rate>'`). `Rate(10.0)`: a `PX 10000` key lives 1 real second.
     Rate(f64),
+    /// The clock starts `offset_ms` off the true time and runs `rate` times as fast
+    /// (`FAKETIME='<+|-><seconds> x<rate>'`): a wrong and drifting clock. It cannot jump.
+    Skewed { offset_ms: i64, rate: f64 },
     /// The clock starts at the true time and jumps by
     /// [`crate::real::RedisServer::jump_clock`].
     Jumpable,
@@ -235,6 +238,18 @@ pub(crate) fn configure(
         .env_remove("FAKETIME_TIMESTAMP_FILE")
         .env_remove("FAKETIME_NO_CACHE");
     match fake {
+        FakeTime::Skewed { offset_ms, rate } => {
+            if !rate.is_finite() || *rate <= 0.0 {
+                return Err(RealError::InvalidOption {
+                    what: format!(
+                        "FakeTime::Skewed rate {rate}: the rate must be a positive number \
+                         (a stopped clock wedges redis-server)"
+                    ),
+                });
+            }
+            command.env("FAKETIME", format!("{} x{rate}", offset_spec(*offset_ms)));
+            Ok(None)
+        }
         FakeTime::Rate(rate) => {
             if !rate.is_finite() || *rate <= 0.0 {
                 return Err(RealError::InvalidOption {

@@ -12,11 +12,17 @@
 //!   [`Gate`](crate::env::Gate) that the pause closes, as a stop-the-world GC stops every thread.
 //! - `crash` of a client: at its named point the client's gate closes for good and the client
 //!   task stops dead there, without releasing; its watchdog stops with it.
+//! - client clocks (`clock_jump`, `clock_drift`, `[clocks]` on `client-<c>`): the client's
+//!   [`RealEnv`] is skewed (offset, rate, jumps); the lock reads its clock only through it.
 //! - clocks (`clock_jump`, `clock_drift` at `at_ms = 0`, `[clocks]`) on masters without replicas:
 //!   the server runs under libfaketime (see `faketime.rs`): a drifting server gets
 //!   `FAKETIME='+0 xR'` with `R = 1 + ppm / 1e6`; a server whose clock jumps (or starts offset)
 //!   reads its offset from a timestamp file that lockcheck rewrites (`FAKETIME_NO_CACHE=1`).
 //!   libfaketime cannot do both to one server.
+//! - `crash` of a master without replicas: `SIGKILL`, and after `restart_after_ms` a fresh
+//!   `redis-server` (empty: lockcheck's servers never persist) on a new port; clients are routed
+//!   to it as a Sentinel-aware or DNS-following client would be. A restarted server's clock starts
+//!   true again unless it drifts (libfaketime's state dies with the process).
 //! - `partition` between clients and masters (no replicas): every client has its own connection
 //!   to every master, and a cut points that client's connection at a black hole (a port that
 //!   accepts and never answers), so exactly that client times out on exactly that master while
@@ -88,8 +94,12 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
                 Trigger::At(0),
             ) => {}
             (FaultKind::ClockJump { node, .. }, Trigger::At(_) | Trigger::Acquired { .. }) => {
-                faked_master(s, node, "a clock jump")?;
+                if client_index(s, node).is_none() {
+                    faked_master(s, node, "a clock jump")?;
+                }
             }
+            (FaultKind::ClockDrift { node, .. }, Trigger::At(_) | Trigger::Acquired { .. })
+                if client_index(s, node).is_some() => {}
             (FaultKind::ClockDrift { node, .. }, Trigger::At(0)) => {
                 faked_master(s, node, "clock drift")?;
             }
@@ -104,6 +114,8 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
             ) => {
                 client_cuts(s, nodes, from, *direction)?;
             }
+            (FaultKind::Crash { node, .. }, Trigger::At(_) | Trigger::Acquired { .. })
+                if master_index(s, node).is_some() && s.redis.replicas == 0 => {}
             (kind, trigger) => {
                 return Err(unsupported(format!(
                     "fault {kind:?} with trigger {trigger:?} has no real-mode recipe yet; run it in simulation (without --real)"
@@ -119,8 +131,8 @@ fn faked_master(s: &Scenario, node: &str, what: &str) -> Result<usize, RealError
     match master_index(s, node) {
         Some(m) if s.redis.replicas == 0 => Ok(m),
         _ => Err(unsupported(format!(
-            "{what} on `{node}`: real mode fakes the clocks of masters without replicas only \
-             (client clocks and replicated groups: run it in simulation, without --real)"
+            "{what} on `{node}`: real mode fakes the clocks of clients and of masters without \
+             replicas only (replicated groups: run it in simulation, without --real)"
         ))),
     }
 }
@@ -188,6 +200,8 @@ struct ServerClocks {
     /// Start offsets to apply (jumpable servers) right after spawning.
     offsets: Vec<i64>,
     notes: Vec<String>,
+    /// Each client's start (offset ms, drift ppm).
+    clients: Vec<(i64, i64)>,
 }
 
 fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
@@ -196,23 +210,31 @@ fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
     let mut offsets = vec![0i64; masters];
     let mut jumps = vec![false; masters];
     let mut notes = Vec::new();
+    let mut clients = vec![(0i64, 0i64); s.workload.clients as usize];
     if !s.clocks.is_perfect() {
         // The same ranges as the simulator, drawn from the seed (not the same numbers).
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
         for name in s.clocks.applies_to(&s.node_names()) {
-            let m = faked_master(s, &name, "[clocks]")?;
             let [olo, ohi] = s.clocks.offset_ms;
             let [dlo, dhi] = s.clocks.drift_ppm;
-            offsets[m] = rng.gen_range(olo..=ohi);
-            drift[m] = rng.gen_range(dlo..=dhi);
+            let (offset, ppm) = (rng.gen_range(olo..=ohi), rng.gen_range(dlo..=dhi));
+            if let Some(c) = client_index(s, &name) {
+                clients[c] = (offset, ppm);
+            } else {
+                let m = faked_master(s, &name, "[clocks]")?;
+                offsets[m] = offset;
+                drift[m] = ppm;
+            }
             notes.push(format!(
-                "{name} clock starts {:+} ms off true time, drifting {:+} ppm",
-                offsets[m], drift[m]
+                "{name} clock starts {offset:+} ms off true time, drifting {ppm:+} ppm"
             ));
         }
     }
     for f in &s.faults {
         match &f.kind {
+            // Client clocks are the client's `RealEnv`: set when the fault fires.
+            FaultKind::ClockDrift { node, .. } | FaultKind::ClockJump { node, .. }
+                if client_index(s, node).is_some() => {}
             FaultKind::ClockDrift { node, ppm } => {
                 let m = faked_master(s, node, "clock drift")?;
                 drift[m] = *ppm;
@@ -229,11 +251,19 @@ fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
         fake.push(match (drift[m] != 0, jumpable) {
             (false, false) => None,
             (true, false) => Some(FakeTime::Rate(1.0 + drift[m] as f64 / 1e6)),
+            (false, true) if !jumps[m] => Some(FakeTime::Skewed {
+                offset_ms: offsets[m],
+                rate: 1.0,
+            }),
             (false, true) => Some(FakeTime::Jumpable),
+            (true, true) if !jumps[m] => Some(FakeTime::Skewed {
+                offset_ms: offsets[m],
+                rate: 1.0 + drift[m] as f64 / 1e6,
+            }),
             (true, true) => {
                 return Err(unsupported(format!(
-                    "redis-{m} both drifts and jumps (or starts offset): libfaketime does one \
-                     or the other per process; run it in simulation, without --real"
+                    "redis-{m} both drifts and jumps: libfaketime does one or the other per \
+                     process; run it in simulation, without --real"
                 )))
             }
         });
@@ -242,6 +272,7 @@ fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
         fake,
         offsets,
         notes,
+        clients,
     })
 }
 
@@ -253,6 +284,7 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
     super::cleanup::install_cleanup_handlers();
     // Spawn from this (long-lived) thread: the servers' parent-death signal is tied to it.
     let mut groups = Vec::new();
+    let mut server_opts = Vec::new();
     for m in 0..scenario.redis.masters as usize {
         groups.push(if scenario.redis.replicas == 1 {
             Group::Replicated(Box::new(FailoverRig::start_with(
@@ -260,11 +292,13 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
                 ServerOptions::default(),
             )?))
         } else {
-            let server = RedisServer::spawn(ServerOptions {
+            let opts = ServerOptions {
                 faketime: clocks.fake[m].clone(),
                 ..ServerOptions::default()
-            })?;
-            if clocks.offsets[m] != 0 {
+            };
+            server_opts.push(opts.clone());
+            let server = RedisServer::spawn(opts)?;
+            if clocks.offsets[m] != 0 && clocks.fake[m] == Some(FakeTime::Jumpable) {
                 server.jump_clock(clocks.offsets[m])?;
             }
             Group::Single(server)
@@ -289,7 +323,23 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
     let blackhole = rt
         .block_on(BlackHole::start())
         .map_err(|e| RealError::io("starting the partition black hole", e))?;
+    let client_envs: Vec<RealEnv> = clocks
+        .clients
+        .iter()
+        .map(|&(offset, ppm)| {
+            let env = RealEnv::default();
+            if offset != 0 {
+                env.jump(offset);
+            }
+            if ppm != 0 {
+                env.set_drift(ppm);
+            }
+            env
+        })
+        .collect();
     let nemesis = RealNemesis {
+        server_opts: Arc::new(server_opts),
+        client_envs: Arc::new(client_envs),
         pending: Arc::new(Mutex::new(scenario.faults.clone())),
         groups: groups.clone(),
         rec: rec.clone(),
@@ -351,7 +401,8 @@ async fn drive(
                 }
             })
         };
-        let env = RealEnv::default()
+        let env = nemesis.client_envs[c as usize]
+            .clone()
             .with_gate(nemesis.gates[c as usize].clone())
             .with_points(points);
         let lock = AnyLock::build(scenario.lock.kind, config.clone(), conns, env.clone());
@@ -422,6 +473,10 @@ struct RealNemesis {
     routes: Arc<Vec<Vec<Arc<Route>>>>,
     /// Where a cut connection leads.
     blackhole: String,
+    /// How each master without replicas was started (for restarts after a crash).
+    server_opts: Arc<Vec<ServerOptions>>,
+    /// Each client's environment (its clock), by client index.
+    client_envs: Arc<Vec<RealEnv>>,
     /// How many partitions currently cut each (client, group) connection.
     cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
     /// Each client's gate: closed during its pauses, closed for good when it crashed.
@@ -483,6 +538,24 @@ impl RealNemesis {
                 let m = *master as usize;
                 tokio::task::spawn_blocking(move || me.fail_over(m));
             }
+            FaultKind::ClockJump { node, by_ms }
+                if client_index(&self.scenario, node).is_some() =>
+            {
+                let c = client_index(&self.scenario, node).expect("checked");
+                self.client_envs[c].jump(*by_ms);
+                self.note(format!("{node} clock jumped by {by_ms} ms"));
+            }
+            FaultKind::ClockDrift { node, ppm } => {
+                if let Some(c) = client_index(&self.scenario, node) {
+                    self.client_envs[c].set_drift(*ppm);
+                    self.note(format!("{node} clock drift set to {ppm} ppm"));
+                } else {
+                    // A master's drift is its libfaketime rate, set when it was started.
+                    self.note(format!(
+                        "{node} clock drift set to {ppm} ppm (libfaketime rate from the start)"
+                    ));
+                }
+            }
             FaultKind::ClockJump { node, by_ms } => {
                 let Some(m) = master_index(&self.scenario, node) else {
                     return;
@@ -524,8 +597,48 @@ impl RealNemesis {
                     me.note("partition healed".to_string());
                 });
             }
+            FaultKind::Crash {
+                node,
+                restart_after_ms,
+            } => {
+                let Some(m) = master_index(&self.scenario, node) else {
+                    return;
+                };
+                if let Group::Single(server) = &*self.groups[m].lock().unwrap() {
+                    server.kill();
+                }
+                self.note(format!("{node} killed (SIGKILL)"));
+                let me = self.clone();
+                let node = node.clone();
+                let after = Duration::from_millis(*restart_after_ms);
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    let opts = me.server_opts[m].clone();
+                    match tokio::task::spawn_blocking(move || RedisServer::spawn(opts)).await {
+                        Ok(Ok(server)) => me.restarted(m, &node, server),
+                        Ok(Err(e)) => me.note(format!("{node} restart failed: {e}")),
+                        Err(e) => me.note(format!("{node} restart failed: {e}")),
+                    }
+                });
+            }
             _ => {}
         }
+    }
+
+    /// Puts a freshly started (empty) server in place of crashed master `m` and routes every
+    /// client that is not cut off from it there.
+    fn restarted(&self, m: usize, node: &str, server: RedisServer) {
+        let url = server.url();
+        let port = server.port();
+        *self.groups[m].lock().unwrap() = Group::Single(server);
+        let cuts = self.cuts.lock().unwrap();
+        for (c, routes) in self.routes.iter().enumerate() {
+            if cuts.get(&(c, m)).copied().unwrap_or(0) == 0 {
+                routes[m].switch_to(url.clone());
+            }
+        }
+        drop(cuts);
+        self.note(format!("{node} restarted empty (new process, port {port})"));
     }
 
     /// Points each (client, group) connection of `cuts` at the black hole, or back.
