@@ -37,7 +37,10 @@ pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
     if !scenario.about.is_empty() {
         let _ = writeln!(out, "  {}", scenario.about);
     }
-    for (name, c) in &r.checks {
+    // The headline check first, the damage checks after it.
+    let mut checks: Vec<_> = r.checks.iter().collect();
+    checks.sort_by_key(|(name, _)| name.as_str() != "mutual_exclusion");
+    for (name, c) in checks {
         let expected = o
             .expectations
             .get(name)
