@@ -33,6 +33,9 @@ enum Command {
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
+        /// After the report, print the run's whole history (every event, true time in ms).
+        #[arg(long)]
+        history: bool,
     },
     /// Model-check a lock design (stateright): BFS prints the shortest counterexample, DFS
     /// proves the property within the bound.
@@ -96,6 +99,7 @@ fn main() {
             seeds,
             real,
             json,
+            history,
         } => lockcheck::runner::run_command(
             &path,
             &lockcheck::runner::RunOptions {
@@ -103,6 +107,7 @@ fn main() {
                 seeds,
                 real,
                 json,
+                history,
             },
         ),
         Command::Model {

@@ -30,6 +30,8 @@ pub struct RunOptions {
     pub seeds: Option<u64>,
     pub real: bool,
     pub json: bool,
+    /// Print the whole history of the run shown, one event per line (text output only).
+    pub history: bool,
 }
 
 /// Runs one scenario (over its seeds) in the mode asked for.
@@ -115,6 +117,10 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
             println!("{}", report::line(s, &outcome));
         } else {
             print!("{}", report::text(s, &outcome));
+            if opts.history {
+                println!("history:");
+                print!("{}", outcome.shown.history.render());
+            }
         }
     }
     if opts.json {

@@ -142,3 +142,16 @@ fn list_names_locks_faults_and_scenarios() {
         .join("scenarios")
         .is_dir());
 }
+
+#[test]
+fn history_flag_prints_every_event() {
+    let (code, out, _) = lockcheck(&["run", "scenarios/gc-pause-lease-expiry.toml", "--history"]);
+    assert_eq!(code, 0);
+    let h = out.split("\nhistory:\n").nth(1).expect("a history section");
+    assert!(
+        h.lines()
+            .any(|l| l.contains("client-0") && l.ends_with(" enter")),
+        "{h}"
+    );
+    assert!(h.contains("fault client-"), "{h}");
+}

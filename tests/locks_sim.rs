@@ -431,18 +431,3 @@ fn address_book_gets_two_defaults_under_a_gc_pause_and_one_without() {
         assert_eq!((addresses, defaults), (20, 1));
     }
 }
-
-/// Prints a bundled scenario's history, for debugging:
-/// `SCEN=redisson-failover SEED=3 cargo test --test locks_sim dump_history -- --ignored --nocapture`
-#[test]
-#[ignore]
-fn dump_history() {
-    let name = std::env::var("SCEN").unwrap();
-    let seed: u64 = std::env::var("SEED")
-        .map(|s| s.parse().unwrap())
-        .unwrap_or(1);
-    print!(
-        "{}",
-        lockcheck::sim::run(&scenario(&name), seed).history.render()
-    );
-}

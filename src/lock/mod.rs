@@ -283,3 +283,20 @@ where
 pub fn is_transient(e: &redis::RedisError) -> bool {
     e.is_timeout() || e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal()
 }
+
+/// Between two acquire attempts: `false` once the wait bound (`deadline`, on the client's own
+/// clock) has passed; otherwise sleeps a uniformly random retry pause, so that contending clients
+/// do not retry in lockstep, and returns `true`.
+pub(crate) async fn retry_pause<E: crate::env::Env>(
+    env: &E,
+    config: &LockConfig,
+    deadline: u64,
+) -> bool {
+    if env.now_ms() >= deadline {
+        return false;
+    }
+    let (lo, hi) = config.retry;
+    let pause = env.random_range(lo.as_millis() as u64, hi.as_millis() as u64);
+    env.sleep(Duration::from_millis(pause)).await;
+    true
+}

@@ -270,14 +270,9 @@ where
             if locked.iter().any(|&a| a != Answer::Taken) {
                 self.unlock(&owner, |i| locked[i] != Answer::Taken).await;
             }
-            if self.env.now_ms() >= deadline {
+            if !super::retry_pause(&self.env, &self.config, deadline).await {
                 return Ok(None);
             }
-            let (lo, hi) = self.config.retry;
-            let pause = self
-                .env
-                .random_range(lo.as_millis() as u64, hi.as_millis() as u64);
-            self.env.sleep(Duration::from_millis(pause)).await;
         }
     }
 

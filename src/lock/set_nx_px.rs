@@ -60,16 +60,9 @@ where
                 Err(e) if is_transient(&e) => {}
                 Err(e) => return Err(e.into()),
             }
-            if self.env.now_ms() >= deadline {
+            if !super::retry_pause(&self.env, &self.config, deadline).await {
                 return Ok(None);
             }
-            let (lo, hi) = self.config.retry;
-            let pause = self
-                .env
-                .random_range(lo.as_millis() as u64, hi.as_millis() as u64);
-            self.env
-                .sleep(std::time::Duration::from_millis(pause))
-                .await;
         }
     }
 
