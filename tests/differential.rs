@@ -963,8 +963,13 @@ fn replica_reads_writes_and_expired_keys() {
         m.same(cmd);
         let effects = m.effects[before..].to_vec();
         r.engine.apply_replicated(now_ms(), &effects);
-        // Let the real replica catch up before anyone reads from it.
-        m.real(&[b"WAIT".to_vec(), b"1".to_vec(), b"2000".to_vec()]);
+        // Let the real replica catch up before anyone reads from it. Each WAIT stays under the
+        // client's response timeout; a replica that reports its link up may not be counted by
+        // the master yet, so ask again until it acknowledges (bounded).
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while m.real(&[b"WAIT".to_vec(), b"1".to_vec(), b"200".to_vec()]) != Value::Int(1) {
+            assert!(std::time::Instant::now() < deadline, "the replica never acknowledged");
+        }
     };
     on_master(&mut m, &mut r, &["SET", "k", "v"]);
     on_master(&mut m, &mut r, &["SET", "short", "v", "PX", "100"]);
