@@ -968,7 +968,10 @@ fn replica_reads_writes_and_expired_keys() {
         // the master yet, so ask again until it acknowledges (bounded).
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while m.real(&[b"WAIT".to_vec(), b"1".to_vec(), b"200".to_vec()]) != Value::Int(1) {
-            assert!(std::time::Instant::now() < deadline, "the replica never acknowledged");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the replica never acknowledged"
+            );
         }
     };
     on_master(&mut m, &mut r, &["SET", "k", "v"]);
