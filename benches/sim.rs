@@ -3,9 +3,12 @@
 //! `cargo bench --bench sim` (release). Prints:
 //! - bare madsim: RPC round trips per second over madsim's own `Endpoint`, and timer wake-ups;
 //! - the simulated Redis engine alone: `SET NX PX` + compare-and-delete release pairs per second;
-//! - lockcheck: simulated lock cycles per wall-clock second for `set-nx-px-no-faults` (scaled up),
-//!   and seeds per second for `failover-lock-loss`.
+//! - lockcheck: simulated lock cycles per wall-clock second for every lock kind (the no-fault
+//!   scenario with 4 clients; Redlock on 5 masters), each with "bare": how many bare madsim round
+//!   trips cost as much wall time as one lock cycle (lockcheck's overhead over the engine, as one
+//!   number); and seeds per second for `failover-lock-loss` and `redlock-kleppmann-clock-jump`.
 
+use lockcheck::lock::LockKind;
 use lockcheck::scenario::Scenario;
 use lockcheck::simredis::{Engine, Role};
 use std::path::Path;
@@ -134,26 +137,62 @@ fn main() {
         pairs
     );
 
-    for (clients, replicas) in [(4u32, 0u32), (4, 1), (1, 0)] {
-        let mut s = scenario("set-nx-px-no-faults.toml");
-        s.workload.cycles = 10_000 / clients;
-        s.workload.clients = clients;
-        s.redis.replicas = replicas;
-        s.duration_ms = u64::MAX / 4_000;
-        let started = Instant::now();
-        let run = lockcheck::sim::run(&s, 1);
-        let wall = started.elapsed().as_secs_f64();
-        let cycles = run.counter.1;
+    println!("  lock cycles/s per kind (4 clients, no faults, no replicas); bare = bare madsim round trips per lock cycle");
+    for &kind in LockKind::ALL {
+        let masters = if kind == LockKind::Redlock { 5 } else { 1 };
+        let (cycles, wall, commands) = lock_cycles(kind, 4, 0, masters, 10_000);
+        let rate = cycles as f64 / wall;
         println!(
-            "  lock cycles/s, set-nx-px-no-faults, {clients} client(s), {replicas} replica(s) {:>9.0}   ({cycles} cycles in {wall:.3} s, {:.1} commands/cycle, {} events)",
-            cycles as f64 / wall,
-            run.commands as f64 / cycles as f64,
-            run.history.events.len()
+            "    {:<20} {masters} master(s) {:>10.0} cycles/s   bare {:>5.2}   ({cycles} cycles in {wall:.3} s, {:.1} commands/cycle)",
+            kind.name(),
+            rate,
+            rpc / rate,
+            commands as f64 / cycles as f64,
+        );
+    }
+    for (clients, replicas) in [(4u32, 1u32), (1, 0)] {
+        let (cycles, wall, commands) = lock_cycles(LockKind::SetNxPx, clients, replicas, 1, 10_000);
+        let rate = cycles as f64 / wall;
+        println!(
+            "    set-nx-px, {clients} client(s), {replicas} replica(s) {:>10.0} cycles/s   bare {:>5.2}   ({cycles} cycles in {wall:.3} s, {:.1} commands/cycle)",
+            rate,
+            rpc / rate,
+            commands as f64 / cycles as f64,
         );
     }
 
-    let s = scenario("failover-lock-loss.toml");
-    let seeds = 200;
+    for (name, seeds) in [
+        ("failover-lock-loss", 200),
+        ("redlock-kleppmann-clock-jump", 200),
+    ] {
+        seeds_per_second(name, seeds);
+    }
+}
+
+/// Simulated lock cycles of `kind` in the no-fault scenario: (cycles, wall seconds, commands).
+fn lock_cycles(
+    kind: LockKind,
+    clients: u32,
+    replicas: u32,
+    masters: u32,
+    total: u32,
+) -> (u64, f64, u64) {
+    let mut s = scenario("set-nx-px-no-faults.toml");
+    s.lock.kind = kind;
+    s.workload.cycles = total / clients;
+    s.workload.clients = clients;
+    s.redis.replicas = replicas;
+    s.redis.masters = masters;
+    s.duration_ms = u64::MAX / 4_000;
+    let started = Instant::now();
+    let run = lockcheck::sim::run(&s, 1);
+    let wall = started.elapsed().as_secs_f64();
+    (run.counter.1, wall, run.commands)
+}
+
+/// Seeds per wall-clock second of a shipped scenario, verdicts included.
+fn seeds_per_second(name: &str, seeds: u64) {
+    let s = scenario(&format!("{name}.toml"));
     let started = Instant::now();
     let mut violated = 0;
     for seed in 0..seeds {
@@ -170,7 +209,7 @@ fn main() {
     }
     let wall = started.elapsed().as_secs_f64();
     println!(
-        "  seeds/s, failover-lock-loss                {:>12.0}   ({violated}/{seeds} violated)",
+        "  seeds/s, {name:<32} {:>10.0}   ({violated}/{seeds} violated)",
         seeds as f64 / wall
     );
 }

@@ -74,6 +74,20 @@ pub enum EventKind {
     /// The lock passed one of its named points (for example `before_del`: its release checked
     /// the owner and sends the DEL next), recorded as it goes on, after any pause there.
     Point { name: String },
+    /// The servers watch the lock entry under `key` and record every [`EventKind::EntryRemoved`]:
+    /// from this event on, the foreign-release check judges from what the servers did.
+    LockEntriesWatched { key: String },
+    /// A server saw a client command remove a holder's lock entry (a string key's value, or a
+    /// hash field for hash locks); recorded by the server, so who removed whose entry is what
+    /// the server did. An entry that had logically expired is not there to remove.
+    EntryRemoved {
+        /// The client whose command removed it.
+        by_client: u32,
+        /// The holder token removed (the stored value or hash field).
+        owner: String,
+        /// The client whose command created that entry, when the server saw it created.
+        owner_client: Option<u32>,
+    },
     /// Address book at the end of the run, read from the storage.
     AddressBookState {
         user: u32,
@@ -206,6 +220,12 @@ fn render_event(e: &Event) -> String {
         } => format!(
             "address-insert user={user} count_seen={count_seen} default={is_default} fencing={fencing_token:?} accepted={accepted} seq={seq:?}"
         ),
+        EventKind::LockEntriesWatched { key } => format!("watching lock entries of {key}"),
+        EventKind::EntryRemoved {
+            by_client,
+            owner,
+            owner_client,
+        } => format!("entry-removed by=client-{by_client} owner={owner} created_by={owner_client:?}"),
         EventKind::AddressBookState {
             user,
             addresses,
@@ -261,6 +281,12 @@ impl Recorder {
             node: node.to_string(),
             kind,
         });
+    }
+
+    /// Everything recorded, moved out (the recorder is left empty): the end of a run, where a
+    /// copy of a long history was a tenth of a simulated lock cycle.
+    pub fn take(&self) -> History {
+        std::mem::take(&mut *self.inner.lock().unwrap())
     }
 
     /// A copy of everything recorded so far.

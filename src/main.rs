@@ -36,6 +36,50 @@ enum Command {
         /// After the report, print the run's whole history (every event, true time in ms).
         #[arg(long)]
         history: bool,
+        /// Worker threads (default: every core). Output is the same for any value.
+        #[arg(long, value_name = "J")]
+        jobs: Option<usize>,
+        /// Run only slice i of n (of the seeds for one file, of the files for a directory), so
+        /// that n CI jobs together do exactly the work of one.
+        #[arg(long, value_name = "i/n", value_parser = parse_shard)]
+        shard: Option<lockcheck::exec::Shard>,
+    },
+    /// Search a scenario's space of fault schedules, workloads and seeds for a violation
+    /// (proptest), shrink it, and write it as a scenario that `lockcheck run` replays.
+    ///
+    /// The space is the scenario's `[explore]` table, or a default for its lock kind. Exit code
+    /// 1: a violation was found; 0: the budget ran out with none; 2: bad input.
+    Explore {
+        /// The scenario to start from (its lock, cluster, workload; its faults are ignored).
+        path: PathBuf,
+        /// Cases to try.
+        #[arg(long, value_name = "N", default_value_t = lockcheck::explore::DEFAULT_CASES)]
+        cases: u64,
+        /// Search seed: the same seed and case count draw the same cases.
+        #[arg(long, value_name = "S", default_value_t = 0)]
+        seed: u64,
+        /// Stop drawing cases after this many seconds (the result then depends on speed).
+        #[arg(long, value_name = "SECS")]
+        time_limit: Option<f64>,
+        /// Only this checker's violations count (default: any checker's).
+        #[arg(long, value_name = "NAME")]
+        check: Option<String>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Where to write the minimal scenario (default: <input>.found.toml beside the input).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Worker threads (default: every core). Output is the same for any value.
+        #[arg(long, value_name = "J")]
+        jobs: Option<usize>,
+        /// Try only slice i of n of the cases.
+        #[arg(long, value_name = "i/n", value_parser = parse_shard)]
+        shard: Option<lockcheck::exec::Shard>,
+        /// Run the whole budget and count every violating case (the first is still the one
+        /// shrunk and written).
+        #[arg(long)]
+        keep_going: bool,
     },
     /// Model-check a lock design (stateright): BFS prints the shortest counterexample, DFS
     /// proves the property within the bound.
@@ -61,8 +105,9 @@ enum Command {
         /// A model parameter, key=value (repeatable); an unknown key lists the valid ones.
         #[arg(long = "param", value_name = "K=V")]
         params: Vec<String>,
-        /// Checker threads (BFS shortest traces are guaranteed with 1).
-        #[arg(long, default_value_t = 1)]
+        /// Checker threads; 0 (the default): every core for DFS proofs, one for BFS (only a
+        /// single-threaded BFS guarantees the shortest counterexample).
+        #[arg(long, default_value_t = 0)]
         threads: usize,
         /// Serve stateright's Explorer on this address (e.g. 127.0.0.1:3000) instead of checking.
         #[arg(long, value_name = "ADDR")]
@@ -87,7 +132,19 @@ enum Command {
         /// Also run every scenario once on real redis-server processes.
         #[arg(long)]
         real: bool,
+        /// Worker threads for the simulated runs (default: every core).
+        #[arg(long, value_name = "J")]
+        jobs: Option<usize>,
     },
+}
+
+fn parse_shard(s: &str) -> Result<lockcheck::exec::Shard, String> {
+    lockcheck::exec::Shard::parse(s).map_err(|e| e.to_string())
+}
+
+fn jobs_or_all(jobs: Option<usize>) -> usize {
+    jobs.filter(|&j| j > 0)
+        .unwrap_or_else(lockcheck::exec::default_jobs)
 }
 
 fn main() {
@@ -100,6 +157,8 @@ fn main() {
             real,
             json,
             history,
+            jobs,
+            shard,
         } => lockcheck::runner::run_command(
             &path,
             &lockcheck::runner::RunOptions {
@@ -108,8 +167,44 @@ fn main() {
                 real,
                 json,
                 history,
+                jobs: jobs_or_all(jobs),
+                shard,
             },
         ),
+        Command::Explore {
+            path,
+            cases,
+            seed,
+            time_limit,
+            check,
+            json,
+            out,
+            jobs,
+            shard,
+            keep_going,
+        } => {
+            let time_limit = match time_limit {
+                Some(t) if !(t.is_finite() && t > 0.0) => {
+                    eprintln!("error: --time-limit {t}: give a positive number of seconds");
+                    std::process::exit(lockcheck::runner::EXIT_BAD_INPUT);
+                }
+                t => t.map(std::time::Duration::from_secs_f64),
+            };
+            lockcheck::explore::explore_command(
+                &path,
+                &lockcheck::explore::ExploreOptions {
+                    cases,
+                    seed,
+                    time_limit,
+                    check,
+                    json,
+                    out,
+                    jobs: jobs_or_all(jobs),
+                    shard: shard.unwrap_or(lockcheck::exec::Shard::WHOLE),
+                    keep_going,
+                },
+            )
+        }
         Command::Model {
             name,
             property,
@@ -137,9 +232,19 @@ fn main() {
             print!("{}", lockcheck::catalog::list());
             0
         }
-        Command::Table { path, seeds, real } => {
+        Command::Table {
+            path,
+            seeds,
+            real,
+            jobs,
+        } => {
             let dir = path.unwrap_or_else(|| PathBuf::from(lockcheck::catalog::SCENARIO_DIR));
-            match lockcheck::table::table(&dir, &lockcheck::table::TableOptions { seeds, real }) {
+            let opts = lockcheck::table::TableOptions {
+                seeds,
+                real,
+                jobs: jobs_or_all(jobs),
+            };
+            match lockcheck::table::table(&dir, &opts) {
                 Ok(t) => {
                     print!("{t}");
                     0

@@ -39,7 +39,7 @@ impl ModelCommand {
             },
             max_depth: self.max_depth,
             params,
-            threads: self.threads.max(1),
+            threads: self.threads,
         })
     }
 

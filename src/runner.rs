@@ -1,9 +1,10 @@
 //! What `lockcheck run` does: load scenarios, run them over seeds in simulation or on real
 //! processes, judge them, and print the report. The CLI (`main.rs`) only parses arguments.
 
+use crate::exec::{run_ordered, Shard};
 use crate::report;
 use crate::scenario::Scenario;
-use crate::verdict::{Mode, Outcome, SeedsOutcome};
+use crate::verdict::{Mode, Outcome, SeedsAggregate, SeedsOutcome};
 use std::path::{Path, PathBuf};
 
 /// Exit code when every outcome matched its expectation.
@@ -32,25 +33,83 @@ pub struct RunOptions {
     pub json: bool,
     /// Print the whole history of the run shown, one event per line (text output only).
     pub history: bool,
+    /// Worker threads (0: every core). Real runs always use one.
+    pub jobs: usize,
+    /// This CI job's slice: of the seeds for one file, of the files for a directory.
+    pub shard: Option<Shard>,
 }
 
-/// Runs one scenario (over its seeds) in the mode asked for.
-pub fn run_scenario(scenario: &Scenario, opts: &RunOptions) -> Result<SeedsOutcome, BadInput> {
+impl RunOptions {
+    /// The threads to use: `jobs`, every core when 0, one for real processes.
+    pub fn threads(&self) -> usize {
+        if self.real {
+            1
+        } else if self.jobs == 0 {
+            crate::exec::default_jobs()
+        } else {
+            self.jobs
+        }
+    }
+}
+
+/// Runs and judges one seed of a scenario in the mode asked for.
+fn run_seed(scenario: &Scenario, real: bool, seed: u64) -> Result<Outcome, BadInput> {
+    if !real && scenario.lock.kind == crate::lock::LockKind::Process {
+        return Err(BadInput(format!(
+            "{}: lock kind `process` runs the client program against real Redis servers; \
+             the simulator cannot run another program inside it: add --real",
+            scenario.name
+        )));
+    }
+    if real {
+        let history =
+            crate::real::world::run(scenario, seed).map_err(|e| BadInput(e.to_string()))?;
+        Ok(Outcome::judge(scenario, Mode::Real, seed, history))
+    } else {
+        let run = crate::sim::run(scenario, seed);
+        Ok(Outcome::judge(scenario, Mode::Sim, seed, run.history))
+    }
+}
+
+/// Runs one scenario over its seeds (this shard's share of them) on `opts.threads()` threads,
+/// folding each run into the aggregate as it finishes. `None` when the shard has no seeds.
+pub fn run_scenario(
+    scenario: &Scenario,
+    opts: &RunOptions,
+) -> Result<Option<SeedsOutcome>, BadInput> {
     let first = opts.seed.unwrap_or(scenario.seed);
     let n = opts.seeds.unwrap_or(1).max(1);
-    let mut runs = Vec::with_capacity(n as usize);
-    for seed in first..first.saturating_add(n) {
-        let outcome = if opts.real {
-            let history =
-                crate::real::world::run(scenario, seed).map_err(|e| BadInput(e.to_string()))?;
-            Outcome::judge(scenario, Mode::Real, seed, history)
-        } else {
-            let run = crate::sim::run(scenario, seed);
-            Outcome::judge(scenario, Mode::Sim, seed, run.history)
-        };
-        runs.push(outcome);
+    let indices = opts.shard.unwrap_or(Shard::WHOLE).indices(n);
+    let bar = if n > 1 {
+        crate::progress::bar(indices.len() as u64, "seeds")
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut agg = SeedsAggregate::default();
+    let mut error = None;
+    let mut violating = 0;
+    run_ordered(
+        &indices,
+        opts.threads(),
+        |i| run_seed(scenario, opts.real, first.saturating_add(i)),
+        |_, r| match r {
+            Ok(o) => {
+                violating += u64::from(o.verdict() == crate::scenario::Verdict::Violation);
+                agg.add(o);
+                crate::progress::tick(&bar, agg.seeds_run(), violating);
+                true
+            }
+            Err(e) => {
+                error = Some(e);
+                false
+            }
+        },
+    );
+    bar.finish_and_clear();
+    match error {
+        Some(e) => Err(e),
+        None => Ok(agg.finish(scenario)),
     }
-    Ok(SeedsOutcome::aggregate(scenario, runs))
 }
 
 /// The scenario files a path names: the file itself, or every `*.toml` in a directory, sorted.
@@ -102,26 +161,60 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
     let directory = path.is_dir();
     let mut all_match = true;
     let mut json_results = Vec::new();
-    for s in &scenarios {
-        let outcome = match run_scenario(s, opts) {
-            Ok(o) => o,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_BAD_INPUT;
-            }
+    let mut error = None;
+    let mut ran = 0usize;
+    // A directory runs its files in parallel (each file's seeds on one thread) and shards the
+    // files; a single file runs and shards its seeds.
+    let (file_indices, per_file) = if directory {
+        let shard = opts.shard.unwrap_or(Shard::WHOLE);
+        let per_file = RunOptions {
+            jobs: 1,
+            shard: None,
+            ..opts.clone()
         };
-        all_match &= outcome.matches_expectation();
-        if opts.json {
-            json_results.push(report::json(s, &outcome));
-        } else if directory {
-            println!("{}", report::line(s, &outcome));
-        } else {
-            print!("{}", report::text(s, &outcome));
-            if opts.history {
-                println!("history:");
-                print!("{}", outcome.shown.history.render());
+        (shard.indices(scenarios.len() as u64), per_file)
+    } else {
+        (vec![0], opts.clone())
+    };
+    let threads = if directory { opts.threads() } else { 1 };
+    run_ordered(
+        &file_indices,
+        threads,
+        |i| run_scenario(&scenarios[i as usize], &per_file),
+        |i, r| {
+            let s = &scenarios[i as usize];
+            let outcome = match r {
+                Ok(Some(o)) => o,
+                Ok(None) => return true,
+                Err(e) => {
+                    error = Some(e);
+                    return false;
+                }
+            };
+            ran += 1;
+            all_match &= outcome.matches_expectation();
+            if opts.json {
+                json_results.push(report::json(s, &outcome));
+            } else if directory {
+                println!("{}", report::line(s, &outcome));
+            } else {
+                print!("{}", report::text(s, &outcome));
+                if opts.history {
+                    println!("history:");
+                    print!("{}", outcome.shown.history.render());
+                }
             }
-        }
+            true
+        },
+    );
+    if let Some(e) = error {
+        eprintln!("error: {e}");
+        return EXIT_BAD_INPUT;
+    }
+    if ran == 0 && !directory {
+        let shard = opts.shard.unwrap_or(Shard::WHOLE);
+        println!("shard {shard}: no seeds to run");
+        return EXIT_MATCH;
     }
     if opts.json {
         let v = if directory {
@@ -131,7 +224,7 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
         };
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else if directory {
-        let passed = scenarios.len();
+        let passed = ran;
         println!(
             "{} scenario(s): {}",
             passed,

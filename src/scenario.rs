@@ -48,6 +48,8 @@ pub struct Scenario {
     /// Node clocks at the start of the run (offsets and drifts; faults change them later).
     pub clocks: ClocksSpec,
     pub faults: Vec<Fault>,
+    /// `[explore]`: the space `lockcheck explore` searches (validated when parsed).
+    pub explore: Option<crate::explore::ExploreSpec>,
     /// Where it was read from (for messages and the replay command).
     pub path: Option<PathBuf>,
 }
@@ -86,6 +88,10 @@ pub struct LockSpec {
     /// its own clock (default false: it works for `hold_ms` and writes whatever its lease says).
     #[serde(default)]
     pub check_validity_before_write: bool,
+    /// `kind = "process"` only: the client program and its arguments, started once per client
+    /// (a path with a `/` is relative to the scenario file's directory).
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
 }
 
 /// Redisson's default `lockWatchdogTimeout`.
@@ -310,6 +316,19 @@ pub enum Trigger {
 }
 
 impl Trigger {
+    /// The trigger `on = "<point>"` with `after_ms` means, as the parser builds it (explore's
+    /// schedules use it too, so a found scenario parses back to the very same trigger).
+    pub fn on_point(point: &str, after_ms: u64) -> Trigger {
+        match point {
+            "acquired" => Trigger::Acquired { after_ms },
+            "before_write" => Trigger::BeforeWrite { after_ms },
+            p => Trigger::Point {
+                point: p.to_string(),
+                after_ms,
+            },
+        }
+    }
+
     /// For client-point triggers: the earliest true time (ms) at which it may fire.
     pub fn point_after_ms(&self, point: ClientPoint) -> Option<u64> {
         match (self, point) {
@@ -453,6 +472,7 @@ struct RawScenario {
     clocks: ClocksSpec,
     #[serde(default)]
     faults: Vec<Spanned<RawFault>>,
+    explore: Option<Spanned<crate::explore::ExploreSpec>>,
 }
 
 fn default_seed() -> u64 {
@@ -565,6 +585,7 @@ impl Scenario {
             workload: raw.workload,
             clocks: raw.clocks,
             faults: Vec::new(),
+            explore: raw.explore.as_ref().map(|e| e.get_ref().clone()),
             path: None,
         };
         scenario.validate_numbers(&ctx)?;
@@ -586,7 +607,11 @@ impl Scenario {
         for f in raw.faults {
             faults.push(convert_fault(&ctx, f, &nodes, &scenario)?);
         }
-        Ok(Scenario { faults, ..scenario })
+        let scenario = Scenario { faults, ..scenario };
+        if let Some(table) = &raw.explore {
+            crate::explore::Space::of(&scenario).map_err(|m| ctx.err(table.span(), m))?;
+        }
+        Ok(scenario)
     }
 
     fn validate_numbers(&self, ctx: &Ctx<'_>) -> Result<(), ScenarioError> {
@@ -665,6 +690,30 @@ impl Scenario {
                 at("watchdog_timeout_ms"),
                 "`watchdog_timeout_ms` must be at least 1",
             ));
+        }
+        match (&self.lock.command, self.lock.kind) {
+            (None, LockKind::Process) => {
+                return Err(ctx.err(
+                    at("kind"),
+                    "lock kind `process` needs `command = [\"program\", \"arg\", ...]` in [lock] (the client program to start)",
+                ))
+            }
+            (Some(c), LockKind::Process) if c.is_empty() => {
+                return Err(ctx.err(
+                    at("command"),
+                    "`command` is empty: give the client program and its arguments",
+                ))
+            }
+            (Some(_), kind) if kind != LockKind::Process => {
+                return Err(ctx.err(
+                    at("command"),
+                    format!(
+                        "`command` is the client program of lock kind `process`; lock kind `{}` does not take it",
+                        kind.name()
+                    ),
+                ))
+            }
+            _ => {}
         }
         if self.lock.kind != LockKind::Redlock {
             if let Some((key, _)) = self.lock.redlock_keys().iter().find(|(_, set)| *set) {
@@ -833,12 +882,7 @@ fn convert_fault(
             let points = scenario.points();
             let point = on.get_ref().as_str();
             match point {
-                "acquired" => Trigger::Acquired { after_ms },
-                "before_write" => Trigger::BeforeWrite { after_ms },
-                p if points.contains(&p) => Trigger::Point {
-                    point: p.to_string(),
-                    after_ms,
-                },
+                p if points.contains(&p) => Trigger::on_point(p, after_ms),
                 other => {
                     return Err(ctx.err(
                         on.span(),

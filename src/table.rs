@@ -4,6 +4,7 @@
 //! `redis-server` processes. The README's table is this command's output, not typed by hand.
 
 use crate::check;
+use crate::exec::run_ordered;
 use crate::lock::LockKind;
 use crate::runner::{run_scenario, scenario_files, BadInput, RunOptions};
 use crate::scenario::{ClientRef, FaultKind, Scenario, Trigger, Verdict, WorkloadKind};
@@ -19,6 +20,8 @@ pub struct TableOptions {
     pub seeds: u64,
     /// Also run every scenario once on real servers.
     pub real: bool,
+    /// Threads for the simulated runs (one scenario per thread at a time).
+    pub jobs: usize,
 }
 
 impl Default for TableOptions {
@@ -26,6 +29,7 @@ impl Default for TableOptions {
         TableOptions {
             seeds: 5,
             real: false,
+            jobs: crate::exec::default_jobs(),
         }
     }
 }
@@ -137,23 +141,47 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
     for f in scenario_files(dir)? {
         scenarios.push(Scenario::load(&f).map_err(|e| BadInput(e.to_string()))?);
     }
+    // Simulated runs of every scenario in parallel, folded in file order; real runs after
+    // them, one at a time (they spawn processes and bind ports).
+    let mut sims = Vec::new();
+    let mut error = None;
+    let indices: Vec<u64> = (0..scenarios.len() as u64).collect();
+    let per_scenario = RunOptions {
+        seeds: Some(opts.seeds),
+        jobs: 1,
+        ..RunOptions::default()
+    };
+    run_ordered(
+        &indices,
+        opts.jobs.max(1),
+        |i| run_scenario(&scenarios[i as usize], &per_scenario),
+        |_, r| match r {
+            Ok(o) => {
+                sims.push(o.expect("an unsharded run has seeds"));
+                true
+            }
+            Err(e) => {
+                error = Some(e);
+                false
+            }
+        },
+    );
+    if let Some(e) = error {
+        return Err(e);
+    }
     let mut rows = Vec::new();
-    for s in &scenarios {
-        let sim = run_scenario(
-            s,
-            &RunOptions {
-                seeds: Some(opts.seeds),
-                ..RunOptions::default()
-            },
-        )?;
+    for (s, sim) in scenarios.iter().zip(sims) {
         let real = if opts.real {
-            Some(run_scenario(
-                s,
-                &RunOptions {
-                    real: true,
-                    ..RunOptions::default()
-                },
-            ))
+            Some(
+                run_scenario(
+                    s,
+                    &RunOptions {
+                        real: true,
+                        ..RunOptions::default()
+                    },
+                )
+                .map(|o| o.expect("an unsharded run has seeds")),
+            )
         } else {
             None
         };

@@ -1,6 +1,7 @@
 //! Judging a run: every checker over the history, each verdict against the scenario's expectation.
 
 use crate::check::{self, CheckResult};
+use crate::exec::{DistinctCount, SeedSet};
 use crate::history::History;
 use crate::scenario::{Scenario, Verdict};
 use std::collections::BTreeMap;
@@ -78,29 +79,65 @@ pub struct SeedsOutcome {
     pub shown: Outcome,
     pub seeds_run: u64,
     /// Per check: the seeds whose run violated it.
-    pub violating_seeds: BTreeMap<String, Vec<u64>>,
+    pub violating_seeds: BTreeMap<String, SeedSet>,
     /// Per check with an expectation: (expected, observed over all seeds).
     pub expectations: BTreeMap<String, (Verdict, Verdict)>,
+    /// How many different histories the seeds produced (by trace hash).
+    pub distinct_traces: u64,
+    /// The seed whose run violated the most checks (the first such), if any violated.
+    pub worst_seed: Option<u64>,
 }
 
-impl SeedsOutcome {
-    /// Aggregates runs: a check is a violation over the seeds when any seed violated it, so
-    /// "expect violation" means at least one seed found it and "expect safe" means none did.
-    pub fn aggregate(scenario: &Scenario, runs: Vec<Outcome>) -> SeedsOutcome {
-        assert!(!runs.is_empty(), "at least one seed");
-        let mut violating: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-        for r in &runs {
-            for (name, c) in &r.checks {
-                let e = violating.entry(name.clone()).or_default();
-                if c.verdict == Verdict::Violation {
-                    e.push(r.seed);
-                }
+/// Folds judged runs one at a time, so `--seeds 100000` keeps two histories (the first run and
+/// the first violation), not 100,000.
+#[derive(Debug, Default)]
+pub struct SeedsAggregate {
+    first: Option<Outcome>,
+    first_violation: Option<Outcome>,
+    seeds_run: u64,
+    violating: BTreeMap<String, SeedSet>,
+    traces: DistinctCount,
+    worst: Option<(usize, u64)>,
+}
+
+impl SeedsAggregate {
+    /// Adds one run (in seed order, for a deterministic result).
+    pub fn add(&mut self, r: Outcome) {
+        self.seeds_run += 1;
+        let mut violated = 0;
+        for (name, c) in &r.checks {
+            let e = self.violating.entry(name.clone()).or_default();
+            if c.verdict == Verdict::Violation {
+                e.push(r.seed);
+                violated += 1;
             }
         }
+        if violated > self.worst.map_or(0, |(n, _)| n) {
+            self.worst = Some((violated, r.seed));
+        }
+        // The hash is 16 hex digits: 8 bytes per distinct history.
+        self.traces
+            .add(u64::from_str_radix(&r.trace_hash, 16).unwrap_or(0));
+        if self.first_violation.is_none() && r.verdict() == Verdict::Violation {
+            self.first_violation = Some(r.clone());
+        }
+        if self.first.is_none() {
+            self.first = Some(r);
+        }
+    }
+
+    /// How many runs were added.
+    pub fn seeds_run(&self) -> u64 {
+        self.seeds_run
+    }
+
+    /// The aggregate over every run added; `None` when none was.
+    pub fn finish(self, scenario: &Scenario) -> Option<SeedsOutcome> {
+        let shown = self.first_violation.or(self.first)?;
         let mut expectations = BTreeMap::new();
-        for name in violating.keys() {
+        for (name, seeds) in &self.violating {
             if let Some(expected) = scenario.expected(name) {
-                let observed = if violating[name].is_empty() {
+                let observed = if seeds.is_empty() {
                     Verdict::Safe
                 } else {
                     Verdict::Violation
@@ -108,21 +145,26 @@ impl SeedsOutcome {
                 expectations.insert(name.clone(), (expected, observed));
             }
         }
-        let seeds_run = runs.len() as u64;
-        let first_violating = violating
-            .get("mutual_exclusion")
-            .and_then(|v| v.first().copied());
-        let shown = runs
-            .iter()
-            .find(|r| Some(r.seed) == first_violating)
-            .unwrap_or(&runs[0])
-            .clone();
-        SeedsOutcome {
+        Some(SeedsOutcome {
             shown,
-            seeds_run,
-            violating_seeds: violating,
+            seeds_run: self.seeds_run,
+            violating_seeds: self.violating,
             expectations,
+            distinct_traces: self.traces.count(),
+            worst_seed: self.worst.map(|(_, s)| s),
+        })
+    }
+}
+
+impl SeedsOutcome {
+    /// Aggregates runs: a check is a violation over the seeds when any seed violated it, so
+    /// "expect violation" means at least one seed found it and "expect safe" means none did.
+    pub fn aggregate(scenario: &Scenario, runs: Vec<Outcome>) -> SeedsOutcome {
+        let mut agg = SeedsAggregate::default();
+        for r in runs {
+            agg.add(r);
         }
+        agg.finish(scenario).expect("at least one seed")
     }
 
     /// The mutual-exclusion verdict over all seeds.

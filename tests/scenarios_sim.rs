@@ -148,3 +148,45 @@ for_ms = 2500
     assert!(!c1_acquired.is_empty() && c1_acquired.iter().all(|&t| t >= 2_500_000));
     assert!(faults(&o).iter().any(|f| f == "partition healed"));
 }
+
+/// The trace hash of every bundled scenario for seeds 1..=4, recomputed through the library,
+/// equals the one recorded in `tests/golden/trace_hashes.txt` (taken with `lockcheck run
+/// <file> --seed N --json` before the module re-lay). A move that changes behaviour shows here.
+#[test]
+fn bundled_trace_hashes_match_golden() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let golden = std::fs::read_to_string(root.join("tests/golden/trace_hashes.txt")).unwrap();
+    let mut dir: Vec<_> = std::fs::read_dir(root.join("scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    dir.sort();
+    let mut now = Vec::new();
+    for path in &dir {
+        let s = Scenario::load(path).unwrap();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        for seed in 1..=4u64 {
+            let hash = lockcheck::sim::run(&s, seed).history.trace_hash();
+            now.push(format!("{name} {seed} {hash}"));
+        }
+    }
+    now.sort();
+    let want: Vec<String> = golden.lines().map(str::to_string).collect();
+    let diff: Vec<String> = want
+        .iter()
+        .filter(|l| !now.contains(l))
+        .map(|l| format!("- {l}"))
+        .chain(
+            now.iter()
+                .filter(|l| !want.contains(l))
+                .map(|l| format!("+ {l}")),
+        )
+        .collect();
+    assert!(
+        diff.is_empty(),
+        "trace hashes differ from tests/golden/trace_hashes.txt:\n{}",
+        diff.join("\n")
+    );
+    assert_eq!(now.len(), 4 * dir.len());
+}

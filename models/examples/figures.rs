@@ -1,6 +1,6 @@
 //! The figures for the models: every shortest counterexample (BFS, one
 //! thread) with its length and time, every exhaustive proof (DFS) with its
-//! state count and time, and raw throughput on one and two threads.
+//! state count and time, and throughput on one thread and on every core.
 //!
 //! ```text
 //! cargo run --release --example figures            # the default set
@@ -10,10 +10,20 @@
 //! DFS runs of `redlock` use client symmetry (unique states are then
 //! representatives); the throughput runs turn it off.
 //!
+//! The throughput table runs one full DFS of each model, and of
+//! stateright's own two-phase-commit example (`examples/2pc.rs` of the
+//! stateright version Cargo resolved, located in the cargo registry by
+//! `build.rs`, not copied here) as a baseline, on 1 thread and on
+//! [`std::thread::available_parallelism`] threads, all in this one run.
+//!
 //! Every run also checks that the verdict is the one the model declares;
 //! the program exits 1 if one is not.
 
 use lockcheck_models::{run, Expectation, ModelReport, Outcome, RunOptions, Strategy};
+
+// stateright's `examples/2pc.rs` without its `main` (see build.rs): the
+// `TwoPhaseSys` model of Gray & Lamport's "Consensus on Transaction Commit".
+include!(concat!(env!("OUT_DIR"), "/stateright_2pc.rs"));
 
 struct Case {
     model: &'static str,
@@ -138,6 +148,81 @@ fn proofs(cases: &[Case], bad: &mut u32) {
     }
 }
 
+/// One full DFS per model, large enough to time (a proof, symmetry off).
+#[rustfmt::skip]
+const THROUGHPUT: &[Case] = &[
+    Case { model: "lease", property: "no_stale_write", params: &[("fencing", "true"), ("clients", "3"), ("pauses", "2"), ("jump", "2"), ("time_bound", "12")], what: "fencing, 3 clients, 2 pauses + clock jump" },
+    Case { model: "failover", property: "mutual_exclusion", params: &[("wait", "1"), ("on_wait_timeout", "give-up"), ("clients", "3"), ("cycles", "2"), ("time_bound", "12")], what: "strict WAIT, 3 clients x 2 cycles" },
+    Case { model: "fencing", property: "no_stale_write", params: &[("pauses", "2"), ("clients", "3"), ("time_bound", "10")], what: "fencing, no failover, 3 clients" },
+    Case { model: "redlock", property: "mutual_exclusion", params: &[("nodes", "5"), ("ttl", "3"), ("symmetry", "false")], what: "N=5, no faults, TTL 3" },
+    Case { model: "redisson", property: "mutual_exclusion", params: &[("max_pause", "1"), ("clients", "3"), ("cycles", "2"), ("time_bound", "12")], what: "pauses under 2/3 lease, 3 clients x 2" },
+];
+
+/// Resource managers in the two-phase-commit baseline.
+#[cfg(not(stateright_2pc_missing))]
+const TWO_PC_RMS: usize = 7;
+
+fn row(name: &str, what: &str, threads: usize, unique: usize, secs: f64) {
+    println!(
+        "| {name} | {what} | {threads} | {unique} | {secs:.3} | {:.0} |",
+        unique as f64 / secs.max(1e-9)
+    );
+}
+
+fn throughput(bad: &mut u32) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("\n## Throughput (full DFS, symmetry off, 1 thread and all {cores} cores)\n");
+    println!("| model | configuration | threads | unique states | secs | unique states/s |");
+    println!("|---|---|---:|---:|---:|---:|");
+    for threads in [1, cores] {
+        for case in THROUGHPUT {
+            let r = run(case.model, &opts(case, Strategy::Dfs, threads)).expect("valid case");
+            row(
+                case.model,
+                case.what,
+                threads,
+                r.unique_states,
+                r.outcome.secs(),
+            );
+            if !r.matches_expectation() {
+                *bad += 1;
+            }
+        }
+        two_phase_commit(threads);
+    }
+    println!(
+        "\nBaseline source: {}",
+        include_str!(concat!(env!("OUT_DIR"), "/stateright_2pc.source"))
+    );
+}
+
+/// stateright's own example, checked the way its `check` command does.
+#[cfg(not(stateright_2pc_missing))]
+fn two_phase_commit(threads: usize) {
+    use stateright::{Checker, Model};
+    let start = std::time::Instant::now();
+    let checker = TwoPhaseSys { rms: 0..TWO_PC_RMS }
+        .checker()
+        .threads(threads)
+        .spawn_dfs()
+        .join();
+    let secs = start.elapsed().as_secs_f64();
+    checker.assert_properties();
+    let what = format!("stateright examples/2pc.rs, {TWO_PC_RMS} RMs");
+    row(
+        "2pc (stateright)",
+        &what,
+        threads,
+        checker.unique_state_count(),
+        secs,
+    );
+}
+
+#[cfg(stateright_2pc_missing)]
+fn two_phase_commit(threads: usize) {
+    println!("| 2pc (stateright) | not found at build time | {threads} | - | - | - |");
+}
+
 fn main() {
     let large = std::env::args().any(|a| a == "--large");
     let mut bad = 0;
@@ -175,32 +260,7 @@ fn main() {
         proofs(LARGE_PROOFS, &mut bad);
     }
 
-    println!("\n## Throughput (redlock N=5, TTL 3, no faults, symmetry off: a full DFS and a full BFS)\n");
-    println!("| strategy | threads | unique states | secs | unique states/s |");
-    println!("|---|---:|---:|---:|---:|");
-    let case = Case {
-        model: "redlock",
-        property: "mutual_exclusion",
-        params: &[("nodes", "5"), ("ttl", "3"), ("symmetry", "false")],
-        what: "",
-    };
-    for strategy in [Strategy::Dfs, Strategy::Bfs] {
-        for threads in [1, 2] {
-            let r = run(case.model, &opts(&case, strategy, threads)).expect("valid case");
-            let secs = r.outcome.secs();
-            println!(
-                "| {} | {} | {} | {:.3} | {:.0} |",
-                strategy.as_str(),
-                threads,
-                r.unique_states,
-                secs,
-                r.unique_states as f64 / secs.max(1e-9)
-            );
-            if !r.matches_expectation() {
-                bad += 1;
-            }
-        }
-    }
+    throughput(&mut bad);
     if bad > 0 {
         eprintln!("{bad} runs did not match their model's declared expectation");
         std::process::exit(1);

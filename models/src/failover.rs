@@ -1,7 +1,7 @@
 //! # `failover`: a master, lagging replicas, a failover, and `WAIT`
 //!
-//! The failover split brain of seed 000 and seed 002 ("one master and
-//! replicas"): a client acquires `SET lock c NX PX ttl` on the master, the
+//! The failover split brain of the Redis Lua-lock article and the "Is the
+//! Redis lock perfect?" article ("one master and replicas"): a client acquires `SET lock c NX PX ttl` on the master, the
 //! master dies before its asynchronous replication has carried the key to
 //! the replica, the replica is promoted without the key, and a second client
 //! acquires the same lock from it. Kleppmann ("How to do distributed
@@ -64,9 +64,10 @@
 //! `on_wait_timeout` (`proceed` | `give-up`), `replica_skew` (0 ticks ahead),
 //! `tick_ms` (100).
 
-use crate::params::{ParamSpec, Params};
-use crate::report::{Expectation, PropertyKind};
-use crate::runner::{needs_writes, selected, LockModel, Path, PropInfo};
+use crate::params::{self, ParamSpec, Params};
+use crate::properties;
+use crate::report::Expectation;
+use crate::runner::{needs_writes, LockModel, Path, PropInfo};
 use crate::scenario::{fault_time, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
@@ -138,11 +139,7 @@ pub struct Client {
     pub grant: u8,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Storage {
-    pub max_grant: u8,
-    pub stale: bool,
-}
+pub use crate::properties::Storage;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FailoverState {
@@ -393,8 +390,7 @@ impl Model for Failover {
             }
             Write(i) => {
                 let g = s.clients[i as usize].grant;
-                s.storage.stale |= g < s.storage.max_grant;
-                s.storage.max_grant = s.storage.max_grant.max(g);
+                s.storage.accept(g, 0);
             }
             Release(i) => {
                 self.release_key(&mut s, i);
@@ -448,13 +444,7 @@ impl Model for Failover {
         (s != *last).then_some(s)
     }
 
-    fn properties(&self) -> Vec<Property<Self>> {
-        selected(self.property)
-    }
-
-    fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
-        crate::runner::format_step(self, last, action)
-    }
+    crate::runner::checked_by_runner!();
 }
 
 fn holders(s: &FailoverState) -> usize {
@@ -463,6 +453,8 @@ fn holders(s: &FailoverState) -> usize {
         .filter(|c| c.phase == Phase::Holding)
         .count()
 }
+
+properties::lock_state!(FailoverState, holders);
 
 fn node_name(n: usize) -> String {
     if n == 0 {
@@ -473,26 +465,14 @@ fn node_name(n: usize) -> String {
 }
 
 const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "clients",
-        default: "2",
-        help: "number of clients (1-3)",
-    },
-    ParamSpec {
-        name: "ttl",
-        default: "3",
-        help: "lease length (PX) in ticks",
-    },
+    params::CLIENTS,
+    params::TTL,
     ParamSpec {
         name: "time_bound",
         default: "6",
         help: "true time stops at this tick",
     },
-    ParamSpec {
-        name: "cycles",
-        default: "1",
-        help: "acquisitions per client",
-    },
+    params::CYCLES,
     ParamSpec {
         name: "replicas",
         default: "1",
@@ -518,11 +498,7 @@ const PARAMS: &[ParamSpec] = &[
         default: "0",
         help: "replica clocks run this many ticks ahead",
     },
-    ParamSpec {
-        name: "tick_ms",
-        default: "100",
-        help: "simulated milliseconds per tick in the scenario file",
-    },
+    params::TICK_MS,
 ];
 
 impl LockModel for Failover {
@@ -548,32 +524,7 @@ impl LockModel for Failover {
     }
 
     fn all_properties() -> Vec<(PropInfo, Property<Self>)> {
-        vec![
-            (
-                PropInfo {
-                    name: "mutual_exclusion",
-                    kind: PropertyKind::Always,
-                    about: "at most one client is in its critical section",
-                },
-                Property::always("mutual_exclusion", |_, s: &FailoverState| holders(s) <= 1),
-            ),
-            (
-                PropInfo {
-                    name: "no_stale_write",
-                    kind: PropertyKind::Always,
-                    about: "the storage never accepts a write from an older lease after one from a newer lease",
-                },
-                Property::always("no_stale_write", |_, s: &FailoverState| !s.storage.stale),
-            ),
-            (
-                PropInfo {
-                    name: "handover",
-                    kind: PropertyKind::Sometimes,
-                    about: "a second lease is granted (the lock is not stuck with its first holder)",
-                },
-                Property::sometimes("handover", |_, s: &FailoverState| s.grants >= 2),
-            ),
-        ]
+        properties::standard(properties::MUTEX_ABOUT)
     }
 
     fn select(&mut self, property: &'static str) {
@@ -660,20 +611,7 @@ impl LockModel for Failover {
             };
             f.push((format!("client-{i}"), v));
         }
-        if s.storage.max_grant > 0 {
-            f.push((
-                "storage".to_string(),
-                format!(
-                    "newest accepted write from lease #{}{}",
-                    s.storage.max_grant,
-                    if s.storage.stale {
-                        "; ACCEPTED A STALE WRITE"
-                    } else {
-                        ""
-                    }
-                ),
-            ));
-        }
+        f.extend(s.storage.fact());
         f
     }
 
@@ -813,33 +751,11 @@ impl LockModel for Failover {
 #[cfg(test)]
 mod tests {
     use crate::report::Outcome;
-    use crate::{run, ModelReport, RunOptions, Strategy};
+    use crate::test_util::{self, actions};
+    use crate::{ModelReport, Strategy};
 
     fn check(property: &str, params: &[(&str, &str)], strategy: Strategy) -> ModelReport {
-        let r = run(
-            "failover",
-            &RunOptions {
-                property: Some(property.to_string()),
-                strategy,
-                max_depth: None,
-                params: params
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                threads: 1,
-            },
-        )
-        .unwrap();
-        assert!(r.matches_expectation(), "{}", r.to_text());
-        r
-    }
-
-    fn actions(r: &ModelReport) -> Vec<String> {
-        r.trace()
-            .unwrap()
-            .iter()
-            .map(|s| s.action.clone())
-            .collect()
+        test_util::check("failover", property, params, strategy)
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! grants a lock, it also returns a fencing token, which is a number that
 //! increases every time a lock is granted"; the storage remembers the
 //! highest token it has processed and rejects writes with a lower one. That
-//! protects the storage from a holder that paused past its lease (seed
-//! 002's remaining flaw) whatever the lock does, *provided the tokens
+//! protects the storage from a holder that paused past its lease (the
+//! remaining flaw of the "Is the Redis lock perfect?" article) whatever the lock does, *provided the tokens
 //! really increase*. A Redis lock that makes its token with `INCR` on the
 //! same master as the `SET` breaks that proviso in a failover: the counter
 //! replicates asynchronously like the key, the promoted replica's counter
@@ -44,10 +44,11 @@
 //! `clients` (2), `ttl` (3), `time_bound` (8), `pauses` (1), `failover`
 //! (false), `storage_check` (true), `tick_ms` (100).
 
-use crate::params::{ParamSpec, Params};
+use crate::params::{self, ParamSpec, Params};
+use crate::properties;
 use crate::report::{Expectation, PropertyKind};
-use crate::runner::{needs_writes, selected, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, Fault, Scenario};
+use crate::runner::{needs_writes, LockModel, Path, PropInfo};
+use crate::scenario::{fault_time, pause_fault, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
@@ -95,12 +96,7 @@ pub struct Client {
     pub grant: u8,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Storage {
-    pub max_token: u8,
-    pub max_grant: u8,
-    pub stale: bool,
-}
+pub use crate::properties::Storage;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FencingState {
@@ -257,10 +253,7 @@ impl Model for Fencing {
                 if self.storage_check && c.token < s.storage.max_token {
                     return None; // rejected: lower than a token already seen
                 }
-                let st = &mut s.storage;
-                st.stale |= c.grant < st.max_grant;
-                st.max_grant = st.max_grant.max(c.grant);
-                st.max_token = st.max_token.max(c.token);
+                s.storage.accept(c.grant, c.token);
             }
             Release(i) => {
                 if matches!(s.master.key, Some(k) if k.holder == i) {
@@ -285,13 +278,7 @@ impl Model for Fencing {
         (s != *last).then_some(s)
     }
 
-    fn properties(&self) -> Vec<Property<Self>> {
-        selected(self.property)
-    }
-
-    fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
-        crate::runner::format_step(self, last, action)
-    }
+    crate::runner::checked_by_runner!();
 }
 
 fn holders(s: &FencingState) -> usize {
@@ -301,27 +288,17 @@ fn holders(s: &FencingState) -> usize {
         .count()
 }
 
+properties::lock_state!(FencingState, holders);
+
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "clients",
         default: "2",
         help: "number of clients (1-3), one lease each",
     },
-    ParamSpec {
-        name: "ttl",
-        default: "3",
-        help: "lease length (PX) in ticks",
-    },
-    ParamSpec {
-        name: "time_bound",
-        default: "8",
-        help: "true time stops at this tick",
-    },
-    ParamSpec {
-        name: "pauses",
-        default: "1",
-        help: "how many stop-the-world pauses of a holder may happen",
-    },
+    params::TTL,
+    params::TIME_BOUND,
+    params::PAUSES,
     ParamSpec {
         name: "failover",
         default: "false",
@@ -332,11 +309,7 @@ const PARAMS: &[ParamSpec] = &[
         default: "true",
         help: "the storage rejects tokens lower than the highest it accepted",
     },
-    ParamSpec {
-        name: "tick_ms",
-        default: "100",
-        help: "simulated milliseconds per tick in the scenario file",
-    },
+    params::TICK_MS,
 ];
 
 impl LockModel for Fencing {
@@ -358,15 +331,11 @@ impl LockModel for Fencing {
     }
 
     fn all_properties() -> Vec<(PropInfo, Property<Self>)> {
-        vec![
-            (
-                PropInfo {
-                    name: "no_stale_write",
-                    kind: PropertyKind::Always,
-                    about: "the storage never accepts a write from an older lease after one from a newer lease",
-                },
-                Property::always("no_stale_write", |_, s: &FencingState| !s.storage.stale),
-            ),
+        // Listed storage first: the storage is what fencing protects.
+        let mut all = properties::standard(properties::MUTEX_ABOUT_PAUSED);
+        let mutex = all.remove(0);
+        all.insert(
+            1,
             (
                 PropInfo {
                     name: "tokens_increase",
@@ -375,23 +344,9 @@ impl LockModel for Fencing {
                 },
                 Property::always("tokens_increase", |_, s: &FencingState| !s.token_reused),
             ),
-            (
-                PropInfo {
-                    name: "mutual_exclusion",
-                    kind: PropertyKind::Always,
-                    about: "at most one client is in its critical section (a paused holder counts)",
-                },
-                Property::always("mutual_exclusion", |_, s: &FencingState| holders(s) <= 1),
-            ),
-            (
-                PropInfo {
-                    name: "handover",
-                    kind: PropertyKind::Sometimes,
-                    about: "a second lease is granted (the lock is not stuck with its first holder)",
-                },
-                Property::sometimes("handover", |_, s: &FencingState| s.grants >= 2),
-            ),
-        ]
+        );
+        all.insert(2, mutex);
+        all
     }
 
     fn select(&mut self, property: &'static str) {
@@ -483,11 +438,7 @@ impl LockModel for Fencing {
                     "highest token {} (newest write from lease #{}){}",
                     s.storage.max_token,
                     s.storage.max_grant,
-                    if s.storage.stale {
-                        "; ACCEPTED A STALE WRITE"
-                    } else {
-                        ""
-                    }
+                    s.storage.stale_note()
                 )
             },
         ));
@@ -539,16 +490,13 @@ impl LockModel for Fencing {
                     faults.push(Fault::Failover { at_ms: at });
                 }
                 Some(FencingAction::Pause(c)) => {
-                    let end = path[i..]
-                        .iter()
-                        .find(|(_, a)| *a == Some(FencingAction::Resume(*c)))
-                        .map(|(s2, _)| s2.t as u32)
-                        .unwrap_or(last + 1);
-                    faults.push(Fault::Pause {
-                        client: "holder".to_string(),
-                        at_ms: fault_time(s.t as u32, tick),
-                        for_ms: (end - s.t as u32) as u64 * tick,
-                    });
+                    faults.push(pause_fault(
+                        &path[i..],
+                        FencingAction::Resume(*c),
+                        |s| s.t,
+                        last,
+                        tick,
+                    ));
                 }
                 _ => {}
             }
@@ -596,25 +544,11 @@ impl LockModel for Fencing {
 #[cfg(test)]
 mod tests {
     use crate::report::Outcome;
-    use crate::{run, ModelReport, RunOptions, Strategy};
+    use crate::test_util::{self, actions};
+    use crate::{ModelReport, Strategy};
 
     fn check(property: &str, params: &[(&str, &str)], strategy: Strategy) -> ModelReport {
-        let r = run(
-            "fencing",
-            &RunOptions {
-                property: Some(property.to_string()),
-                strategy,
-                max_depth: None,
-                params: params
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                threads: 1,
-            },
-        )
-        .unwrap();
-        assert!(r.matches_expectation(), "{}", r.to_text());
-        r
+        test_util::check("fencing", property, params, strategy)
     }
 
     #[test]
@@ -628,12 +562,7 @@ mod tests {
     #[test]
     fn failover_reuses_a_token_and_the_storage_takes_a_stale_write() {
         let r = check("no_stale_write", &[("failover", "true")], Strategy::Bfs);
-        let a: Vec<String> = r
-            .trace()
-            .unwrap()
-            .iter()
-            .map(|s| s.action.clone())
-            .collect();
+        let a = actions(&r);
         assert_eq!(
             a,
             [

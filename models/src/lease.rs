@@ -1,6 +1,6 @@
 //! # `lease`: one Redis, a `SET NX PX` lease
 //!
-//! The lock of seed 002 ("Is the Redis lock perfect?"): `SET lock <random>
+//! The lock of the "Is the Redis lock perfect?" article: `SET lock <random>
 //! NX PX <ttl>` to acquire, a Lua compare-and-delete to release, on a single
 //! Redis server. Its remaining flaw, which the article names and Kleppmann's
 //! "How to do distributed locking" works out, is that a lease can run out
@@ -42,10 +42,11 @@
 //!   with a pause and a clock jump (`mutual_exclusion` is still violated:
 //!   fencing protects the storage, not the critical section).
 
-use crate::params::{ParamSpec, Params};
-use crate::report::{Expectation, PropertyKind};
-use crate::runner::{needs_writes, selected, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, Fault, Scenario};
+use crate::params::{self, ParamSpec, Params};
+use crate::properties;
+use crate::report::Expectation;
+use crate::runner::{needs_writes, LockModel, Path, PropInfo};
+use crate::scenario::{fault_time, pause_fault, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
@@ -125,16 +126,7 @@ pub struct Key {
     pub expires: u8,
 }
 
-/// The protected resource.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Storage {
-    /// Highest fencing token accepted.
-    pub max_token: u8,
-    /// Newest lease (grant number) whose write was accepted; 0: none.
-    pub max_grant: u8,
-    /// A write from an older lease was accepted after one from a newer.
-    pub stale: bool,
-}
+pub use crate::properties::Storage;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LeaseState {
@@ -276,10 +268,7 @@ impl Model for Lease {
                 if self.fencing && c.token < s.storage.max_token {
                     return None; // rejected by the fencing check
                 }
-                let st = &mut s.storage;
-                st.stale |= c.grant < st.max_grant;
-                st.max_grant = st.max_grant.max(c.grant);
-                st.max_token = st.max_token.max(c.token);
+                s.storage.accept(c.grant, c.token);
             }
             LeaseAction::Release(i) => {
                 if matches!(s.key, Some(k) if k.holder == i) {
@@ -300,13 +289,7 @@ impl Model for Lease {
         (s != *last).then_some(s)
     }
 
-    fn properties(&self) -> Vec<Property<Self>> {
-        selected(self.property)
-    }
-
-    fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
-        crate::runner::format_step(self, last, action)
-    }
+    crate::runner::checked_by_runner!();
 
     fn within_boundary(&self, _: &LeaseState) -> bool {
         true
@@ -320,27 +303,13 @@ fn holders(s: &LeaseState) -> usize {
         .count()
 }
 
+properties::lock_state!(LeaseState, holders);
+
 const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "clients",
-        default: "2",
-        help: "number of clients (1-3)",
-    },
-    ParamSpec {
-        name: "ttl",
-        default: "3",
-        help: "lease length (PX) in ticks",
-    },
-    ParamSpec {
-        name: "time_bound",
-        default: "8",
-        help: "true time stops at this tick",
-    },
-    ParamSpec {
-        name: "cycles",
-        default: "1",
-        help: "acquisitions per client",
-    },
+    params::CLIENTS,
+    params::TTL,
+    params::TIME_BOUND,
+    params::CYCLES,
     ParamSpec {
         name: "pauses",
         default: "1",
@@ -356,11 +325,7 @@ const PARAMS: &[ParamSpec] = &[
         default: "false",
         help: "INCR a fencing token on acquire; the storage rejects lower tokens",
     },
-    ParamSpec {
-        name: "tick_ms",
-        default: "100",
-        help: "simulated milliseconds per tick in the scenario file",
-    },
+    params::TICK_MS,
 ];
 
 impl LockModel for Lease {
@@ -383,32 +348,7 @@ impl LockModel for Lease {
     }
 
     fn all_properties() -> Vec<(PropInfo, Property<Self>)> {
-        vec![
-            (
-                PropInfo {
-                    name: "mutual_exclusion",
-                    kind: PropertyKind::Always,
-                    about: "at most one client is in its critical section (a paused holder counts)",
-                },
-                Property::always("mutual_exclusion", |_, s| holders(s) <= 1),
-            ),
-            (
-                PropInfo {
-                    name: "no_stale_write",
-                    kind: PropertyKind::Always,
-                    about: "the storage never accepts a write from an older lease after one from a newer lease",
-                },
-                Property::always("no_stale_write", |_, s: &LeaseState| !s.storage.stale),
-            ),
-            (
-                PropInfo {
-                    name: "handover",
-                    kind: PropertyKind::Sometimes,
-                    about: "a second lease is granted (the lock is not stuck with its first holder)",
-                },
-                Property::sometimes("handover", |_, s: &LeaseState| s.grants >= 2),
-            ),
-        ]
+        properties::standard(properties::MUTEX_ABOUT_PAUSED)
     }
 
     fn select(&mut self, property: &'static str) {
@@ -484,11 +424,7 @@ impl LockModel for Lease {
                 } else {
                     String::new()
                 },
-                if st.stale {
-                    "; ACCEPTED A STALE WRITE"
-                } else {
-                    ""
-                }
+                st.stale_note()
             )
         };
         f.push(("storage".to_string(), storage));
@@ -531,16 +467,13 @@ impl LockModel for Lease {
                 Some(LeaseAction::Pause(c)) => {
                     // The pause lasts until the trace resumes the client, or
                     // one tick past the end of the trace.
-                    let end = path[i..]
-                        .iter()
-                        .find(|(_, a)| *a == Some(LeaseAction::Resume(*c)))
-                        .map(|(s2, _)| s2.t as u32)
-                        .unwrap_or(last + 1);
-                    faults.push(Fault::Pause {
-                        client: "holder".to_string(),
-                        at_ms: fault_time(s.t as u32, tick),
-                        for_ms: (end - s.t as u32) as u64 * tick,
-                    });
+                    faults.push(pause_fault(
+                        &path[i..],
+                        LeaseAction::Resume(*c),
+                        |s| s.t,
+                        last,
+                        tick,
+                    ));
                 }
                 Some(LeaseAction::ClockJump) => faults.push(Fault::ClockJump {
                     node: "redis-0".to_string(),
@@ -597,29 +530,8 @@ impl LockModel for Lease {
 #[cfg(test)]
 mod tests {
     use crate::report::Outcome;
-    use crate::{run, RunOptions, Strategy};
-
-    fn opts(property: &str, params: &[(&str, &str)], strategy: Strategy) -> RunOptions {
-        RunOptions {
-            property: Some(property.to_string()),
-            strategy,
-            max_depth: None,
-            params: params
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            threads: 1,
-        }
-    }
-
-    fn actions(report: &crate::ModelReport) -> Vec<String> {
-        report
-            .trace()
-            .expect("a counterexample")
-            .iter()
-            .map(|s| s.action.clone())
-            .collect()
-    }
+    use crate::test_util::{actions, opts};
+    use crate::{run, Strategy};
 
     #[test]
     fn pause_breaks_mutual_exclusion_in_six_steps() {

@@ -14,6 +14,48 @@ pub struct ParamSpec {
     pub help: &'static str,
 }
 
+/// The `tick_ms` parameter as most models declare it.
+pub(crate) const TICK_MS: ParamSpec = ParamSpec {
+    name: "tick_ms",
+    default: "100",
+    help: "simulated milliseconds per tick in the scenario file",
+};
+
+/// The `ttl` parameter as most models declare it.
+pub(crate) const TTL: ParamSpec = ParamSpec {
+    name: "ttl",
+    default: "3",
+    help: "lease length (PX) in ticks",
+};
+
+/// The `cycles` parameter as most models declare it.
+pub(crate) const CYCLES: ParamSpec = ParamSpec {
+    name: "cycles",
+    default: "1",
+    help: "acquisitions per client",
+};
+
+/// The `time_bound` parameter as most models declare it.
+pub(crate) const TIME_BOUND: ParamSpec = ParamSpec {
+    name: "time_bound",
+    default: "8",
+    help: "true time stops at this tick",
+};
+
+/// The `pauses` parameter as most models declare it.
+pub(crate) const PAUSES: ParamSpec = ParamSpec {
+    name: "pauses",
+    default: "1",
+    help: "how many stop-the-world pauses of a holder may happen",
+};
+
+/// The `clients` parameter as most models declare it.
+pub(crate) const CLIENTS: ParamSpec = ParamSpec {
+    name: "clients",
+    default: "2",
+    help: "number of clients (1-3)",
+};
+
 /// The parameters of one run: the model's table plus the values given.
 pub(crate) struct Params<'a> {
     model: &'static str,

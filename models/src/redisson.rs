@@ -1,13 +1,13 @@
 //! # `redisson`: Redisson's `RLock` (hash lock, watchdog renewal, reentrancy)
 //!
-//! Seed 003 ("Redisson's RLock internals"): the lock is a hash whose field
+//! The Redisson article ("Redisson's RLock internals"): the lock is a hash whose field
 //! is `uuid:threadId` and whose value is the hold count. The acquire script
 //! increments the field and sets `PEXPIRE lease` if the key is absent or the
 //! field is ours, else returns the `PTTL`. With no explicit lease the lease
 //! is `lockWatchdogTimeout` (30 s) and a watchdog renews it every lease/3
 //! with a script that checks `HEXISTS` first. Release decrements the field,
 //! re-arms the expiry while the count is positive and deletes the key at
-//! zero. Seed 002 presents the watchdog as the cure for "the lease runs out
+//! zero. The "Is the Redis lock perfect?" article presents the watchdog as the cure for "the lease runs out
 //! while the holder still works"; Kleppmann's "How to do distributed
 //! locking" explains why it is not one: a stop-the-world GC pause stops the
 //! watchdog thread too, so a pause longer than the lease still lets the key
@@ -44,10 +44,11 @@
 //!   the whole lease;
 //! * `reentered` (sometimes): a holder re-enters with the server's count 2.
 
-use crate::params::{ParamSpec, Params};
+use crate::params::{self, ParamSpec, Params};
+use crate::properties;
 use crate::report::{Expectation, PropertyKind};
-use crate::runner::{needs_writes, selected, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, Fault, Scenario};
+use crate::runner::{needs_writes, LockModel, Path, PropInfo};
+use crate::scenario::{pause_fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
@@ -93,11 +94,7 @@ pub struct Client {
     pub grant: u8,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Storage {
-    pub max_grant: u8,
-    pub stale: bool,
-}
+pub use crate::properties::Storage;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RedissonState {
@@ -254,8 +251,7 @@ impl Model for Redisson {
             }
             Write(i) => {
                 let g = s.clients[i as usize].grant;
-                s.storage.stale |= g < s.storage.max_grant;
-                s.storage.max_grant = s.storage.max_grant.max(g);
+                s.storage.accept(g, 0);
             }
             Release(i) => {
                 if let Some(k) = s.key {
@@ -296,45 +292,29 @@ impl Model for Redisson {
         (s != *last).then_some(s)
     }
 
-    fn properties(&self) -> Vec<Property<Self>> {
-        selected(self.property)
-    }
-
-    fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
-        crate::runner::format_step(self, last, action)
-    }
+    crate::runner::checked_by_runner!();
 }
 
 fn holders(s: &RedissonState) -> usize {
     s.clients.iter().filter(|c| c.depth > 0).count()
 }
 
+properties::lock_state!(RedissonState, holders);
+
 const PARAMS: &[ParamSpec] = &[
-    ParamSpec {
-        name: "clients",
-        default: "2",
-        help: "number of clients (1-3)",
-    },
+    params::CLIENTS,
     ParamSpec {
         name: "lease",
         default: "3",
         help: "lease (lockWatchdogTimeout) in ticks; the watchdog renews every lease/3",
     },
-    ParamSpec {
-        name: "time_bound",
-        default: "8",
-        help: "true time stops at this tick",
-    },
+    params::TIME_BOUND,
     ParamSpec {
         name: "cycles",
         default: "1",
         help: "lock/unlock cycles per client",
     },
-    ParamSpec {
-        name: "pauses",
-        default: "1",
-        help: "how many stop-the-world pauses of a holder may happen",
-    },
+    params::PAUSES,
     ParamSpec {
         name: "max_pause",
         default: "0",
@@ -345,11 +325,7 @@ const PARAMS: &[ParamSpec] = &[
         default: "2",
         help: "deepest re-entry",
     },
-    ParamSpec {
-        name: "tick_ms",
-        default: "100",
-        help: "simulated milliseconds per tick in the scenario file",
-    },
+    params::TICK_MS,
 ];
 
 impl LockModel for Redisson {
@@ -372,40 +348,16 @@ impl LockModel for Redisson {
     }
 
     fn all_properties() -> Vec<(PropInfo, Property<Self>)> {
-        vec![
-            (
-                PropInfo {
-                    name: "mutual_exclusion",
-                    kind: PropertyKind::Always,
-                    about: "at most one client is in its critical section (a paused holder counts)",
-                },
-                Property::always("mutual_exclusion", |_, s: &RedissonState| holders(s) <= 1),
-            ),
-            (
-                PropInfo {
-                    name: "no_stale_write",
-                    kind: PropertyKind::Always,
-                    about: "the storage never accepts a write from an older lease after one from a newer lease",
-                },
-                Property::always("no_stale_write", |_, s: &RedissonState| !s.storage.stale),
-            ),
-            (
-                PropInfo {
-                    name: "handover",
-                    kind: PropertyKind::Sometimes,
-                    about: "a second lease is granted (the lock is not stuck with its first holder)",
-                },
-                Property::sometimes("handover", |_, s: &RedissonState| s.grants >= 2),
-            ),
-            (
-                PropInfo {
-                    name: "reentered",
-                    kind: PropertyKind::Sometimes,
-                    about: "a holder re-enters the lock (the hash count reaches 2)",
-                },
-                Property::sometimes("reentered", |_, s: &RedissonState| s.reentered),
-            ),
-        ]
+        let mut all = properties::standard(properties::MUTEX_ABOUT_PAUSED);
+        all.push((
+            PropInfo {
+                name: "reentered",
+                kind: PropertyKind::Sometimes,
+                about: "a holder re-enters the lock (the hash count reaches 2)",
+            },
+            Property::sometimes("reentered", |_, s: &RedissonState| s.reentered),
+        ));
+        all
     }
 
     fn select(&mut self, property: &'static str) {
@@ -470,20 +422,7 @@ impl LockModel for Redisson {
             };
             f.push((format!("client-{i}"), v));
         }
-        if s.storage.max_grant > 0 {
-            f.push((
-                "storage".to_string(),
-                format!(
-                    "newest accepted write from lease #{}{}",
-                    s.storage.max_grant,
-                    if s.storage.stale {
-                        "; ACCEPTED A STALE WRITE"
-                    } else {
-                        ""
-                    }
-                ),
-            ));
-        }
+        f.extend(s.storage.fact());
         f
     }
 
@@ -520,18 +459,15 @@ impl LockModel for Redisson {
         let tick = self.tick_ms;
         let last = path.last().map(|(s, _)| s.t as u32).unwrap_or(0);
         let mut faults = Vec::new();
-        for (i, (s, a)) in path.iter().enumerate() {
+        for (i, (_, a)) in path.iter().enumerate() {
             if let Some(RedissonAction::Pause(c)) = a {
-                let end = path[i..]
-                    .iter()
-                    .find(|(_, a)| *a == Some(RedissonAction::Resume(*c)))
-                    .map(|(s2, _)| s2.t as u32)
-                    .unwrap_or(last + 1);
-                faults.push(Fault::Pause {
-                    client: "holder".to_string(),
-                    at_ms: fault_time(s.t as u32, tick),
-                    for_ms: (end - s.t as u32) as u64 * tick,
-                });
+                faults.push(pause_fault(
+                    &path[i..],
+                    RedissonAction::Resume(*c),
+                    |s| s.t,
+                    last,
+                    tick,
+                ));
             }
         }
         let ttl_ms = self.lease as u64 * tick;
@@ -573,36 +509,17 @@ impl LockModel for Redisson {
 #[cfg(test)]
 mod tests {
     use crate::report::Outcome;
-    use crate::{run, ModelReport, RunOptions, Strategy};
+    use crate::test_util::{self, actions};
+    use crate::{ModelReport, Strategy};
 
     fn check(property: &str, params: &[(&str, &str)], strategy: Strategy) -> ModelReport {
-        let r = run(
-            "redisson",
-            &RunOptions {
-                property: Some(property.to_string()),
-                strategy,
-                max_depth: None,
-                params: params
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                threads: 1,
-            },
-        )
-        .unwrap();
-        assert!(r.matches_expectation(), "{}", r.to_text());
-        r
+        test_util::check("redisson", property, params, strategy)
     }
 
     #[test]
     fn a_pause_as_long_as_the_lease_breaks_it() {
         let r = check("mutual_exclusion", &[], Strategy::Bfs);
-        let a: Vec<String> = r
-            .trace()
-            .unwrap()
-            .iter()
-            .map(|s| s.action.clone())
-            .collect();
+        let a = actions(&r);
         assert_eq!(
             a,
             [
@@ -623,12 +540,7 @@ mod tests {
     #[test]
     fn a_pause_just_before_a_renewal_needs_only_two_thirds_of_the_lease() {
         let r = check("mutual_exclusion", &[("max_pause", "2")], Strategy::Bfs);
-        let a: Vec<String> = r
-            .trace()
-            .unwrap()
-            .iter()
-            .map(|s| s.action.clone())
-            .collect();
+        let a = actions(&r);
         assert_eq!(a[1], "tick: true time 0 -> 1");
         assert_eq!(
             a[2],

@@ -1,6 +1,6 @@
 //! # `redlock`: Redlock over N independent masters
 //!
-//! The algorithm seed 002 summarises (and antirez's "Distributed locks with
+//! The algorithm the "Is the Redis lock perfect?" article summarises (and antirez's "Distributed locks with
 //! Redis" specifies): a client notes its clock, tries `SET lock c NX PX ttl`
 //! on each of N masters in turn, and holds the lock if it got a majority and
 //! the time it spent is less than the lease; its validity is
@@ -90,10 +90,11 @@
 //! per refused node).
 
 use crate::clock::Clock;
-use crate::params::{ParamSpec, Params};
-use crate::report::{Expectation, PropertyKind};
-use crate::runner::{needs_writes, selected, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, Fault, Scenario};
+use crate::params::{self, ParamSpec, Params};
+use crate::properties;
+use crate::report::Expectation;
+use crate::runner::{needs_writes, LockModel, Path, PropInfo};
+use crate::scenario::{fault_time, pause_fault, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
@@ -182,11 +183,7 @@ pub struct Client {
     pub grant: u8,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub struct Storage {
-    pub max_grant: u8,
-    pub stale: bool,
-}
+pub use crate::properties::Storage;
 
 /// `Hash` packs the state into bytes and hashes them in one call: the
 /// checker fingerprints every generated state, and field-by-field hashing
@@ -525,8 +522,7 @@ impl Model for Redlock {
                     c.phase = Phase::Holding;
                 }
                 let g = c.grant;
-                s.storage.stale |= g < s.storage.max_grant;
-                s.storage.max_grant = s.storage.max_grant.max(g);
+                s.storage.accept(g, 0);
             }
             Release(i) => {
                 self.unlock_all(&mut s, i);
@@ -556,18 +552,14 @@ impl Model for Redlock {
         (s != *last).then_some(s)
     }
 
-    fn properties(&self) -> Vec<Property<Self>> {
-        selected(self.property)
-    }
-
-    fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
-        crate::runner::format_step(self, last, action)
-    }
+    crate::runner::checked_by_runner!();
 }
 
 fn holders(s: &RedlockState) -> usize {
     s.clients.iter().filter(|c| Redlock::holding(c)).count()
 }
+
+properties::lock_state!(RedlockState, holders);
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -575,21 +567,13 @@ const PARAMS: &[ParamSpec] = &[
         default: "3",
         help: "independent masters: 3 or 5",
     },
-    ParamSpec {
-        name: "clients",
-        default: "2",
-        help: "number of clients (1-3)",
-    },
+    params::CLIENTS,
     ParamSpec {
         name: "ttl",
         default: "4",
         help: "lease length (PX) in ticks",
     },
-    ParamSpec {
-        name: "time_bound",
-        default: "8",
-        help: "true time stops at this tick",
-    },
+    params::TIME_BOUND,
     ParamSpec {
         name: "cycles",
         default: "1",
@@ -665,11 +649,7 @@ const PARAMS: &[ParamSpec] = &[
         default: "true",
         help: "DFS: treat clients with the same clock as interchangeable",
     },
-    ParamSpec {
-        name: "tick_ms",
-        default: "100",
-        help: "simulated milliseconds per tick in the scenario file",
-    },
+    params::TICK_MS,
 ];
 
 /// Clients sorted by their state, key holders renamed to match: states
@@ -748,32 +728,7 @@ impl LockModel for Redlock {
     }
 
     fn all_properties() -> Vec<(PropInfo, Property<Self>)> {
-        vec![
-            (
-                PropInfo {
-                    name: "mutual_exclusion",
-                    kind: PropertyKind::Always,
-                    about: "at most one client is in its critical section (a paused holder counts)",
-                },
-                Property::always("mutual_exclusion", |_, s: &RedlockState| holders(s) <= 1),
-            ),
-            (
-                PropInfo {
-                    name: "no_stale_write",
-                    kind: PropertyKind::Always,
-                    about: "the storage never accepts a write from an older lease after one from a newer lease",
-                },
-                Property::always("no_stale_write", |_, s: &RedlockState| !s.storage.stale),
-            ),
-            (
-                PropInfo {
-                    name: "handover",
-                    kind: PropertyKind::Sometimes,
-                    about: "a second lease is granted (the lock is not stuck with its first holder)",
-                },
-                Property::sometimes("handover", |_, s: &RedlockState| s.grants >= 2),
-            ),
-        ]
+        properties::standard(properties::MUTEX_ABOUT_PAUSED)
     }
 
     fn select(&mut self, property: &'static str) {
@@ -883,20 +838,7 @@ impl LockModel for Redlock {
             let v = if c.paused { format!("{v}, PAUSED") } else { v };
             f.push((format!("client-{i}"), v));
         }
-        if s.storage.max_grant > 0 {
-            f.push((
-                "storage".to_string(),
-                format!(
-                    "newest accepted write from lease #{}{}",
-                    s.storage.max_grant,
-                    if s.storage.stale {
-                        "; ACCEPTED A STALE WRITE"
-                    } else {
-                        ""
-                    }
-                ),
-            ));
-        }
+        f.extend(s.storage.fact());
         f
     }
 
@@ -1015,16 +957,7 @@ impl LockModel for Redlock {
                     restart_after_ms: tick / 10,
                 }),
                 Some(Pause(c)) => {
-                    let end = path[i..]
-                        .iter()
-                        .find(|(_, a)| *a == Some(Resume(c)))
-                        .map(|(s2, _)| s2.t as u32)
-                        .unwrap_or(last + 1);
-                    faults.push(Fault::Pause {
-                        client: "holder".to_string(),
-                        at_ms: fault_time(s.t as u32, tick),
-                        for_ms: (end - s.t as u32) as u64 * tick,
-                    });
+                    faults.push(pause_fault(&path[i..], Resume(c), |s| s.t, last, tick));
                 }
                 _ => {}
             }
@@ -1114,7 +1047,8 @@ impl Redlock {
 #[cfg(test)]
 mod tests {
     use crate::report::Outcome;
-    use crate::{run, ModelReport, RunOptions, Strategy};
+    use crate::test_util::{self, actions};
+    use crate::{ModelReport, Strategy};
 
     /// Exhaustive proofs in the default (debug) test run use a smaller
     /// configuration than the model's defaults; `examples/figures.rs` runs
@@ -1127,31 +1061,8 @@ mod tests {
         } else {
             &[]
         };
-        let r = run(
-            "redlock",
-            &RunOptions {
-                property: Some(property.to_string()),
-                strategy,
-                max_depth: None,
-                params: small
-                    .iter()
-                    .chain(params)
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-                threads: 1,
-            },
-        )
-        .unwrap();
-        assert!(r.matches_expectation(), "{}", r.to_text());
-        r
-    }
-
-    fn actions(r: &ModelReport) -> Vec<String> {
-        r.trace()
-            .unwrap()
-            .iter()
-            .map(|s| s.action.clone())
-            .collect()
+        let all: Vec<(&str, &str)> = small.iter().chain(params).copied().collect();
+        test_util::check("redlock", property, &all, strategy)
     }
 
     fn holds(r: &ModelReport) -> usize {

@@ -150,13 +150,23 @@ where
     }
 }
 
+/// The thread count a run uses: `requested`, or for `0` every core for DFS
+/// and one for BFS (see [`RunOptions::threads`]).
+pub fn effective_threads(requested: usize, strategy: Strategy) -> usize {
+    match (requested, strategy) {
+        (0, Strategy::Bfs) => 1,
+        (0, Strategy::Dfs) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        (n, _) => n,
+    }
+}
+
 pub(crate) fn run<M: LockModel>(opts: &RunOptions) -> Result<ModelReport, ModelError> {
     let (model, name, params) = build::<M>(opts)?;
     let (info, _) = M::all_properties()
         .into_iter()
         .find(|(i, _)| i.name == name)
         .expect("selected property exists");
-    let threads = opts.threads.max(1);
+    let threads = effective_threads(opts.threads, opts.strategy);
     let mut builder = model.clone().checker().threads(threads);
     if let Some(d) = opts.max_depth {
         builder = builder.target_max_depth(d);
@@ -242,7 +252,9 @@ pub(crate) fn serve<M: LockModel>(opts: &RunOptions, addr: &str) -> Result<(), M
     // caller gets an error instead.
     std::net::TcpListener::bind(addr)
         .map_err(|e| ModelError::Explorer(format!("cannot listen on {addr}: {e}")))?;
-    let mut builder = model.checker().threads(opts.threads.max(1));
+    let mut builder = model
+        .checker()
+        .threads(effective_threads(opts.threads, Strategy::Dfs));
     if let Some(d) = opts.max_depth {
         builder = builder.target_max_depth(d);
     }
@@ -251,6 +263,22 @@ pub(crate) fn serve<M: LockModel>(opts: &RunOptions, addr: &str) -> Result<(), M
         std::thread::park();
     }
 }
+
+/// The [`Model`] methods every lock model shares, for its `impl Model`:
+/// register only the selected property (see [`selected`]) and show steps
+/// in the Explorer with [`format_step`].
+macro_rules! checked_by_runner {
+    () => {
+        fn properties(&self) -> Vec<stateright::Property<Self>> {
+            $crate::runner::selected(self.property)
+        }
+
+        fn format_step(&self, last: &Self::State, action: Self::Action) -> Option<String> {
+            $crate::runner::format_step(self, last, action)
+        }
+    };
+}
+pub(crate) use checked_by_runner;
 
 /// The Explorer's view of a step: the action in words, then the facts of
 /// the state it leads to.

@@ -120,6 +120,29 @@ pub fn fault_time(tick: u32, tick_ms: u64) -> u64 {
     tick as u64 * tick_ms + tick_ms / 2
 }
 
+/// The pause fault of a counterexample whose client pauses in the first
+/// step of `rest`: it lasts until the trace takes `resume` (the same
+/// client's resume), or one tick past `last`, the trace's final true time.
+/// `t` reads a state's true time.
+pub(crate) fn pause_fault<S, A: PartialEq>(
+    rest: &[(S, Option<A>)],
+    resume: A,
+    t: impl Fn(&S) -> u8,
+    last: u32,
+    tick: u64,
+) -> Fault {
+    let at = rest.first().map_or(last, |(s, _)| t(s) as u32);
+    let end = rest
+        .iter()
+        .find(|(_, a)| a.as_ref() == Some(&resume))
+        .map_or(last + 1, |(s, _)| t(s) as u32);
+    Fault::Pause {
+        client: "holder".to_string(),
+        at_ms: fault_time(at, tick),
+        for_ms: (end - at) as u64 * tick,
+    }
+}
+
 fn q(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');

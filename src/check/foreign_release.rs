@@ -1,5 +1,12 @@
 //! Foreign release: a client deleted a lock entry that another client owned at that moment.
 //!
+//! When the servers watched the lock entry (`LockEntriesWatched`: always in simulation), the
+//! check judges from what the servers did: each `EntryRemoved` names the client whose command
+//! removed an entry and the client that created it (else the client granted that owner token).
+//! A removal of another client's entry is a foreign release, on any number of masters. Without
+//! the servers' word (real mode) the check falls back to inferring the owner from the order of
+//! grants and releases, as below, which can blame the wrong pair when grants race.
+//!
 //! Seed 002's picture: A's lease runs out while A is paused, B takes the lock, and A's release, a
 //! plain `DEL`, removes B's entry; C then takes the lock while B still works. The checker flags a
 //! release that reported deleting an entry when another client had been granted the lock after
@@ -11,9 +18,10 @@
 //! done, the DEL goes next), so a grant that slipped in between its GET and its DEL counts. A grant
 //! whose reply was still in flight when the release began is not counted: a violation is certain.
 
-use super::{granted_between, grants, CheckResult, Checker};
+use super::{grants, CheckResult, Checker, GrantIndex};
 use crate::history::{fmt_ms, EventKind, History};
 use crate::scenario::Verdict;
+use std::collections::BTreeMap;
 
 /// The foreign-release checker.
 pub struct ForeignRelease {
@@ -35,6 +43,13 @@ impl Checker for ForeignRelease {
     }
 
     fn check(&self, history: &History) -> CheckResult {
+        let watched = history
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::LockEntriesWatched { .. }));
+        if watched {
+            return verdict(observed(history), true);
+        }
         if self.masters > 1 {
             return CheckResult {
                 verdict: Verdict::Safe,
@@ -47,6 +62,17 @@ impl Checker for ForeignRelease {
             };
         }
         let gs = grants(history);
+        let index = GrantIndex::new(&gs);
+        // Each client's named points, in time order, to find a release's last one by bisection.
+        let mut points: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for e in &history.events {
+            if let (Some(c), EventKind::Point { .. }) = (e.client(), &e.kind) {
+                points.entry(c).or_default().push(e.at_us);
+            }
+        }
+        for times in points.values_mut() {
+            times.sort_unstable();
+        }
         let mut found = Vec::new();
         for g in &gs {
             let (Some(true), Some(exit), Some(end)) = (g.released_deleted, g.exit_us, g.end_us)
@@ -54,19 +80,14 @@ impl Checker for ForeignRelease {
                 continue;
             };
             // The release's deleting command went out after its last point, if it had any.
-            let start = history
-                .events
-                .iter()
-                .filter(|e| {
-                    e.client() == Some(g.client)
-                        && e.at_us >= exit
-                        && e.at_us <= end
-                        && matches!(e.kind, EventKind::Point { .. })
+            let start = points
+                .get(&g.client)
+                .and_then(|ts| {
+                    let k = ts.partition_point(|&t| t <= end);
+                    k.checked_sub(1).map(|k| ts[k]).filter(|&t| t >= exit)
                 })
-                .map(|e| e.at_us)
-                .max()
                 .unwrap_or(exit);
-            if let Some(victim) = granted_between(&gs, g.client, g.acquired_us, start) {
+            if let Some(victim) = index.other_granted_between(g.client, g.acquired_us, start) {
                 found.push(serde_json::json!({
                     "client": g.client,
                     "granted_us": g.acquired_us,
@@ -78,7 +99,108 @@ impl Checker for ForeignRelease {
                 }));
             }
         }
-        let timeline: Vec<String> = found
+        verdict(found, false)
+    }
+}
+
+/// The foreign releases the servers saw: removals of an entry another client created (or, when
+/// its creation was not seen, was granted).
+fn observed(history: &History) -> Vec<serde_json::Value> {
+    // Owner token -> (client, grant time) of each grant, and each client's points in time order.
+    let mut granted: BTreeMap<&str, Vec<(u32, u64)>> = BTreeMap::new();
+    let mut steps: BTreeMap<u32, Vec<(u64, &EventKind)>> = BTreeMap::new();
+    for e in &history.events {
+        let Some(c) = e.client() else { continue };
+        if let EventKind::Acquired { owner, .. } = &e.kind {
+            granted.entry(owner).or_default().push((c, e.at_us));
+        }
+        steps.entry(c).or_default().push((e.at_us, &e.kind));
+    }
+    let mut found = Vec::new();
+    for e in &history.events {
+        let EventKind::EntryRemoved {
+            by_client,
+            owner,
+            owner_client,
+        } = &e.kind
+        else {
+            continue;
+        };
+        let grants_of_token = granted
+            .get(owner.as_str())
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let Some(owner_client) = owner_client.or_else(|| grants_of_token.first().map(|&(c, _)| c))
+        else {
+            continue;
+        };
+        if owner_client == *by_client {
+            continue;
+        }
+        // The owner's grant of that token: its latest at or before the removal, else its first.
+        let mine: Vec<u64> = grants_of_token
+            .iter()
+            .filter(|&&(c, _)| c == owner_client)
+            .map(|&(_, t)| t)
+            .collect();
+        let owner_granted = mine
+            .iter()
+            .rev()
+            .find(|&&t| t <= e.at_us)
+            .or(mine.first())
+            .copied();
+        let own = steps.get(by_client).map(Vec::as_slice).unwrap_or(&[]);
+        let release_started = own
+            .iter()
+            .rev()
+            .find(|(t, k)| *t <= e.at_us && matches!(k, EventKind::Exit))
+            .map(|&(t, _)| t)
+            .unwrap_or(e.at_us);
+        let granted_us = own
+            .iter()
+            .rev()
+            .find(|(t, k)| *t <= e.at_us && matches!(k, EventKind::Acquired { .. }))
+            .map(|&(t, _)| t);
+        let del_sent = own
+            .iter()
+            .rev()
+            .find(|(t, k)| *t <= e.at_us && matches!(k, EventKind::Point { .. }))
+            .map(|&(t, _)| t)
+            .filter(|&t| t >= release_started)
+            .unwrap_or(release_started);
+        let released = own
+            .iter()
+            .find(|(t, k)| {
+                *t >= e.at_us
+                    && matches!(
+                        k,
+                        EventKind::Released { .. }
+                            | EventKind::ReleaseFailed { .. }
+                            | EventKind::InnerReleased { .. }
+                    )
+            })
+            .map(|&(t, _)| t)
+            .unwrap_or(e.at_us);
+        found.push(serde_json::json!({
+            "client": by_client,
+            "server": e.node,
+            "granted_us": granted_us,
+            "removed_us": e.at_us,
+            "release_started_us": release_started,
+            "deleting_command_sent_us": del_sent,
+            "released_us": released,
+            "owner": owner_client,
+            "owner_token": owner,
+            "owner_granted_us": owner_granted,
+        }));
+    }
+    found
+}
+
+/// The check's result for the foreign releases `found`; `observed` says whether the servers saw
+/// them or they were inferred from the clients' events.
+fn verdict(found: Vec<serde_json::Value>, observed: bool) -> CheckResult {
+    let timeline: Vec<String> = found
             .iter()
             .take(3)
             .map(|f| {
@@ -92,28 +214,28 @@ impl Checker for ForeignRelease {
                 )
             })
             .collect();
-        let violation = !found.is_empty();
-        CheckResult {
-            verdict: if violation {
-                Verdict::Violation
-            } else {
-                Verdict::Safe
-            },
-            summary: if violation {
-                format!(
-                    "{} release(s) deleted another client's lock entry",
-                    found.len()
-                )
-            } else {
-                "no release deleted another client's entry".to_string()
-            },
-            evidence: serde_json::json!({
-                "judged": true,
-                "foreign_releases": found.len(),
-                "releases": found,
-            }),
-            timeline,
-        }
+    let violation = !found.is_empty();
+    CheckResult {
+        verdict: if violation {
+            Verdict::Violation
+        } else {
+            Verdict::Safe
+        },
+        summary: if violation {
+            format!(
+                "{} release(s) deleted another client's lock entry",
+                found.len()
+            )
+        } else {
+            "no release deleted another client's entry".to_string()
+        },
+        evidence: serde_json::json!({
+            "judged": true,
+            "observed_by_servers": observed,
+            "foreign_releases": found.len(),
+            "releases": found,
+        }),
+        timeline,
     }
 }
 
@@ -121,7 +243,7 @@ impl Checker for ForeignRelease {
 mod tests {
     use super::*;
     use crate::check::{acquired, ev};
-    use crate::history::EventKind;
+    use crate::history::{Event, EventKind};
 
     fn seed_002(a_deleted: bool) -> History {
         History {
@@ -207,5 +329,76 @@ mod tests {
         };
         let r = ForeignRelease::for_masters(1).check(&h);
         assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+    }
+
+    fn removed(at: u64, by_client: u32, owner: &str, owner_client: Option<u32>) -> Event {
+        ev(
+            at,
+            "redis-0",
+            EventKind::EntryRemoved {
+                by_client,
+                owner: owner.into(),
+                owner_client,
+            },
+        )
+    }
+
+    fn granted(at: u64, client: &str, owner: &str) -> Event {
+        ev(
+            at,
+            client,
+            EventKind::Acquired {
+                owner: owner.into(),
+                fencing_token: None,
+                acquired_at_ms: 0,
+                valid_until_ms: 0,
+            },
+        )
+    }
+
+    #[test]
+    fn the_server_names_whose_entry_was_removed() {
+        // Client 0's release deleted nothing of its own (its reply says deleted), but the server
+        // saw it remove client 2's entry: the order of grants would have blamed client 1.
+        let h = History {
+            events: vec![
+                ev(
+                    0,
+                    "servers",
+                    EventKind::LockEntriesWatched { key: "k".into() },
+                ),
+                granted(0, "client-0", "a"),
+                granted(1_000_000, "client-1", "b"),
+                granted(1_200_000, "client-2", "c"),
+                ev(1_500_000, "client-0", EventKind::Exit),
+                removed(1_500_001, 0, "c", Some(2)),
+                ev(1_500_002, "client-0", EventKind::Released { deleted: true }),
+            ],
+        };
+        let r = ForeignRelease::for_masters(3).check(&h);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+        assert_eq!(r.evidence["observed_by_servers"], true);
+        assert_eq!(r.evidence["releases"][0]["client"], 0);
+        assert_eq!(r.evidence["releases"][0]["owner"], 2);
+        assert_eq!(r.evidence["releases"][0]["owner_granted_us"], 1_200_000);
+    }
+
+    #[test]
+    fn removing_your_own_entry_seen_by_the_server_is_safe() {
+        let h = History {
+            events: vec![
+                ev(
+                    0,
+                    "servers",
+                    EventKind::LockEntriesWatched { key: "k".into() },
+                ),
+                granted(0, "client-0", "a"),
+                // Creation not seen (for example it came by replication): the grant names it.
+                removed(10, 0, "a", None),
+            ],
+        };
+        let r = ForeignRelease::for_masters(1).check(&h);
+        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+        assert_eq!(r.evidence["foreign_releases"], 0);
     }
 }

@@ -82,19 +82,31 @@ pub fn stretches(history: &History) -> Vec<Stretch> {
     if t < end {
         free.push((t, end));
     }
-    let grant_times: Vec<u64> = grants(history).iter().map(|g| g.acquired_us).collect();
+    let mut grant_times: Vec<u64> = grants(history).iter().map(|g| g.acquired_us).collect();
+    grant_times.sort_unstable();
+    // A sweep over the free periods (disjoint, in time order) and the waits by start time. A
+    // client waits for one acquire at a time, so the waits open during a period are at most one
+    // per client plus those that start inside it: the check stays O(n log n), not O(periods x waits).
+    waits.sort_unstable();
+    let mut next_wait = 0;
+    let mut open: Vec<(u64, u64, u32)> = Vec::new();
     let mut out = Vec::new();
     for (p0, p1) in free {
-        let inside: Vec<(u64, u64, u32)> = waits
+        while next_wait < waits.len() && waits[next_wait].0 < p1 {
+            open.push(waits[next_wait]);
+            next_wait += 1;
+        }
+        // A wait that ended by this period's start cannot overlap it or any later one.
+        open.retain(|&(_, e, _)| e > p0);
+        let inside: Vec<(u64, u64, u32)> = open
             .iter()
-            .filter(|(s, e, _)| *s < p1 && *e > p0)
             .map(|&(s, e, c)| (s.max(p0), e.min(p1), c))
             .collect();
         if inside.is_empty() {
             continue;
         }
         let from = inside.iter().map(|w| w.0).min().expect("non-empty");
-        let ended_by_grant = grant_times.contains(&p1);
+        let ended_by_grant = grant_times.binary_search(&p1).is_ok();
         let to = if ended_by_grant {
             p1
         } else {

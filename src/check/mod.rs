@@ -5,14 +5,17 @@
 //! thought was happening.
 
 pub mod foreign_release;
+pub mod grants;
 pub mod liveness;
 pub mod mutual_exclusion;
 pub mod reentrancy;
 pub mod resource;
 
-use crate::history::{EventKind, History};
+use crate::history::History;
 use crate::scenario::{Scenario, Verdict};
 use serde::Serialize;
+
+pub use grants::{grants, Grant, GrantIndex};
 
 /// The outcome of one check.
 #[derive(Clone, Debug, Serialize)]
@@ -56,89 +59,9 @@ fn with(lease_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
     ]
 }
 
-/// One grant: a client's successful (outermost) acquire, and how its holding ended.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Grant {
-    pub client: u32,
-    /// True time the acquire returned (µs).
-    pub acquired_us: u64,
-    pub fencing_token: Option<u64>,
-    /// True time it left its critical section, if it did.
-    pub exit_us: Option<u64>,
-    /// True time its release completed (or failed), or it crashed; `None` if it held to the end.
-    pub end_us: Option<u64>,
-    /// What the outermost release reported (`Some(true)`: it deleted an entry).
-    pub released_deleted: Option<bool>,
-    /// The client crashed while holding.
-    pub crashed: bool,
-}
-
-/// Every grant of a history, in true-time order of acquisition.
-pub fn grants(history: &History) -> Vec<Grant> {
-    let mut out: Vec<Grant> = Vec::new();
-    let mut open: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
-    for e in &history.events {
-        let Some(c) = e.client() else { continue };
-        match &e.kind {
-            EventKind::Acquired { fencing_token, .. } => {
-                open.insert(c, out.len());
-                out.push(Grant {
-                    client: c,
-                    acquired_us: e.at_us,
-                    fencing_token: *fencing_token,
-                    exit_us: None,
-                    end_us: None,
-                    released_deleted: None,
-                    crashed: false,
-                });
-            }
-            EventKind::Exit => {
-                if let Some(&i) = open.get(&c) {
-                    out[i].exit_us = Some(e.at_us);
-                }
-            }
-            EventKind::Released { deleted } => {
-                if let Some(i) = open.remove(&c) {
-                    out[i].end_us = Some(e.at_us);
-                    out[i].released_deleted = Some(*deleted);
-                }
-            }
-            EventKind::ReleaseFailed { .. } => {
-                // An inner release's failure does not end the holding; an outer one's does.
-                if let Some(&i) = open.get(&c) {
-                    if out[i].exit_us.is_some() {
-                        open.remove(&c);
-                        out[i].end_us = Some(e.at_us);
-                    }
-                }
-            }
-            EventKind::Crashed { .. } => {
-                if let Some(i) = open.remove(&c) {
-                    out[i].end_us = Some(e.at_us);
-                    out[i].crashed = true;
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// The latest grant to a client other than `except` strictly between `since_us` and `until_us`.
-pub(crate) fn granted_between(
-    grants: &[Grant],
-    except: u32,
-    since_us: u64,
-    until_us: u64,
-) -> Option<&Grant> {
-    grants
-        .iter()
-        .rfind(|g| g.client != except && g.acquired_us > since_us && g.acquired_us < until_us)
-}
-
 /// Builds an event (for checker tests).
 #[cfg(test)]
-pub(crate) fn ev(at_us: u64, node: &str, kind: EventKind) -> crate::history::Event {
+pub(crate) fn ev(at_us: u64, node: &str, kind: crate::history::EventKind) -> crate::history::Event {
     crate::history::Event {
         at_us,
         node: node.to_string(),
@@ -148,8 +71,8 @@ pub(crate) fn ev(at_us: u64, node: &str, kind: EventKind) -> crate::history::Eve
 
 /// A plain acquisition event (for checker tests).
 #[cfg(test)]
-pub(crate) fn acquired(token: Option<u64>) -> EventKind {
-    EventKind::Acquired {
+pub(crate) fn acquired(token: Option<u64>) -> crate::history::EventKind {
+    crate::history::EventKind::Acquired {
         owner: "o".into(),
         fencing_token: token,
         acquired_at_ms: 0,

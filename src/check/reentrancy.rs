@@ -13,7 +13,7 @@
 //! A holder that had already lost the lock (its lease ran out while it was paused and another
 //! client was granted it) is the lease's failure, not reentrancy's: mutual exclusion reports it.
 
-use super::{granted_between, grants, CheckResult, Checker};
+use super::{grants, CheckResult, Checker, GrantIndex};
 use crate::history::{fmt_ms, EventKind, History};
 use crate::scenario::Verdict;
 
@@ -27,6 +27,7 @@ impl Checker for Reentrancy {
 
     fn check(&self, history: &History) -> CheckResult {
         let gs = grants(history);
+        let index = GrantIndex::new(&gs);
         let end = history.end_us();
         let mut nested_ok = 0u64;
         let mut inner_releases = 0u64;
@@ -34,13 +35,10 @@ impl Checker for Reentrancy {
         for e in &history.events {
             let Some(c) = e.client() else { continue };
             // The grant this event belongs to: the client's latest at or before it.
-            let Some(g) = gs
-                .iter()
-                .rfind(|g| g.client == c && g.acquired_us <= e.at_us)
-            else {
+            let Some(g) = index.of_client_at(c, e.at_us) else {
                 continue;
             };
-            let lost_before = |t: u64| granted_between(&gs, c, g.acquired_us, t).is_some();
+            let lost_before = |t: u64| index.other_granted_between(c, g.acquired_us, t).is_some();
             match &e.kind {
                 EventKind::Reentered { .. } => nested_ok += 1,
                 EventKind::ReentryFailed { depth, reason } if !lost_before(e.at_us) => {
@@ -62,7 +60,7 @@ impl Checker for Reentrancy {
                     }
                     // Until the outermost release starts (the holder leaves its section).
                     let outer = g.exit_us.or(g.end_us).unwrap_or(end);
-                    if let Some(other) = granted_between(&gs, c, e.at_us, outer) {
+                    if let Some(other) = index.other_granted_between(c, e.at_us, outer) {
                         problems.push(serde_json::json!({
                             "client": c, "at_us": e.at_us,
                             "what": "lock granted to another client after an inner release, before the outermost release",

@@ -15,7 +15,7 @@
 //! replica) and writes the storage refused are reported as evidence; they are not damage by
 //! themselves.
 
-use super::{grants, CheckResult, Checker, Grant};
+use super::{grants, CheckResult, Checker, GrantIndex};
 use crate::history::{fmt_ms, EventKind, History};
 use crate::scenario::Verdict;
 use serde::Serialize;
@@ -42,9 +42,10 @@ pub struct Write {
 /// The writes of a history, in event order, each with its writer's grant.
 pub fn writes(history: &History) -> Vec<Write> {
     let gs = grants(history);
+    let index = GrantIndex::new(&gs);
     let grant_of = |client: u32, at: u64| -> u64 {
-        gs.iter()
-            .rfind(|g: &&Grant| g.client == client && g.acquired_us <= at)
+        index
+            .of_client_at(client, at)
             .map(|g| g.acquired_us)
             .unwrap_or(0)
     };

@@ -9,7 +9,11 @@
 
 pub mod fenced;
 pub mod lettuce_reentrant;
+pub mod mysql_for_update;
+pub mod mysql_insert_unique;
+pub mod mysql_options;
 pub mod naive_setnx_expire;
+pub mod process;
 pub mod redisson;
 pub mod redlock;
 pub mod set_ex_nx_del;
@@ -22,6 +26,7 @@ use std::time::Duration;
 pub use fenced::Fenced;
 pub use lettuce_reentrant::LettuceReentrant;
 pub use naive_setnx_expire::NaiveSetnxExpire;
+pub use process::ProcessLock;
 pub use redisson::Redisson;
 pub use redlock::{Redlock, RedlockOptions};
 pub use set_ex_nx_del::SetExNxDel;
@@ -47,6 +52,12 @@ pub struct Guard {
 pub enum LockError {
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// A database lock's SQL call failed with something other than "busy".
+    #[error("sql: {0}")]
+    Sql(#[from] crate::sql::SqlError),
+    /// A client program (`kind = "process"`) broke the protocol, failed, or did not answer.
+    #[error("lock client: {0}")]
+    Client(String),
     #[error("this lock does not support {0}")]
     Unsupported(&'static str),
 }
@@ -86,6 +97,9 @@ pub enum LockKind {
     Fenced,
     /// Redlock: `SET NX PX` on N independent masters, a majority and validity time (seed 002).
     Redlock,
+    /// The user's own client program in any language, driven over the client protocol
+    /// (`command = [...]`; real mode only).
+    Process,
 }
 
 impl LockKind {
@@ -98,6 +112,7 @@ impl LockKind {
         LockKind::Redisson,
         LockKind::Fenced,
         LockKind::Redlock,
+        LockKind::Process,
     ];
 
     pub fn name(self) -> &'static str {
@@ -109,6 +124,7 @@ impl LockKind {
             LockKind::Redisson => "redisson",
             LockKind::Fenced => "fenced",
             LockKind::Redlock => "redlock",
+            LockKind::Process => "process",
         }
     }
 
@@ -135,6 +151,9 @@ impl LockKind {
             }
             LockKind::Redlock => {
                 "SET NX PX on N independent masters in parallel; a majority within the validity time (seed 002)"
+            }
+            LockKind::Process => {
+                "your own client program (any language) over the JSON-lines client protocol; real mode only (docs/client-protocol.md)"
             }
         }
     }
@@ -209,6 +228,9 @@ where
     Redisson(Redisson<C, E>),
     Fenced(Fenced<C, E>),
     Redlock(Redlock<C, E>),
+    /// A kind that has no in-process implementation (`process`: its lock is a separate program
+    /// that only real mode starts). Every call fails with [`LockError::Unsupported`].
+    External(LockKind),
 }
 
 impl<C, E> AnyLock<C, E>
@@ -232,6 +254,7 @@ where
             LockKind::Redisson => AnyLock::Redisson(Redisson::new(conns.remove(0), env, config)),
             LockKind::Fenced => AnyLock::Fenced(Fenced::new(conns.remove(0), env, config)),
             LockKind::Redlock => AnyLock::Redlock(Redlock::new(conns, env, config)),
+            LockKind::Process => AnyLock::External(kind),
         }
     }
 }
@@ -250,6 +273,9 @@ where
             AnyLock::Redisson(l) => l.acquire().await,
             AnyLock::Fenced(l) => l.acquire().await,
             AnyLock::Redlock(l) => l.acquire().await,
+            AnyLock::External(_) => Err(LockError::Unsupported(
+                "running in-process: `kind = \"process\"` needs real mode (--real)",
+            )),
         }
     }
 
@@ -262,6 +288,9 @@ where
             AnyLock::Redisson(l) => l.release(guard).await,
             AnyLock::Fenced(l) => l.release(guard).await,
             AnyLock::Redlock(l) => l.release(guard).await,
+            AnyLock::External(_) => Err(LockError::Unsupported(
+                "running in-process: `kind = \"process\"` needs real mode (--real)",
+            )),
         }
     }
 
@@ -274,6 +303,9 @@ where
             AnyLock::Redisson(l) => l.renew(guard).await,
             AnyLock::Fenced(l) => l.renew(guard).await,
             AnyLock::Redlock(l) => l.renew(guard).await,
+            AnyLock::External(_) => Err(LockError::Unsupported(
+                "running in-process: `kind = \"process\"` needs real mode (--real)",
+            )),
         }
     }
 }

@@ -25,20 +25,27 @@
 
 mod blackhole;
 mod cleanup;
+mod client_process;
 mod connection;
 mod error;
 mod failover;
 mod faketime;
 mod faults;
+pub mod mariadb;
 mod process;
+mod process_clients;
+mod proxy;
 pub mod subscription;
 pub mod world;
 
 pub use blackhole::BlackHole;
 pub use cleanup::{install_cleanup_handlers, kill_all_children, registered_children};
+pub use client_process::{ClientCommand, ClientProcess};
 pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use error::RealError;
 pub use failover::{FailoverPhase, FailoverRig, FailoverTimings};
 pub use faketime::FakeTime;
 pub use faults::{client_kill_replicas, info_replication, promote, wait_role_master};
+pub use mariadb::MariaDb;
 pub use process::{redis_server_path, RedisServer, ServerOptions};
+pub use proxy::RouteProxy;

@@ -143,7 +143,7 @@ impl RedisServer {
     ) -> Result<RedisServer, RealError> {
         let started = Instant::now();
         let port = free_port()?;
-        let dir = make_temp_dir()?;
+        let dir = make_temp_dir("redis")?;
         let result = (|| {
             let stderr = File::create(dir.join("stderr.log"))
                 .map_err(|e| RealError::io("creating the server's stderr log", e))?;
@@ -400,20 +400,7 @@ impl RedisServer {
     }
 
     fn wait_for_state(&self, what: &str, done: impl Fn(&[char]) -> bool) -> Result<(), RealError> {
-        let timeout = Duration::from_secs(2);
-        let deadline = Instant::now() + timeout;
-        loop {
-            if done(&thread_states(self.pid)) {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(RealError::Timeout {
-                    what: format!("redis-server pid {} to {what}", self.pid),
-                    waited: timeout,
-                });
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        wait_for_state(self.pid, "redis-server", what, done)
     }
 
     /// Whether it is currently stopped by [`RedisServer::pause`].
@@ -479,7 +466,7 @@ impl Drop for RedisServer {
 /// Picks a free port by binding port 0. The listener is closed before the server
 /// binds, so another program can take the port in between: `spawn` retries, and
 /// checks the pid of whoever answers.
-fn free_port() -> Result<u16, RealError> {
+pub(crate) fn free_port() -> Result<u16, RealError> {
     loop {
         let listener = TcpListener::bind("127.0.0.1:0")
             .map_err(|e| RealError::io("finding a free port on 127.0.0.1", e))?;
@@ -493,14 +480,15 @@ fn free_port() -> Result<u16, RealError> {
     }
 }
 
-fn make_temp_dir() -> Result<PathBuf, RealError> {
+/// A fresh temporary directory `lockcheck-<what>-<pid>-<n>-<nanos>` for one child's files.
+pub(crate) fn make_temp_dir(what: &str) -> Result<PathBuf, RealError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     let dir = std::env::temp_dir().join(format!(
-        "lockcheck-redis-{}-{}-{nanos}",
+        "lockcheck-{what}-{}-{}-{nanos}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
@@ -523,7 +511,7 @@ struct SpawnJob {
 /// that thread ends. So every fork happens on one dedicated thread that never
 /// returns; it ends only with the process, which is exactly when the children
 /// should die.
-fn spawn_from_long_lived_thread(command: Command) -> Result<Child, RealError> {
+pub(crate) fn spawn_from_long_lived_thread(command: Command) -> Result<Child, RealError> {
     static SPAWNER: OnceLock<mpsc::Sender<SpawnJob>> = OnceLock::new();
     let sender = SPAWNER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<SpawnJob>();
@@ -595,9 +583,33 @@ fn fork_and_register(mut command: Command) -> Result<Child, RealError> {
     Ok(child)
 }
 
+/// Waits (up to 2 s) until the thread states of `pid` satisfy `done`: a signal is only queued
+/// by `kill`, and a fault step that runs before the process has actually stopped would race it.
+pub(crate) fn wait_for_state(
+    pid: u32,
+    who: &str,
+    what: &str,
+    done: impl Fn(&[char]) -> bool,
+) -> Result<(), RealError> {
+    let timeout = Duration::from_secs(2);
+    let deadline = Instant::now() + timeout;
+    loop {
+        if done(&thread_states(pid)) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(RealError::Timeout {
+                what: format!("{who} pid {pid} to {what}"),
+                waited: timeout,
+            });
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
 /// The scheduler state letters (`R`, `S`, `T`, `Z`, ...) of every thread of `pid`,
 /// main thread first; empty once the process is gone.
-fn thread_states(pid: u32) -> Vec<char> {
+pub(crate) fn thread_states(pid: u32) -> Vec<char> {
     let mut states = Vec::new();
     if let Some(main) = proc_state(&format!("/proc/{pid}/stat")) {
         states.push(main);
@@ -633,7 +645,7 @@ pub(crate) fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     })
 }
 
-fn tail_of_file(path: &Path, lines: usize) -> String {
+pub(crate) fn tail_of_file(path: &Path, lines: usize) -> String {
     let Ok(mut file) = File::open(path) else {
         return String::new();
     };

@@ -34,14 +34,18 @@
 //! Every process is killed when this returns, on error, on panic and on Ctrl-C.
 
 use super::blackhole::BlackHole;
+use super::client_process::ClientProcess;
 use super::connection::{ConnectionTimeouts, Route, RoutedConnection};
 use super::failover::FailoverRig;
 use super::faketime::FakeTime;
 use super::process::{RedisServer, ServerOptions};
+use super::process_clients::{client_clocks, fake_time, start_client};
+use super::proxy::RouteProxy;
 use super::RealError;
 use crate::env::{Gate, PointHook, RealEnv};
 use crate::history::{EventKind, History, Recorder};
-use crate::lock::{AnyLock, LockConfig};
+use crate::lock::LockConfig;
+use crate::lock::{Lock, LockKind, ProcessLock};
 use crate::resource::Store;
 use crate::scenario::{ClientPoint, ClientRef, Fault, FaultKind, Scenario, Trigger};
 use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
@@ -71,6 +75,12 @@ fn unsupported(what: String) -> RealError {
 }
 
 /// Checks that every fault of the scenario has a real-mode recipe.
+/// Why `scenario` has no real-mode recipe, or `None` when `--real` can run it. A real suite asks
+/// this first so it can list `SKIP <name>: <reason>` and go on instead of failing the whole run.
+pub fn real_mode_unsupported(scenario: &Scenario) -> Option<String> {
+    check_supported(scenario).err().map(|e| e.to_string())
+}
+
 fn check_supported(s: &Scenario) -> Result<(), RealError> {
     if s.redis.replicas > 1 {
         return Err(unsupported(format!(
@@ -247,26 +257,8 @@ fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
     }
     let mut fake = Vec::new();
     for m in 0..masters {
-        let jumpable = jumps[m] || offsets[m] != 0;
-        fake.push(match (drift[m] != 0, jumpable) {
-            (false, false) => None,
-            (true, false) => Some(FakeTime::Rate(1.0 + drift[m] as f64 / 1e6)),
-            (false, true) if !jumps[m] => Some(FakeTime::Skewed {
-                offset_ms: offsets[m],
-                rate: 1.0,
-            }),
-            (false, true) => Some(FakeTime::Jumpable),
-            (true, true) if !jumps[m] => Some(FakeTime::Skewed {
-                offset_ms: offsets[m],
-                rate: 1.0 + drift[m] as f64 / 1e6,
-            }),
-            (true, true) => {
-                return Err(unsupported(format!(
-                    "redis-{m} both drifts and jumps: libfaketime does one or the other per \
-                     process; run it in simulation, without --real"
-                )))
-            }
-        });
+        let who = format!("redis-{m}");
+        fake.push(fake_time(&who, drift[m], offsets[m], jumps[m])?);
     }
     Ok(ServerClocks {
         fake,
@@ -277,8 +269,52 @@ fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
 }
 
 /// Runs `scenario` on spawned servers and returns the history. `seed` seeds the random clock
-/// draws of a `[clocks]` table; real runs are not deterministic.
+/// draws of a `[clocks]` table; real runs are not deterministic. A `kind = "process"` lock runs
+/// the scenario's client program, one process per client.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
+    if scenario.lock.kind == LockKind::Process {
+        return run_inner::<_, NoBuilder>(scenario, seed, Clients::Programs);
+    }
+    let kind = scenario.lock.kind;
+    run_with(scenario, seed, move |config, conns, env| {
+        crate::lock::AnyLock::build(kind, config, conns, env)
+    })
+}
+
+/// Runs `scenario` on spawned `redis-server` processes, building each client's lock with
+/// `make_lock` (one connection per master group, in group order): the real-mode counterpart of
+/// [`crate::sim::run_with`], so that a user's own [`Lock`] runs unchanged against real servers
+/// with the same faults.
+pub fn run_with<L, F>(scenario: &Scenario, seed: u64, make_lock: F) -> Result<History, RealError>
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
+{
+    run_inner(scenario, seed, Clients::InProcess(make_lock))
+}
+
+/// Who the clients are: locks built in this process, or the scenario's client programs.
+enum Clients<F> {
+    InProcess(F),
+    Programs,
+}
+
+/// The `Clients::Programs` marker's (unused) lock builder type.
+type NoBuilder = fn(
+    LockConfig,
+    Vec<RoutedConnection>,
+    RealEnv,
+) -> crate::lock::AnyLock<RoutedConnection, RealEnv>;
+
+fn run_inner<L, F>(
+    scenario: &Scenario,
+    seed: u64,
+    clients: Clients<F>,
+) -> Result<History, RealError>
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
+{
     check_supported(scenario)?;
     let clocks = server_clocks(scenario, seed)?;
     super::cleanup::install_cleanup_handlers();
@@ -337,7 +373,34 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
             env
         })
         .collect();
+    // Client programs: each reaches each master group through its own route-following proxy.
+    let mut processes = Vec::new();
+    let mut pipes = Vec::new();
+    if matches!(clients, Clients::Programs) {
+        let fakes = client_clocks(scenario, &clocks.clients)?;
+        for (c, client_routes) in routes.iter().enumerate() {
+            let urls = rt
+                .block_on(async {
+                    let mut urls = Vec::new();
+                    for r in client_routes {
+                        urls.push(RouteProxy::start(r.clone()).await?.url());
+                    }
+                    Ok::<_, std::io::Error>(urls)
+                })
+                .map_err(|e| RealError::io("starting a client program's proxy", e))?;
+            let (process, stdin, stdout) = start_client(
+                scenario,
+                c as u32,
+                &urls,
+                fakes[c].as_ref(),
+                clocks.clients[c].0,
+            )?;
+            processes.push(Some(Arc::new(process)));
+            pipes.push(Some((stdin, stdout)));
+        }
+    }
     let nemesis = RealNemesis {
+        processes: Arc::new(processes),
         server_opts: Arc::new(server_opts),
         client_envs: Arc::new(client_envs),
         pending: Arc::new(Mutex::new(scenario.faults.clone())),
@@ -357,23 +420,34 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
         scenario,
         rec,
         nemesis.clone(),
-        groups.clone(),
         Route::new(storage.url()),
+        clients,
+        pipes,
     ));
+    for p in nemesis.processes.iter().flatten() {
+        p.kill();
+    }
     rt.shutdown_timeout(Duration::from_secs(2));
     drop(groups);
     drop(storage);
     Ok(history)
 }
 
-async fn drive(
+/// A client program's stdin and stdout.
+type Pipes = (std::process::ChildStdin, std::process::ChildStdout);
+
+async fn drive<L, F>(
     scenario: &Scenario,
     rec: Recorder,
     nemesis: RealNemesis,
-    groups: Arc<Vec<Mutex<Group>>>,
     storage: Arc<Route>,
-) -> History {
-    let _ = groups;
+    clients: Clients<F>,
+    mut pipes: Vec<Option<Pipes>>,
+) -> History
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
+{
     // Timed faults: those at 0 are the starting state, in place before any client runs.
     nemesis.start_timed();
     let timeouts = ConnectionTimeouts {
@@ -405,7 +479,6 @@ async fn drive(
             .clone()
             .with_gate(nemesis.gates[c as usize].clone())
             .with_points(points);
-        let lock = AnyLock::build(scenario.lock.kind, config.clone(), conns, env.clone());
         let plan = ClientPlan {
             index: c,
             cycles: scenario.workload.cycles,
@@ -418,7 +491,39 @@ async fn drive(
         };
         let store = Store::new(RoutedConnection::new(storage.clone(), timeouts));
         let late = nemesis.start_delay(c);
-        let client = run_client(plan, lock, env, rec.clone(), nemesis.clone(), store);
+        let client: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+            match (&clients, nemesis.processes.get(c as usize)) {
+                (Clients::InProcess(make), _) => {
+                    let lock = make(config.clone(), conns, env.clone());
+                    Box::pin(run_client(
+                        plan,
+                        lock,
+                        env,
+                        rec.clone(),
+                        nemesis.clone(),
+                        store,
+                    ))
+                }
+                (Clients::Programs, Some(Some(process))) => {
+                    let (stdin, stdout) = pipes[c as usize].take().expect("one program per client");
+                    let lock = ProcessLock::new(
+                        process.clone(),
+                        stdin,
+                        stdout,
+                        env.clone(),
+                        config.clone(),
+                    );
+                    Box::pin(run_client(
+                        plan,
+                        lock,
+                        env,
+                        rec.clone(),
+                        nemesis.clone(),
+                        store,
+                    ))
+                }
+                (Clients::Programs, _) => Box::pin(async {}),
+            };
         let rec = rec.clone();
         tasks.push(tokio::spawn(async move {
             if !late.is_zero() {
@@ -464,6 +569,8 @@ async fn drive(
 /// The real-mode fault executor.
 #[derive(Clone)]
 struct RealNemesis {
+    /// Each client's program, for `kind = "process"` (pauses, crashes and clock jumps reach it).
+    processes: Arc<Vec<Option<Arc<ClientProcess>>>>,
     pending: Arc<Mutex<Vec<Fault>>>,
     groups: Arc<Vec<Mutex<Group>>>,
     rec: Recorder,
@@ -543,6 +650,11 @@ impl RealNemesis {
             {
                 let c = client_index(&self.scenario, node).expect("checked");
                 self.client_envs[c].jump(*by_ms);
+                if let Some(Some(p)) = self.processes.get(c) {
+                    if let Err(e) = p.jump_clock(*by_ms) {
+                        self.note(format!("{node} program clock jump failed: {e}"));
+                    }
+                }
                 self.note(format!("{node} clock jumped by {by_ms} ms"));
             }
             FaultKind::ClockDrift { node, ppm } => {
@@ -760,13 +872,31 @@ impl RealNemesis {
             }
         }
         let gate = &self.gates[client as usize];
+        let program = self.processes.get(client as usize).cloned().flatten();
         if crashed {
+            if let Some(p) = &program {
+                p.kill();
+                self.note(format!(
+                    "client-{client} program pid {} killed (SIGKILL)",
+                    p.pid()
+                ));
+            }
             gate.kill();
             std::future::pending::<()>().await;
         }
         if !stall.is_zero() {
             gate.close();
+            if let Some(p) = &program {
+                if let Err(e) = p.pause() {
+                    self.note(format!("client-{client} program SIGSTOP failed: {e}"));
+                }
+            }
             tokio::time::sleep(stall).await;
+            if let Some(p) = &program {
+                if let Err(e) = p.resume() {
+                    self.note(format!("client-{client} program SIGCONT failed: {e}"));
+                }
+            }
             gate.open();
             self.note(format!("client-{client} resumed"));
         }

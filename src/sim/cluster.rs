@@ -66,6 +66,11 @@ struct State {
     last_write: BTreeMap<(usize, ClientId), u64>,
     /// Commands executed, over all servers (for benchmarks and reports).
     commands: u64,
+    /// The lock key whose entries the servers watch (see [`Cluster::watch_lock_key`]).
+    lock_key: Option<Vec<u8>>,
+    /// Per holder token (a string value or a hash field): the client whose command last made it
+    /// appear on a server, so a removal names the client that created the entry it removed.
+    creators: BTreeMap<Vec<u8>, u32>,
 }
 
 /// Topology parameters.
@@ -105,6 +110,12 @@ pub enum Unreachable {
 }
 
 impl Cluster {
+    /// The madsim nodes of the servers, so a finished run can kill them and free their tasks.
+    pub fn madsim_nodes(&self) -> Vec<NodeId> {
+        let state = self.state.lock().unwrap();
+        state.servers.iter().filter_map(|s| s.madsim).collect()
+    }
+
     /// Lays out the servers; node indices follow `Scenario::node_names` (masters, each followed by
     /// its replicas). Call [`Cluster::start`] inside the runtime to create their madsim nodes.
     pub fn new(cfg: &ClusterConfig, clocks: Clocks, net: Network, rec: Recorder) -> Cluster {
@@ -135,6 +146,8 @@ impl Cluster {
                 groups,
                 last_write: BTreeMap::new(),
                 commands: 0,
+                lock_key: None,
+                creators: BTreeMap::new(),
             })),
             clocks,
             net,
@@ -182,6 +195,20 @@ impl Cluster {
         }
     }
 
+    /// Makes every server compare the lock entry under `key` before and after each client
+    /// command and record an [`EventKind::EntryRemoved`] when a command removed a holder's entry:
+    /// who removed whose entry is then what the server did, not something a checker infers from
+    /// the order of replies. Clients are the nodes after the servers (`Scenario::node_names`).
+    pub fn watch_lock_key(&self, key: &str) {
+        self.state.lock().unwrap().lock_key = Some(key.as_bytes().to_vec());
+        self.rec.record(
+            "servers",
+            EventKind::LockEntriesWatched {
+                key: key.to_string(),
+            },
+        );
+    }
+
     /// The number of servers (they occupy node indices `0..n`).
     pub fn server_count(&self) -> usize {
         self.state.lock().unwrap().servers.len()
@@ -222,7 +249,15 @@ impl Cluster {
         {
             return Ok(info_reply(&st, idx));
         }
+        let key = st.lock_key.clone();
+        let before = key
+            .as_ref()
+            .map(|k| st.servers[idx].engine.live_holders(k, now));
         let out = st.servers[idx].engine.execute(now, conn, args);
+        if let (Some(k), Some(before)) = (key, before) {
+            let after = st.servers[idx].engine.live_holders(&k, now);
+            self.record_entry_changes(&mut st, idx, client_node, &before, &after);
+        }
         if !out.effects.is_empty() {
             let offset = self.replicate(&mut st, idx, out.effects);
             st.last_write.insert((idx, conn), offset);
@@ -231,6 +266,35 @@ impl Cluster {
             self.publish(&st, idx, out.messages);
         }
         Ok(out.reply)
+    }
+
+    /// Records the holders a client command removed from server `idx`, and remembers which
+    /// client created the holders that appeared.
+    fn record_entry_changes(
+        &self,
+        st: &mut State,
+        idx: usize,
+        client_node: usize,
+        before: &[Vec<u8>],
+        after: &[Vec<u8>],
+    ) {
+        let Some(by_client) = client_node.checked_sub(st.servers.len()) else {
+            return;
+        };
+        let by_client = by_client as u32;
+        for gone in before.iter().filter(|h| !after.contains(h)) {
+            self.rec.record(
+                &st.servers[idx].name,
+                EventKind::EntryRemoved {
+                    by_client,
+                    owner: String::from_utf8_lossy(gone).into_owned(),
+                    owner_client: st.creators.get(gone).copied(),
+                },
+            );
+        }
+        for new in after.iter().filter(|h| !before.contains(h)) {
+            st.creators.insert(new.clone(), by_client);
+        }
     }
 
     /// Registers a subscriber connection's inbox (before it sends SUBSCRIBE).

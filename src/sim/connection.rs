@@ -3,7 +3,9 @@
 //! unchanged.
 //!
 //! A request travels for the link's latency, executes atomically on the server the client is
-//! routed to (the current master of its group, as Sentinel would say), and the reply travels back.
+//! routed to (the current master of its group, as Sentinel would say), and the reply travels back;
+//! a pipeline makes one such round trip. A round trip longer than `request_timeout` fails with a
+//! timeout, although the request still executes when it arrives.
 //! A dead server or a cut link means no reply: the request fails with a timeout after
 //! `request_timeout`, as a real client's response timeout would.
 
@@ -56,28 +58,71 @@ impl SimConnection {
         )
     }
 
-    async fn request(&self, args: Vec<Vec<u8>>) -> redis::RedisResult<Value> {
+    /// One round trip carrying `cmds` (one command, or a whole pipeline: Redis answers a
+    /// pipeline in one round trip). Each reply goes to `sink`, in order.
+    ///
+    /// The client's response timeout bounds the whole round trip. A request still on the wire
+    /// when the client gives up is not lost: it arrives and executes later, as a real client's
+    /// abandoned request does (only its reply is dropped).
+    async fn round_trip(
+        &self,
+        cmds: &[Vec<Vec<u8>>],
+        mut sink: impl FnMut(Value),
+    ) -> redis::RedisResult<()> {
         let start = madsim::time::Instant::now();
         let deadline = start + self.timeout;
         let server = self.cluster.master_of(self.group);
-        madsim::time::sleep(self.net.latency()).await;
-        let is_wait = args
-            .first()
-            .is_some_and(|a| a.eq_ignore_ascii_case(b"WAIT"));
-        let reply = if is_wait {
-            self.wait(server, &args, deadline).await
-        } else {
-            self.cluster.execute(self.node, server, self.id, &args)
-        };
-        let reply = match reply {
-            Ok(v) => v,
-            Err(why) => return self.time_out(deadline, why).await,
-        };
-        madsim::time::sleep(self.net.latency()).await;
+        let there = self.net.latency();
+        if start + there > deadline {
+            let late = self.clone();
+            let cmds = cmds.to_vec();
+            madsim::task::spawn(async move {
+                madsim::time::sleep(there).await;
+                for args in &cmds {
+                    let _ = late.cluster.execute(late.node, server, late.id, args);
+                }
+            });
+            return self.time_out(deadline, Unreachable::NoReplyInTime).await;
+        }
+        madsim::time::sleep(there).await;
+        for args in cmds {
+            let is_wait = args
+                .first()
+                .is_some_and(|a| a.eq_ignore_ascii_case(b"WAIT"));
+            let mut reply = if is_wait {
+                self.wait(server, args, deadline).await
+            } else {
+                self.cluster.execute(self.node, server, self.id, args)
+            };
+            if matches!(reply, Ok(Value::Nil))
+                && args
+                    .first()
+                    .is_some_and(|a| a.eq_ignore_ascii_case(b"BLPOP"))
+            {
+                reply = self.block_pop(server, args, deadline).await;
+            }
+            match reply {
+                Ok(v) => sink(v),
+                Err(why) => return self.time_out(deadline, why).await,
+            }
+        }
+        let back = self.net.latency();
+        if madsim::time::Instant::now() + back > deadline {
+            // Executed, but the reply would arrive after the client stopped waiting.
+            return self.time_out(deadline, Unreachable::NoReplyInTime).await;
+        }
+        madsim::time::sleep(back).await;
         if !self.cluster.reachable(server, self.node) {
             return self.time_out(deadline, Unreachable::Partitioned).await;
         }
-        Ok(reply)
+        Ok(())
+    }
+
+    async fn request(&self, args: Vec<Vec<u8>>) -> redis::RedisResult<Value> {
+        let mut out = Value::Nil;
+        self.round_trip(std::slice::from_ref(&args), |v| out = v)
+            .await?;
+        Ok(out)
     }
 
     /// `WAIT numreplicas timeout`: blocks (server side) until enough replicas acknowledged this
@@ -116,11 +161,43 @@ impl SimConnection {
         }
     }
 
-    async fn time_out(
+    /// `BLPOP` found every list empty: the server holds the request until a push makes one
+    /// non-empty (retrying the pop each millisecond) or its timeout passes (a null array;
+    /// `0` waits forever), unless the client's response timeout fires first.
+    async fn block_pop(
+        &self,
+        server: usize,
+        args: &[Vec<u8>],
+        deadline: madsim::time::Instant,
+    ) -> Result<Value, Unreachable> {
+        let secs = args
+            .last()
+            .and_then(|a| std::str::from_utf8(a).ok())
+            .and_then(|s| s.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        let until = (secs > 0.0)
+            .then(|| madsim::time::Instant::now() + Duration::from_secs_f64(secs.min(1e9)));
+        loop {
+            let now = madsim::time::Instant::now();
+            if until.is_some_and(|u| now >= u) {
+                return Ok(Value::Nil);
+            }
+            if now >= deadline {
+                return Err(Unreachable::NoReplyInTime);
+            }
+            madsim::time::sleep(Duration::from_millis(1)).await;
+            let reply = self.cluster.execute(self.node, server, self.id, args)?;
+            if reply != Value::Nil {
+                return Ok(reply);
+            }
+        }
+    }
+
+    async fn time_out<T>(
         &self,
         deadline: madsim::time::Instant,
         why: Unreachable,
-    ) -> redis::RedisResult<Value> {
+    ) -> redis::RedisResult<T> {
         madsim::time::sleep_until(deadline).await;
         let what = match why {
             Unreachable::Dead => "server is down",
@@ -157,13 +234,19 @@ impl redis::aio::ConnectionLike for SimConnection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        // A pipeline is sent as one batch; each command still executes on arrival, in order.
-        let cmds: Vec<Vec<Vec<u8>>> = pipeline.cmd_iter().map(cmd_args).collect();
+        // A pipeline is sent as one batch and answered in one round trip; the commands
+        // execute on arrival, in order, each atomically (a MULTI/EXEC pipeline as one unit).
+        // `cmd_iter` leaves out the MULTI/EXEC an atomic pipeline is wrapped in on the wire.
+        let atomic = pipeline.is_transaction();
+        let cmds: Vec<Vec<Vec<u8>>> = atomic
+            .then(|| vec![b"MULTI".to_vec()])
+            .into_iter()
+            .chain(pipeline.cmd_iter().map(cmd_args))
+            .chain(atomic.then(|| vec![b"EXEC".to_vec()]))
+            .collect();
         Box::pin(async move {
             let mut out = Vec::with_capacity(cmds.len());
-            for args in cmds {
-                out.push(self.request(args).await?);
-            }
+            self.round_trip(&cmds, |v| out.push(v)).await?;
             Ok(out.into_iter().skip(offset).take(count).collect())
         })
     }

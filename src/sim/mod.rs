@@ -86,6 +86,7 @@ where
         rec.clone(),
     );
     cluster.start();
+    cluster.watch_lock_key(&scenario.lock.key);
     let servers = cluster.server_count();
     let groups = scenario.redis.masters as usize;
     let timeout = Duration::from_millis(scenario.redis.request_timeout_ms);
@@ -178,10 +179,20 @@ where
     let mut store = Store::new(storage.connect(0));
     record_final_state(scenario.workload.kind, &mut store, &rec).await;
     let counter = store.totals().await.unwrap_or((0, 0));
-    SimRun {
-        history: rec.snapshot(),
+    let run = SimRun {
+        history: rec.take(),
         counter,
-
         commands: cluster.commands(),
+    };
+    // Expiry sweeps, clock loops and stuck clients are still pending; kill their nodes so the
+    // finished run frees them instead of leaking them with the runtime.
+    let handle = Handle::current();
+    for id in cluster.madsim_nodes() {
+        handle.kill(id);
     }
+    handle.kill(nemesis.madsim_node());
+    for node in &client_nodes {
+        handle.kill(node.id());
+    }
+    run
 }

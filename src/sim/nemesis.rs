@@ -35,6 +35,11 @@ pub struct SimNemesis {
 }
 
 impl SimNemesis {
+    /// The nemesis's own madsim node, so a finished run can kill it and free its tasks.
+    pub fn madsim_node(&self) -> NodeId {
+        self.node
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         faults: Vec<Fault>,

@@ -3,6 +3,10 @@
 //! It runs a simulated Redis [`Engine`] (the storage's fenced writes are Lua scripts, the same text
 //! the real-mode storage `redis-server` runs) and is reached over the simulated network with the
 //! scenario's latency. No fault touches it: the question is what the lock lets through to it.
+//!
+//! The counter's fenced write is the one storage command every lock cycle makes, so the node runs
+//! it natively ([`fenced_write`]: the script's steps as plain commands on the same engine) instead
+//! of through Lua; `tests/fenced_write_native.rs` checks it against the script, reply and state.
 
 use super::network::Network;
 use crate::simredis::{Engine, Role};
@@ -12,14 +16,26 @@ use std::sync::{Arc, Mutex};
 /// The storage node (shared by every client's connection).
 #[derive(Clone)]
 pub struct Storage {
-    engine: Arc<Mutex<Engine>>,
+    node: Arc<Mutex<Node>>,
     net: Network,
+}
+
+/// The storage server's state.
+struct Node {
+    engine: Engine,
+    /// Whether a client has loaded `fenced_write.lua` (`EVAL` or `SCRIPT LOAD`): until then an
+    /// `EVALSHA` of it must answer `NOSCRIPT` as Redis does, so the client's round trips, and the
+    /// history's timing, stay those of the script path.
+    fenced_loaded: bool,
 }
 
 impl Storage {
     pub fn new(net: Network) -> Storage {
         Storage {
-            engine: Arc::new(Mutex::new(Engine::new(Role::Master))),
+            node: Arc::new(Mutex::new(Node {
+                engine: Engine::new(Role::Master),
+                fenced_loaded: false,
+            })),
             net,
         }
     }
@@ -33,13 +49,70 @@ impl Storage {
     }
 
     fn execute(&self, id: u64, args: &[Vec<u8>]) -> Value {
+        let mut node = self.node.lock().unwrap();
+        let Node {
+            engine,
+            fenced_loaded,
+        } = &mut *node;
+        if *fenced_loaded && is_fenced_write(args) {
+            return fenced_write(engine, id, &args[3..6], &args[6], &args[7]);
+        }
         // The storage keeps no expiring keys: its clock never matters.
-        self.engine
-            .lock()
-            .unwrap()
-            .execute(super::clock::EPOCH_MS, id, args)
-            .reply
+        let reply = engine.execute(super::clock::EPOCH_MS, id, args).reply;
+        if !*fenced_loaded
+            && (args[0].eq_ignore_ascii_case(b"EVAL") || args[0].eq_ignore_ascii_case(b"SCRIPT"))
+        {
+            let sha = crate::resource::FENCED_WRITE.get_hash().as_bytes().to_vec();
+            let exists = [b"SCRIPT".to_vec(), b"EXISTS".to_vec(), sha];
+            *fenced_loaded = engine.execute(super::clock::EPOCH_MS, id, &exists).reply
+                == Value::Array(vec![Value::Int(1)]);
+        }
+        reply
     }
+}
+
+/// Whether `args` is `EVALSHA <fenced_write.lua> 3 k1 k2 k3 value token`.
+fn is_fenced_write(args: &[Vec<u8>]) -> bool {
+    args.len() == 8
+        && args[0].eq_ignore_ascii_case(b"EVALSHA")
+        && args[1].eq_ignore_ascii_case(crate::resource::FENCED_WRITE.get_hash().as_bytes())
+        && args[2] == b"3"
+}
+
+/// `resource/scripts/fenced_write.lua`, step for step, as plain commands on `engine`: why it
+/// exists is speed (Lua was a sixth of a simulated lock cycle). `keys` = value, highest-token and
+/// sequence keys; `token` empty for a write without one. Returns the script's reply: the write's
+/// sequence number, or 0 if the token is older than the highest seen (compared as Lua numbers).
+pub fn fenced_write(
+    engine: &mut Engine,
+    id: u64,
+    keys: &[Vec<u8>],
+    value: &[u8],
+    token: &[u8],
+) -> Value {
+    let now = super::clock::EPOCH_MS;
+    let mut run = |args: &[&[u8]]| {
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
+        engine.execute(now, id, &args).reply
+    };
+    if !token.is_empty() {
+        if let Value::BulkString(highest) = run(&[b"GET", &keys[1]]) {
+            if lua_number(token) < lua_number(&highest) {
+                return Value::Int(0);
+            }
+        }
+        run(&[b"SET", &keys[1], token]);
+    }
+    run(&[b"SET", &keys[0], value]);
+    run(&[b"INCR", &keys[2]])
+}
+
+/// Lua 5.1's `tonumber` on a decimal string (a double; NaN, which compares false, if not a number).
+fn lua_number(s: &[u8]) -> f64 {
+    std::str::from_utf8(s)
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// A client's connection to the storage node.

@@ -11,11 +11,16 @@
 //! that changed nothing (a failed `SET NX`, a `DEL` of nothing) is not replicated at all.
 //! All of that was observed on a real 7.0.15 replication stream.
 
-use super::keyspace::{Data, Hash, Keyspace};
+use super::expiry;
+use super::hashes;
+use super::keyspace::{Data, Keyspace};
+use super::lists;
 use super::num::parse_i64;
 use super::pubsub::PubSub;
 use super::reply::{self, bulk};
+use super::strings;
 use super::ClientId;
+use super::{sets, zsets};
 use redis::Value;
 
 /// The engine's data: everything a command can touch.
@@ -62,13 +67,13 @@ impl Ctx {
         }
     }
 
-    fn propagate(&mut self, cmd: Vec<Vec<u8>>) {
+    pub(crate) fn propagate(&mut self, cmd: Vec<Vec<u8>>) {
         if self.replicate && self.expiry != Expiry::Ignore {
             self.ops.push(cmd);
         }
     }
 
-    fn propagate_args(&mut self, args: &[Vec<u8>]) {
+    pub(crate) fn propagate_args(&mut self, args: &[Vec<u8>]) {
         if self.replicate && self.expiry != Expiry::Ignore {
             self.ops.push(args.to_vec());
         }
@@ -92,7 +97,7 @@ impl Ctx {
     }
 
     /// The live value of a key, after lazy expiry.
-    fn lookup<'a>(&mut self, ks: &'a mut Keyspace, key: &[u8]) -> Option<&'a mut Data> {
+    pub(crate) fn lookup<'a>(&mut self, ks: &'a mut Keyspace, key: &[u8]) -> Option<&'a mut Data> {
         if self.expire_if_needed(ks, key) {
             return None;
         }
@@ -102,7 +107,7 @@ impl Ctx {
     /// Whether an absolute expiry is already in the past (Redis's `checkAlreadyExpired`).
     /// Never on a replica applying its master's stream: there the key must stay until the
     /// master's `DEL` arrives.
-    fn already_expired(&self, when: i64) -> bool {
+    pub(crate) fn already_expired(&self, when: i64) -> bool {
         when <= self.now && self.expiry != Expiry::Ignore
     }
 }
@@ -157,6 +162,20 @@ table! {
     "get" 2 0 => get;
     "set" -3 WRITE => set;
     "setnx" 3 WRITE => setnx;
+    "setex" 4 WRITE => strings::setex;
+    "psetex" 4 WRITE => strings::psetex;
+    "mget" -2 0 => strings::mget;
+    "mset" -3 WRITE => strings::mset;
+    "getex" -2 WRITE => strings::getex;
+    "lpush" -3 WRITE => lists::lpush;
+    "rpush" -3 WRITE => lists::rpush;
+    "lpop" -2 WRITE => lists::lpop;
+    "rpop" -2 WRITE => lists::rpop;
+    "llen" 2 0 => lists::llen;
+    "lrange" 4 0 => lists::lrange;
+    "lindex" 3 0 => lists::lindex;
+    "lrem" 4 WRITE => lists::lrem;
+    "blpop" -3 (WRITE | NOSCRIPT) => lists::blpop;
     "getdel" 2 WRITE => getdel;
     "del" -2 WRITE => del;
     "unlink" -2 WRITE => del;
@@ -166,20 +185,33 @@ table! {
     "decr" 2 WRITE => decr;
     "incrby" 3 WRITE => incrby;
     "decrby" 3 WRITE => decrby;
-    "expire" -3 WRITE => expire;
-    "pexpire" -3 WRITE => pexpire;
-    "expireat" -3 WRITE => expireat;
-    "pexpireat" -3 WRITE => pexpireat;
-    "persist" 2 WRITE => persist;
-    "ttl" 2 0 => ttl;
-    "pttl" 2 0 => pttl;
-    "hset" -4 WRITE => hset;
-    "hget" 3 0 => hget;
-    "hdel" -3 WRITE => hdel;
-    "hexists" 3 0 => hexists;
-    "hincrby" 4 WRITE => hincrby;
-    "hgetall" 2 0 => hgetall;
-    "hlen" 2 0 => hlen;
+    "expire" -3 WRITE => expiry::expire;
+    "pexpire" -3 WRITE => expiry::pexpire;
+    "expireat" -3 WRITE => expiry::expireat;
+    "pexpireat" -3 WRITE => expiry::pexpireat;
+    "persist" 2 WRITE => expiry::persist;
+    "ttl" 2 0 => expiry::ttl;
+    "pttl" 2 0 => expiry::pttl;
+    "hset" -4 WRITE => hashes::hset;
+    "hget" 3 0 => hashes::hget;
+    "hdel" -3 WRITE => hashes::hdel;
+    "hexists" 3 0 => hashes::hexists;
+    "hincrby" 4 WRITE => hashes::hincrby;
+    "hgetall" 2 0 => hashes::hgetall;
+    "hlen" 2 0 => hashes::hlen;
+    "sadd" -3 WRITE => sets::sadd;
+    "srem" -3 WRITE => sets::srem;
+    "sismember" 3 0 => sets::sismember;
+    "smembers" 2 0 => sets::smembers;
+    "scard" 2 0 => sets::scard;
+    "zadd" -4 WRITE => zsets::zadd;
+    "zrange" -4 0 => zsets::zrange;
+    "zrangebyscore" -4 0 => zsets::zrangebyscore;
+    "zincrby" 4 WRITE => zsets::zincrby;
+    "zrem" -3 WRITE => zsets::zrem;
+    "zremrangebyscore" 4 WRITE => zsets::zremrangebyscore;
+    "zscore" 3 0 => zsets::zscore;
+    "zcard" 2 0 => zsets::zcard;
     "publish" 3 MAY_REPLICATE => publish;
     "ping" -1 0 => ping;
     "echo" 2 0 => echo;
@@ -196,6 +228,9 @@ table! {
     "multi" 1 (NOSCRIPT | ENGINE) => engine_only;
     "exec" 1 (NOSCRIPT | ENGINE) => engine_only;
     "discard" 1 (NOSCRIPT | ENGINE) => engine_only;
+    "watch" -2 (NOSCRIPT | ENGINE) => engine_only;
+    "unwatch" 1 (NOSCRIPT | ENGINE) => engine_only;
+    "client" -2 (NOSCRIPT | ENGINE) => engine_only;
 }
 
 /// Finds a command by name, case-insensitively, without allocating.
@@ -210,7 +245,7 @@ pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     TABLE.iter().find(|s| s.name.as_bytes() == &*lower)
 }
 
-fn eq_ic(a: &[u8], b: &str) -> bool {
+pub(crate) fn eq_ic(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
 }
 
@@ -249,7 +284,7 @@ enum ExpireOpt {
     PxAt,
 }
 
-fn set(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
+pub(crate) fn set(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
     // Option parsing follows Redis's parseExtendedStringArgumentsOrReply: repeated NX or GET
     // are fine, EX twice takes the last, NX with XX or two different expiries is a syntax
     // error.
@@ -440,261 +475,6 @@ fn decrby(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
         Some(i64::MIN) => reply::error("ERR decrement would overflow"),
         Some(by) => incr_by(db, ctx, a, -by),
         None => reply::not_integer(),
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// expiry
-
-const EXP_NX: u8 = 1;
-const EXP_XX: u8 = 2;
-const EXP_GT: u8 = 4;
-const EXP_LT: u8 = 8;
-
-/// EXPIRE, PEXPIRE, EXPIREAT and PEXPIREAT (Redis's expireGenericCommand). `base` is added
-/// to the argument (now for the relative forms, 0 for the absolute ones).
-fn expire_generic(
-    db: &mut Db,
-    ctx: &mut Ctx,
-    a: &[Vec<u8>],
-    base: i64,
-    seconds: bool,
-    name: &str,
-) -> Value {
-    let mut flags = 0u8;
-    for opt in &a[3..] {
-        flags |= if eq_ic(opt, "nx") {
-            EXP_NX
-        } else if eq_ic(opt, "xx") {
-            EXP_XX
-        } else if eq_ic(opt, "gt") {
-            EXP_GT
-        } else if eq_ic(opt, "lt") {
-            EXP_LT
-        } else {
-            return reply::error(&format!(
-                "ERR Unsupported option {}",
-                String::from_utf8_lossy(opt)
-            ));
-        };
-    }
-    if flags & EXP_NX != 0 && flags & (EXP_XX | EXP_GT | EXP_LT) != 0 {
-        return reply::error("ERR NX and XX, GT or LT options at the same time are not compatible");
-    }
-    if flags & EXP_GT != 0 && flags & EXP_LT != 0 {
-        return reply::error("ERR GT and LT options at the same time are not compatible");
-    }
-    let Some(mut when) = parse_i64(&a[2]) else {
-        return reply::not_integer();
-    };
-    if seconds {
-        if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
-            return reply::invalid_expire(name);
-        }
-        when *= 1000;
-    }
-    if when > i64::MAX - base {
-        return reply::invalid_expire(name);
-    }
-    when = when.wrapping_add(base);
-
-    let key = &a[1];
-    if ctx.lookup(&mut db.keys, key).is_none() {
-        return Value::Int(0);
-    }
-    if flags != 0 {
-        let current = db.keys.expire_at(key);
-        let refused = (flags & EXP_NX != 0 && current.is_some())
-            || (flags & EXP_XX != 0 && current.is_none())
-            // GT treats "no expiry" as infinite, so nothing is greater; LT sets it.
-            || (flags & EXP_GT != 0 && current.is_none_or(|c| when <= c))
-            || (flags & EXP_LT != 0 && current.is_some_and(|c| when >= c));
-        if refused {
-            return Value::Int(0);
-        }
-    }
-    if ctx.already_expired(when) {
-        db.keys.remove(key);
-        ctx.propagate(vec![b"DEL".to_vec(), key.clone()]);
-        return Value::Int(1);
-    }
-    db.keys.set_expire(key, when);
-    let mut eff = a.to_vec();
-    if name != "pexpireat" {
-        eff[0] = b"PEXPIREAT".to_vec();
-        eff[2] = when.to_string().into_bytes();
-    }
-    ctx.propagate(eff);
-    Value::Int(1)
-}
-
-fn expire(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    let now = ctx.now;
-    expire_generic(db, ctx, a, now, true, "expire")
-}
-
-fn pexpire(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    let now = ctx.now;
-    expire_generic(db, ctx, a, now, false, "pexpire")
-}
-
-fn expireat(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    expire_generic(db, ctx, a, 0, true, "expireat")
-}
-
-fn pexpireat(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    expire_generic(db, ctx, a, 0, false, "pexpireat")
-}
-
-fn persist(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    if ctx.lookup(&mut db.keys, &a[1]).is_none() {
-        return Value::Int(0);
-    }
-    if db.keys.persist(&a[1]) {
-        ctx.propagate_args(a);
-        Value::Int(1)
-    } else {
-        Value::Int(0)
-    }
-}
-
-fn ttl_generic(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>], ms: bool) -> Value {
-    if ctx.lookup(&mut db.keys, &a[1]).is_none() {
-        return Value::Int(-2);
-    }
-    match db.keys.expire_at(&a[1]) {
-        None => Value::Int(-1),
-        Some(t) => {
-            let left = t.saturating_sub(ctx.now).max(0);
-            Value::Int(if ms { left } else { (left + 500) / 1000 })
-        }
-    }
-}
-
-fn ttl(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    ttl_generic(db, ctx, a, false)
-}
-
-fn pttl(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    ttl_generic(db, ctx, a, true)
-}
-
-// ---------------------------------------------------------------------------------------
-// hashes
-
-/// The hash at `key` for reading: Ok(None) if missing, Err(WRONGTYPE) if not a hash.
-fn read_hash<'a>(db: &'a mut Db, ctx: &mut Ctx, key: &[u8]) -> Result<Option<&'a Hash>, Value> {
-    match ctx.lookup(&mut db.keys, key) {
-        None => Ok(None),
-        Some(Data::Hash(h)) => Ok(Some(h)),
-        Some(_) => Err(reply::wrongtype()),
-    }
-}
-
-/// The hash at `key` for writing, created if missing.
-fn write_hash<'a>(db: &'a mut Db, ctx: &mut Ctx, key: &[u8]) -> Result<&'a mut Hash, Value> {
-    match ctx.lookup(&mut db.keys, key) {
-        None => {}
-        Some(Data::Hash(_)) => {}
-        Some(_) => return Err(reply::wrongtype()),
-    }
-    if !db.keys.contains(key) {
-        db.keys.set(key, Data::Hash(Hash::default()), false);
-    }
-    match db.keys.get_mut(key) {
-        Some(Data::Hash(h)) => Ok(h),
-        _ => unreachable!("just created"),
-    }
-}
-
-fn hset(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    if a.len() % 2 == 1 {
-        return reply::arity("hset");
-    }
-    let h = match write_hash(db, ctx, &a[1]) {
-        Ok(h) => h,
-        Err(e) => return e,
-    };
-    let mut created = 0;
-    for pair in a[2..].chunks(2) {
-        if h.set(&pair[0], pair[1].clone()) {
-            created += 1;
-        }
-    }
-    ctx.propagate_args(a);
-    Value::Int(created)
-}
-
-fn hget(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    match read_hash(db, ctx, &a[1]) {
-        Ok(Some(h)) => h.get(&a[2]).map_or(Value::Nil, bulk),
-        Ok(None) => Value::Nil,
-        Err(e) => e,
-    }
-}
-
-fn hdel(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    let (n, empty) = match ctx.lookup(&mut db.keys, &a[1]) {
-        None => return Value::Int(0),
-        Some(Data::Hash(h)) => {
-            let n = a[2..].iter().filter(|f| h.remove(f)).count();
-            (n, h.is_empty())
-        }
-        Some(_) => return reply::wrongtype(),
-    };
-    if empty {
-        db.keys.remove(&a[1]);
-    }
-    if n > 0 {
-        ctx.propagate_args(a);
-    }
-    Value::Int(n as i64)
-}
-
-fn hexists(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    match read_hash(db, ctx, &a[1]) {
-        Ok(Some(h)) => Value::Int(i64::from(h.get(&a[2]).is_some())),
-        Ok(None) => Value::Int(0),
-        Err(e) => e,
-    }
-}
-
-fn hincrby(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    let Some(by) = parse_i64(&a[3]) else {
-        return reply::not_integer();
-    };
-    let h = match write_hash(db, ctx, &a[1]) {
-        Ok(h) => h,
-        Err(e) => return e,
-    };
-    let cur = match h.get(&a[2]) {
-        None => 0,
-        Some(v) => match parse_i64(v) {
-            Some(v) => v,
-            None => return reply::hash_not_integer(),
-        },
-    };
-    let Some(new) = cur.checked_add(by) else {
-        return reply::overflow();
-    };
-    h.set(&a[2], new.to_string().into_bytes());
-    ctx.propagate_args(a);
-    Value::Int(new)
-}
-
-fn hgetall(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    match read_hash(db, ctx, &a[1]) {
-        Ok(Some(h)) => Value::Array(h.iter().flat_map(|(f, v)| [bulk(f), bulk(v)]).collect()),
-        Ok(None) => Value::Array(Vec::new()),
-        Err(e) => e,
-    }
-}
-
-fn hlen(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    match read_hash(db, ctx, &a[1]) {
-        Ok(Some(h)) => Value::Int(h.len() as i64),
-        Ok(None) => Value::Int(0),
-        Err(e) => e,
     }
 }
 

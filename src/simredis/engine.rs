@@ -1,9 +1,11 @@
 //! The engine: the public face of the simulated Redis node's state machine.
 
+use super::clients::ClientNames;
 use super::commands::{self, Ctx, Db, Expiry, ENGINE};
 use super::lua::{LuaHost, Sha};
 use super::num::parse_i64;
 use super::reply::{self, bulk};
+use super::transactions::Watches;
 use redis::Value;
 use std::collections::BTreeMap;
 
@@ -48,6 +50,8 @@ pub struct Engine {
     db: Db,
     lua: LuaHost,
     transactions: BTreeMap<ClientId, Transaction>,
+    watches: Watches,
+    names: ClientNames,
 }
 
 impl Engine {
@@ -57,6 +61,8 @@ impl Engine {
             db: Db::default(),
             lua: LuaHost::new(),
             transactions: BTreeMap::new(),
+            watches: Watches::default(),
+            names: ClientNames::default(),
         }
     }
 
@@ -87,6 +93,9 @@ impl Engine {
     pub fn execute(&mut self, now_ms: u64, client: ClientId, args: &[Vec<u8>]) -> Outcome {
         let mut ctx = Ctx::new(clock(now_ms), self.expiry());
         let reply = self.client_command(&mut ctx, client, args);
+        if !self.watches.is_empty() {
+            self.watches.touch(&ctx.ops);
+        }
         let effects = if self.role == Role::Replica {
             Vec::new()
         } else {
@@ -113,6 +122,9 @@ impl Engine {
         cmds: &[Vec<Vec<u8>>],
     ) -> Vec<(ClientId, Vec<u8>, Vec<u8>)> {
         let mut ctx = Ctx::new(clock(now_ms), Expiry::Ignore);
+        if !self.watches.is_empty() {
+            self.watches.touch(cmds);
+        }
         for cmd in cmds {
             let Some(name) = cmd.first() else { continue };
             if name.eq_ignore_ascii_case(b"multi") || name.eq_ignore_ascii_case(b"exec") {
@@ -167,6 +179,8 @@ impl Engine {
     pub fn disconnect(&mut self, client: ClientId) {
         self.db.pubsub.disconnect(client);
         self.transactions.remove(&client);
+        self.watches.unwatch(client);
+        self.names.forget(client);
     }
 
     /// Number of live (not logically expired at now_ms) keys, for tests and reports.
@@ -179,6 +193,20 @@ impl Engine {
         match self.db.keys.get(key) {
             Some(super::keyspace::Data::Str(s)) => Some(s),
             _ => None,
+        }
+    }
+
+    /// Who holds a lock entry at `now_ms`, as the server sees it: a string key's value, or a hash
+    /// key's field names (Redisson-style holders); empty when the key is absent or logically
+    /// expired. Lets the deployment record which client's entry a command removed.
+    pub fn live_holders(&self, key: &[u8], now_ms: u64) -> Vec<Vec<u8>> {
+        if self.db.keys.is_expired(key, clock(now_ms)) {
+            return Vec::new();
+        }
+        match self.db.keys.get(key) {
+            Some(super::keyspace::Data::Str(s)) => vec![s.clone()],
+            Some(super::keyspace::Data::Hash(h)) => h.iter().map(|(f, _)| f.to_vec()).collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -212,7 +240,7 @@ impl Engine {
             return err;
         }
         let spec = spec.expect("refused above otherwise");
-        if in_tx && !matches!(spec.name, "exec" | "discard" | "multi") {
+        if in_tx && !matches!(spec.name, "exec" | "discard" | "multi" | "watch") {
             let tx = self.transactions.get_mut(&client).expect("in tx");
             tx.queued.push(args.to_vec());
             return Value::SimpleString("QUEUED".into());
@@ -272,15 +300,34 @@ impl Engine {
                 self.transactions.insert(client, Transaction::default());
                 Value::Okay
             }
+            "watch" if self.transactions.contains_key(&client) => {
+                reply::error("ERR WATCH inside MULTI is not allowed")
+            }
+            "watch" => {
+                self.watches
+                    .watch(client, &self.db.keys, ctx.now, &args[1..]);
+                Value::Okay
+            }
+            "client" => self.names.command(client, args),
+            "unwatch" => {
+                self.watches.unwatch(client);
+                Value::Okay
+            }
             "discard" => match self.transactions.remove(&client) {
-                Some(_) => Value::Okay,
+                Some(_) => {
+                    self.watches.unwatch(client);
+                    Value::Okay
+                }
                 None => reply::error("ERR DISCARD without MULTI"),
             },
             "exec" => match self.transactions.remove(&client) {
                 None => reply::error("ERR EXEC without MULTI"),
                 Some(tx) if tx.dirty => {
+                    self.watches.unwatch(client);
                     reply::error("EXECABORT Transaction discarded because of previous errors.")
                 }
+                // A watched key was touched: the transaction does not run (a null array).
+                Some(_) if !self.watches.exec_allowed(client, &self.db.keys, ctx.now) => Value::Nil,
                 Some(tx) => Value::Array(
                     tx.queued
                         .iter()

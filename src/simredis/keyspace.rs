@@ -22,6 +22,12 @@ type FixedState = BuildHasherDefault<DefaultHasher>;
 pub enum Data {
     Str(Vec<u8>),
     Hash(Hash),
+    /// A list (queues of waiters in lock libraries), head first.
+    List(std::collections::VecDeque<Vec<u8>>),
+    /// A set, kept ordered so every reply that lists it is deterministic.
+    Set(BTreeSet<Vec<u8>>),
+    /// A sorted set (the Redisson article's fair lock keeps its waiters' timeouts in one).
+    ZSet(super::zsets::ZSet),
 }
 
 impl Data {
@@ -29,6 +35,9 @@ impl Data {
         match self {
             Data::Str(_) => "string",
             Data::Hash(_) => "hash",
+            Data::List(_) => "list",
+            Data::Set(_) => "set",
+            Data::ZSet(_) => "zset",
         }
     }
 }

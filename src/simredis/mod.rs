@@ -12,7 +12,7 @@
 //!
 //! What "must match real Redis 7.0" means here is measured, not remembered: every error text,
 //! reply shape and replication effect was checked against `redis-server` 7.0.15, and
-//! `tests/differential.rs` keeps checking it.
+//! `tests/simredis/differential.rs` keeps checking it.
 //!
 //! ```
 //! use lockcheck::simredis::{Engine, Role};
@@ -37,17 +37,26 @@
 //! assert_eq!(replica.dbsize(1_000), 0);
 //! ```
 //!
-//! Files: [`keyspace`] (values and the expiry index), [`commands`] (the command table and
-//! the command implementations), [`lua`] (the script host), [`reply`] (building
-//! `redis::Value` replies and errors), [`num`] (Redis's integer parsing and Lua's number
+//! Files: [`keyspace`] (values and the expiry index), [`commands`] (the command table and key
+//! commands), [`expiry`] (EXPIRE and friends), [`strings`], [`hashes`], [`lists`], [`sets`], [`zsets`] (the other data commands),
+//! [`transactions`] (WATCH), [`clients`] (CLIENT ID/SETNAME), [`lua`] (the script host),
+//! [`reply`] (building `redis::Value` replies and errors), [`num`] (Redis's integer parsing and Lua's number
 //! formatting), [`pubsub`] (channel subscriptions), [`engine`] (the public API).
 
+pub mod clients;
 pub mod commands;
 pub mod engine;
+pub mod expiry;
+pub mod hashes;
 pub mod keyspace;
+pub mod lists;
 pub mod lua;
 pub mod num;
 pub mod pubsub;
 pub mod reply;
+pub mod sets;
+pub mod strings;
+pub mod transactions;
+pub mod zsets;
 
 pub use engine::{ClientId, Engine, Outcome, Role};

@@ -111,6 +111,9 @@ fn as_value(r: redis::RedisResult<Value>) -> Value {
     }
 }
 
+mod collections;
+mod random;
+
 struct Diff {
     rt: tokio::runtime::Runtime,
     conn: redis::aio::MultiplexedConnection,
@@ -225,7 +228,7 @@ struct ScriptCase {
 }
 
 /// The `set-nx-px` lock's own release script, as shipped.
-const CAS_DELETE: &str = include_str!("../src/lock/scripts/compare_and_delete.lua");
+const CAS_DELETE: &str = include_str!("../../src/lock/scripts/compare_and_delete.lua");
 
 const SCRIPTS: &[ScriptCase] = &[
     ScriptCase {
@@ -838,6 +841,20 @@ fn replication_effects_match_the_real_stream() {
         Cmd(&["hdel", "h", "zz"]),
         Cmd(&["hdel", "h", "a"]),
         Cmd(&["persist", "c"]),
+        Cmd(&["sadd", "st", "a", "b"]),
+        Cmd(&["sadd", "st", "a"]),
+        Cmd(&["srem", "st", "zz"]),
+        Cmd(&["srem", "st", "a", "b"]),
+        Cmd(&["zadd", "zs", "1", "a", "2", "b"]),
+        Cmd(&["zadd", "zs", "nx", "5", "a"]),
+        Cmd(&["zadd", "zs", "incr", "0.5", "a"]),
+        Cmd(&["zadd", "zs", "gt", "ch", "9", "b"]),
+        Cmd(&["zrem", "zs", "zz"]),
+        Cmd(&["zremrangebyscore", "zs", "9", "+inf"]),
+        Cmd(&["zremrangebyscore", "zs", "100", "+inf"]),
+        Cmd(&["zrem", "zs", "a"]),
+        Cmd(&["zadd", "zs", "1", "a"]),
+        Cmd(&["pexpire", "zs", "100000"]),
         Cmd(&["set", "g", "1", "px", "50"]),
         SleepMs(150),
         Cmd(&["exists", "g"]),
@@ -1039,4 +1056,135 @@ fn replica_reads_writes_and_expired_keys() {
     r.same(&["DBSIZE"]);
     m.finish();
     r.finish();
+}
+
+/// Issue #10: optimistic transactions, the string commands lock libraries send, and the SHA
+/// spellings Redis accepts. One connection, so a watch is touched by its own write (which Redis
+/// counts as a touch too).
+#[test]
+fn transactions_strings_and_sha_spelling() {
+    let mut d = Diff::new();
+    let sha = sha1_smol::Sha1::from("return 1").digest().to_string();
+    let upper = sha.to_ascii_uppercase();
+    let cmds: &[&[&str]] = &[
+        &["SCRIPT", "LOAD", "return 1"],
+        &["SCRIPT", "EXISTS", &upper, &sha, "abc"],
+        &["EVALSHA", &upper, "0"],
+        &["EVALSHA", "abc", "0"],
+        // A watched key written before EXEC: EXEC answers nil and runs nothing.
+        &["WATCH", "w"],
+        &["SET", "w", "1"],
+        &["MULTI"],
+        &["SET", "w", "2"],
+        &["EXEC"],
+        &["GET", "w"],
+        // Untouched: it runs.
+        &["WATCH", "w", "other"],
+        &["MULTI"],
+        &["INCR", "w"],
+        &["EXEC"],
+        // UNWATCH forgets the touch.
+        &["WATCH", "w"],
+        &["SET", "w", "5"],
+        &["UNWATCH"],
+        &["MULTI"],
+        &["GET", "w"],
+        &["EXEC"],
+        // WATCH inside MULTI is refused without aborting the transaction.
+        &["MULTI"],
+        &["WATCH", "w"],
+        &["GET", "w"],
+        &["EXEC"],
+        &["WATCH"],
+        &["UNWATCH", "x"],
+        // DISCARD ends the watch.
+        &["WATCH", "w"],
+        &["SET", "w", "6"],
+        &["MULTI"],
+        &["DISCARD"],
+        &["MULTI"],
+        &["GET", "w"],
+        &["EXEC"],
+        // FLUSHALL touches every watch.
+        &["WATCH", "w"],
+        &["FLUSHALL"],
+        &["MULTI"],
+        &["GET", "w"],
+        &["EXEC"],
+        // SETEX / PSETEX / MGET / MSET.
+        &["SETEX", "s", "100", "v"],
+        &["SETEX", "s", "0", "v"],
+        &["SETEX", "s", "-1", "v"],
+        &["SETEX", "s", "x", "v"],
+        &["SETEX", "s", "10"],
+        &["PSETEX", "p", "100000", "v"],
+        &["PSETEX", "p", "0", "v"],
+        &["GET", "s"],
+        &["HSET", "h", "f", "v"],
+        &["MSET", "a", "1", "b", "2"],
+        &["MSET", "a", "1", "b"],
+        &["MSET", "a"],
+        &["MGET", "a", "h", "nope", "b"],
+        &["MGET"],
+        &["CLIENT", "SETNAME", "a b"],
+        &["CLIENT", "SETNAME", "lk"],
+        &["CLIENT", "GETNAME"],
+        &["CLIENT", "SETNAME", ""],
+        &["CLIENT", "GETNAME"],
+        &["CLIENT", "foo"],
+        &["CLIENT"],
+        &["CLIENT", "ID", "x"],
+        &["SET", "g", "v"],
+        &["GETEX", "g", "px", "100000"],
+        &["GETEX", "g", "persist"],
+        &["PTTL", "g"],
+        &["GETEX", "g", "ex", "0"],
+        &["GETEX", "g", "ex", "x"],
+        &["GETEX", "g", "foo"],
+        &["GETEX", "g", "ex", "10", "px", "10"],
+        &["GETEX", "nope", "ex", "10"],
+        &["GETEX", "g", "persist", "ex", "10"],
+        &["GETEX", "g", "pxat", "1"],
+        &["EXISTS", "g"],
+        &["GETEX", "h"],
+        // Lists.
+        &["LPOP", "l"],
+        &["LPOP", "l", "2"],
+        &["RPUSH", "l", "a", "b", "c", "a", "d", "a"],
+        &["LPUSH", "l", "z"],
+        &["LRANGE", "l", "0", "-1"],
+        &["LRANGE", "l", "-3", "100"],
+        &["LRANGE", "l", "5", "2"],
+        &["LRANGE", "l", "x", "2"],
+        &["LRANGE", "nope", "0", "-1"],
+        &["LPOP", "l", "0"],
+        &["LPOP", "l", "-1"],
+        &["LPOP", "l", "x"],
+        &["LREM", "l", "-1", "a"],
+        &["LRANGE", "l", "0", "-1"],
+        &["LREM", "l", "0", "a"],
+        &["LREM", "l", "x", "a"],
+        &["LLEN", "l"],
+        &["RPOP", "l"],
+        &["LPOP", "l", "5"],
+        &["EXISTS", "l"],
+        &["LPOP", "nope", "2"],
+        &["LPUSH", "s", "a"],
+        &["LLEN", "s"],
+        &["RPUSH", "q", "x"],
+        &["BLPOP", "nope", "q", "0.1"],
+        &["BLPOP", "nope", "-1"],
+        &["BLPOP", "nope", "x"],
+        &["BLPOP", "s", "1"],
+        &["MULTI"],
+        &["BLPOP", "q", "1"],
+        &["EXEC"],
+        &["EVAL", "return redis.call('blpop', 'q', 0)", "0"],
+    ];
+    for c in cmds {
+        d.same(c);
+    }
+    d.close(&["PTTL", "s"], 50);
+    d.close(&["PTTL", "p"], 50);
+    d.finish();
 }

@@ -1,6 +1,6 @@
 //! The simulated Redis engine against the semantics table of DESIGN.md ("Simulated Redis:
 //! what must match real Redis 7.0") and the commands the lock designs use. Every expected
-//! reply here was measured on redis-server 7.0.15; `tests/differential.rs` re-checks the
+//! reply here was measured on redis-server 7.0.15; `differential.rs` re-checks the
 //! clock-independent ones against a live server.
 
 use lockcheck::simredis::{Engine, Outcome, Role};
@@ -1178,4 +1178,95 @@ fn same_calls_give_same_results() {
         log
     };
     assert_eq!(run_all(), run_all());
+}
+
+// --- Issue #10: optimistic transactions across two connections --------------------------
+
+#[test]
+fn exec_answers_nil_when_another_client_touched_a_watched_key() {
+    let mut e = Engine::new(Role::Master);
+    let on = |e: &mut Engine, c: u64, parts: &[&str]| e.execute(T0, c, &argv(parts)).reply;
+    assert_eq!(on(&mut e, 1, &["WATCH", "lock"]), Value::Okay);
+    assert_eq!(on(&mut e, 2, &["SET", "lock", "other"]), Value::Okay);
+    assert_eq!(on(&mut e, 1, &["MULTI"]), Value::Okay);
+    assert_eq!(on(&mut e, 1, &["DEL", "lock"]), status("QUEUED"));
+    assert_eq!(on(&mut e, 1, &["EXEC"]), Value::Nil);
+    assert_eq!(on(&mut e, 1, &["GET", "lock"]), bulk("other"));
+    // A watch on another key is not touched, and EXEC ends every watch.
+    assert_eq!(on(&mut e, 1, &["WATCH", "lock"]), Value::Okay);
+    assert_eq!(on(&mut e, 2, &["SET", "elsewhere", "x"]), Value::Okay);
+    assert_eq!(on(&mut e, 1, &["MULTI"]), Value::Okay);
+    assert_eq!(on(&mut e, 1, &["DEL", "lock"]), status("QUEUED"));
+    assert_eq!(on(&mut e, 1, &["EXEC"]), Value::Array(vec![int(1)]));
+    assert_eq!(on(&mut e, 2, &["SET", "lock", "y"]), Value::Okay);
+    assert_eq!(on(&mut e, 1, &["MULTI"]), Value::Okay);
+    assert_eq!(on(&mut e, 1, &["GET", "lock"]), status("QUEUED"));
+    assert_eq!(on(&mut e, 1, &["EXEC"]), Value::Array(vec![bulk("y")]));
+}
+
+#[test]
+fn a_watched_key_that_expires_before_exec_aborts_it() {
+    let mut e = Engine::new(Role::Master);
+    run(&mut e, T0, &["SET", "lock", "me", "PX", "100"]);
+    run(&mut e, T0, &["WATCH", "lock"]);
+    run(&mut e, T0 + 200, &["MULTI"]);
+    run(&mut e, T0 + 200, &["SET", "lock", "me"]);
+    assert_eq!(run(&mut e, T0 + 200, &["EXEC"]), Value::Nil);
+}
+
+#[test]
+fn a_script_write_touches_a_watch() {
+    let mut e = Engine::new(Role::Master);
+    e.execute(T0, 1, &argv(&["WATCH", "lock"]));
+    e.execute(
+        T0,
+        2,
+        &argv(&[
+            "EVAL",
+            "return redis.call('set', KEYS[1], 'x')",
+            "1",
+            "lock",
+        ]),
+    );
+    e.execute(T0, 1, &argv(&["MULTI"]));
+    e.execute(T0, 1, &argv(&["GET", "lock"]));
+    assert_eq!(e.execute(T0, 1, &argv(&["EXEC"])).reply, Value::Nil);
+}
+
+#[test]
+fn setex_replicates_as_set_pxat() {
+    let mut e = Engine::new(Role::Master);
+    let out = exec(&mut e, T0, &["SETEX", "lock", "10", "me"]);
+    assert_eq!(out.reply, Value::Okay);
+    assert_eq!(
+        out.effects,
+        vec![argv(&["SET", "lock", "me", "PXAT", "11000"])]
+    );
+    let out = exec(&mut e, T0, &["MSET", "a", "1", "b", "2"]);
+    assert_eq!(out.effects, vec![argv(&["MSET", "a", "1", "b", "2"])]);
+}
+
+#[test]
+fn client_id_and_names() {
+    let mut e = Engine::new(Role::Master);
+    assert_eq!(e.execute(T0, 7, &argv(&["CLIENT", "ID"])).reply, int(7));
+    assert_eq!(run(&mut e, T0, &["CLIENT", "GETNAME"]), Value::Nil);
+    assert_eq!(run(&mut e, T0, &["client", "setname", "lk"]), Value::Okay);
+    assert_eq!(run(&mut e, T0, &["CLIENT", "GETNAME"]), bulk("lk"));
+    assert_eq!(
+        run(&mut e, T0, &["CLIENT", "SETNAME", "a b"]),
+        err("ERR Client names cannot contain spaces, newlines or special characters.")
+    );
+}
+
+#[test]
+fn getex_refreshes_the_lease_and_replicates_an_absolute_expiry() {
+    let mut e = Engine::new(Role::Master);
+    run(&mut e, T0, &["SET", "lock", "me"]);
+    let out = exec(&mut e, T0, &["GETEX", "lock", "PX", "500"]);
+    assert_eq!(out.reply, bulk("me"));
+    assert_eq!(out.effects, vec![argv(&["PEXPIREAT", "lock", "1500"])]);
+    let out = exec(&mut e, T0, &["GETEX", "lock", "PERSIST"]);
+    assert_eq!(out.effects, vec![argv(&["PERSIST", "lock"])]);
+    assert_eq!(run(&mut e, T0, &["PTTL", "lock"]), int(-1));
 }

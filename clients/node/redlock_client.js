@@ -1,0 +1,53 @@
+// lockcheck adapter for node-redlock 4 (with ioredis 4): SET NX PX on every master, a majority
+// within the validity time (driftFactor 0.01); no fencing, no automatic extension.
+'use strict';
+const readline = require('readline');
+const Redis = require('ioredis');
+const Redlock = require('redlock');
+
+const env = process.env;
+const timeout = Number(env.LOCKCHECK_REQUEST_TIMEOUT_MS);
+const clients = env.LOCKCHECK_REDIS_URLS.split(',').map(
+  (u) => new Redis(u, { connectTimeout: timeout, commandTimeout: timeout, maxRetriesPerRequest: 1 }));
+const retryDelay = Number(env.LOCKCHECK_RETRY_MS.split(',')[0]) || 10;
+const redlock = new Redlock(clients, {
+  driftFactor: 0.01,
+  retryDelay,
+  retryJitter: Number(env.LOCKCHECK_RETRY_MS.split(',')[1]) - retryDelay,
+  retryCount: Math.ceil(Number(env.LOCKCHECK_WAIT_MS) / retryDelay),
+});
+redlock.on('clientError', (e) => console.error('redlock client error:', e.message));
+let held = null;
+
+async function handle(req) {
+  if (req.op === 'acquire') {
+    try {
+      held = await redlock.lock(env.LOCKCHECK_KEY, Number(env.LOCKCHECK_TTL_MS));
+    } catch (e) {
+      if (e instanceof Redlock.LockError) return { result: 'failed' };
+      throw e;
+    }
+    return { result: 'acquired', lease_ms: Math.max(0, held.expiration - Date.now()) };
+  }
+  if (req.op === 'release') {
+    const lock = held;
+    held = null;
+    try {
+      await lock.unlock();
+      return { result: 'released' };
+    } catch (e) {
+      if (e instanceof Redlock.LockError) return { result: 'failed' };
+      throw e;
+    }
+  }
+  if (req.op === 'write') return { result: 'written' };
+  return { result: 'error', message: `unknown op ${req.op}` };
+}
+
+// One request at a time, in order, as lockcheck sends them.
+let queue = Promise.resolve();
+readline.createInterface({ input: process.stdin }).on('line', (line) => {
+  const req = JSON.parse(line);
+  queue = queue.then(() => handle(req)).catch((e) => ({ result: 'error', message: String(e && e.message || e) }))
+    .then((rep) => process.stdout.write(JSON.stringify({ id: req.id, ...rep }) + '\n'));
+}).on('close', () => process.exit(0));

@@ -1,0 +1,33 @@
+"""lockcheck's client protocol (docs/client-protocol.md), version 1: the request loop.
+
+An adapter supplies acquire() -> dict | None (None: not acquired within the wait bound; a dict
+may carry "lease_ms", "token", "owner") and release() -> bool (False: the lock was no longer
+ours). Anything else the library raises is answered as an "error" reply. Logs go to stderr:
+stdout carries protocol lines only.
+"""
+import json
+import os
+import sys
+
+
+def env_ms(name):
+    return int(os.environ[name]) / 1000.0
+
+
+def serve(acquire, release):
+    for line in sys.stdin:
+        req = json.loads(line)
+        rep = {"id": req["id"]}
+        try:
+            if req["op"] == "acquire":
+                got = acquire()
+                rep.update(result="acquired", **got) if got is not None else rep.update(result="failed")
+            elif req["op"] == "release":
+                rep["result"] = "released" if release() else "failed"
+            elif req["op"] == "write":
+                rep["result"] = "written"
+            else:
+                rep.update(result="error", message="unknown op " + req["op"])
+        except Exception as e:  # the library's failure is the reply, not a crash
+            rep.update(result="error", message="%s: %s" % (type(e).__name__, e))
+        print(json.dumps(rep), flush=True)

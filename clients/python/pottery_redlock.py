@@ -1,0 +1,31 @@
+"""lockcheck adapter for pottery's Redlock (SET NX PX on every master, a majority within the
+validity time; no fencing; extend() only when the caller calls it, which this adapter does
+not, as a plain `with lock:` user would not)."""
+import os
+
+import redis
+from pottery import Redlock
+from pottery.exceptions import ReleaseUnlockedLock
+
+from lockcheck_protocol import env_ms, serve
+
+timeout = env_ms("LOCKCHECK_REQUEST_TIMEOUT_MS")
+masters = {redis.Redis.from_url(u, socket_timeout=timeout, socket_connect_timeout=timeout)
+           for u in os.environ["LOCKCHECK_REDIS_URLS"].split(",")}
+lock = Redlock(key=os.environ["LOCKCHECK_KEY"], masters=masters,
+               auto_release_time=env_ms("LOCKCHECK_TTL_MS"))
+
+
+def acquire():
+    return {} if lock.acquire(timeout=env_ms("LOCKCHECK_WAIT_MS")) else None
+
+
+def release():
+    try:
+        lock.release()
+        return True
+    except ReleaseUnlockedLock:
+        return False
+
+
+serve(acquire, release)

@@ -1,0 +1,138 @@
+//! Writing what explore found as a normal scenario file.
+//!
+//! The file starts from the input document (its comments, lock, cluster and clocks stay as the
+//! user wrote them) and replaces only what the search chose: the `[[faults]]`, the seed, the
+//! workload knobs, `expect`/`expect_checks` and `about`. `lockcheck run` on the result replays the
+//! found run to the same trace hash, because the scenario it parses is the one the search ran.
+
+use super::search::Found;
+use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Trigger, Verdict};
+use toml_edit::{value, Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table};
+
+/// The found scenario's text, from the input scenario's text.
+pub fn found_scenario(input: &str, found: &Found) -> Result<String, String> {
+    let mut doc: DocumentMut = input
+        .parse()
+        .map_err(|e| format!("cannot re-read the scenario to write the finding: {e}"))?;
+    let s = &found.scenario;
+    let name = format!("{}-found", s.name);
+    doc["name"] = value(name);
+    doc["about"] = value(about(found));
+    let me = found.outcome.checks["mutual_exclusion"].verdict;
+    doc["expect"] = value(me.to_string());
+    let mut checks = InlineTable::new();
+    if found.check != "mutual_exclusion" {
+        checks.insert(&found.check, Verdict::Violation.to_string().into());
+    }
+    doc.remove("expect_checks");
+    if !checks.is_empty() {
+        doc["expect_checks"] = value(checks);
+    }
+    doc["seed"] = value(s.seed as i64);
+    let workload = doc
+        .entry("workload")
+        .or_insert(Item::Table(Table::new()))
+        .as_table_like_mut()
+        .ok_or("[workload] is not a table")?;
+    workload.insert("clients", value(i64::from(s.workload.clients)));
+    workload.insert("cycles", value(i64::from(s.workload.cycles)));
+    workload.insert("hold_ms", value(pair(s.workload.hold_ms)));
+    doc.remove("explore");
+    doc.remove("faults");
+    if !s.faults.is_empty() {
+        let mut faults = ArrayOfTables::new();
+        for f in &s.faults {
+            faults.push(fault_table(f));
+        }
+        doc.insert("faults", Item::ArrayOfTables(faults));
+    }
+    Ok(doc.to_string())
+}
+
+/// The `about` line: what the search found, in which case, and the seed.
+fn about(found: &Found) -> String {
+    let summary = &found.outcome.checks[&found.check].summary;
+    format!(
+        "Found by lockcheck explore (case {}, shrunk in {} steps): {} violated — {}; seed {}.",
+        found.index, found.shrink_steps, found.check, summary, found.scenario.seed
+    )
+}
+
+fn pair(v: [u64; 2]) -> Array {
+    let mut a = Array::new();
+    a.push(v[0] as i64);
+    a.push(v[1] as i64);
+    a
+}
+
+fn names(v: &[String]) -> Array {
+    v.iter().map(String::as_str).collect()
+}
+
+/// One `[[faults]]` table, with the keys the scenario parser reads back to `f`.
+pub fn fault_table(f: &Fault) -> Table {
+    let mut t = Table::new();
+    t["kind"] = value(match &f.kind {
+        FaultKind::ClientCrash { .. } | FaultKind::Crash { .. } => "crash",
+        FaultKind::Failover { .. } => "failover",
+        FaultKind::Pause { .. } => "pause",
+        FaultKind::Partition { .. } => "partition",
+        FaultKind::ClockJump { .. } => "clock_jump",
+        FaultKind::ClockDrift { .. } => "clock_drift",
+    });
+    match &f.trigger {
+        Trigger::At(ms) => t["at_ms"] = value(*ms as i64),
+        Trigger::Acquired { after_ms } => on(&mut t, "acquired", *after_ms),
+        Trigger::BeforeWrite { after_ms } => on(&mut t, "before_write", *after_ms),
+        Trigger::Point { point, after_ms } => on(&mut t, point, *after_ms),
+    }
+    match &f.kind {
+        FaultKind::Failover { master } => t["master"] = value(i64::from(*master)),
+        FaultKind::Pause { client, for_ms } => {
+            t["client"] = match client {
+                ClientRef::Holder => value("holder"),
+                ClientRef::Index(i) => value(i64::from(*i)),
+            };
+            t["for_ms"] = value(*for_ms as i64);
+        }
+        FaultKind::Partition {
+            nodes,
+            from,
+            for_ms,
+            direction,
+        } => {
+            t["nodes"] = value(names(nodes));
+            if !from.is_empty() {
+                t["from"] = value(names(from));
+            }
+            if *direction != Direction::Both {
+                t["direction"] = value(direction.name());
+            }
+            t["for_ms"] = value(*for_ms as i64);
+        }
+        FaultKind::ClockJump { node, by_ms } => {
+            t["node"] = value(node.as_str());
+            t["by_ms"] = value(*by_ms);
+        }
+        FaultKind::ClockDrift { node, ppm } => {
+            t["node"] = value(node.as_str());
+            t["ppm"] = value(*ppm);
+        }
+        FaultKind::Crash {
+            node,
+            restart_after_ms,
+        } => {
+            t["node"] = value(node.as_str());
+            t["restart_after_ms"] = value(*restart_after_ms as i64);
+        }
+        FaultKind::ClientCrash { client } => t["node"] = value(format!("client-{client}")),
+    }
+    t
+}
+
+fn on(t: &mut Table, point: &str, after_ms: u64) {
+    t["on"] = value(point);
+    if after_ms > 0 {
+        t["after_ms"] = value(after_ms as i64);
+    }
+}

@@ -1,0 +1,102 @@
+//! What `lockcheck explore` prints.
+//!
+//! Standard output holds only what the search decided (counts, the minimal scenario, its
+//! timeline), so it is byte-identical for any `--jobs`; timings (time to the first violation,
+//! shrink time, cases per second) depend on the machine and go to standard error.
+
+use super::search::SearchResult;
+use crate::scenario::Scenario;
+use crate::verdict::SeedsOutcome;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// What the report says about a finding: the replayed scenario and where it was written.
+pub struct Written<'a> {
+    pub scenario: &'a Scenario,
+    pub outcome: &'a SeedsOutcome,
+    pub text: &'a str,
+    pub out: &'a Path,
+}
+
+/// The text report.
+pub fn text(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) -> String {
+    let mut out = String::new();
+    match (&r.found, written) {
+        (Some(f), Some(w)) => {
+            let _ = writeln!(
+                out,
+                "FOUND {} violation — {} (case {} of the search, shrunk in {} steps)",
+                f.check, base.name, f.index, f.shrink_steps
+            );
+            let _ = writeln!(out, "minimal scenario, written to {}:", w.out.display());
+            for line in w.text.lines() {
+                let _ = writeln!(out, "  | {line}");
+            }
+            out.push_str(&crate::report::text(w.scenario, w.outcome));
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "NOTHING FOUND — {}: no case violated{}",
+                base.name,
+                if r.timed_out {
+                    " before the time limit"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "cases tried: {}, violating: {}, distinct traces: {}, shrink steps: {}",
+        r.tried,
+        r.violating,
+        r.distinct_traces,
+        r.found.as_ref().map_or(0, |f| f.shrink_steps)
+    );
+    out
+}
+
+/// The JSON report.
+pub fn json(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) -> serde_json::Value {
+    let found = match (&r.found, written) {
+        (Some(f), Some(w)) => serde_json::json!({
+            "check": f.check,
+            "case": f.index,
+            "shrink_steps": f.shrink_steps,
+            "out": w.out.display().to_string(),
+            "scenario_toml": w.text,
+            "run": crate::report::json(w.scenario, w.outcome),
+        }),
+        _ => serde_json::Value::Null,
+    };
+    serde_json::json!({
+        "scenario": base.name,
+        "cases_tried": r.tried,
+        "cases_violating": r.violating,
+        "distinct_traces": r.distinct_traces,
+        "timed_out": r.timed_out,
+        "found": found,
+    })
+}
+
+/// The timing line (standard error).
+pub fn timing(r: &SearchResult, jobs: usize) -> String {
+    let secs = r.elapsed.as_secs_f64().max(1e-9);
+    let mut s = format!(
+        "{} cases in {:.2} s on {jobs} thread(s): {:.1} cases/s",
+        r.tried,
+        secs,
+        r.tried as f64 / secs
+    );
+    if let Some(f) = &r.found {
+        let _ = write!(
+            s,
+            "; time to first violation {:.2} s, shrink time {:.2} s",
+            f.time_to_first.as_secs_f64(),
+            f.shrink_time.as_secs_f64()
+        );
+    }
+    s
+}

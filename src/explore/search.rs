@@ -1,0 +1,227 @@
+//! The search: draw cases from the strategy, run them on every core, stop at the first that
+//! violates, and shrink it with proptest's value tree.
+//!
+//! Case `i` draws from its own `TestRunner`, seeded from (search seed, `i`), so a case is the same
+//! whichever thread runs it and whichever shard owns it; `exec::run_ordered` folds results in
+//! index order, so the first violating index wins whatever `--jobs` is. Shrinking then runs
+//! sequentially on that case's tree, which keeps it deterministic too.
+
+use super::space::Space;
+use super::strategy::{cases, Case};
+use crate::exec::{run_ordered, Shard};
+use crate::scenario::{Scenario, Verdict};
+use crate::verdict::{Mode, Outcome};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use std::time::{Duration, Instant};
+
+/// How a search is run.
+#[derive(Clone, Debug)]
+pub struct SearchOptions {
+    /// Cases to try (before sharding).
+    pub cases: u64,
+    /// The search seed: with `cases`, it fixes every case drawn.
+    pub seed: u64,
+    pub jobs: usize,
+    pub shard: Shard,
+    /// Stop drawing new cases after this long (the result then depends on the machine's speed).
+    pub time_limit: Option<Duration>,
+    /// Only this checker's violations count (default: any checker's).
+    pub check: Option<String>,
+    /// Shrink at most this many steps.
+    pub max_shrink_steps: u32,
+    /// Run the whole budget and count every violating case (the first one is still the one
+    /// shrunk); by default the search stops at the first.
+    pub keep_going: bool,
+}
+
+/// The minimal violating case and what it took to find it.
+#[derive(Clone, Debug)]
+pub struct Found {
+    /// Index of the first violating case.
+    pub index: u64,
+    /// The check it violates (the one shrinking preserved).
+    pub check: String,
+    pub case: Case,
+    /// The shrunk case as a scenario, and its judged run.
+    pub scenario: Scenario,
+    pub outcome: Outcome,
+    pub shrink_steps: u32,
+    pub time_to_first: Duration,
+    pub shrink_time: Duration,
+}
+
+/// What a search did.
+#[derive(Clone, Debug)]
+pub struct SearchResult {
+    pub tried: u64,
+    pub violating: u64,
+    /// Distinct trace hashes among the cases tried: how varied the search was.
+    pub distinct_traces: u64,
+    pub found: Option<Found>,
+    pub elapsed: Duration,
+    /// Stopped by `--time-limit` before the budget ran out.
+    pub timed_out: bool,
+}
+
+/// What one case gave: the violated check (if any) and its trace.
+enum CaseResult {
+    Ran {
+        violated: Option<String>,
+        trace: u64,
+    },
+    OutOfTime,
+}
+
+/// The 32-byte ChaCha seed of case `index` of the search seeded with `seed`.
+fn case_rng(seed: u64, index: u64) -> TestRng {
+    let mut state = seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x6c6f_636b_6368_6b21;
+    let mut bytes = [0u8; 32];
+    for chunk in bytes.chunks_mut(8) {
+        // splitmix64: spreads (seed, index) over the whole seed.
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        chunk.copy_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
+}
+
+/// The value tree of case `index`.
+fn tree(space: &Space, seed: u64, index: u64) -> Box<dyn ValueTree<Value = Case>> {
+    let mut runner = TestRunner::new_with_rng(Config::default(), case_rng(seed, index));
+    cases(space)
+        .new_tree(&mut runner)
+        .expect("explore strategies never reject")
+}
+
+/// Runs one case and judges it.
+pub fn judge(base: &Scenario, space: &Space, case: &Case) -> (Scenario, Outcome) {
+    let scenario = case.scenario(base, space);
+    let run = crate::sim::run(&scenario, scenario.seed);
+    let outcome = Outcome::judge(&scenario, Mode::Sim, scenario.seed, run.history);
+    (scenario, outcome)
+}
+
+/// The check of `outcome` that counts as a finding: `check` if violated, else (with no `check`)
+/// the first violated one in report order.
+fn violated(outcome: &Outcome, check: Option<&str>) -> Option<String> {
+    let v = |name: &str| outcome.checks.get(name).map(|c| c.verdict) == Some(Verdict::Violation);
+    match check {
+        Some(c) => v(c).then(|| c.to_string()),
+        None => crate::scenario::CHECK_NAMES
+            .iter()
+            .find(|c| v(c))
+            .map(|c| c.to_string()),
+    }
+}
+
+/// Searches the space of `base` for a violation and shrinks the first one found.
+/// `progress` is called after each case with (cases tried, cases violating).
+pub fn search(
+    base: &Scenario,
+    space: &Space,
+    opts: &SearchOptions,
+    progress: &dyn Fn(u64, u64),
+) -> SearchResult {
+    let start = Instant::now();
+    let indices = opts.shard.indices(opts.cases);
+    let mut tried = 0u64;
+    let mut violating = 0u64;
+    let mut traces = crate::exec::DistinctCount::default();
+    let mut first: Option<(u64, String)> = None;
+    let mut timed_out = false;
+    let mut first_at = Duration::ZERO;
+    let check = opts.check.as_deref();
+    run_ordered(
+        &indices,
+        opts.jobs,
+        |i| {
+            if opts.time_limit.is_some_and(|t| start.elapsed() > t) {
+                return CaseResult::OutOfTime;
+            }
+            let case = tree(space, opts.seed, i).current();
+            let (_, outcome) = judge(base, space, &case);
+            CaseResult::Ran {
+                violated: violated(&outcome, check),
+                trace: u64::from_str_radix(&outcome.trace_hash, 16).unwrap_or(0),
+            }
+        },
+        |i, r| match r {
+            CaseResult::OutOfTime => {
+                timed_out = true;
+                false
+            }
+            CaseResult::Ran { violated, trace } => {
+                tried += 1;
+                traces.add(trace);
+                if let Some(c) = violated {
+                    violating += 1;
+                    if first.is_none() {
+                        first = Some((i, c));
+                        first_at = start.elapsed();
+                    }
+                }
+                progress(tried, violating);
+                opts.keep_going || first.is_none()
+            }
+        },
+    );
+    let time_to_first = first_at;
+    let found = first.map(|(index, check)| {
+        let shrink_start = Instant::now();
+        let (case, shrink_steps) = shrink(base, space, opts, index, &check);
+        let (scenario, outcome) = judge(base, space, &case);
+        Found {
+            index,
+            check,
+            case,
+            scenario,
+            outcome,
+            shrink_steps,
+            time_to_first,
+            shrink_time: shrink_start.elapsed(),
+        }
+    });
+    SearchResult {
+        tried,
+        violating,
+        distinct_traces: traces.count(),
+        found,
+        elapsed: start.elapsed(),
+        timed_out,
+    }
+}
+
+/// proptest's shrink loop over case `index`'s tree: simplify while the case still violates
+/// `check`, complicate back when a step lost it. Returns the last violating case and the steps.
+fn shrink(
+    base: &Scenario,
+    space: &Space,
+    opts: &SearchOptions,
+    index: u64,
+    check: &str,
+) -> (Case, u32) {
+    let mut tree = tree(space, opts.seed, index);
+    let mut minimal = tree.current();
+    let mut steps = 0u32;
+    if !tree.simplify() {
+        return (minimal, steps);
+    }
+    while steps < opts.max_shrink_steps {
+        steps += 1;
+        let candidate = tree.current();
+        let (_, outcome) = judge(base, space, &candidate);
+        let keeps = violated(&outcome, Some(check)).is_some();
+        if keeps {
+            minimal = candidate;
+            if !tree.simplify() {
+                break;
+            }
+        } else if !tree.complicate() {
+            break;
+        }
+    }
+    (minimal, steps)
+}

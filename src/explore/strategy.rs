@@ -1,0 +1,261 @@
+//! The proptest [`Strategy`] whose values are explore cases: a fault schedule, the workload knobs
+//! and a simulation seed.
+//!
+//! The value is built from proptest's own combinators (`vec`, unions, ranges, tuples) so that
+//! proptest's shrinking does the minimising: the schedule loses faults first, then each fault
+//! fires earlier and lasts less, then there are fewer clients and cycles, shorter critical
+//! sections, and last a smaller seed. Client and node choices are drawn as slots and mapped onto
+//! the case's own client count, so shrinking the clients never makes a fault invalid.
+
+use super::space::Space;
+use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Scenario, Trigger};
+use proptest::prelude::*;
+use proptest::strategy::{BoxedStrategy, Union};
+
+/// How many slots a client or node choice is drawn from (mapped modulo the real count).
+const SLOTS: u32 = 64;
+
+/// When a drawn fault fires.
+#[derive(Clone, Debug, PartialEq)]
+pub enum When {
+    /// At a named point (index into the space's points), at or after `after_ms`.
+    Point { point: usize, after_ms: u64 },
+    /// At a true time.
+    At(u64),
+}
+
+/// A drawn fault, before it is mapped onto a case's clients and nodes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Drawn {
+    /// `client`: `None` is the holder, else a client slot.
+    Pause {
+        client: Option<u32>,
+        for_ms: u64,
+    },
+    Failover {
+        master: u32,
+    },
+    Crash {
+        node: u32,
+        restart_after_ms: u64,
+    },
+    ClientCrash {
+        client: u32,
+    },
+    Partition {
+        node: u32,
+        /// `None`: cut off from everyone.
+        from: Option<u32>,
+        direction: Direction,
+        for_ms: u64,
+    },
+    ClockJump {
+        node: u32,
+        by_ms: i64,
+    },
+    ClockDrift {
+        node: u32,
+        ppm: i64,
+    },
+}
+
+/// One explore case: everything proptest draws and shrinks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    pub faults: Vec<(When, Drawn)>,
+    pub clients: u32,
+    pub cycles: u32,
+    pub hold_ms: [u64; 2],
+    pub seed: u64,
+}
+
+/// The strategy for the cases of `space`.
+pub fn cases(space: &Space) -> BoxedStrategy<Case> {
+    let faults = if space.max_faults == 0 || space.faults.is_empty() {
+        Just(Vec::new()).boxed()
+    } else {
+        prop::collection::vec(fault(space), 0..=space.max_faults).boxed()
+    };
+    let [h0, h1] = space.hold_ms;
+    (
+        faults,
+        space.clients[0]..=space.clients[1],
+        space.cycles[0]..=space.cycles[1],
+        (h0..=h1, h0..=h1),
+        0..=u64::from(u32::MAX),
+    )
+        .prop_map(|(faults, clients, cycles, (a, b), seed)| Case {
+            faults,
+            clients,
+            cycles,
+            hold_ms: [a.min(b), a.max(b)],
+            seed,
+        })
+        .boxed()
+}
+
+fn at_point(space: &Space) -> BoxedStrategy<When> {
+    let n = space.points.len();
+    (0..n, 0..=space.duration_ms)
+        .prop_map(|(point, after_ms)| When::Point { point, after_ms })
+        .boxed()
+}
+
+fn when(space: &Space) -> BoxedStrategy<When> {
+    Union::new(vec![
+        at_point(space),
+        (0..=space.duration_ms).prop_map(When::At).boxed(),
+    ])
+    .boxed()
+}
+
+fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
+    let redis = space.redis_nodes.len() as u32;
+    let arms: Vec<BoxedStrategy<(When, Drawn)>> = space
+        .faults
+        .iter()
+        .map(|kind| match *kind {
+            "pause" => (
+                when(space),
+                prop::option::of(0..SLOTS),
+                space.pause_ms[0]..=space.pause_ms[1],
+            )
+                .prop_map(|(w, client, for_ms)| (w, Drawn::Pause { client, for_ms }))
+                .boxed(),
+            "failover" => (when(space), 0..space.masters)
+                .prop_map(|(w, master)| (w, Drawn::Failover { master }))
+                .boxed(),
+            "crash" => (
+                when(space),
+                0..redis,
+                space.restart_ms[0]..=space.restart_ms[1],
+            )
+                .prop_map(|(w, node, restart_after_ms)| {
+                    (
+                        w,
+                        Drawn::Crash {
+                            node,
+                            restart_after_ms,
+                        },
+                    )
+                })
+                .boxed(),
+            "client_crash" => (at_point(space), 0..SLOTS)
+                .prop_map(|(w, client)| (w, Drawn::ClientCrash { client }))
+                .boxed(),
+            "partition" => (
+                when(space),
+                0..SLOTS,
+                prop::option::of(0..SLOTS),
+                prop_oneof![
+                    Just(Direction::Both),
+                    Just(Direction::Inbound),
+                    Just(Direction::Outbound)
+                ],
+                space.partition_ms[0]..=space.partition_ms[1],
+            )
+                .prop_map(|(w, node, from, direction, for_ms)| {
+                    (
+                        w,
+                        Drawn::Partition {
+                            node,
+                            from,
+                            direction,
+                            for_ms,
+                        },
+                    )
+                })
+                .boxed(),
+            "clock_jump" => (
+                when(space),
+                0..SLOTS,
+                space.clock_jump_ms[0]..=space.clock_jump_ms[1],
+            )
+                .prop_map(|(w, node, by_ms)| (w, Drawn::ClockJump { node, by_ms }))
+                .boxed(),
+            "clock_drift" => (
+                when(space),
+                0..SLOTS,
+                space.clock_drift_ppm[0]..=space.clock_drift_ppm[1],
+            )
+                .prop_map(|(w, node, ppm)| (w, Drawn::ClockDrift { node, ppm }))
+                .boxed(),
+            other => unreachable!("Space::of only admits known kinds, got {other}"),
+        })
+        .collect();
+    Union::new(arms).boxed()
+}
+
+impl Case {
+    /// The scenario this case runs: `base` with the case's workload, seed and schedule.
+    pub fn scenario(&self, base: &Scenario, space: &Space) -> Scenario {
+        let mut s = base.clone();
+        s.seed = self.seed;
+        s.workload.clients = self.clients;
+        s.workload.cycles = self.cycles;
+        s.workload.hold_ms = self.hold_ms;
+        let nodes: Vec<String> = space
+            .redis_nodes
+            .iter()
+            .cloned()
+            .chain((0..self.clients).map(|c| format!("client-{c}")))
+            .collect();
+        let node = |slot: u32| nodes[slot as usize % nodes.len()].clone();
+        let client = |slot: u32| slot % self.clients;
+        s.faults = self
+            .faults
+            .iter()
+            .map(|(w, d)| {
+                let trigger = match w {
+                    When::Point { point, after_ms } => {
+                        Trigger::on_point(&space.points[*point], *after_ms)
+                    }
+                    When::At(ms) => Trigger::At(*ms),
+                };
+                let kind = match d {
+                    Drawn::Pause { client: c, for_ms } => FaultKind::Pause {
+                        client: c.map_or(ClientRef::Holder, |c| ClientRef::Index(client(c))),
+                        for_ms: *for_ms,
+                    },
+                    Drawn::Failover { master } => FaultKind::Failover { master: *master },
+                    Drawn::Crash {
+                        node: n,
+                        restart_after_ms,
+                    } => FaultKind::Crash {
+                        node: space.redis_nodes[*n as usize].clone(),
+                        restart_after_ms: *restart_after_ms,
+                    },
+                    Drawn::ClientCrash { client: c } => {
+                        FaultKind::ClientCrash { client: client(*c) }
+                    }
+                    Drawn::Partition {
+                        node: n,
+                        from,
+                        direction,
+                        for_ms,
+                    } => {
+                        let cut = node(*n);
+                        let from: Vec<String> =
+                            from.map(node).filter(|f| *f != cut).into_iter().collect();
+                        FaultKind::Partition {
+                            nodes: vec![cut],
+                            from,
+                            for_ms: *for_ms,
+                            direction: *direction,
+                        }
+                    }
+                    Drawn::ClockJump { node: n, by_ms } => FaultKind::ClockJump {
+                        node: node(*n),
+                        by_ms: *by_ms,
+                    },
+                    Drawn::ClockDrift { node: n, ppm } => FaultKind::ClockDrift {
+                        node: node(*n),
+                        ppm: *ppm,
+                    },
+                };
+                Fault { trigger, kind }
+            })
+            .collect();
+        s
+    }
+}

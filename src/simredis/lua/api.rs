@@ -1,0 +1,233 @@
+//! The `redis` table scripts see, and `redis.call`/`redis.pcall` with the checks Redis
+//! applies to a command called from a script.
+
+use super::*;
+use mlua::{Lua, MultiValue, Table, Value as LuaValue};
+use redis::Value;
+
+pub(super) fn redis_table(lua: &Lua) -> mlua::Result<Table> {
+    let r = lua.create_table()?;
+    r.raw_set(
+        "call",
+        lua.create_function(|lua, args: MultiValue| redis_call(lua, args, true))?,
+    )?;
+    r.raw_set(
+        "pcall",
+        lua.create_function(|lua, args: MultiValue| redis_call(lua, args, false))?,
+    )?;
+    r.raw_set(
+        "error_reply",
+        lua.create_function(|lua, args: MultiValue| match single_string(&args) {
+            Some(s) => {
+                let s = if s.starts_with('-') {
+                    s
+                } else {
+                    format!("-{s}")
+                };
+                err_table(lua, &error_table_text(&s))
+            }
+            None => err_table(lua, "ERR wrong number or type of arguments"),
+        })?,
+    )?;
+    r.raw_set(
+        "status_reply",
+        lua.create_function(|lua, args: MultiValue| match &args.front() {
+            Some(LuaValue::String(s)) if args.len() == 1 => ok_table(lua, &s.as_bytes()),
+            _ => err_table(lua, "ERR wrong number or type of arguments"),
+        })?,
+    )?;
+    r.raw_set(
+        "sha1hex",
+        lua.create_function(|lua, args: MultiValue| {
+            if args.len() != 1 {
+                return raise(Raised::Reply("ERR wrong number of arguments".into()));
+            }
+            let bytes = match &args[0] {
+                LuaValue::String(s) => s.as_bytes().to_vec(),
+                LuaValue::Integer(i) => fmt_g14(*i as f64).into_bytes(),
+                LuaValue::Number(n) => fmt_g14(*n).into_bytes(),
+                _ => Vec::new(),
+            };
+            lua.create_string(sha1hex(&bytes))
+        })?,
+    )?;
+    r.raw_set(
+        "log",
+        lua.create_function(|_, args: MultiValue| -> mlua::Result<()> {
+            if args.len() < 2 {
+                return raise(Raised::Reply(
+                    "ERR redis.log() requires two arguments or more.".into(),
+                ));
+            }
+            let Some(level) = lua_number(&args[0]) else {
+                return raise(Raised::Reply(
+                    "ERR First argument must be a number (log level).".into(),
+                ));
+            };
+            if !(0.0..4.0).contains(&level.trunc()) {
+                return raise(Raised::Reply("ERR Invalid debug level.".into()));
+            }
+            // The log itself goes nowhere: a simulation has no server log.
+            Ok(())
+        })?,
+    )?;
+    for (name, v) in [
+        ("LOG_DEBUG", 0),
+        ("LOG_VERBOSE", 1),
+        ("LOG_NOTICE", 2),
+        ("LOG_WARNING", 3),
+        ("REPL_NONE", 0),
+        ("REPL_AOF", 1),
+        ("REPL_SLAVE", 2),
+        ("REPL_REPLICA", 2),
+        ("REPL_ALL", 3),
+        ("REDIS_VERSION_NUM", 0x07000f),
+    ] {
+        r.raw_set(name, v)?;
+    }
+    r.raw_set("REDIS_VERSION", "7.0.15")?;
+    r.raw_set(
+        "setresp",
+        lua.create_function(|_, args: MultiValue| -> mlua::Result<()> {
+            if args.len() != 1 {
+                return raise(Raised::Reply(
+                    "ERR redis.setresp() requires one argument.".into(),
+                ));
+            }
+            match args.front().and_then(lua_number).map(|n| n as i64) {
+                // RESP3 conversions are not simulated; lock scripts do not use them.
+                Some(2) | Some(3) => Ok(()),
+                _ => raise(Raised::Reply("ERR RESP version must be 2 or 3.".into())),
+            }
+        })?,
+    )?;
+    r.raw_set(
+        "set_repl",
+        lua.create_function(|lua, args: MultiValue| -> mlua::Result<()> {
+            if args.len() != 1 {
+                return raise(Raised::Reply(
+                    "ERR redis.set_repl() requires two arguments.".into(),
+                ));
+            }
+            let flags = args.front().and_then(lua_number).unwrap_or(0.0) as i64;
+            if flags & !3 != 0 {
+                return raise(Raised::Reply(
+                    "ERR Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."
+                        .into(),
+                ));
+            }
+            let mut st = lua.app_data_mut::<RunState>().expect("run state");
+            st.ctx.replicate = flags & 2 != 0;
+            Ok(())
+        })?,
+    )?;
+    r.raw_set(
+        "replicate_commands",
+        lua.create_function(|_, _: MultiValue| Ok(true))?,
+    )?;
+    r.raw_set(
+        "breakpoint",
+        lua.create_function(|_, _: MultiValue| Ok(false))?,
+    )?;
+    r.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+    r.raw_set(
+        "acl_check_cmd",
+        lua.create_function(|_, args: MultiValue| {
+            let argv = match lua_args_to_argv(&args) {
+                Ok(a) => a,
+                Err(m) => return raise(Raised::Reply(error_table_text(&m))),
+            };
+            match commands::lookup(&argv[0]) {
+                Some(_) => Ok(true),
+                None => raise(Raised::Reply(
+                    "ERR Invalid command passed to redis.acl_check_cmd()".into(),
+                )),
+            }
+        })?,
+    )?;
+    Ok(r)
+}
+
+pub(super) fn single_string(args: &MultiValue) -> Option<String> {
+    match args.front() {
+        Some(LuaValue::String(s)) if args.len() == 1 => Some(s.to_string_lossy()),
+        _ => None,
+    }
+}
+
+/// Lua's `lua_isnumber`/`lua_tonumber`: numbers and numeric strings.
+pub(super) fn lua_number(v: &LuaValue) -> Option<f64> {
+    match v {
+        LuaValue::Integer(i) => Some(*i as f64),
+        LuaValue::Number(n) => Some(*n),
+        LuaValue::String(s) => s.to_str().ok()?.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// `luaArgsToRedisArgv`: strings as they are, numbers with `%.17g`, anything else refused.
+pub(super) fn lua_args_to_argv(args: &MultiValue) -> Result<Vec<Vec<u8>>, String> {
+    if args.is_empty() {
+        return Err("Please specify at least one argument for this redis lib call".into());
+    }
+    args.iter()
+        .map(|a| match a {
+            LuaValue::String(s) => Ok(s.as_bytes().to_vec()),
+            LuaValue::Integer(i) => Ok(fmt_g17(*i as f64).into_bytes()),
+            LuaValue::Number(n) => Ok(fmt_g17(*n).into_bytes()),
+            _ => Err("Lua redis lib command arguments must be strings or integers".into()),
+        })
+        .collect()
+}
+
+/// `redis.call` (raise = true) and `redis.pcall` (raise = false).
+pub(super) fn redis_call(
+    lua: &Lua,
+    args: MultiValue,
+    raise_errors: bool,
+) -> mlua::Result<LuaValue> {
+    let fail = |text: String| {
+        if raise_errors {
+            raise(Raised::Reply(text))
+        } else {
+            err_table(lua, &text)
+        }
+    };
+    let argv = match lua_args_to_argv(&args) {
+        Ok(a) => a,
+        Err(m) => return fail(error_table_text(&m)),
+    };
+    drop(args);
+    let result = {
+        let mut st = lua.app_data_mut::<RunState>().expect("run state");
+        script_call(&mut st, &argv)
+    };
+    match result {
+        Err(m) => fail(error_table_text(&m)),
+        Ok(v) => match reply::error_text(&v) {
+            Some(text) => fail(reply_error_table_text(&text)),
+            None => redis_to_lua(lua, v),
+        },
+    }
+}
+
+/// Redis's `scriptCall`: the checks a command from a script goes through, then the command.
+/// Err is the error text for checks that fail before the command runs.
+pub(super) fn script_call(st: &mut RunState, argv: &[Vec<u8>]) -> Result<Value, String> {
+    let Some(spec) = commands::lookup(&argv[0]) else {
+        return Err("Unknown Redis command called from script".into());
+    };
+    if !spec.arity_ok(argv.len()) {
+        return Err("Wrong number of args calling Redis command from script".into());
+    }
+    if spec.flags & NOSCRIPT != 0 {
+        return Err("This Redis command is not allowed from script".into());
+    }
+    if st.no_writes && (spec.is_write() || spec.flags & MAY_REPLICATE != 0) {
+        return Err("Write commands are not allowed from read-only scripts.".into());
+    }
+    if st.role == Role::Replica && spec.is_write() {
+        return Err("-READONLY You can't write against a read only replica.".into());
+    }
+    Ok((spec.run)(&mut st.db, &mut st.ctx, argv))
+}

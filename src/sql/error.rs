@@ -1,0 +1,51 @@
+//! SQL errors with MySQL error codes, so the simulated and the real database can be compared code
+//! for code, and a lock can react to "duplicate key" or "lock wait timeout" the same way in both.
+
+/// `ER_DUP_ENTRY`: a unique or primary key already holds this value.
+pub const ER_DUP_ENTRY: u16 = 1062;
+/// `ER_LOCK_WAIT_TIMEOUT`: a row lock was not granted within `innodb_lock_wait_timeout`
+/// (MariaDB also answers `NOWAIT` with it).
+pub const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+/// `ER_LOCK_DEADLOCK`: the statement closed a cycle of lock waits; its transaction was rolled back.
+pub const ER_LOCK_DEADLOCK: u16 = 1213;
+
+/// A failed SQL call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SqlError {
+    /// The server answered with an error code (the same codes in both worlds).
+    #[error("ERROR {code}: {message}")]
+    Server { code: u16, message: String },
+    /// No answer: the connection is gone (client crash, server crash, partition, timeout).
+    /// Whether the statement took effect is unknown.
+    #[error("connection lost: {0}")]
+    ConnectionLost(String),
+    /// The simulated engine does not model this statement; it says so instead of guessing.
+    #[error("outside the simulated InnoDB subset: {0}")]
+    Unsupported(String),
+}
+
+impl SqlError {
+    /// A server error with `code`.
+    pub fn server(code: u16, message: impl Into<String>) -> SqlError {
+        SqlError::Server {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The MySQL error code, when the server answered.
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            SqlError::Server { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// Whether the lock may simply try again (the row was busy or the wait timed out).
+    pub fn is_busy(&self) -> bool {
+        matches!(
+            self.code(),
+            Some(ER_DUP_ENTRY | ER_LOCK_WAIT_TIMEOUT | ER_LOCK_DEADLOCK)
+        )
+    }
+}

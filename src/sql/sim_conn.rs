@@ -1,0 +1,176 @@
+//! A connection to the simulated database: the thin async layer over the pure [`Engine`].
+//!
+//! [`SharedEngine`] is the server: the engine, the server's clock (true time in a simulation),
+//! and a wake-up signal for statements parked on a row lock. [`SimSqlConn`] is one client session;
+//! a parked statement sleeps (on its node's [`Env`]) until another session releases a lock or its
+//! lock wait times out. It runs the same way in a madsim node and in a plain tokio test. Network
+//! latency, partitions and server pauses belong to the simulated server node that hosts the
+//! engine (see the scenario integration); this layer is the in-process core of it.
+
+use super::engine::{Engine, SessionId, Step};
+use super::error::SqlError;
+use super::value::{Output, Value};
+use super::SqlConn;
+use crate::env::Env;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+struct Server {
+    engine: Mutex<Engine>,
+    /// Results of parked statements the engine finished, until their session collects them.
+    finished: Mutex<BTreeMap<SessionId, Result<Output, SqlError>>>,
+    wakeup: Notify,
+    clock: Clock,
+}
+
+/// The simulated server, shared by its client sessions.
+#[derive(Clone)]
+pub struct SharedEngine {
+    server: Arc<Server>,
+}
+
+impl SharedEngine {
+    /// A server whose clock is `clock` (unix ms; true time in a simulation).
+    pub fn new(clock: impl Fn() -> u64 + Send + Sync + 'static) -> SharedEngine {
+        SharedEngine {
+            server: Arc::new(Server {
+                engine: Mutex::new(Engine::new()),
+                finished: Mutex::new(BTreeMap::new()),
+                wakeup: Notify::new(),
+                clock: Arc::new(clock),
+            }),
+        }
+    }
+
+    /// The server's clock now.
+    pub fn now_ms(&self) -> u64 {
+        (self.server.clock)()
+    }
+
+    /// Runs `f` on the engine, then wakes parked statements whose locks `f` may have released.
+    pub fn with_engine<R>(&self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        let r = f(&mut self.server.engine.lock().expect("engine lock"));
+        self.wake();
+        r
+    }
+
+    /// Lets the engine finish what it can at the current time and signals the waiting sessions.
+    pub fn wake(&self) {
+        let now = self.now_ms();
+        let done = self.server.engine.lock().expect("engine lock").wake(now);
+        if !done.is_empty() {
+            let mut finished = self.server.finished.lock().expect("finished lock");
+            finished.extend(done);
+        }
+        self.server.wakeup.notify_waiters();
+    }
+
+    /// Opens a client session.
+    pub fn connect<E: Env>(&self, env: E) -> SimSqlConn<E> {
+        let now = self.now_ms();
+        let session = self.server.engine.lock().expect("engine lock").connect(now);
+        SimSqlConn {
+            server: self.clone(),
+            session,
+            env,
+        }
+    }
+
+    /// Disconnects a session as a dead client would (the server rolls it back).
+    pub fn kill(&self, session: SessionId) {
+        self.with_engine(|e| e.disconnect(session));
+        self.server
+            .finished
+            .lock()
+            .expect("finished lock")
+            .remove(&session);
+    }
+
+    fn take_finished(&self, session: SessionId) -> Option<Result<Output, SqlError>> {
+        self.server
+            .finished
+            .lock()
+            .expect("finished lock")
+            .remove(&session)
+    }
+
+    async fn run<E: Env>(
+        &self,
+        env: &E,
+        session: SessionId,
+        sql: &str,
+    ) -> Result<Output, SqlError> {
+        let step = self.with_engine(|e| e.execute(session, sql, (self.server.clock)()));
+        if let Step::Done(r) = step {
+            // `with_engine` may already have finished this statement's own follow-ups; a
+            // finished result for this session can only come from a parked statement.
+            return r;
+        }
+        loop {
+            let notified = self.server.wakeup.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(r) = self.take_finished(session) {
+                return r;
+            }
+            let (deadline, connected) = {
+                let engine = self.server.engine.lock().expect("engine lock");
+                (engine.next_deadline(), engine.is_connected(session))
+            };
+            if !connected {
+                return Err(SqlError::ConnectionLost("session killed".into()));
+            }
+            let nap = deadline
+                .map(|d| d.saturating_sub(self.now_ms()).max(1))
+                .unwrap_or(1000);
+            let timer = Box::pin(env.sleep(Duration::from_millis(nap)));
+            if let futures::future::Either::Right(_) =
+                futures::future::select(notified, timer).await
+            {
+                // A lock wait may have timed out: let the engine fail it with 1205.
+                self.wake();
+            }
+        }
+    }
+}
+
+/// One client session of the simulated database.
+pub struct SimSqlConn<E> {
+    server: SharedEngine,
+    session: SessionId,
+    env: E,
+}
+
+impl<E> SimSqlConn<E> {
+    /// This connection's session id (to kill it from a nemesis).
+    pub fn session(&self) -> SessionId {
+        self.session
+    }
+}
+
+impl<E> Drop for SimSqlConn<E> {
+    /// A dropped connection is a closed socket: the server rolls back and releases its locks.
+    fn drop(&mut self) {
+        self.server.kill(self.session);
+    }
+}
+
+impl<E: Env> SqlConn for SimSqlConn<E> {
+    async fn query(&mut self, sql: &str) -> Result<Vec<Vec<Value>>, SqlError> {
+        match self.server.run(&self.env, self.session, sql).await? {
+            Output::Rows(rows) => Ok(rows),
+            Output::Affected(_) => Ok(Vec::new()),
+        }
+    }
+
+    async fn execute(&mut self, sql: &str) -> Result<u64, SqlError> {
+        match self.server.run(&self.env, self.session, sql).await? {
+            Output::Rows(_) => Ok(0),
+            Output::Affected(n) => Ok(n),
+        }
+    }
+}

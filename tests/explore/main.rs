@@ -1,0 +1,85 @@
+//! `lockcheck explore`: from scenarios with no `[[faults]]`, the search must find each known
+//! failure (and replay it from the written file to the same trace), and must find nothing where
+//! the lock holds. Each test prints how long it took.
+
+mod cli;
+mod finds;
+mod parallel;
+mod safe;
+
+use lockcheck::exec::Shard;
+use lockcheck::explore::{search, write_and_replay, Replayed, SearchOptions, SearchResult, Space};
+use lockcheck::scenario::{FaultKind, Scenario};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// A fixture beside this file.
+pub fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/explore/scenarios")
+        .join(format!("{name}.toml"))
+}
+
+/// Search options for tests: every core, search seed 0.
+pub fn options(cases: u64, check: Option<&str>) -> SearchOptions {
+    SearchOptions {
+        cases,
+        seed: 0,
+        jobs: lockcheck::exec::default_jobs(),
+        shard: Shard::WHOLE,
+        time_limit: None,
+        check: check.map(str::to_string),
+        max_shrink_steps: lockcheck::explore::MAX_SHRINK_STEPS,
+        keep_going: false,
+    }
+}
+
+/// Explores a fixture and, when something was found, writes it to a temp file and replays it
+/// (`write_and_replay` fails unless the replay gives the found trace hash).
+pub fn explore(name: &str, opts: &SearchOptions) -> (Scenario, SearchResult, Option<Replayed>) {
+    let start = Instant::now();
+    let path = fixture(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let base = Scenario::load(&path).unwrap();
+    assert!(
+        base.faults.is_empty(),
+        "{name}: fixtures have no [[faults]]"
+    );
+    let space = Space::of(&base).unwrap();
+    let result = search(&base, &space, opts, &|_, _| {});
+    let replayed = result.found.as_ref().map(|f| {
+        let out = std::env::temp_dir().join(format!(
+            "lockcheck-explore-test-{}-{name}.found.toml",
+            std::process::id()
+        ));
+        let r = write_and_replay(&text, f, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let _ = std::fs::remove_file(&out);
+        r
+    });
+    eprintln!(
+        "{name}: {} cases, found {:?}, time to first {:?}, shrink {:?}, test took {:.2?}",
+        result.tried,
+        result.found.as_ref().map(|f| &f.check),
+        result.found.as_ref().map(|f| f.time_to_first),
+        result.found.as_ref().map(|f| f.shrink_time),
+        start.elapsed()
+    );
+    (base, result, replayed)
+}
+
+/// The kinds of the found schedule's faults, as scenario files name them.
+pub fn fault_kinds(r: &Replayed) -> Vec<&'static str> {
+    r.scenario
+        .faults
+        .iter()
+        .map(|f| match f.kind {
+            FaultKind::Failover { .. } => "failover",
+            FaultKind::Pause { .. } => "pause",
+            FaultKind::Partition { .. } => "partition",
+            FaultKind::ClockJump { .. } => "clock_jump",
+            FaultKind::ClockDrift { .. } => "clock_drift",
+            FaultKind::Crash { .. } => "crash",
+            FaultKind::ClientCrash { .. } => "client_crash",
+        })
+        .collect()
+}

@@ -1,0 +1,76 @@
+//! The foreign-release check blames the pair the server saw: on the bundled plain-`DEL` scenario
+//! every blamed (remover, owner) pair is a removal a server recorded of an entry the owner had
+//! been granted, on each of 30 seeds. Inferring the owner from the order of replies (what the
+//! check does without the servers' word) blames a different pair on some of those seeds.
+
+use lockcheck::check::{foreign_release::ForeignRelease, Checker};
+use lockcheck::history::{EventKind, History};
+use lockcheck::scenario::{Scenario, Verdict};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+fn scenario() -> Scenario {
+    Scenario::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/set-ex-nx-del-foreign-release.toml"),
+    )
+    .unwrap()
+}
+
+/// The (remover, owner) pairs the check blamed.
+fn blamed(history: &History) -> BTreeSet<(u64, u64)> {
+    let r = ForeignRelease::for_masters(1).check(history);
+    assert_eq!(r.verdict, Verdict::Violation, "{}", history.render());
+    r.evidence["releases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["client"].as_u64().unwrap(), f["owner"].as_u64().unwrap()))
+        .collect()
+}
+
+/// The pairs the servers recorded: a client command removed an entry another client was granted.
+fn seen_by_servers(history: &History) -> BTreeSet<(u64, u64)> {
+    let mut pairs = BTreeSet::new();
+    for e in &history.events {
+        let EventKind::EntryRemoved {
+            by_client, owner, ..
+        } = &e.kind
+        else {
+            continue;
+        };
+        // Who was granted that token, by the clients' own reports.
+        let granted: Vec<u32> = history
+            .events
+            .iter()
+            .filter(|g| matches!(&g.kind, EventKind::Acquired { owner: o, .. } if o == owner))
+            .filter_map(|g| g.client())
+            .collect();
+        assert_eq!(granted.len(), 1, "token {owner} granted once");
+        if granted[0] != *by_client {
+            pairs.insert((u64::from(*by_client), u64::from(granted[0])));
+        }
+    }
+    pairs
+}
+
+#[test]
+fn the_pair_the_server_saw_is_blamed_on_all_30_seeds() {
+    let s = scenario();
+    let mut inferred_wrong = 0;
+    for seed in 1..=30 {
+        let history = lockcheck::sim::run(&s, seed).history;
+        let truth = seen_by_servers(&history);
+        assert!(!truth.is_empty(), "seed {seed}: no foreign removal seen");
+        assert_eq!(blamed(&history), truth, "seed {seed}");
+        // The same history without the servers' word: the owner is inferred from reply order.
+        let mut inferred = history.clone();
+        inferred
+            .events
+            .retain(|e| !matches!(e.kind, EventKind::LockEntriesWatched { .. }));
+        if blamed(&inferred) != truth {
+            inferred_wrong += 1;
+        }
+    }
+    // Why the servers' word is needed: inference gets some of these seeds wrong.
+    assert!(inferred_wrong > 0);
+}

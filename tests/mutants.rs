@@ -1,0 +1,549 @@
+//! Planted bugs: a verdict is only worth something if a wrong lock always fails and a right one
+//! never does.
+//!
+//! [`Planted`] is one correct lock (`SET key token NX PX ttl`, a random owner token, release by a
+//! Lua compare-and-delete, reentrancy counted on the client, an optional fencing token from
+//! `INCR`) into which each [`Bug`] plants one mistake that the articles behind lockcheck's locks
+//! warn about, or that a hurried engineer makes. Every mutant runs over the same scenarios as the
+//! correct lock. A scenario states what the correct lock gives there (`expect_checks`); a mutant
+//! is caught when some check the correct lock passes reports a violation. The correct lock must
+//! match every expectation on every seed (no false alarm), and every mutant must be caught, by
+//! the check that names its mistake.
+
+use lockcheck::env::Env;
+use lockcheck::lock::{set_nx_px::COMPARE_AND_DELETE, Guard, Lock, LockConfig, LockError};
+use lockcheck::scenario::{Scenario, Verdict};
+use lockcheck::verdict::{Mode, Outcome};
+use redis::aio::ConnectionLike;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// One planted mistake.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bug {
+    /// The correct lock.
+    None,
+    /// `SET key token PX ttl` without `NX`: every client "acquires".
+    NoNx,
+    /// `SET key token NX` without a lease: a holder that dies leaves the lock taken forever.
+    NoExpiry,
+    /// Release by a plain `DEL`, no owner check (the "is the Redis lock perfect" article).
+    PlainDel,
+    /// Every client uses the same owner token, so the compare-and-delete compares nothing.
+    SharedOwner,
+    /// `GET`, and `SET` if it was empty: two clients can both see the key absent.
+    CheckThenSet,
+    /// A nil reply to `SET NX` (someone else holds it) taken as a grant.
+    NilIsGrant,
+    /// The lease is a tenth of the configured one: it runs out inside the critical section.
+    TtlTooShort,
+    /// The release script deletes when the value is *not* ours.
+    InvertedCompare,
+    /// An inner (nested) release deletes the key while the outer holder still works.
+    InnerReleaseDeletes,
+    /// No reentrancy: a nested acquire waits for the lock its own caller holds.
+    NotReentrant,
+    /// The fencing token is the same for every grant.
+    ConstantToken,
+    /// The holder believes its lease lasts ten times longer than it asked for.
+    InflatedValidity,
+    /// A `SET NX` whose reply timed out is taken as a grant ("it probably went through").
+    TimeoutIsGrant,
+}
+
+const BUGS: &[Bug] = &[
+    Bug::NoNx,
+    Bug::NoExpiry,
+    Bug::PlainDel,
+    Bug::SharedOwner,
+    Bug::CheckThenSet,
+    Bug::NilIsGrant,
+    Bug::TtlTooShort,
+    Bug::InvertedCompare,
+    Bug::InnerReleaseDeletes,
+    Bug::NotReentrant,
+    Bug::ConstantToken,
+    Bug::InflatedValidity,
+    Bug::TimeoutIsGrant,
+];
+
+/// The lock under mutation.
+struct Planted<C, E> {
+    conn: C,
+    env: E,
+    config: LockConfig,
+    bug: Bug,
+    fencing: bool,
+    /// Nesting depth of the current holding (client-side reentrancy, as the Lettuce article does).
+    depth: u32,
+    held: Option<Guard>,
+}
+
+impl<C, E> Planted<C, E>
+where
+    C: ConnectionLike + Send + Sync + 'static,
+    E: Env,
+{
+    async fn try_once(&mut self, owner: &str, ttl_ms: u64) -> Result<bool, LockError> {
+        let key = &self.config.key;
+        let granted = match self.bug {
+            Bug::NoNx => {
+                let _: () = redis::cmd("SET")
+                    .arg(key)
+                    .arg(owner)
+                    .arg("PX")
+                    .arg(ttl_ms)
+                    .query_async(&mut self.conn)
+                    .await?;
+                true
+            }
+            Bug::NoExpiry => {
+                let r: Option<String> = redis::cmd("SET")
+                    .arg(key)
+                    .arg(owner)
+                    .arg("NX")
+                    .query_async(&mut self.conn)
+                    .await?;
+                r.is_some()
+            }
+            Bug::CheckThenSet => {
+                let current: Option<String> = redis::cmd("GET")
+                    .arg(key)
+                    .query_async(&mut self.conn)
+                    .await?;
+                if current.is_some() {
+                    false
+                } else {
+                    let _: () = redis::cmd("SET")
+                        .arg(key)
+                        .arg(owner)
+                        .arg("PX")
+                        .arg(ttl_ms)
+                        .query_async(&mut self.conn)
+                        .await?;
+                    true
+                }
+            }
+            _ => {
+                let r: Result<Option<String>, _> = redis::cmd("SET")
+                    .arg(key)
+                    .arg(owner)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl_ms)
+                    .query_async(&mut self.conn)
+                    .await;
+                match r {
+                    Ok(r) => r.is_some() || self.bug == Bug::NilIsGrant,
+                    Err(e) if lockcheck::lock::is_transient(&e) => self.bug == Bug::TimeoutIsGrant,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
+        Ok(granted)
+    }
+
+    async fn token(&mut self) -> Result<Option<u64>, LockError> {
+        if !self.fencing {
+            return Ok(None);
+        }
+        let counter = format!("{}:token", self.config.key);
+        let t: u64 = match self.bug {
+            Bug::ConstantToken => 1,
+            _ => {
+                redis::cmd("INCR")
+                    .arg(&counter)
+                    .query_async(&mut self.conn)
+                    .await?
+            }
+        };
+        Ok(Some(t))
+    }
+}
+
+impl<C, E> Lock for Planted<C, E>
+where
+    C: ConnectionLike + Send + Sync + 'static,
+    E: Env,
+{
+    async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
+        if let (Some(g), false) = (&self.held, self.bug == Bug::NotReentrant) {
+            self.depth += 1;
+            return Ok(Some(g.clone()));
+        }
+        let owner = if self.bug == Bug::SharedOwner {
+            "owner".to_string()
+        } else {
+            self.env.uuid().to_string()
+        };
+        let mut ttl_ms = self.config.ttl.as_millis() as u64;
+        if self.bug == Bug::TtlTooShort {
+            ttl_ms = (ttl_ms / 10).max(1);
+        }
+        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        loop {
+            let started = self.env.now_ms();
+            if self.try_once(&owner, ttl_ms).await? {
+                let fencing_token = self.token().await?;
+                let believed = if self.bug == Bug::InflatedValidity {
+                    ttl_ms * 10
+                } else {
+                    ttl_ms
+                };
+                let g = Guard {
+                    owner,
+                    fencing_token,
+                    acquired_at_ms: started,
+                    valid_until_ms: started + believed,
+                };
+                if self.held.is_none() {
+                    self.held = Some(g.clone());
+                    self.depth = 1;
+                } else {
+                    self.depth += 1;
+                }
+                return Ok(Some(g));
+            }
+            if self.env.now_ms() >= deadline {
+                return Ok(None);
+            }
+            self.env.sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
+        if self.depth > 1 {
+            self.depth -= 1;
+            if self.bug != Bug::InnerReleaseDeletes {
+                return Ok(false);
+            }
+        } else {
+            self.depth = 0;
+            self.held = None;
+        }
+        let key = &self.config.key;
+        let deleted: i64 = match self.bug {
+            Bug::PlainDel | Bug::InnerReleaseDeletes => {
+                redis::cmd("DEL").arg(key).query_async(&mut self.conn).await?
+            }
+            Bug::InvertedCompare => {
+                redis::Script::new(
+                    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
+                )
+                .key(key)
+                .arg(&guard.owner)
+                .invoke_async(&mut self.conn)
+                .await?
+            }
+            _ => {
+                COMPARE_AND_DELETE
+                    .key(key)
+                    .arg(&guard.owner)
+                    .invoke_async(&mut self.conn)
+                    .await?
+            }
+        };
+        Ok(deleted == 1)
+    }
+}
+
+/// The scenarios every mutant faces, each with what the correct lock gives there.
+const SCENARIOS: &[(&str, &str)] = &[
+    (
+        "contention",
+        r#"
+name = "contention"
+about = "Three clients contend, no faults: the correct lock is safe on every check."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", resource = "safe", liveness = "safe", foreign_release = "safe", reentrancy = "safe" }
+duration_ms = 6000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 1000
+wait_ms = 3000
+[workload]
+clients = 3
+cycles = 15
+hold_ms = [100, 200]
+think_ms = [0, 10]
+"#,
+    ),
+    (
+        "crashed-holder",
+        r#"
+name = "crashed-holder"
+about = "The holder dies inside its critical section; its lease frees the lock."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", liveness = "safe", foreign_release = "safe" }
+duration_ms = 6000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 500
+wait_ms = 3000
+[workload]
+clients = 3
+cycles = 10
+hold_ms = [10, 50]
+think_ms = [0, 10]
+[[faults]]
+kind = "crash"
+node = "client-0"
+on = "acquired"
+"#,
+    ),
+    (
+        "late-release",
+        r#"
+name = "late-release"
+about = "The holder finishes its work and stops before releasing, past its lease; another client is granted the lock; the late release must not delete the new holder's entry."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", foreign_release = "safe", resource = "safe" }
+duration_ms = 5000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 1000
+wait_ms = 4000
+[workload]
+clients = 3
+cycles = 6
+hold_ms = [300, 400]
+think_ms = [0, 20]
+[[faults]]
+kind = "pause"
+client = "holder"
+on = "before_release"
+for_ms = 1500
+"#,
+    ),
+    (
+        "short-pause",
+        r#"
+name = "short-pause"
+about = "A pause shorter than the lease: the correct lock keeps mutual exclusion."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", resource = "safe", foreign_release = "safe" }
+duration_ms = 5000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 1000
+wait_ms = 4000
+[workload]
+clients = 2
+cycles = 5
+hold_ms = [100, 200]
+think_ms = [0, 20]
+[[faults]]
+kind = "pause"
+client = "holder"
+on = "acquired"
+for_ms = 300
+"#,
+    ),
+    (
+        "nested",
+        r#"
+name = "nested"
+about = "Every holder takes the lock twice more inside its critical section."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", reentrancy = "safe", resource = "safe" }
+duration_ms = 6000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 1000
+wait_ms = 2000
+[workload]
+clients = 2
+cycles = 5
+nested = 2
+hold_ms = [50, 100]
+think_ms = [0, 10]
+"#,
+    ),
+    (
+        "fenced-pause",
+        r#"
+name = "fenced-pause"
+about = "Kleppmann's pause: two holders, but the storage refuses the stale write when tokens are issued right."
+expect = "violation"
+expect_checks = { mutual_exclusion = "violation", resource = "safe" }
+duration_ms = 5000
+[lock]
+kind = "fenced"
+ttl_ms = 1000
+wait_ms = 4000
+[workload]
+clients = 3
+cycles = 4
+hold_ms = [100, 200]
+think_ms = [0, 10]
+[[faults]]
+kind = "pause"
+client = "holder"
+on = "acquired"
+for_ms = 1500
+"#,
+    ),
+    (
+        "fenced-contention",
+        r#"
+name = "fenced-contention"
+about = "Fencing tokens under plain contention: every accepted write carries a newer token."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", resource = "safe" }
+duration_ms = 5000
+[lock]
+kind = "fenced"
+ttl_ms = 1000
+wait_ms = 3000
+[workload]
+clients = 4
+cycles = 10
+hold_ms = [5, 20]
+think_ms = [0, 2]
+"#,
+    ),
+    (
+        "validity-check",
+        r#"
+name = "validity-check"
+about = "A holder paused past its lease checks its validity time before it writes and skips the write."
+expect = "violation"
+expect_checks = { mutual_exclusion = "violation", resource = "safe" }
+duration_ms = 5000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 1000
+wait_ms = 4000
+check_validity_before_write = true
+[workload]
+clients = 2
+cycles = 4
+hold_ms = [100, 200]
+think_ms = [0, 10]
+[[faults]]
+kind = "pause"
+client = "holder"
+on = "acquired"
+for_ms = 1500
+"#,
+    ),
+    (
+        "cut-off-waiter",
+        r#"
+name = "cut-off-waiter"
+about = "A waiting client is cut off from Redis while another holds the lock: its requests time out, and it must not take a timeout for a grant."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", resource = "safe" }
+duration_ms = 5000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 3000
+wait_ms = 1500
+[redis]
+request_timeout_ms = 200
+[workload]
+clients = 2
+cycles = 2
+hold_ms = [1000, 1200]
+think_ms = [0, 10]
+[[faults]]
+kind = "partition"
+nodes = ["client-1"]
+from = ["redis-0"]
+at_ms = 100
+for_ms = 800
+"#,
+    ),
+];
+
+const SEEDS: std::ops::RangeInclusive<u64> = 1..=4;
+
+/// Runs `bug` on `scenario` for one seed and returns every check's verdict.
+fn verdicts(scenario: &Scenario, bug: Bug, seed: u64) -> BTreeMap<String, Verdict> {
+    let fencing = scenario.lock.kind == lockcheck::lock::LockKind::Fenced;
+    let run = lockcheck::sim::run_with(scenario, seed, |config, mut conns, env| Planted {
+        conn: conns.remove(0),
+        env,
+        config,
+        bug,
+        fencing,
+        depth: 0,
+        held: None,
+    });
+    let outcome = Outcome::judge(scenario, Mode::Sim, seed, run.history);
+    outcome
+        .checks
+        .iter()
+        .map(|(name, r)| (name.clone(), r.verdict))
+        .collect()
+}
+
+fn scenarios() -> Vec<Scenario> {
+    SCENARIOS
+        .iter()
+        .map(|(name, text)| Scenario::parse(&format!("{name}.toml"), text).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_correct_lock_matches_every_expectation() {
+    for s in scenarios() {
+        for seed in SEEDS {
+            let got = verdicts(&s, Bug::None, seed);
+            for (check, want) in &s.expect_checks {
+                assert_eq!(
+                    got.get(check),
+                    Some(want),
+                    "false alarm: the correct lock on {} seed {seed}: {check} gave {:?}, expected {want}",
+                    s.name,
+                    got.get(check)
+                );
+            }
+        }
+    }
+}
+
+/// Which check must catch each mutant: the one that names its mistake.
+fn expected_catcher(bug: Bug) -> &'static [&'static str] {
+    match bug {
+        Bug::None => &[],
+        Bug::NoNx | Bug::CheckThenSet | Bug::NilIsGrant | Bug::TtlTooShort => &["mutual_exclusion"],
+        Bug::NoExpiry => &["liveness"],
+        Bug::PlainDel | Bug::SharedOwner | Bug::InvertedCompare => &["foreign_release"],
+        Bug::InnerReleaseDeletes | Bug::NotReentrant => &["reentrancy"],
+        Bug::ConstantToken | Bug::InflatedValidity => &["resource"],
+        Bug::TimeoutIsGrant => &["mutual_exclusion"],
+    }
+}
+
+#[test]
+fn every_planted_bug_is_caught_by_the_check_that_names_it() {
+    let scenarios = scenarios();
+    let mut missed = Vec::new();
+    for &bug in BUGS {
+        let mut caught_by = std::collections::BTreeSet::new();
+        for s in &scenarios {
+            for seed in SEEDS {
+                let got = verdicts(s, bug, seed);
+                for (check, want) in &s.expect_checks {
+                    if *want == Verdict::Safe && got.get(check) == Some(&Verdict::Violation) {
+                        caught_by.insert(check.clone());
+                    }
+                }
+            }
+        }
+        let want = expected_catcher(bug);
+        if !want.iter().any(|c| caught_by.contains(*c)) {
+            missed.push(format!(
+                "{bug:?}: expected {want:?} to catch it; violated checks: {caught_by:?}"
+            ));
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "{} of {} planted bugs missed:\n{}",
+        missed.len(),
+        BUGS.len(),
+        missed.join("\n")
+    );
+}

@@ -1,0 +1,235 @@
+//! Random differential sequences: proptest generates short sequences of commands and scripts
+//! (right and wrong types, wrong arity, unknown commands, transactions, script errors) over a
+//! few keys; each sequence runs from an empty server and an empty engine, and every reply must
+//! be equal.
+//!
+//! `LOCKCHECK_DIFF_CASES` sets the number of sequences (default 300); the benchmark run uses
+//! `LOCKCHECK_DIFF_CASES=10000 cargo test --release --test simredis random_sequences`.
+
+use super::Diff;
+use lockcheck::simredis::{Engine, Role};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use std::cell::RefCell;
+
+/// Keys of every type the sequences write, so wrong-type errors come up often.
+const KEYS: &[&str] = &["k", "h", "n"];
+const VALUES: &[&str] = &["v", "1", "-3", "x y", "99999999999999999999"];
+/// Scripts a lock library might send, and a few that fail.
+const SCRIPTS: &[&str] = &[
+    "return redis.call('get', KEYS[1])",
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end",
+    "return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 100000)",
+    "return redis.call('incr', KEYS[1])",
+    "return redis.pcall('incr', KEYS[1])",
+    "return redis.call('hset', KEYS[1], ARGV[1], 1)",
+    "return {1, 'two', {3}, false, true}",
+    "return redis.call('nosuch')",
+    "return {err='custom failure'}",
+    "return {ok='fine'}",
+    "return 3.99",
+    "return tostring(nil) .. #ARGV",
+    "error('raised')",
+    "return redis.sha1hex(ARGV[1])",
+    "local t = {} t[1] = KEYS[1] return t",
+    "return x +",
+];
+
+fn pick(items: &'static [&'static str]) -> impl Strategy<Value = String> {
+    proptest::sample::select(items).prop_map(str::to_owned)
+}
+
+/// Scores a sorted-set command may get, valid and not.
+const SCORES: &[&str] = &["1", "2.5", "-inf", "+inf", "(1", "0x10", "x", "1e400"];
+/// Integer members only: a real server lists a set of strings in a random hash order.
+const MEMBERS: &[&str] = &["1", "2", "-3", "10"];
+
+/// One set or sorted-set command, as arguments (SMEMBERS only on integer members).
+fn collection_command() -> impl Strategy<Value = Vec<String>> {
+    let key = || pick(KEYS);
+    let member = || pick(MEMBERS);
+    let score = || pick(SCORES);
+    let with = |name: &str, rest: Vec<String>| {
+        let mut c = vec![name.to_string()];
+        c.extend(rest);
+        c
+    };
+    prop_oneof![
+        (key(), member(), member()).prop_map(move |(k, a, b)| with("SADD", vec![k, a, b])),
+        (key(), member()).prop_map(move |(k, a)| with("SREM", vec![k, a])),
+        (key(), member()).prop_map(move |(k, a)| with("SISMEMBER", vec![k, a])),
+        key().prop_map(move |k| with("SMEMBERS", vec![k])),
+        key().prop_map(move |k| with("SCARD", vec![k])),
+        (
+            key(),
+            pick(&["", "NX", "XX", "GT", "LT", "CH", "INCR", "XX CH", "GT INCR"]),
+            score(),
+            member()
+        )
+            .prop_map(move |(k, opts, s, m)| {
+                let mut c = with("ZADD", vec![k]);
+                c.extend(opts.split_whitespace().map(str::to_owned));
+                c.extend([s, m]);
+                c
+            }),
+        (key(), score(), member()).prop_map(move |(k, s, m)| with("ZINCRBY", vec![k, s, m])),
+        (key(), member()).prop_map(move |(k, m)| with("ZSCORE", vec![k, m])),
+        (key(), member()).prop_map(move |(k, m)| with("ZREM", vec![k, m])),
+        key().prop_map(move |k| with("ZCARD", vec![k])),
+        (
+            key(),
+            pick(&[
+                "0 -1",
+                "1 2",
+                "-inf +inf BYSCORE",
+                "(1 +inf BYSCORE LIMIT 0 1",
+                "+inf -inf BYSCORE REV",
+                "0 -1 REV"
+            ]),
+            prop::bool::ANY
+        )
+            .prop_map(move |(k, range, scores)| {
+                let mut c = with("ZRANGE", vec![k]);
+                c.extend(range.split_whitespace().map(str::to_owned));
+                if scores {
+                    c.push("WITHSCORES".into());
+                }
+                c
+            }),
+        (key(), score(), score()).prop_map(move |(k, a, b)| with("ZRANGEBYSCORE", vec![k, a, b])),
+        (key(), score(), score())
+            .prop_map(move |(k, a, b)| with("ZREMRANGEBYSCORE", vec![k, a, b])),
+    ]
+}
+
+/// One command, as arguments.
+fn command() -> impl Strategy<Value = Vec<String>> {
+    let key = || pick(KEYS);
+    let val = || pick(VALUES);
+    prop_oneof![
+        key().prop_map(|k| vec!["GET".into(), k]),
+        (key(), val()).prop_map(|(k, v)| vec!["SET".into(), k, v]),
+        (
+            key(),
+            val(),
+            pick(&["NX", "XX", "GET", "KEEPTTL", "PX", "EX"])
+        )
+            .prop_map(|(k, v, o)| vec!["SET".into(), k, v, o, "100000".into()]),
+        (key(), val()).prop_map(|(k, v)| vec!["SETNX".into(), k, v]),
+        (key(), val()).prop_map(|(k, v)| vec!["SETEX".into(), k, "1000".into(), v]),
+        // Never a short expiry: the two sides' clocks differ by the round trip.
+        (key(), pick(&["100000", "0", "-3", "x"]), val()).prop_map(|(k, ms, v)| vec![
+            "PSETEX".into(),
+            k,
+            ms,
+            v
+        ]),
+        (key(), key()).prop_map(|(a, b)| vec!["MGET".into(), a, b]),
+        (key(), val(), key()).prop_map(|(a, v, b)| vec!["MSET".into(), a, v, b]),
+        (key(), val(), key(), val()).prop_map(|(a, v, b, w)| vec!["MSET".into(), a, v, b, w]),
+        key().prop_map(|k| vec!["DEL".into(), k]),
+        key().prop_map(|k| vec!["INCR".into(), k]),
+        (key(), val()).prop_map(|(k, v)| vec!["INCRBY".into(), k, v]),
+        key().prop_map(|k| vec!["TYPE".into(), k]),
+        key().prop_map(|k| vec!["EXISTS".into(), k]),
+        (key(), val()).prop_map(|(k, f)| vec!["HSET".into(), k, f, "1".into()]),
+        (key(), val()).prop_map(|(k, f)| vec!["HGET".into(), k, f]),
+        (key(), val()).prop_map(|(k, f)| vec!["HINCRBY".into(), k, f, "2".into()]),
+        key().prop_map(|k| vec!["HGETALL".into(), k]),
+        (key(), val()).prop_map(|(k, v)| vec!["RPUSH".into(), k, v]),
+        (key(), val(), val()).prop_map(|(k, v, w)| vec!["LPUSH".into(), k, v, w]),
+        (key(), pick(&["", "0", "2", "-1"])).prop_map(|(k, n)| {
+            let mut c = vec!["LPOP".into(), k];
+            if !n.is_empty() {
+                c.push(n);
+            }
+            c
+        }),
+        (key(), pick(&["0", "-2", "1"])).prop_map(|(k, s)| vec![
+            "LRANGE".into(),
+            k,
+            s,
+            "-1".into()
+        ]),
+        (key(), pick(&["0", "-1", "1"]), val()).prop_map(|(k, n, v)| vec!["LREM".into(), k, n, v]),
+        key().prop_map(|k| vec!["LLEN".into(), k]),
+        key().prop_map(|k| vec!["WATCH".into(), k]),
+        Just(vec!["UNWATCH".into()]),
+        Just(vec!["MULTI".into()]),
+        Just(vec!["EXEC".into()]),
+        Just(vec!["DISCARD".into()]),
+        Just(vec!["GET".into()]),
+        Just(vec!["HSET".into(), "h".into(), "f".into()]),
+        (pick(&["nosuch", "GETT", "FOO"]), val()).prop_map(|(c, v)| vec![c, v]),
+        (pick(SCRIPTS), key(), val()).prop_map(|(s, k, v)| vec![
+            "EVAL".into(),
+            s,
+            "1".into(),
+            k,
+            v
+        ]),
+        (pick(SCRIPTS), prop::bool::ANY).prop_map(|(s, upper)| {
+            let sha = sha1_smol::Sha1::from(&s).digest().to_string();
+            let sha = if upper { sha.to_ascii_uppercase() } else { sha };
+            vec!["EVALSHA".into(), sha, "1".into(), "k".into(), "v".into()]
+        }),
+        (pick(SCRIPTS), prop::bool::ANY).prop_map(|(s, upper)| {
+            let sha = sha1_smol::Sha1::from(&s).digest().to_string();
+            let sha = if upper { sha.to_ascii_uppercase() } else { sha };
+            vec!["SCRIPT".into(), "EXISTS".into(), sha, "abc".into()]
+        }),
+        pick(SCRIPTS).prop_map(|s| vec!["SCRIPT".into(), "LOAD".into(), s]),
+        Just(vec!["EVALSHA".into(), "abc".into(), "0".into()]),
+        Just(vec![
+            "EVAL".into(),
+            "return 1".into(),
+            "2".into(),
+            "k".into()
+        ]),
+    ]
+}
+
+fn cases() -> u32 {
+    std::env::var("LOCKCHECK_DIFF_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
+#[test]
+fn random_sequences() {
+    let d = RefCell::new(Diff::new());
+    let mut runner = TestRunner::new(Config {
+        cases: cases(),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let any = prop_oneof![4 => command(), 1 => collection_command()];
+    let outcome = runner.run(&prop::collection::vec(any, 1..16), |seq| {
+        let mut d = d.borrow_mut();
+        // A fresh start on both sides: no keys, no scripts, no open transaction or watch.
+        for reset in [
+            &["DISCARD"][..],
+            &["UNWATCH"],
+            &["FLUSHALL"],
+            &["SCRIPT", "FLUSH"],
+        ] {
+            let args: Vec<Vec<u8>> = reset.iter().map(|a| a.as_bytes().to_vec()).collect();
+            d.real(&args);
+        }
+        d.engine = Engine::new(Role::Master);
+        d.mismatches.clear();
+        for cmd in &seq {
+            let parts: Vec<&str> = cmd.iter().map(String::as_str).collect();
+            d.same(&parts);
+        }
+        if d.mismatches.is_empty() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail(d.mismatches.join("\n  ")))
+        }
+    });
+    if let Err(e) = outcome {
+        panic!("the engine diverged from redis-server on a random sequence: {e}");
+    }
+}
