@@ -52,6 +52,7 @@
 
 pub mod catalog;
 pub mod check;
+pub mod cut_short;
 pub mod env;
 pub mod exec;
 pub mod explore;
@@ -65,9 +66,11 @@ pub mod report;
 pub mod resource;
 pub mod runner;
 pub mod scenario;
+pub mod scenario_input;
 pub mod sim;
 pub mod simredis;
 pub mod sql;
+pub mod stdout;
 pub mod subscription;
 pub mod table;
 pub mod verdict;

@@ -515,6 +515,7 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 struct Ctx<'a> {
     file: &'a str,
     text: &'a str,
+    spans: crate::scenario_input::Spans<'a>,
 }
 
 impl Ctx<'_> {
@@ -541,11 +542,30 @@ pub const CHECK_NAMES: &[&str] = &[
 impl Scenario {
     /// Reads and validates a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            file: path.display().to_string(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read scenario file: {e}"),
+        use crate::scenario_input::ReadError;
+        let file = path.display().to_string();
+        let text = crate::scenario_input::read_file(path).map_err(|e| match e {
+            ReadError::Io(message) => ScenarioError {
+                file: file.clone(),
+                line: 0,
+                column: 0,
+                message,
+            },
+            ReadError::Utf8 {
+                before,
+                offset,
+                byte,
+            } => {
+                let (line, column) = line_col(&before, offset);
+                ScenarioError {
+                    file: file.clone(),
+                    line,
+                    column,
+                    message: format!(
+                        "invalid UTF-8 (byte 0x{byte:02x} at byte offset {offset}): a scenario file is UTF-8 text"
+                    ),
+                }
+            }
         })?;
         let mut s = Scenario::parse(&path.display().to_string(), &text)?;
         s.path = Some(path.to_path_buf());
@@ -554,7 +574,18 @@ impl Scenario {
 
     /// Parses and validates scenario text; `file` is only used in messages.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-        let ctx = Ctx { file, text };
+        let located = |e: crate::scenario_input::InputError| {
+            let (line, column) = line_col(text, e.span.unwrap_or(0..0).start);
+            ScenarioError {
+                file: file.to_string(),
+                line,
+                column,
+                message: e.message,
+            }
+        };
+        let spans = crate::scenario_input::Spans::parse(text).map_err(located)?;
+        spans.check_limits().map_err(located)?;
+        let ctx = Ctx { file, text, spans };
         let raw: RawScenario = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             ctx.err(span, e.message().trim().to_string())
@@ -604,8 +635,13 @@ impl Scenario {
             }
         }
         let mut faults = Vec::new();
-        for f in raw.faults {
-            faults.push(convert_fault(&ctx, f, &nodes, &scenario)?);
+        for (i, f) in raw.faults.into_iter().enumerate() {
+            let fault = convert_fault(&ctx, f, &nodes, &scenario)?;
+            let end = crate::scenario_input::fires_after_end(&fault.trigger, scenario.duration_ms);
+            if let Some((key, message)) = end {
+                return Err(ctx.err(ctx.spans.fault(i, key), message));
+            }
+            faults.push(fault);
         }
         let scenario = Scenario { faults, ..scenario };
         if let Some(table) = &raw.explore {
@@ -615,54 +651,56 @@ impl Scenario {
     }
 
     fn validate_numbers(&self, ctx: &Ctx<'_>) -> Result<(), ScenarioError> {
-        let at = |key: &str| {
-            // Point at the key if we can find it; the whole file otherwise.
-            let off = ctx.text.find(&format!("{key} ")).unwrap_or(0);
-            off..off
-        };
+        // The value's span; the table's header when the key is absent.
+        let at = |path: &[&str]| ctx.spans.at(path);
         let ranges = [
-            ("replication_lag_ms", self.redis.replication_lag_ms),
-            ("latency_ms", self.redis.latency_ms),
-            ("hold_ms", self.workload.hold_ms),
-            ("think_ms", self.workload.think_ms),
-            ("retry_ms", self.lock.retry_ms),
+            (
+                ["redis", "replication_lag_ms"],
+                self.redis.replication_lag_ms,
+            ),
+            (["redis", "latency_ms"], self.redis.latency_ms),
+            (["workload", "hold_ms"], self.workload.hold_ms),
+            (["workload", "think_ms"], self.workload.think_ms),
+            (["lock", "retry_ms"], self.lock.retry_ms),
         ];
         let signed = [
-            ("offset_ms", self.clocks.offset_ms),
-            ("drift_ppm", self.clocks.drift_ppm),
+            (["clocks", "offset_ms"], self.clocks.offset_ms),
+            (["clocks", "drift_ppm"], self.clocks.drift_ppm),
         ];
         for (key, [lo, hi]) in signed {
             if lo > hi {
                 return Err(ctx.err(
-                    at(key),
+                    at(&key),
                     format!(
-                        "`{key}` is a range [low, high] and needs low <= high, got [{lo}, {hi}]"
+                        "`{}` is a range [low, high] and needs low <= high, got [{lo}, {hi}]",
+                        key[1]
                     ),
                 ));
             }
         }
         if self.clocks.drift_ppm[0] <= -1_000_000 {
             return Err(ctx.err(
-                at("drift_ppm"),
+                at(&["clocks", "drift_ppm"]),
                 "`drift_ppm` must stay above -1000000 (a clock that stands still or runs backwards)",
             ));
         }
         for (key, [lo, hi]) in ranges {
             if lo > hi {
                 return Err(ctx.err(
-                    at(key),
+                    at(&key),
                     format!(
-                        "`{key}` is a range [low, high] and needs low <= high, got [{lo}, {hi}]"
+                        "`{}` is a range [low, high] and needs low <= high, got [{lo}, {hi}]",
+                        key[1]
                     ),
                 ));
             }
         }
         if self.lock.ttl_ms == Some(0) {
-            return Err(ctx.err(at("ttl_ms"), "`ttl_ms` must be at least 1"));
+            return Err(ctx.err(at(&["lock", "ttl_ms"]), "`ttl_ms` must be at least 1"));
         }
         if self.lock.ttl_ms.is_none() && !self.lock.kind.has_default_lease() {
             return Err(ctx.err(
-                at("kind"),
+                at(&["lock", "kind"]),
                 format!(
                     "lock kind `{}` needs `ttl_ms` (its lease) in [lock]",
                     self.lock.kind.name()
@@ -671,7 +709,7 @@ impl Scenario {
         }
         if self.lock.watchdog_timeout_ms.is_some() && !self.lock.kind.has_default_lease() {
             return Err(ctx.err(
-                at("watchdog_timeout_ms"),
+                at(&["lock", "watchdog_timeout_ms"]),
                 format!(
                     "`watchdog_timeout_ms` is the watchdog lease of {}; lock kind `{}` has no watchdog",
                     quoted(
@@ -687,26 +725,26 @@ impl Scenario {
         }
         if self.lock.watchdog_timeout_ms == Some(0) {
             return Err(ctx.err(
-                at("watchdog_timeout_ms"),
+                at(&["lock", "watchdog_timeout_ms"]),
                 "`watchdog_timeout_ms` must be at least 1",
             ));
         }
         match (&self.lock.command, self.lock.kind) {
             (None, LockKind::Process) => {
                 return Err(ctx.err(
-                    at("kind"),
+                    at(&["lock", "kind"]),
                     "lock kind `process` needs `command = [\"program\", \"arg\", ...]` in [lock] (the client program to start)",
                 ))
             }
             (Some(c), LockKind::Process) if c.is_empty() => {
                 return Err(ctx.err(
-                    at("command"),
+                    at(&["lock", "command"]),
                     "`command` is empty: give the client program and its arguments",
                 ))
             }
             (Some(_), kind) if kind != LockKind::Process => {
                 return Err(ctx.err(
-                    at("command"),
+                    at(&["lock", "command"]),
                     format!(
                         "`command` is the client program of lock kind `process`; lock kind `{}` does not take it",
                         kind.name()
@@ -718,7 +756,7 @@ impl Scenario {
         if self.lock.kind != LockKind::Redlock {
             if let Some((key, _)) = self.lock.redlock_keys().iter().find(|(_, set)| *set) {
                 return Err(ctx.err(
-                    at(key),
+                    at(&["lock", key]),
                     format!(
                         "`{key}` is a Redlock parameter; lock kind `{}` does not take it",
                         self.lock.kind.name()
@@ -729,26 +767,26 @@ impl Scenario {
         if let Some(f) = self.lock.drift_factor {
             if !(0.0..1.0).contains(&f) {
                 return Err(ctx.err(
-                    at("drift_factor"),
+                    at(&["lock", "drift_factor"]),
                     format!("`drift_factor` is a share of the TTL in [0, 1), got {f}"),
                 ));
             }
         }
         if self.lock.node_timeout_ms == Some(0) {
             return Err(ctx.err(
-                at("node_timeout_ms"),
+                at(&["lock", "node_timeout_ms"]),
                 "`node_timeout_ms` must be at least 1",
             ));
         }
         if self.redis.masters == 0 {
-            return Err(ctx.err(at("masters"), "`masters` must be at least 1"));
+            return Err(ctx.err(at(&["redis", "masters"]), "`masters` must be at least 1"));
         }
         if self.workload.clients == 0 {
-            return Err(ctx.err(at("clients"), "`clients` must be at least 1"));
+            return Err(ctx.err(at(&["workload", "clients"]), "`clients` must be at least 1"));
         }
         if self.redis.request_timeout_ms == 0 {
             return Err(ctx.err(
-                at("request_timeout_ms"),
+                at(&["redis", "request_timeout_ms"]),
                 "`request_timeout_ms` must be at least 1",
             ));
         }
