@@ -70,5 +70,10 @@ pub mod simredis;
 pub mod sql;
 pub mod subscription;
 pub mod table;
-pub mod verdict;
+/// The judge's old path, kept so code written against `lockcheck::verdict::…` still compiles:
+/// judging now lives with the checkers, in [`check::judge`].
+pub mod verdict {
+    pub use crate::check::judge::*;
+    pub use crate::check::Verdict;
+}
 pub mod workload;

@@ -187,35 +187,6 @@ pub struct LockConfig {
     pub redlock: RedlockOptions,
 }
 
-impl LockConfig {
-    pub fn from_spec(spec: &crate::scenario::LockSpec) -> Self {
-        LockConfig {
-            key: spec.key.clone(),
-            ttl: Duration::from_millis(spec.lease_ms()),
-            wait: Duration::from_millis(spec.wait_ms),
-            retry: (
-                Duration::from_millis(spec.retry_ms[0]),
-                Duration::from_millis(spec.retry_ms[1]),
-            ),
-            watchdog: spec.ttl_ms.is_none(),
-            redlock: {
-                let d = RedlockOptions::default();
-                RedlockOptions {
-                    node_timeout: spec
-                        .node_timeout_ms
-                        .map(Duration::from_millis)
-                        .unwrap_or(d.node_timeout),
-                    drift_factor: spec.drift_factor.unwrap_or(d.drift_factor),
-                    drift_ms: spec.drift_ms.unwrap_or(d.drift_ms),
-                    recheck_after_acquire: spec
-                        .recheck_after_acquire
-                        .unwrap_or(d.recheck_after_acquire),
-                }
-            },
-        }
-    }
-}
-
 /// Any lock lockcheck ships, chosen at run time from the scenario.
 pub enum AnyLock<C, E>
 where

@@ -31,6 +31,9 @@ pub static RENEW: LazyLock<redis::Script> =
 pub static RELEASE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("scripts/redisson_release.lua")));
 
+/// Redisson's default `lockWatchdogTimeout` (ms): the lease of a lock taken without one.
+pub const DEFAULT_WATCHDOG_TIMEOUT_MS: u64 = 30_000;
+
 /// Redisson's default `retryInterval` (ms): how long it waits before retrying a command that got
 /// no answer.
 pub const RETRY_INTERVAL_MS: i64 = 1500;
