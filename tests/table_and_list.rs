@@ -1,4 +1,4 @@
-//! `lockcheck list` names every lock kind with its seed, and `lockcheck table` renders the lock x
+//! `lockcheck list` names every lock kind with the article it comes from, and `lockcheck table` renders the lock x
 //! fault table from actual runs.
 
 use std::process::Command;
@@ -17,22 +17,22 @@ fn lockcheck(args: &[&str]) -> (i32, String, String) {
 }
 
 #[test]
-fn list_names_every_lock_with_its_seed() {
+fn list_names_every_lock_with_its_article() {
     let (code, out, _) = lockcheck(&["list"]);
     assert_eq!(code, 0);
-    for (kind, seed) in [
-        ("set-nx-px", "seeds 000, 002"),
-        ("set-ex-nx-del", "seed 002"),
-        ("naive-setnx-expire", "seed 004"),
-        ("lettuce-reentrant", "seed 000"),
-        ("redisson", "seed 003"),
+    for (kind, article) in [
+        ("set-nx-px", "the Lettuce and Redlock articles"),
+        ("set-ex-nx-del", "the Redlock article"),
+        ("naive-setnx-expire", "the address-book article"),
+        ("lettuce-reentrant", "the Lettuce article"),
+        ("redisson", "the Redisson article"),
         ("fenced", "Kleppmann"),
     ] {
         let line = out
             .lines()
             .find(|l| l.trim_start().starts_with(&format!("{kind} ")))
             .unwrap_or_else(|| panic!("{kind} not listed:\n{out}"));
-        assert!(line.contains(seed), "{line}");
+        assert!(line.contains(article), "{line}");
     }
 }
 
@@ -61,7 +61,7 @@ fn table_runs_the_bundled_scenarios() {
         .unwrap()
         .count();
     assert_eq!(rows, scenarios, "{out}");
-    // The seed-004 crash shows up as a liveness failure.
+    // The address-book article's crash shows up as a liveness failure.
     let naive = out
         .lines()
         .find(|l| l.starts_with("| naive-crash-after-setnx |"))

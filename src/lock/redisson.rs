@@ -1,4 +1,4 @@
-//! Redisson's `RLock` (seed 003).
+//! Redisson's `RLock` (the Redisson article).
 //!
 //! The lock is a hash: one field, the holder's name (the client's uuid `:` thread id), whose value
 //! is the hold count, so reentrancy is counted on the server. Acquire: if the hash is absent or

@@ -39,23 +39,16 @@ impl Trigger {
         }
     }
 
-    /// For client-point triggers: the earliest true time (ms) at which it may fire.
-    pub fn point_after_ms(&self, point: ClientPoint) -> Option<u64> {
-        match (self, point) {
-            (Trigger::Acquired { after_ms }, ClientPoint::Acquired)
-            | (Trigger::BeforeWrite { after_ms }, ClientPoint::BeforeWrite) => Some(*after_ms),
-            _ => None,
+    /// The named point a trigger waits for and the earliest true time (ms) it may fire there;
+    /// `None` for a fixed time. The inverse of [`Trigger::on_point`].
+    pub fn point(&self) -> Option<(&str, u64)> {
+        match self {
+            Trigger::At(_) => None,
+            Trigger::Acquired { after_ms } => Some(("acquired", *after_ms)),
+            Trigger::BeforeWrite { after_ms } => Some(("before_write", *after_ms)),
+            Trigger::Point { point, after_ms } => Some((point, *after_ms)),
         }
     }
-}
-
-/// The points in a client's cycle where `on = ...` faults fire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientPoint {
-    /// Right after a successful acquire.
-    Acquired,
-    /// About to write to the protected resource.
-    BeforeWrite,
 }
 
 /// Which client a client fault hits.
@@ -97,7 +90,7 @@ pub enum FaultKind {
     ClockDrift { node: String, ppm: i64 },
     /// Crash a Redis node; it restarts empty (no persistence) after `restart_after_ms`.
     Crash { node: String, restart_after_ms: u64 },
-    /// A client process dies (at its trigger point): it never releases and never comes back.
+    /// A client process dies (at its named point): it never releases and never comes back.
     ClientCrash { client: u32 },
 }
 
@@ -369,12 +362,14 @@ impl Table<'_> {
                 toml::Value::Integer(i) if *i >= 0 && (*i as u64) < clients as u64 => {
                     ClientRef::Index(*i as u32)
                 }
-                other => return Err(self.ctx.err(
-                    c.span(),
-                    format!(
+                other => {
+                    return Err(self.ctx.err(
+                        c.span(),
+                        format!(
                         "`client` must be \"holder\" or a client index 0..{clients}, got {other}"
                     ),
-                )),
+                    ))
+                }
             },
         };
         Ok(FaultKind::Pause {

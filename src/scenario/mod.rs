@@ -28,7 +28,7 @@ use spec::RawScenario;
 /// states its expectations in them.
 pub use crate::check::{Verdict, CHECK_NAMES};
 pub use error::ScenarioError;
-pub use fault::{ClientPoint, ClientRef, Direction, Fault, FaultKind, Trigger, FAULT_KINDS};
+pub use fault::{ClientRef, Direction, Fault, FaultKind, Trigger, FAULT_KINDS};
 pub use spec::{
     ClocksSpec, LockSpec, RedisSpec, WorkloadKind, WorkloadSpec, DEFAULT_WATCHDOG_TIMEOUT_MS,
     WORKLOAD_POINTS,
