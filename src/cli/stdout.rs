@@ -18,7 +18,7 @@ pub fn write(args: std::fmt::Arguments<'_>) {
         }
         // Any other error (a full disk) is reported once, without a panic.
         eprintln!("error: cannot write the report to stdout: {e}");
-        std::process::exit(crate::runner::EXIT_BAD_INPUT);
+        std::process::exit(super::run::EXIT_BAD_INPUT);
     }
 }
 
@@ -36,12 +36,12 @@ fn reader_gone() -> ! {
 /// `print!` to stdout that ends quietly when the reader has gone.
 #[macro_export]
 macro_rules! out {
-    ($($arg:tt)*) => { $crate::stdout::write(format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::cli::stdout::write(format_args!($($arg)*)) };
 }
 
 /// `println!` to stdout that ends quietly when the reader has gone.
 #[macro_export]
 macro_rules! outln {
-    () => { $crate::stdout::write(format_args!("\n")) };
-    ($($arg:tt)*) => { $crate::stdout::write(format_args!("{}\n", format_args!($($arg)*))) };
+    () => { $crate::cli::stdout::write(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::cli::stdout::write(format_args!("{}\n", format_args!($($arg)*))) };
 }

@@ -7,7 +7,7 @@ use std::io::Read as _;
 use std::ops::Range;
 use std::path::Path;
 
-use crate::scenario::{RedisSpec, Scenario, Trigger};
+use super::{RedisSpec, Scenario, Trigger};
 
 /// The largest scenario file read. The bundled ones are under 4 KiB.
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
@@ -138,6 +138,17 @@ impl<'a> Spans<'a> {
             }
         }
         best
+    }
+
+    /// The span of `key`'s value in the first of `[lock]`, `[redis]`, `[workload]`, `[clocks]`
+    /// and the top level that has it (so `kind` is the lock's); the file's start when none has.
+    pub fn find(&self, key: &str) -> Range<usize> {
+        ["lock", "redis", "workload", "clocks"]
+            .iter()
+            .find_map(|t| self.doc.get(t).and_then(|t| t.get(key)))
+            .or_else(|| self.doc.get(key))
+            .and_then(|v| v.span())
+            .unwrap_or(0..0)
     }
 
     /// Checks every number against its allowed range (see [`COUNT_LIMITS`], [`MAX_MS`], [`PPM`],

@@ -35,7 +35,7 @@ pub fn list() -> String {
     for f in FAULT_KINDS {
         let _ = writeln!(out, "  {f}");
     }
-    out.push_str("fault points (`on = ...`; a client `crash` fires at one):\n");
+    out.push_str("named points (`on = ...`; a client `crash` fires at one):\n");
     let _ = writeln!(out, "  {:<22} {}", "workload", WORKLOAD_POINTS.join(", "));
     for k in LockKind::ALL {
         if !k.points().is_empty() {
@@ -43,7 +43,7 @@ pub fn list() -> String {
         }
     }
     out.push_str("scenarios:\n");
-    let files = scenario_dir().and_then(|d| crate::runner::scenario_files(&d).map_err(|e| e.0));
+    let files = scenario_dir().and_then(|d| super::run::scenario_files(&d).map_err(|e| e.0));
     match files {
         Ok(files) => {
             for f in files {

@@ -168,7 +168,7 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
     }
     if opts.real {
         for s in &scenarios {
-            for w in crate::scenario_input::real_mode_warnings(s) {
+            for w in crate::scenario::input::real_mode_warnings(s) {
                 eprintln!(
                     "warning: {}: {w}",
                     s.path.as_deref().unwrap_or(path).display()

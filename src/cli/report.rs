@@ -66,7 +66,7 @@ pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
             let _ = writeln!(out, "{f}");
         }
     }
-    if let Some(c) = crate::cut_short::cut_short(scenario, &r.history) {
+    if let Some(c) = super::cut_short::cut_short(scenario, &r.history) {
         let _ = writeln!(out, "  warning: {c}");
     }
     let _ = writeln!(
@@ -120,7 +120,7 @@ pub fn json(scenario: &Scenario, o: &SeedsOutcome) -> serde_json::Value {
             (name.clone(), obj)
         })
         .collect();
-    let cut_short = crate::cut_short::cut_short(scenario, &r.history).map(|c| c.json());
+    let cut_short = super::cut_short::cut_short(scenario, &r.history).map(|c| c.json());
     serde_json::json!({
         "scenario": scenario.name,
         "cycles_cut_short": cut_short,
