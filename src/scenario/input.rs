@@ -360,65 +360,37 @@ mod tests {
         assert_eq!(s.at(&["redis", "masters"]), 0..0);
     }
 
+    /// The limit error of `text`, with the text it points at.
+    fn limit_error(text: &str) -> (String, &str) {
+        let e = Spans::parse(text).unwrap().check_limits().unwrap_err();
+        (e.message, &text[e.span.unwrap()])
+    }
+
     #[test]
     fn limits_name_the_key_and_the_range() {
-        let e = Spans::parse("[workload]\nclients = 100000\n")
-            .unwrap()
-            .check_limits()
-            .unwrap_err();
+        let (m, _) = limit_error("[workload]\nclients = 100000\n");
         assert_eq!(
-            e.message,
+            m,
             "`workload.clients` must be between 1 and 256, got 100000"
         );
-        let text = "[[faults]]\nkind = \"pause\"\nat_ms = 9223372036854775807\n";
-        let e = Spans::parse(text).unwrap().check_limits().unwrap_err();
-        assert!(
-            e.message.starts_with("`faults[0].at_ms` must be between"),
-            "{}",
-            e.message
-        );
-        assert_eq!(&text[e.span.unwrap()], "9223372036854775807");
-        let text = "[workload]\nhold_ms = [1, 99999999999]\n";
-        let e = Spans::parse(text).unwrap().check_limits().unwrap_err();
-        assert!(
-            e.message.starts_with("`workload.hold_ms[1]`"),
-            "{}",
-            e.message
-        );
-        let e = Spans::parse("[workload]\nclients = 256\ncycles = 100000\n")
-            .unwrap()
-            .check_limits()
-            .unwrap_err();
-        assert!(
-            e.message.contains("25600000 critical sections"),
-            "{}",
-            e.message
-        );
-        let text = "[workload]\nhold_ms = [1, 2, \"junk\"]\n";
-        let e = Spans::parse(text).unwrap().check_limits().unwrap_err();
-        assert_eq!(&text[e.span.unwrap()], "\"junk\"");
-        assert!(
-            e.message.contains("exactly two numbers, got 3"),
-            "{}",
-            e.message
-        );
-        let e = Spans::parse("[explore]\nclients = [1]\n")
-            .unwrap()
-            .check_limits()
-            .unwrap_err();
-        assert!(
-            e.message.starts_with("`explore.clients` is a range"),
-            "{}",
-            e.message
-        );
-        // Lists of names are not ranges.
-        assert!(Spans::parse("[clocks]\nnodes = [\"a\", \"b\", \"c\"]\n")
-            .unwrap()
-            .check_limits()
-            .is_ok());
-        assert!(Spans::parse("[workload]\nclients = 4\ncycles = 50\n")
-            .unwrap()
-            .check_limits()
-            .is_ok());
+        let (m, at) = limit_error("[[faults]]\nkind = \"pause\"\nat_ms = 9223372036854775807\n");
+        assert!(m.starts_with("`faults[0].at_ms` must be between"), "{m}");
+        assert_eq!(at, "9223372036854775807");
+        let (m, _) = limit_error("[workload]\nhold_ms = [1, 99999999999]\n");
+        assert!(m.starts_with("`workload.hold_ms[1]`"), "{m}");
+        let (m, _) = limit_error("[workload]\nclients = 256\ncycles = 100000\n");
+        assert!(m.contains("25600000 critical sections"), "{m}");
+        let (m, at) = limit_error("[workload]\nhold_ms = [1, 2, \"junk\"]\n");
+        assert_eq!(at, "\"junk\"");
+        assert!(m.contains("exactly two numbers, got 3"), "{m}");
+        let (m, _) = limit_error("[explore]\nclients = [1]\n");
+        assert!(m.starts_with("`explore.clients` is a range"), "{m}");
+        // Lists of names are not ranges; counts within their limits pass.
+        for ok in [
+            "[clocks]\nnodes = [\"a\", \"b\", \"c\"]\n",
+            "[workload]\nclients = 4\ncycles = 50\n",
+        ] {
+            assert!(Spans::parse(ok).unwrap().check_limits().is_ok(), "{ok}");
+        }
     }
 }
