@@ -221,6 +221,8 @@ table! {
     "info" -1 0 => info;
     "eval" -3 (NOSCRIPT | ENGINE) => engine_only;
     "evalsha" -3 (NOSCRIPT | ENGINE) => engine_only;
+    "eval_ro" -3 (NOSCRIPT | ENGINE) => engine_only;
+    "evalsha_ro" -3 (NOSCRIPT | ENGINE) => engine_only;
     "script" -2 (NOSCRIPT | ENGINE) => engine_only;
     "wait" 3 NOSCRIPT => wait;
     "subscribe" -2 (NOSCRIPT | ENGINE) => engine_only;

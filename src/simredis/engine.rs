@@ -264,8 +264,10 @@ impl Engine {
         role: Role,
     ) -> Value {
         match name {
-            "eval" => self.eval(ctx, args, false, role),
-            "evalsha" => self.eval(ctx, args, true, role),
+            "eval" => self.eval(ctx, args, Eval::default(), role),
+            "evalsha" => self.eval(ctx, args, Eval::by_sha(), role),
+            "eval_ro" => self.eval(ctx, args, Eval::read_only(), role),
+            "evalsha_ro" => self.eval(ctx, args, Eval::by_sha().and_read_only(), role),
             "script" => self.script(args),
             "subscribe" => {
                 let replies = args[1..]
@@ -341,8 +343,12 @@ impl Engine {
         }
     }
 
-    /// EVAL and EVALSHA (Redis's evalGenericCommand).
-    fn eval(&mut self, ctx: &mut Ctx, args: &[Vec<u8>], by_sha: bool, role: Role) -> Value {
+    /// EVAL, EVALSHA and their `_RO` forms (Redis's evalGenericCommand).
+    fn eval(&mut self, ctx: &mut Ctx, args: &[Vec<u8>], how: Eval, role: Role) -> Value {
+        // A SHA of the wrong length cannot match: NOSCRIPT before anything else is parsed.
+        if how.by_sha && args[1].len() != 40 {
+            return reply::noscript();
+        }
         let Some(numkeys) = parse_i64(&args[2]) else {
             return reply::not_integer();
         };
@@ -353,7 +359,7 @@ impl Engine {
             return reply::numkeys_negative();
         }
         let split = 3 + numkeys as usize;
-        let sha: Sha = if by_sha {
+        let sha: Sha = if how.by_sha {
             match <[u8; 40]>::try_from(args[1].as_slice()) {
                 Ok(mut s) => {
                     s.make_ascii_lowercase();
@@ -373,6 +379,7 @@ impl Engine {
                 &mut self.db,
                 ctx,
                 role,
+                how.read_only,
                 &args[3..split],
                 &args[split..],
             )
@@ -423,6 +430,36 @@ impl Engine {
                     .map(|l| Value::SimpleString((*l).into()))
                     .collect(),
             ),
+        }
+    }
+}
+
+/// How a script is invoked: EVAL or EVALSHA, and whether by a `_RO` form (which may not write).
+#[derive(Clone, Copy, Debug, Default)]
+struct Eval {
+    by_sha: bool,
+    read_only: bool,
+}
+
+impl Eval {
+    fn by_sha() -> Eval {
+        Eval {
+            by_sha: true,
+            read_only: false,
+        }
+    }
+
+    fn read_only() -> Eval {
+        Eval {
+            by_sha: false,
+            read_only: true,
+        }
+    }
+
+    fn and_read_only(self) -> Eval {
+        Eval {
+            read_only: true,
+            ..self
         }
     }
 }

@@ -1188,3 +1188,41 @@ fn transactions_strings_and_sha_spelling() {
     d.close(&["PTTL", "p"], 50);
     d.finish();
 }
+
+/// EVALSHA with a SHA of the wrong length answers NOSCRIPT before it parses anything else;
+/// EVAL_RO / EVALSHA_RO run scripts that may not write.
+#[test]
+fn short_shas_and_read_only_scripts() {
+    let mut d = Diff::new();
+    let read = "return redis.call('get', KEYS[1])";
+    let sha = sha1_smol::Sha1::from(read).digest().to_string();
+    let cmds: &[&[&str]] = &[
+        &["EVALSHA", "abc", "x"],
+        &["EVALSHA", "abc", "5"],
+        &["EVALSHA", "abc", "-1"],
+        &["EVALSHA_RO", "abc", "x"],
+        &["EVALSHA", "ffffffffffffffffffffffffffffffffffffffff", "x"],
+        &["SET", "k", "v"],
+        &["EVAL_RO", read, "1", "k"],
+        &[
+            "EVAL_RO",
+            "return redis.call('set', KEYS[1], 'w')",
+            "1",
+            "k",
+        ],
+        &["EVAL_RO", "return redis.call('publish', 'c', 'm')", "0"],
+        &["EVAL_RO", "#!lua\nreturn 1", "0"],
+        &[
+            "EVAL_RO",
+            "#!lua flags=no-writes\nreturn redis.call('get', 'k')",
+            "0",
+        ],
+        &["EVALSHA_RO", &sha, "1", "k"],
+        &["EVAL_RO", "return 1"],
+        &["GET", "k"],
+    ];
+    for c in cmds {
+        d.same(c);
+    }
+    d.finish();
+}

@@ -339,10 +339,18 @@ impl LuaHost {
         db: &mut Db,
         ctx: &mut Ctx,
         role: Role,
+        read_only: bool,
         keys: &[Vec<u8>],
         args: &[Vec<u8>],
     ) -> Option<Value> {
         let script = self.scripts.get(sha)?;
+        // EVAL_RO / EVALSHA_RO: a script that declares it writes is refused; any other runs
+        // with writes refused (measured on 7.0.15).
+        if read_only && script.shebang && !script.no_writes {
+            return Some(reply::error(
+                "ERR Can not execute a script with write flag using *_ro command.",
+            ));
+        }
         // A script with a shebang and without no-writes may write: a read-only replica
         // refuses it before it runs (measured on 7.0.15).
         if script.shebang && !script.no_writes && role == Role::Replica {
@@ -354,7 +362,7 @@ impl LuaHost {
         {
             return Some(reply::error(&format!("ERR {e}")));
         }
-        self.swap_in(db, ctx, role, sha, script.no_writes);
+        self.swap_in(db, ctx, role, sha, script.no_writes || read_only);
         let result = self
             .xpcall
             .call::<(bool, LuaValue)>((&script.function, &self.handler));
