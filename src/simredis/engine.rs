@@ -380,8 +380,7 @@ impl Engine {
                 ctx,
                 role,
                 how.read_only,
-                &args[3..split],
-                &args[split..],
+                (&args[3..split], &args[split..]),
             )
             .unwrap_or_else(reply::noscript)
     }

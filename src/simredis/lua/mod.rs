@@ -331,7 +331,8 @@ impl LuaHost {
         self.scripts.clear();
     }
 
-    /// Runs a cached script. `db` and `ctx` are lent to the script and handed back.
+    /// Runs a cached script on `(KEYS, ARGV)`; `read_only` (EVAL_RO) refuses its writes. `db`
+    /// and `ctx` are lent to the script and handed back.
     /// None if no script has that sha.
     pub fn run(
         &self,
@@ -340,8 +341,7 @@ impl LuaHost {
         ctx: &mut Ctx,
         role: Role,
         read_only: bool,
-        keys: &[Vec<u8>],
-        args: &[Vec<u8>],
+        (keys, args): (&[Vec<u8>], &[Vec<u8>]),
     ) -> Option<Value> {
         let script = self.scripts.get(sha)?;
         // EVAL_RO / EVALSHA_RO: a script that declares it writes is refused; any other runs
