@@ -2,6 +2,7 @@
 
 use crate::common::lockcheck;
 use std::path::Path;
+use std::process::Command;
 
 fn temp_scenario(name: &str, text: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("lockcheck-cli-{}", std::process::id()));
