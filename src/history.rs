@@ -103,6 +103,7 @@ pub struct Event {
     pub at_us: u64,
     /// Who reported it: `client-<c>`, `nemesis`, or a server name.
     pub node: String,
+    /// What happened.
     #[serde(flatten)]
     pub kind: EventKind,
 }
@@ -117,6 +118,7 @@ impl Event {
 /// The events of one run, in the order they were recorded (which is true-time order).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct History {
+    /// Every event, in true-time order.
     pub events: Vec<Event>,
 }
 
@@ -274,6 +276,7 @@ impl Recorder {
         }
     }
 
+    /// Appends an event of `node`, stamped with true time now.
     pub fn record(&self, node: &str, kind: EventKind) {
         let at_us = self.now_us();
         self.inner.lock().unwrap().events.push(Event {

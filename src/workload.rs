@@ -59,9 +59,13 @@ impl FaultPoints for NoFaults {
 /// What one client does.
 #[derive(Clone, Debug)]
 pub struct ClientPlan {
+    /// The client's index (`client-<index>`).
     pub index: u32,
+    /// Acquire/hold/release cycles to run.
     pub cycles: u32,
+    /// Critical-section length, uniform in this range.
     pub hold_ms: [u64; 2],
+    /// Pause between a release and the next acquire, uniform in this range.
     pub think_ms: [u64; 2],
     /// No new cycle starts at or after this true time (µs).
     pub stop_at_us: u64,
@@ -75,6 +79,7 @@ pub struct ClientPlan {
 }
 
 impl ClientPlan {
+    /// The client's node name in the history.
     pub fn name(&self) -> String {
         format!("client-{}", self.index)
     }

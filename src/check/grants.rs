@@ -12,9 +12,11 @@ use std::collections::BTreeMap;
 /// One grant: a client's successful (outermost) acquire, and how its holding ended.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Grant {
+    /// The client that was granted the lock.
     pub client: u32,
     /// True time the acquire returned (µs).
     pub acquired_us: u64,
+    /// The token the grant carried, for locks that issue one.
     pub fencing_token: Option<u64>,
     /// True time it left its critical section, if it did.
     pub exit_us: Option<u64>,

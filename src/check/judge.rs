@@ -20,6 +20,7 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// The name reports and JSON use (`sim`, `real`).
     pub fn name(self) -> &'static str {
         match self {
             Mode::Sim => "sim",
@@ -31,12 +32,19 @@ impl Mode {
 /// One judged run.
 #[derive(Clone, Debug)]
 pub struct Outcome {
+    /// The scenario's name.
     pub scenario: String,
+    /// Its file, for the replay command (none for a scenario parsed from text).
     pub path: Option<String>,
+    /// Which world ran it.
     pub mode: Mode,
+    /// The seed that replays it.
     pub seed: u64,
+    /// Every checker's result, by check name (sorted, so output order is fixed).
     pub checks: BTreeMap<String, CheckResult>,
+    /// The history's hash: equal hashes, equal runs (the determinism proof).
     pub trace_hash: String,
+    /// The run itself, for the report's timeline and `--history`.
     pub history: History,
 }
 
@@ -83,6 +91,7 @@ impl Outcome {
 pub struct SeedsOutcome {
     /// The run to show: the first that violated mutual exclusion, else the first.
     pub shown: Outcome,
+    /// How many seeds ran.
     pub seeds_run: u64,
     /// Per check: the seeds whose run violated it.
     pub violating_seeds: BTreeMap<String, SeedSet>,
@@ -181,6 +190,7 @@ impl SeedsOutcome {
             .unwrap_or_else(|| self.shown.verdict())
     }
 
+    /// Whether every stated expectation was met: the exit code of `lockcheck run`.
     pub fn matches_expectation(&self) -> bool {
         self.expectations.values().all(|(e, o)| e == o)
     }

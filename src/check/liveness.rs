@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 /// The liveness checker with its bound.
 pub struct Liveness {
+    /// A wait longer than this (µs) with no live holder is a liveness violation.
     pub bound_us: u64,
 }
 
@@ -30,7 +31,9 @@ impl Liveness {
 /// A stretch during which the lock was unavailable with no live holder.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Stretch {
+    /// When the wait began (µs, true time).
     pub from_us: u64,
+    /// When it ended (µs, true time).
     pub to_us: u64,
     /// Clients that were waiting during it.
     pub waiting: Vec<u32>,

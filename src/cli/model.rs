@@ -9,15 +9,23 @@ use std::path::PathBuf;
 /// Options of `lockcheck model`.
 #[derive(Clone, Debug, Default)]
 pub struct ModelCommand {
+    /// The model (`lease`, `failover`, ...).
     pub name: String,
+    /// The property to check (default: the model's main one).
     pub property: Option<String>,
+    /// Depth-first (a bounded proof) instead of breadth-first (the shortest counterexample).
     pub dfs: bool,
+    /// Stop exploring past this many steps.
     pub max_depth: Option<usize>,
     /// `k=v` pairs, as typed.
     pub params: Vec<String>,
+    /// Checker threads (0: the strategy's default).
     pub threads: usize,
+    /// Serve stateright's Explorer on this address instead of checking.
     pub explore: Option<String>,
+    /// One JSON object instead of text.
     pub json: bool,
+    /// Where to write the counterexample as a replayable scenario.
     pub emit_scenario: Option<PathBuf>,
 }
 

@@ -30,9 +30,13 @@ impl std::fmt::Display for BadInput {
 /// Options of `lockcheck run`.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
+    /// `--seed`: the first seed (default: the scenario's).
     pub seed: Option<u64>,
+    /// `--seeds N`: how many consecutive seeds.
     pub seeds: Option<u64>,
+    /// `--real`: spawned `redis-server`s instead of the simulator.
     pub real: bool,
+    /// `--json`: one JSON object instead of text.
     pub json: bool,
     /// Print the whole history of the run shown, one event per line (text output only).
     pub history: bool,

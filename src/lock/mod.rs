@@ -115,6 +115,7 @@ impl LockKind {
         LockKind::Process,
     ];
 
+    /// The name scenario files and reports use (`set-nx-px`, ...).
     pub fn name(self) -> &'static str {
         match self {
             LockKind::SetNxPx => "set-nx-px",
@@ -175,8 +176,11 @@ impl LockKind {
 /// How a client's lock is configured (from the scenario's `[lock]`).
 #[derive(Clone, Debug)]
 pub struct LockConfig {
+    /// The key the lock lives under.
     pub key: String,
+    /// The lease each grant asks for (or the watchdog timeout).
     pub ttl: Duration,
+    /// How long `acquire` keeps trying before it gives up.
     pub wait: Duration,
     /// Pause between failed attempts, uniform in this range.
     pub retry: (Duration, Duration),

@@ -24,10 +24,13 @@ use redis::aio::ConnectionLike;
 use std::sync::LazyLock;
 use std::time::Duration;
 
+/// Redisson's acquire script (hash field `uuid:thread`, count, `PEXPIRE`; returns `PTTL` when busy).
 pub static ACQUIRE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("scripts/redisson_acquire.lua")));
+/// The watchdog's renewal: `PEXPIRE` only while the field is still ours.
 pub static RENEW: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("scripts/redisson_renew.lua")));
+/// Release: decrement, delete at zero, publish the unlock message.
 pub static RELEASE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("scripts/redisson_release.lua")));
 
@@ -61,6 +64,7 @@ pub struct Redisson<C: Subscribe, E> {
 }
 
 impl<C: Subscribe, E> Redisson<C, E> {
+    /// A Redisson client on `conn`, with its clock and tasks from `env`.
     pub fn new(conn: C, env: E, config: LockConfig) -> Self {
         Redisson {
             conn,

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 
+use super::child::{make_temp_dir, spawn_from_long_lived_thread, wait_for_state};
 use super::cleanup;
 use super::faketime::{self, FakeTime, JumpableClock};
-use super::process::{make_temp_dir, spawn_from_long_lived_thread, wait_for_state};
 use super::RealError;
 
 /// A running client program that lockcheck started and owns. Dropping it kills and reaps it.

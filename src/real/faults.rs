@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::process::info_field;
+use super::child::info_field;
 use super::{RealError, RedisServer};
 
 /// `CLIENT KILL TYPE replica` on `master`: closes the master's side of every

@@ -14,10 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::child::{free_port, spawn_from_long_lived_thread, tail_of_file, thread_states};
 use super::cleanup;
-use super::process::{
-    find_program, free_port, spawn_from_long_lived_thread, tail_of_file, thread_states,
-};
+use super::process::find_program;
 use super::RealError;
 
 /// The port of the machine's own MariaDB/MySQL; lockcheck never uses it.

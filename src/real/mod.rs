@@ -24,6 +24,7 @@
 //! client does.
 
 mod blackhole;
+mod child;
 mod cleanup;
 mod client_process;
 mod connection;

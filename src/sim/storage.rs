@@ -6,7 +6,7 @@
 //!
 //! The counter's fenced write is the one storage command every lock cycle makes, so the node runs
 //! it natively ([`fenced_write`]: the script's steps as plain commands on the same engine) instead
-//! of through Lua; `tests/fenced_write_native.rs` checks it against the script, reply and state.
+//! of through Lua; `tests/sim/fenced_write_native.rs` checks it against the script, reply and state.
 
 use super::network::Network;
 use crate::simredis::{Engine, Role};

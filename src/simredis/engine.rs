@@ -57,6 +57,7 @@ pub struct Engine {
 }
 
 impl Engine {
+    /// An empty server in `role`.
     pub fn new(role: Role) -> Self {
         Engine {
             role,
@@ -68,6 +69,7 @@ impl Engine {
         }
     }
 
+    /// Whether it is a master or a replica now (a failover changes it).
     pub fn role(&self) -> Role {
         self.role
     }
@@ -169,10 +171,12 @@ impl Engine {
         dels
     }
 
+    /// Registers `client` for `channel`'s messages (Redisson's unlock wake-ups).
     pub fn subscribe(&mut self, client: ClientId, channel: &[u8]) {
         self.db.pubsub.subscribe(client, channel);
     }
 
+    /// Stops `client` hearing `channel`.
     pub fn unsubscribe(&mut self, client: ClientId, channel: &[u8]) {
         self.db.pubsub.unsubscribe(client, channel);
     }

@@ -7,7 +7,7 @@ use lockcheck::simredis::{Engine, Role};
 use proptest::prelude::*;
 use redis::Value;
 
-const SCRIPT: &str = include_str!("../src/resource/scripts/fenced_write.lua");
+const SCRIPT: &str = include_str!("../../src/resource/scripts/fenced_write.lua");
 
 fn keys() -> Vec<Vec<u8>> {
     [COUNTER_KEY, HIGHEST_TOKEN_KEY, SEQ_KEY]

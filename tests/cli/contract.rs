@@ -1,20 +1,8 @@
 //! The CLI contract: exit codes, error messages, JSON fields.
 
+use crate::common::lockcheck;
 use std::path::Path;
 use std::process::Command;
-
-fn lockcheck(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run lockcheck");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn temp_scenario(name: &str, text: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("lockcheck-cli-{}", std::process::id()));

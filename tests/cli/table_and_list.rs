@@ -1,20 +1,7 @@
 //! `lockcheck list` names every lock kind with the article it comes from, and `lockcheck table` renders the lock x
 //! fault table from actual runs.
 
-use std::process::Command;
-
-fn lockcheck(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run lockcheck");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::common::lockcheck;
 
 #[test]
 fn list_names_every_lock_with_its_article() {

@@ -7,13 +7,9 @@ use lockcheck::check::{foreign_release::ForeignRelease, Checker};
 use lockcheck::history::{EventKind, History};
 use lockcheck::scenario::{Scenario, Verdict};
 use std::collections::BTreeSet;
-use std::path::Path;
 
 fn scenario() -> Scenario {
-    Scenario::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/set-ex-nx-del-foreign-release.toml"),
-    )
-    .unwrap()
+    crate::common::bundled("set-ex-nx-del-foreign-release")
 }
 
 /// The (remover, owner) pairs the check blamed.

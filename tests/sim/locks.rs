@@ -2,6 +2,7 @@
 //! reason it claims, and the same workload without its fault (or with the fix) comes out the
 //! other way, so no scenario is vacuous.
 
+use crate::common::{bundled as scenario, judge_sim as judge};
 use lockcheck::env::Env;
 use lockcheck::history::{EventKind, History};
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError, LockKind};
@@ -9,20 +10,6 @@ use lockcheck::scenario::{Scenario, Verdict};
 use lockcheck::verdict::{Mode, Outcome};
 use redis::aio::ConnectionLike;
 use std::path::Path;
-
-fn scenario(name: &str) -> Scenario {
-    Scenario::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("scenarios")
-            .join(format!("{name}.toml")),
-    )
-    .unwrap()
-}
-
-fn judge(s: &Scenario, seed: u64) -> Outcome {
-    let run = lockcheck::sim::run(s, seed);
-    Outcome::judge(s, Mode::Sim, seed, run.history)
-}
 
 fn verdict(o: &Outcome, check: &str) -> Verdict {
     o.checks[check].verdict

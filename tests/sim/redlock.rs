@@ -3,31 +3,17 @@
 //! Each violation is checked against its counterfactual (the same run without the cause is safe),
 //! so a scenario cannot pass vacuously.
 
+use crate::common::{bundled as scenario, judge_sim as judge};
 use lockcheck::env::SimEnv;
 use lockcheck::history::{Event, EventKind};
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError, Redlock};
 use lockcheck::scenario::{ClocksSpec, FaultKind, Scenario, Verdict};
 use lockcheck::sim::SimConnection;
 use lockcheck::verdict::{Mode, Outcome};
-use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 const EPOCH_MS: u64 = lockcheck::sim::clock::EPOCH_MS;
-
-fn scenario(name: &str) -> Scenario {
-    Scenario::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("scenarios")
-            .join(format!("{name}.toml")),
-    )
-    .unwrap()
-}
-
-fn judge(s: &Scenario, seed: u64) -> Outcome {
-    let run = lockcheck::sim::run(s, seed);
-    Outcome::judge(s, Mode::Sim, seed, run.history)
-}
 
 /// The first overlap's two sections, as JSON.
 fn overlap(o: &Outcome) -> &serde_json::Value {

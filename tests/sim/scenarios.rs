@@ -1,23 +1,10 @@
 //! Every bundled scenario reaches its expected verdict in simulation, for the reason it claims.
 
+use crate::common::{bundled as scenario, judge_sim as judge};
 use lockcheck::history::EventKind;
 use lockcheck::scenario::{Scenario, Verdict};
 use lockcheck::verdict::{Mode, Outcome};
 use std::path::Path;
-
-fn scenario(name: &str) -> Scenario {
-    Scenario::load(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("scenarios")
-            .join(name),
-    )
-    .unwrap()
-}
-
-fn judge(s: &Scenario, seed: u64) -> Outcome {
-    let run = lockcheck::sim::run(s, seed);
-    Outcome::judge(s, Mode::Sim, seed, run.history)
-}
 
 fn faults(o: &Outcome) -> Vec<String> {
     o.history

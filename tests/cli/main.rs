@@ -1,0 +1,8 @@
+//! The command line, one binary: the contract (exit codes, messages, JSON) and the `list` and
+//! `table` commands, each run as the `lockcheck` executable.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod contract;
+mod table_and_list;

@@ -1,0 +1,43 @@
+//! Helpers every test binary shares: loading a bundled scenario, judging a simulated run, and
+//! running the `lockcheck` command. Each binary includes this file with
+//! `#[path = "../common/mod.rs"] mod common;` and uses only some of it.
+#![allow(dead_code)]
+
+use lockcheck::{Mode, Outcome, Scenario};
+use std::path::Path;
+use std::process::Command;
+
+/// The bundled scenario `scenarios/<name>.toml` (`name` with or without `.toml`).
+pub fn bundled(name: &str) -> Scenario {
+    let file = if name.ends_with(".toml") {
+        name.to_string()
+    } else {
+        format!("{name}.toml")
+    };
+    Scenario::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(file),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `s` in simulation with `seed` and judges it.
+pub fn judge_sim(s: &Scenario, seed: u64) -> Outcome {
+    let run = lockcheck::sim::run(s, seed);
+    Outcome::judge(s, Mode::Sim, seed, run.history)
+}
+
+/// Runs the `lockcheck` binary in the crate's directory: (exit code, stdout, stderr).
+pub fn lockcheck(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run lockcheck");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
