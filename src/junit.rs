@@ -71,6 +71,9 @@ pub fn write(path: &Path, suite: &str, cases: &[Case]) -> Result<(), String> {
     let xml = report(suite, cases)
         .to_string()
         .map_err(|e| format!("{}: cannot serialize JUnit report: {e}", path.display()))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
     std::fs::write(path, xml).map_err(|e| format!("{}: {e}", path.display()))
 }
 

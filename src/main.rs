@@ -43,6 +43,8 @@ enum Command {
         /// that n CI jobs together do exactly the work of one.
         #[arg(long, value_name = "i/n", value_parser = parse_shard)]
         shard: Option<lockcheck::exec::Shard>,
+        #[command(flatten)]
+        artifacts: lockcheck::suite::Artifacts,
     },
     /// Search a scenario's space of fault schedules, workloads and seeds for a violation
     /// (proptest), shrink it, and write it as a scenario that `lockcheck run` replays.
@@ -80,6 +82,8 @@ enum Command {
         /// shrunk and written).
         #[arg(long)]
         keep_going: bool,
+        #[command(flatten)]
+        artifacts: lockcheck::suite::Artifacts,
     },
     /// Model-check a lock design (stateright): BFS prints the shortest counterexample, DFS
     /// proves the property within the bound.
@@ -118,6 +122,9 @@ enum Command {
         /// Write the counterexample as a scenario file that `lockcheck run` replays.
         #[arg(long, value_name = "OUT.toml")]
         emit_scenario: Option<PathBuf>,
+        /// Write the result as an HTML page into this directory (the counterexample step by step).
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
     },
     /// List lock kinds, fault kinds and bundled scenarios.
     List,
@@ -135,6 +142,8 @@ enum Command {
         /// Worker threads for the simulated runs (default: every core).
         #[arg(long, value_name = "J")]
         jobs: Option<usize>,
+        #[command(flatten)]
+        artifacts: lockcheck::suite::Artifacts,
     },
 }
 
@@ -159,6 +168,7 @@ fn main() {
             history,
             jobs,
             shard,
+            artifacts,
         } => lockcheck::runner::run_command(
             &path,
             &lockcheck::runner::RunOptions {
@@ -169,6 +179,7 @@ fn main() {
                 history,
                 jobs: jobs_or_all(jobs),
                 shard,
+                artifacts,
             },
         ),
         Command::Explore {
@@ -182,6 +193,7 @@ fn main() {
             jobs,
             shard,
             keep_going,
+            artifacts,
         } => {
             let time_limit = match time_limit {
                 Some(t) if !(t.is_finite() && t > 0.0) => {
@@ -202,6 +214,7 @@ fn main() {
                     jobs: jobs_or_all(jobs),
                     shard: shard.unwrap_or(lockcheck::exec::Shard::WHOLE),
                     keep_going,
+                    artifacts,
                 },
             )
         }
@@ -216,6 +229,7 @@ fn main() {
             explore,
             json,
             emit_scenario,
+            report,
         } => lockcheck::model_cmd::ModelCommand {
             name,
             property,
@@ -226,6 +240,7 @@ fn main() {
             explore,
             json,
             emit_scenario,
+            report,
         }
         .run(),
         Command::List => {
@@ -237,12 +252,14 @@ fn main() {
             seeds,
             real,
             jobs,
+            artifacts,
         } => {
             let dir = path.unwrap_or_else(|| PathBuf::from(lockcheck::catalog::SCENARIO_DIR));
             let opts = lockcheck::table::TableOptions {
                 seeds,
                 real,
                 jobs: jobs_or_all(jobs),
+                artifacts,
             };
             match lockcheck::table::table(&dir, &opts) {
                 Ok(t) => {
