@@ -37,7 +37,12 @@ pub struct Suite {
 /// real-mode recipe, or (in simulation) its lock is an external program that needs `--real`.
 pub fn skip_reason(scenario: &Scenario, real: bool) -> Option<String> {
     if real {
-        crate::real::world::real_mode_unsupported(scenario)
+        // The error reads "cannot run on real processes: <why>"; a SKIP line needs only the why.
+        crate::real::world::real_mode_unsupported(scenario).map(|r| {
+            r.strip_prefix("cannot run on real processes: ")
+                .map(str::to_string)
+                .unwrap_or(r)
+        })
     } else if scenario.lock.kind == crate::lock::LockKind::Process {
         Some(
             "lock kind `process` runs a client program against real Redis servers: add --real"
