@@ -4,7 +4,7 @@
 //! the property. stateright's Explorer shows the same path interactively.
 
 use super::page::{self, esc, table};
-use lockcheck_models::{ModelReport, Outcome, PropertyKind, Step};
+use lockcheck_models::{Finding, ModelReport, PropertyKind, Step};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -49,10 +49,10 @@ pub fn model_page(report: &ModelReport) -> String {
     );
     let (title, steps, last_breaks): (&str, &[Step], bool) =
         match (&report.outcome, report.property_kind) {
-            (Outcome::Violated { trace, .. }, PropertyKind::Always) => {
+            (Finding::Violated { trace, .. }, PropertyKind::Always) => {
                 ("Counterexample", trace, true)
             }
-            (Outcome::Holds { .. }, PropertyKind::Sometimes) => {
+            (Finding::Holds { .. }, PropertyKind::Sometimes) => {
                 ("Example", report.witness.as_deref().unwrap_or(&[]), false)
             }
             _ => ("No trace", &[], false),
@@ -120,7 +120,7 @@ mod tests {
     #[test]
     fn failover_counterexample_is_a_step_table() {
         let report = lockcheck_models::run("failover", &Default::default()).unwrap();
-        let Outcome::Violated { trace, .. } = &report.outcome else {
+        let Finding::Violated { trace, .. } = &report.outcome else {
             panic!(
                 "the failover model finds a counterexample: {}",
                 report.to_text()
