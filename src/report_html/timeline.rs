@@ -141,6 +141,25 @@ fn row_of(lane: &str, kind: &str) -> u8 {
     }
 }
 
+impl Lanes {
+    /// A write to the protected resource: labelled with its fencing token, if it carried one.
+    fn write(&mut self, lane: &str, at: u64, fencing: Option<u64>, accepted: bool, what: String) {
+        let (kind, verb) = if accepted {
+            ("write", "accepted")
+        } else {
+            ("rejected", "rejected")
+        };
+        let label = fencing.map_or("w".into(), |t| format!("#{t}"));
+        self.mark(
+            lane,
+            kind,
+            at,
+            label,
+            format!("{what}{} {verb}", token(fencing)),
+        );
+    }
+}
+
 fn token(t: Option<u64>) -> String {
     t.map(|t| format!(" token {t}")).unwrap_or_default()
 }
@@ -234,16 +253,12 @@ pub fn build(scenario: &Scenario, history: &History) -> Timeline {
                 fencing_token,
                 accepted,
                 ..
-            } => lanes.mark(
+            } => lanes.write(
                 node,
-                if *accepted { "write" } else { "rejected" },
                 at,
-                fencing_token.map(|t| format!("#{t}")).unwrap_or("w".into()),
-                format!(
-                    "write {wrote}{} {}",
-                    token(*fencing_token),
-                    if *accepted { "accepted" } else { "rejected" }
-                ),
+                *fencing_token,
+                *accepted,
+                format!("write {wrote}"),
             ),
             EventKind::AddressInserted {
                 user,
@@ -251,16 +266,12 @@ pub fn build(scenario: &Scenario, history: &History) -> Timeline {
                 accepted,
                 is_default,
                 ..
-            } => lanes.mark(
+            } => lanes.write(
                 node,
-                if *accepted { "write" } else { "rejected" },
                 at,
-                fencing_token.map(|t| format!("#{t}")).unwrap_or("a".into()),
-                format!(
-                    "address for user {user} (default: {is_default}){} {}",
-                    token(*fencing_token),
-                    if *accepted { "accepted" } else { "rejected" }
-                ),
+                *fencing_token,
+                *accepted,
+                format!("address for user {user} (default: {is_default})"),
             ),
             EventKind::LeaseExpired { .. } => lanes.mark(
                 node,
