@@ -150,7 +150,7 @@ impl Suite {
             if json {
                 eprintln!("SKIP {}: {reason}", s.name);
             } else {
-                println!("SKIP {}: {reason}", s.name);
+                crate::outln!("SKIP {}: {reason}", s.name);
             }
             self.skip(s, mode, &reason);
             false
