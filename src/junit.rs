@@ -71,6 +71,10 @@ pub fn write(path: &Path, suite: &str, cases: &[Case]) -> Result<(), String> {
     let xml = report(suite, cases)
         .to_string()
         .map_err(|e| format!("{}: cannot serialize JUnit report: {e}", path.display()))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("{}: cannot create its directory: {e}", path.display()))?;
+    }
     std::fs::write(path, xml).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -155,7 +159,9 @@ mod tests {
 
     #[test]
     fn junit_write_names_the_file_on_error() {
-        let err = write(Path::new("/nonexistent-dir/j.xml"), "s", &cases()).unwrap_err();
-        assert!(err.starts_with("/nonexistent-dir/j.xml:"), "{err}");
+        // The parent is a file, so neither the directory nor the file can be made (even as root).
+        let path = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml/j.xml"));
+        let err = write(path, "s", &cases()).unwrap_err();
+        assert!(err.starts_with(&format!("{}:", path.display())), "{err}");
     }
 }

@@ -126,12 +126,14 @@ pub mod junit;
 pub mod lock;
 pub mod progress;
 pub mod real;
+pub mod report_html;
 pub mod resource;
 pub mod scenario;
 pub mod sim;
 pub mod simredis;
 pub mod sql;
 pub mod subscription;
+pub mod suite;
 /// The judge's old path, kept so code written against `lockcheck::verdict::…` still compiles:
 /// judging now lives with the checkers, in [`check::judge`].
 pub mod verdict {

@@ -44,6 +44,8 @@ enum Command {
         /// that n CI jobs together do exactly the work of one.
         #[arg(long, value_name = "i/n", value_parser = parse_shard)]
         shard: Option<lockcheck::exec::Shard>,
+        #[command(flatten)]
+        artifacts: lockcheck::suite::Artifacts,
     },
     /// Search a scenario's space of fault schedules, workloads and seeds for a violation
     /// (proptest), shrink it, and write it as a scenario that `lockcheck run` replays.
@@ -81,6 +83,8 @@ enum Command {
         /// shrunk and written).
         #[arg(long)]
         keep_going: bool,
+        #[command(flatten)]
+        artifacts: lockcheck::suite::Artifacts,
     },
     /// Model-check a lock design (stateright): BFS prints the shortest counterexample, DFS
     /// proves the property within the bound.
@@ -119,6 +123,9 @@ enum Command {
         /// Write the counterexample as a scenario file that `lockcheck run` replays.
         #[arg(long, value_name = "OUT.toml")]
         emit_scenario: Option<PathBuf>,
+        /// Write the result as an HTML page into this directory (the counterexample step by step).
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
     },
     /// List lock kinds, fault kinds and bundled scenarios.
     List,
@@ -136,6 +143,8 @@ enum Command {
         /// Worker threads for the simulated runs (default: every core).
         #[arg(long, value_name = "J")]
         jobs: Option<usize>,
+        #[command(flatten)]
+        artifacts: lockcheck::suite::Artifacts,
     },
 }
 
@@ -170,6 +179,7 @@ fn main() {
             history,
             jobs,
             shard,
+            artifacts,
         } => lockcheck::runner::run_command(
             &path,
             &lockcheck::runner::RunOptions {
@@ -180,6 +190,7 @@ fn main() {
                 history,
                 jobs: jobs_or_all(jobs),
                 shard,
+                artifacts,
             },
         ),
         Command::Explore {
@@ -193,6 +204,7 @@ fn main() {
             jobs,
             shard,
             keep_going,
+            artifacts,
         } => {
             let time_limit = match time_limit {
                 Some(t) if !(t.is_finite() && t > 0.0) => {
@@ -213,6 +225,7 @@ fn main() {
                     jobs: jobs_or_all(jobs),
                     shard: shard.unwrap_or(lockcheck::exec::Shard::WHOLE),
                     keep_going,
+                    artifacts,
                 },
             )
         }
@@ -227,6 +240,7 @@ fn main() {
             explore,
             json,
             emit_scenario,
+            report,
         } => lockcheck::model_cmd::ModelCommand {
             name,
             property,
@@ -237,6 +251,7 @@ fn main() {
             explore,
             json,
             emit_scenario,
+            report,
         }
         .run(),
         Command::List => {
@@ -248,6 +263,7 @@ fn main() {
             seeds,
             real,
             jobs,
+            artifacts,
         } => {
             let dir = match path.map_or_else(lockcheck::catalog::scenario_dir, Ok) {
                 Ok(d) => d,
@@ -260,6 +276,7 @@ fn main() {
                 seeds,
                 real,
                 jobs: jobs_or_all(jobs),
+                artifacts,
             };
             match lockcheck::table::table(&dir, &opts) {
                 Ok(t) => {

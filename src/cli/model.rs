@@ -27,6 +27,8 @@ pub struct ModelCommand {
     pub json: bool,
     /// Where to write the counterexample as a replayable scenario.
     pub emit_scenario: Option<PathBuf>,
+    /// `--report DIR`: the result as an HTML page.
+    pub report: Option<PathBuf>,
 }
 
 impl ModelCommand {
@@ -87,6 +89,15 @@ impl ModelCommand {
             );
         } else {
             crate::out!("{}", report.to_text());
+        }
+        if let Some(dir) = &self.report {
+            match crate::report_html::model::write_model(dir, &report) {
+                Ok(p) => eprintln!("report written to {}", p.display()),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return EXIT_BAD_INPUT;
+                }
+            }
         }
         if let Some(path) = &self.emit_scenario {
             if let Err(code) = emit(&report, path) {

@@ -44,6 +44,8 @@ pub struct RunOptions {
     pub jobs: usize,
     /// This CI job's slice: of the seeds for one file, of the files for a directory.
     pub shard: Option<Shard>,
+    /// `--junit FILE` and `--report DIR`.
+    pub artifacts: crate::suite::Artifacts,
 }
 
 impl RunOptions {
@@ -181,6 +183,7 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
         }
     }
     let directory = path.is_dir();
+    let mut suite = crate::suite::Suite::new(crate::suite::title(path), opts.artifacts.clone());
     let mut all_match = true;
     let mut json_results = Vec::new();
     let mut error = None;
@@ -194,7 +197,10 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
             shard: None,
             ..opts.clone()
         };
-        (shard.indices(scenarios.len() as u64), per_file)
+        let mut indices = shard.indices(scenarios.len() as u64);
+        // A directory lists what cannot run in this mode and goes on; a single file is an error.
+        suite.skip_unrunnable(&scenarios, &mut indices, opts.real, opts.json);
+        (indices, per_file)
     } else {
         (vec![0], opts.clone())
     };
@@ -202,18 +208,22 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
     run_ordered(
         &file_indices,
         threads,
-        |i| run_scenario(&scenarios[i as usize], &per_file),
-        |i, r| {
+        |i| crate::suite::timed(|| run_scenario(&scenarios[i as usize], &per_file)),
+        |i, (r, time)| {
             let s = &scenarios[i as usize];
             let outcome = match r {
                 Ok(Some(o)) => o,
                 Ok(None) => return true,
                 Err(e) => {
-                    error = Some(e);
+                    error = Some(BadInput(format!("{}: {e}", files[i as usize].display())));
                     return false;
                 }
             };
             ran += 1;
+            if let Err(e) = suite.add(s, &outcome, time) {
+                error = Some(BadInput(e));
+                return false;
+            }
             all_match &= outcome.matches_expectation();
             if opts.json {
                 json_results.push(report::json(s, &outcome));
@@ -233,6 +243,10 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
         eprintln!("error: {e}");
         return EXIT_BAD_INPUT;
     }
+    if let Err(e) = suite.finish() {
+        eprintln!("error: {e}");
+        return EXIT_BAD_INPUT;
+    }
     if ran == 0 && !directory {
         let shard = opts.shard.unwrap_or(Shard::WHOLE);
         crate::outln!("shard {shard}: no seeds to run");
@@ -246,10 +260,9 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
         };
         crate::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else if directory {
-        let passed = ran;
         crate::outln!(
-            "{} scenario(s): {}",
-            passed,
+            "{} — {}",
+            suite.summary(),
             if all_match {
                 "all as expected"
             } else {

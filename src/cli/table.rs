@@ -22,6 +22,8 @@ pub struct TableOptions {
     pub real: bool,
     /// Threads for the simulated runs (one scenario per thread at a time).
     pub jobs: usize,
+    /// `--junit FILE` / `--report DIR`: every run as a test case and a page.
+    pub artifacts: crate::suite::Artifacts,
 }
 
 impl Default for TableOptions {
@@ -30,6 +32,7 @@ impl Default for TableOptions {
             seeds: 5,
             real: false,
             jobs: crate::exec::default_jobs(),
+            artifacts: Default::default(),
         }
     }
 }
@@ -154,10 +157,10 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
     run_ordered(
         &indices,
         opts.jobs.max(1),
-        |i| run_scenario(&scenarios[i as usize], &per_scenario),
-        |_, r| match r {
+        |i| crate::suite::timed(|| run_scenario(&scenarios[i as usize], &per_scenario)),
+        |_, (r, time)| match r {
             Ok(o) => {
-                sims.push(o.expect("an unsharded run has seeds"));
+                sims.push((o.expect("an unsharded run has seeds"), time));
                 true
             }
             Err(e) => {
@@ -170,9 +173,11 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
         return Err(e);
     }
     let mut rows = Vec::new();
-    for (s, sim) in scenarios.iter().zip(sims) {
+    let mut suite = crate::suite::Suite::new(crate::suite::title(dir), opts.artifacts.clone());
+    for (s, (sim, time)) in scenarios.iter().zip(sims) {
+        suite.add(s, &sim, time).map_err(BadInput)?;
         let real = if opts.real {
-            Some(
+            let (r, time) = crate::suite::timed(|| {
                 run_scenario(
                     s,
                     &RunOptions {
@@ -180,13 +185,19 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
                         ..RunOptions::default()
                     },
                 )
-                .map(|o| o.expect("an unsharded run has seeds")),
-            )
+                .map(|o| o.expect("an unsharded run has seeds"))
+            });
+            match &r {
+                Ok(o) => suite.add(s, o, time).map_err(BadInput)?,
+                Err(e) => suite.skip(s, "real", &e.to_string()),
+            }
+            Some(r)
         } else {
             None
         };
         rows.push((s, sim, real));
     }
+    suite.finish().map_err(BadInput)?;
 
     let mut out = String::new();
     let mode = if opts.real {

@@ -7,6 +7,7 @@
 //! search and proptest's shrinking run in [`search`], the finding is written by [`emit`] and
 //! printed by [`report`].
 
+mod artifacts;
 pub mod emit;
 pub mod report;
 pub mod search;
@@ -42,6 +43,8 @@ pub struct ExploreOptions {
     pub jobs: usize,
     pub shard: Shard,
     pub keep_going: bool,
+    /// `--junit FILE` / `--report DIR`.
+    pub artifacts: crate::suite::Artifacts,
 }
 
 impl Default for ExploreOptions {
@@ -56,6 +59,7 @@ impl Default for ExploreOptions {
             jobs: crate::exec::default_jobs(),
             shard: Shard::WHOLE,
             keep_going: false,
+            artifacts: Default::default(),
         }
     }
 }
@@ -172,6 +176,10 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         crate::out!("{}", report::text(&base, &result, written.as_ref()));
     }
     eprintln!("{}", report::timing(&result, opts.jobs));
+    let written = replayed.as_ref().map(|r| (&r.scenario, &r.outcome));
+    if let Err(e) = artifacts::write(&base, &result, written, &opts.artifacts) {
+        return fail(e);
+    }
     if result.found.is_some() {
         EXIT_MISMATCH
     } else {

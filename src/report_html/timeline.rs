@@ -1,0 +1,473 @@
+//! The timeline's data: one lane per client and one per Redis node, built from a run's history.
+//!
+//! The page's script draws it (see [`super::page`]); this module only decides what is on it, so
+//! the same history always gives the same data. Client lanes show three rows: waiting for or
+//! holding the lock, the critical section, and the lease the client believes it has (on its own
+//! clock, projected onto true time from its acquire). Node lanes show the role over time (master,
+//! replica, killed), partitions and clock notes. Faults are markers across every lane; the
+//! overlap of two critical sections is drawn in red across the two client lanes.
+
+use crate::check::mutual_exclusion::{overlaps, sections};
+use crate::history::{fmt_ms, EventKind, History};
+use crate::scenario::Scenario;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// A bar on a lane, `from_us..to_us` in true time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Span {
+    /// CSS class: waiting, holding, section, lease, paused, master, replica, killed,
+    /// partitioned.
+    pub kind: &'static str,
+    /// Row inside the lane (0 at the top).
+    pub row: u8,
+    pub from_us: u64,
+    pub to_us: u64,
+    /// Hover text.
+    pub title: String,
+}
+
+/// A point on a lane: a resource write, a crash, a clock note.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Mark {
+    /// CSS class: write, rejected, crash, clock.
+    pub kind: &'static str,
+    pub at_us: u64,
+    /// Short text drawn beside the mark (a fencing token, for writes).
+    pub label: String,
+    pub title: String,
+}
+
+/// One lane.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Lane {
+    /// The node's name: `client-0`, `redis-0`, `redis-0-replica-0`.
+    pub name: String,
+    /// `client` or `node`.
+    pub kind: &'static str,
+    /// A note beside the name (a clock offset, for instance).
+    pub note: String,
+    pub spans: Vec<Span>,
+    pub marks: Vec<Mark>,
+}
+
+/// Two holders at once, between two client lanes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OverlapBand {
+    pub first: String,
+    pub second: String,
+    pub from_us: u64,
+    pub to_us: u64,
+    pub title: String,
+}
+
+/// A fault, drawn as a numbered line across every lane.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FaultMark {
+    pub n: usize,
+    pub at_us: u64,
+    pub what: String,
+}
+
+/// Everything the timeline draws.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Timeline {
+    pub end_us: u64,
+    pub lanes: Vec<Lane>,
+    pub overlaps: Vec<OverlapBand>,
+    pub faults: Vec<FaultMark>,
+}
+
+/// Open intervals per lane, closed by later events or by the end of the run.
+#[derive(Default)]
+struct Open(BTreeMap<(String, &'static str), (u64, String)>);
+
+impl Open {
+    fn start(&mut self, lane: &str, kind: &'static str, at: u64, title: String) {
+        self.0
+            .entry((lane.to_string(), kind))
+            .or_insert((at, title));
+    }
+
+    fn close(&mut self, lane: &str, kind: &'static str, at: u64, out: &mut Lanes) {
+        if let Some((from, title)) = self.0.remove(&(lane.to_string(), kind)) {
+            out.span(lane, kind, from, at, title);
+        }
+    }
+}
+
+/// Lanes by name, in display order.
+struct Lanes(Vec<Lane>);
+
+impl Lanes {
+    fn get(&mut self, name: &str) -> Option<&mut Lane> {
+        self.0.iter_mut().find(|l| l.name == name)
+    }
+
+    fn span(&mut self, lane: &str, kind: &'static str, from: u64, to: u64, title: String) {
+        if let Some(l) = self.get(lane) {
+            l.spans.push(Span {
+                kind,
+                row: row_of(lane, kind),
+                from_us: from,
+                to_us: to.max(from),
+                title,
+            });
+        }
+    }
+
+    fn mark(&mut self, lane: &str, kind: &'static str, at: u64, label: String, title: String) {
+        if let Some(l) = self.get(lane) {
+            l.marks.push(Mark {
+                kind,
+                at_us: at,
+                label,
+                title,
+            });
+        }
+    }
+}
+
+/// The row of a span kind: the lock state on top, then the critical section, the believed
+/// lease, and what stops the node (a pause, a partition).
+fn row_of(lane: &str, kind: &str) -> u8 {
+    match kind {
+        "section" => 1,
+        "lease" => 2,
+        "paused" => 3,
+        "partitioned" if lane.starts_with("client-") => 3,
+        "partitioned" => 1,
+        _ => 0,
+    }
+}
+
+impl Lanes {
+    /// A write to the protected resource: labelled with its fencing token, if it carried one.
+    fn write(&mut self, lane: &str, at: u64, fencing: Option<u64>, accepted: bool, what: String) {
+        let (kind, verb) = if accepted {
+            ("write", "accepted")
+        } else {
+            ("rejected", "rejected")
+        };
+        let label = fencing.map_or("w".into(), |t| format!("#{t}"));
+        self.mark(
+            lane,
+            kind,
+            at,
+            label,
+            format!("{what}{} {verb}", token(fencing)),
+        );
+    }
+}
+
+fn token(t: Option<u64>) -> String {
+    t.map(|t| format!(" token {t}")).unwrap_or_default()
+}
+
+/// Builds the timeline of one run of `scenario`.
+pub fn build(scenario: &Scenario, history: &History) -> Timeline {
+    let names = scenario.node_names();
+    let clients: Vec<&String> = names.iter().filter(|n| n.starts_with("client-")).collect();
+    let nodes: Vec<&String> = names.iter().filter(|n| n.starts_with("redis-")).collect();
+    let end = history.end_us().max(1);
+    let mut lanes = Lanes(
+        clients
+            .iter()
+            .map(|n| (n, "client"))
+            .chain(nodes.iter().map(|n| (n, "node")))
+            .map(|(n, kind)| Lane {
+                name: n.to_string(),
+                kind,
+                note: String::new(),
+                spans: Vec::new(),
+                marks: Vec::new(),
+            })
+            .collect(),
+    );
+    let mut open = Open::default();
+    // Every Redis node starts in its configured role.
+    for n in &nodes {
+        let role = if n.contains("-replica-") {
+            "replica"
+        } else {
+            "master"
+        };
+        open.start(n, role, 0, role.to_string());
+    }
+    let mut faults = Vec::new();
+    for e in &history.events {
+        let at = e.at_us;
+        let node = e.node.as_str();
+        match &e.kind {
+            EventKind::AcquireStart => open.start(node, "waiting", at, "acquiring".into()),
+            EventKind::Acquired {
+                fencing_token,
+                acquired_at_ms,
+                valid_until_ms,
+                ..
+            } => {
+                open.close(node, "waiting", at, &mut lanes);
+                open.start(
+                    node,
+                    "holding",
+                    at,
+                    format!("holds the lock{}", token(*fencing_token)),
+                );
+                let lease_us = valid_until_ms.saturating_sub(*acquired_at_ms) * 1000;
+                // Drawn up to the end of the run; the title says where it ends.
+                lanes.span(
+                    node,
+                    "lease",
+                    at,
+                    (at + lease_us).min(end),
+                    format!(
+                        "believed lease: {} ms on its own clock, until ~{} ms",
+                        valid_until_ms.saturating_sub(*acquired_at_ms),
+                        fmt_ms(at + lease_us)
+                    ),
+                );
+            }
+            EventKind::AcquireFailed { reason } => {
+                if let Some((from, _)) = open.0.remove(&(node.to_string(), "waiting")) {
+                    let title = format!("acquire failed: {reason}");
+                    lanes.span(node, "waiting", from, at, title);
+                }
+            }
+            EventKind::Released { .. } | EventKind::ReleaseFailed { .. } => {
+                open.close(node, "holding", at, &mut lanes)
+            }
+            EventKind::Crashed { point } => {
+                for k in ["waiting", "holding"] {
+                    open.close(node, k, at, &mut lanes);
+                }
+                lanes.mark(
+                    node,
+                    "crash",
+                    at,
+                    "crash".into(),
+                    format!("crashed at {point}"),
+                );
+            }
+            EventKind::ResourceWrite {
+                wrote,
+                fencing_token,
+                accepted,
+                ..
+            } => lanes.write(
+                node,
+                at,
+                *fencing_token,
+                *accepted,
+                format!("write {wrote}"),
+            ),
+            EventKind::AddressInserted {
+                user,
+                fencing_token,
+                accepted,
+                is_default,
+                ..
+            } => lanes.write(
+                node,
+                at,
+                *fencing_token,
+                *accepted,
+                format!("address for user {user} (default: {is_default})"),
+            ),
+            EventKind::LeaseExpired { .. } => lanes.mark(
+                node,
+                "clock",
+                at,
+                "expired".into(),
+                "lease expired on its own clock: write skipped".into(),
+            ),
+            EventKind::Fault { what } => {
+                faults.push(FaultMark {
+                    n: faults.len() + 1,
+                    at_us: at,
+                    what: what.clone(),
+                });
+                node_fault(what, at, &mut open, &mut lanes);
+            }
+            _ => {}
+        }
+    }
+    // Critical sections, from the checker's own reading of the history.
+    let secs = sections(history);
+    for s in &secs {
+        let lane = format!("client-{}", s.client);
+        lanes.span(
+            &lane,
+            "section",
+            s.enter_us,
+            s.exit_us.unwrap_or(end),
+            format!(
+                "critical section {} .. {} ms{}",
+                fmt_ms(s.enter_us),
+                s.exit_us.map(fmt_ms).unwrap_or("end".into()),
+                token(s.fencing_token)
+            ),
+        );
+    }
+    for ((lane, kind), (from, title)) in std::mem::take(&mut open.0) {
+        lanes.span(&lane, kind, from, end, title);
+    }
+    let overlaps = overlaps(&secs, end)
+        .into_iter()
+        .map(|o| OverlapBand {
+            first: format!("client-{}", o.first.client),
+            second: format!("client-{}", o.second.client),
+            from_us: o.from_us,
+            to_us: o.to_us,
+            title: format!(
+                "client-{} and client-{} both in their critical sections from {} to {} ms",
+                o.first.client,
+                o.second.client,
+                fmt_ms(o.from_us),
+                fmt_ms(o.to_us)
+            ),
+        })
+        .collect();
+    let mut lanes = lanes.0;
+    for l in &mut lanes {
+        l.spans.sort_by_key(|s| (s.row, s.from_us, s.to_us, s.kind));
+    }
+    Timeline {
+        end_us: end,
+        lanes,
+        overlaps,
+        faults,
+    }
+}
+
+/// What a fault note does to the lanes. The notes are the nemesis's own sentences (simulated and
+/// real runs word them alike), so the lanes follow them rather than re-deriving the faults.
+fn node_fault(what: &str, at: u64, open: &mut Open, lanes: &mut Lanes) {
+    let first = what.split_whitespace().next().unwrap_or("");
+    if let Some(rest) = what.strip_prefix("partition: ") {
+        let (who, tail) = rest.split_once(" cut off from ").unwrap_or((rest, ""));
+        for n in who.split(", ") {
+            open.start(
+                n,
+                "partitioned",
+                at,
+                format!("partitioned: cut off from {tail}"),
+            );
+        }
+    } else if what.starts_with("partition healed") {
+        let cut: Vec<String> = open
+            .0
+            .keys()
+            .filter(|(_, k)| *k == "partitioned")
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in cut {
+            open.close(&n, "partitioned", at, lanes);
+        }
+    } else if what.contains(" paused for ") {
+        open.start(first, "paused", at, what.to_string());
+    } else if what.ends_with(" resumed") {
+        open.close(first, "paused", at, lanes);
+    } else if what.contains(" killed") && first.starts_with("redis-") {
+        for role in ["master", "replica"] {
+            open.close(first, role, at, lanes);
+        }
+        open.start(first, "killed", at, what.to_string());
+    } else if what.contains(" restarted") && first.starts_with("redis-") {
+        open.close(first, "killed", at, lanes);
+        let role = if first.contains("-replica-") {
+            "replica"
+        } else {
+            "master"
+        };
+        open.start(first, role, at, format!("{role} (restarted empty)"));
+    } else if what.contains(" promoted to master") {
+        open.close(first, "replica", at, lanes);
+        open.start(first, "master", at, "master (promoted)".into());
+    } else if what.contains(" clock ") {
+        if let Some(l) = lanes.get(first) {
+            if what.contains(" clock starts ") {
+                l.note = what.trim_start_matches(first).trim().to_string();
+            }
+        }
+        lanes.mark(first, "clock", at, "clock".into(), what.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{Mode, Outcome};
+
+    fn failover() -> (Scenario, History) {
+        let s = Scenario::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scenarios/failover-lock-loss.toml"
+        )))
+        .unwrap();
+        let o = Outcome::judge(&s, Mode::Sim, 1, crate::sim::run(&s, 1).history);
+        (s, o.history)
+    }
+
+    #[test]
+    fn failover_timeline_has_lanes_roles_and_the_overlap() {
+        let (s, h) = failover();
+        let t = build(&s, &h);
+        let names: Vec<&str> = t.lanes.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["client-0", "client-1", "redis-0", "redis-0-replica-0"]
+        );
+        assert_eq!(t.overlaps.len(), 1, "{:?}", t.overlaps);
+        let o = &t.overlaps[0];
+        assert_eq!(
+            (o.first.as_str(), o.second.as_str()),
+            ("client-0", "client-1")
+        );
+        assert_eq!((o.from_us, o.to_us), (1_057_000, 2_252_000));
+        let master = &t.lanes[2];
+        let kinds: Vec<&str> = master.spans.iter().map(|s| s.kind).collect();
+        assert_eq!(kinds, ["master", "killed"], "{:?}", master.spans);
+        let replica = &t.lanes[3];
+        let kinds: Vec<&str> = replica.spans.iter().map(|s| s.kind).collect();
+        assert_eq!(kinds, ["replica", "master"], "{:?}", replica.spans);
+        assert_eq!(replica.spans[1].from_us, 1_002_000);
+        let c0 = &t.lanes[0];
+        assert!(c0.spans.iter().any(|s| s.kind == "section" && s.row == 1));
+        assert!(c0.spans.iter().any(|s| s.kind == "lease" && s.row == 2));
+        assert!(c0.marks.iter().any(|m| m.kind == "write"));
+        assert_eq!(t.faults.len(), 2);
+    }
+
+    #[test]
+    fn pauses_and_partitions_become_spans() {
+        let (s, _) = failover();
+        let ev = |at_us, what: &str| crate::history::Event {
+            at_us,
+            node: "nemesis".into(),
+            kind: EventKind::Fault { what: what.into() },
+        };
+        let h = History {
+            events: vec![
+                ev(10, "client-1 paused for 5 ms (GC pause)"),
+                ev(20, "partition: redis-0 cut off from everyone for 5 ms"),
+                ev(25, "partition healed"),
+                ev(30, "client-1 resumed"),
+            ],
+        };
+        let t = build(&s, &h);
+        let paused: Vec<_> = t.lanes[1]
+            .spans
+            .iter()
+            .filter(|s| s.kind == "paused")
+            .map(|s| (s.from_us, s.to_us))
+            .collect();
+        assert_eq!(paused, [(10, 30)]);
+        let cut: Vec<_> = t.lanes[2]
+            .spans
+            .iter()
+            .filter(|s| s.kind == "partitioned")
+            .map(|s| (s.from_us, s.to_us))
+            .collect();
+        assert_eq!(cut, [(20, 25)]);
+    }
+}

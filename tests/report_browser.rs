@@ -1,0 +1,137 @@
+//! The HTML report, rendered by a real browser: headless Chromium loads the failover scenario's
+//! page from disk, runs its script, and the test checks the DOM it ends with (two client lanes,
+//! the red overlap, the verdict) and saves a screenshot next to the test's output.
+//!
+//! Chromium comes from the system packages (`apt-get install chromium`, which `.ci/run` does).
+//! Without it the test fails and says so; `LOCKCHECK_SKIP_BROWSER=1` opts out explicitly.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const OPT_OUT: &str = "LOCKCHECK_SKIP_BROWSER";
+
+/// The Chromium binary, or a failure that says how to get one.
+fn chromium() -> Option<PathBuf> {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Ok(out) = Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+        {
+            let p = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            if out.status.success() && !p.is_empty() {
+                return Some(PathBuf::from(p));
+            }
+        }
+    }
+    if std::env::var_os(OPT_OUT).is_some_and(|v| v == "1") {
+        eprintln!("{OPT_OUT}=1: skipping the browser test (no chromium)");
+        return None;
+    }
+    panic!(
+        "the HTML report test needs Chromium: install it with `apt-get install chromium` \
+         (.ci/run does), or set {OPT_OUT}=1 to skip this test explicitly"
+    );
+}
+
+/// Runs headless Chromium on `url` with `args`; returns its stdout.
+fn headless(bin: &Path, profile: &Path, args: &[String], url: &str) -> String {
+    let out = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("start chromium");
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The value of attribute `name` in the first tag of `dom` that contains `marker`.
+fn attr(dom: &str, marker: &str, name: &str) -> Option<f64> {
+    let at = dom.find(marker)?;
+    let start = dom[..at].rfind('<')?;
+    let tag = &dom[start..start + dom[start..].find('>')?];
+    let v = tag
+        .split(&format!(" {name}=\""))
+        .nth(1)?
+        .split('"')
+        .next()?;
+    v.parse().ok()
+}
+
+#[test]
+fn failover_report_renders_two_client_lanes_and_the_overlap_in_chromium() {
+    let Some(bin) = chromium() else { return };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-browser");
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = dir.join("report");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(["run", "scenarios/failover-lock-loss.toml", "--report"])
+        .arg(&report)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run lockcheck");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let page = report.join("failover-lock-loss.sim.html");
+    let url = format!("file://{}", page.canonicalize().unwrap().display());
+    let profile = dir.join("profile");
+
+    let dom = headless(&bin, &profile, &["--dump-dom".into()], &url);
+    // The script ran: the lanes and the overlap exist only in the rendered DOM.
+    assert!(dom.contains("data-rendered=\"true\""), "{dom}");
+    assert_eq!(dom.matches("class=\"lane client\"").count(), 2, "{dom}");
+    assert!(dom.contains("id=\"lane-client-0\""));
+    assert!(dom.contains("id=\"lane-client-1\""));
+    assert_eq!(dom.matches("class=\"lane node\"").count(), 2, "{dom}");
+    assert_eq!(dom.matches("class=\"overlap\"").count(), 1, "{dom}");
+    let x = attr(&dom, "id=\"overlap-0\"", "x").expect("the overlap has a position");
+    let w = attr(&dom, "id=\"overlap-0\"", "width").expect("the overlap has a width");
+    let h = attr(&dom, "id=\"overlap-0\"", "height").expect("the overlap has a height");
+    assert!(
+        x > 170.0 && w > 10.0,
+        "the overlap is drawn: x={x} width={w}"
+    );
+    // It covers both client lanes: taller than one lane.
+    let lane = attr(&dom, "class=\"lane-bg\"", "height").unwrap();
+    assert!(
+        h > lane,
+        "overlap height {h} covers both lanes ({lane} each)"
+    );
+    assert!(
+        dom.contains("VIOLATION (as expected: expected violation)"),
+        "verdict text"
+    );
+    assert!(dom.contains("class=\"span killed\""), "the killed master");
+    assert!(dom.contains("class=\"fault-marker\""), "fault markers");
+
+    let png = dir.join("failover-lock-loss.png");
+    headless(
+        &bin,
+        &profile,
+        &[
+            format!("--screenshot={}", png.display()),
+            "--window-size=1400,1000".into(),
+        ],
+        &url,
+    );
+    let bytes = std::fs::read(&png).expect("chromium wrote the screenshot");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    assert!(
+        bytes.len() > 20_000,
+        "a real picture, {} bytes",
+        bytes.len()
+    );
+    eprintln!("screenshot: {}", png.display());
+}
