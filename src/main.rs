@@ -30,6 +30,13 @@ enum Command {
         /// Run on real redis-server processes that lockcheck spawns, instead of the simulator.
         #[arg(long)]
         real: bool,
+        /// Run the workload against your own Redis instead (comma-separated URLs, one per
+        /// master for Redlock), without server faults; lockcheck deletes only its own keys.
+        #[arg(long, value_name = "URL[,URL...]")]
+        redis: Option<String>,
+        /// Prefix of every key written with --redis (default: a fresh `lockcheck:<uuid>:`).
+        #[arg(long, value_name = "PREFIX", requires = "redis")]
+        key_prefix: Option<String>,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -155,6 +162,8 @@ fn main() {
             seed,
             seeds,
             real,
+            redis,
+            key_prefix,
             json,
             history,
             jobs,
@@ -169,6 +178,13 @@ fn main() {
                 history,
                 jobs: jobs_or_all(jobs),
                 shard,
+                redis: redis.map(|urls| {
+                    lockcheck::real::external::ExternalRedis::parse(&urls, key_prefix)
+                        .unwrap_or_else(|e| {
+                            eprintln!("error: {e}");
+                            std::process::exit(lockcheck::runner::EXIT_BAD_INPUT)
+                        })
+                }),
             },
         ),
         Command::Explore {

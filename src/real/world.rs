@@ -36,6 +36,7 @@
 use super::blackhole::BlackHole;
 use super::client_process::ClientProcess;
 use super::connection::{ConnectionTimeouts, Route, RoutedConnection};
+use super::external::{self, ExternalRedis};
 use super::failover::FailoverRig;
 use super::faketime::FakeTime;
 use super::process::{RedisServer, ServerOptions};
@@ -58,6 +59,8 @@ use std::time::Duration;
 enum Group {
     Single(RedisServer),
     Replicated(Box<FailoverRig>),
+    /// A server lockcheck did not start (`--redis`): used, never faulted.
+    External(String),
 }
 
 impl Group {
@@ -65,6 +68,7 @@ impl Group {
         match self {
             Group::Single(s) => Route::new(s.url()),
             Group::Replicated(r) => r.route(),
+            Group::External(url) => Route::new(url.clone()),
         }
     }
 }
@@ -272,13 +276,55 @@ fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
 /// draws of a `[clocks]` table; real runs are not deterministic. A `kind = "process"` lock runs
 /// the scenario's client program, one process per client.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
+    run_on(scenario, seed, None)
+}
+
+/// Runs `scenario`'s workload against Redis servers lockcheck did not start (`--redis`): no
+/// server faults (a scenario with some is refused, with the reason), every lock key under the
+/// run's key prefix, and afterwards the keys under that prefix deleted, and only those. Client
+/// faults (pauses, crashes, client clocks) apply as usual. See [`super::external`].
+pub fn run_external(
+    scenario: &Scenario,
+    seed: u64,
+    ext: &ExternalRedis,
+) -> Result<History, RealError> {
+    if let Some(why) = external::refusal(scenario, ext) {
+        return Err(RealError::External(why));
+    }
+    for url in &ext.urls {
+        external::reach(url)?;
+    }
+    let prefix = ext.prefix_for_run();
+    let mut prefixed = scenario.clone();
+    prefixed.lock.key = format!("{prefix}{}", scenario.lock.key);
+    let result = run_on(&prefixed, seed, Some(&ext.urls));
+    let mut cleanup = Ok(());
+    for url in &ext.urls {
+        if let Err(e) = external::remove_keys(url, &prefix) {
+            cleanup = Err(e);
+        }
+    }
+    let history = result?;
+    cleanup.map(|()| history)
+}
+
+fn run_on(
+    scenario: &Scenario,
+    seed: u64,
+    external: Option<&[String]>,
+) -> Result<History, RealError> {
     if scenario.lock.kind == LockKind::Process {
-        return run_inner::<_, NoBuilder>(scenario, seed, Clients::Programs);
+        return run_inner::<_, NoBuilder>(scenario, seed, Clients::Programs, external);
     }
     let kind = scenario.lock.kind;
-    run_with(scenario, seed, move |config, conns, env| {
-        crate::lock::AnyLock::build(kind, config, conns, env)
-    })
+    run_inner(
+        scenario,
+        seed,
+        Clients::InProcess(move |config, conns, env| {
+            crate::lock::AnyLock::build(kind, config, conns, env)
+        }),
+        external,
+    )
 }
 
 /// Runs `scenario` on spawned `redis-server` processes, building each client's lock with
@@ -290,7 +336,7 @@ where
     L: Lock + 'static,
     F: Fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
 {
-    run_inner(scenario, seed, Clients::InProcess(make_lock))
+    run_inner(scenario, seed, Clients::InProcess(make_lock), None)
 }
 
 /// Who the clients are: locks built in this process, or the scenario's client programs.
@@ -310,6 +356,7 @@ fn run_inner<L, F>(
     scenario: &Scenario,
     seed: u64,
     clients: Clients<F>,
+    external: Option<&[String]>,
 ) -> Result<History, RealError>
 where
     L: Lock + 'static,
@@ -322,7 +369,9 @@ where
     let mut groups = Vec::new();
     let mut server_opts = Vec::new();
     for m in 0..scenario.redis.masters as usize {
-        groups.push(if scenario.redis.replicas == 1 {
+        groups.push(if let Some(urls) = external {
+            Group::External(urls[m].clone())
+        } else if scenario.redis.replicas == 1 {
             Group::Replicated(Box::new(FailoverRig::start_with(
                 ServerOptions::default(),
                 ServerOptions::default(),
@@ -379,15 +428,19 @@ where
     if matches!(clients, Clients::Programs) {
         let fakes = client_clocks(scenario, &clocks.clients)?;
         for (c, client_routes) in routes.iter().enumerate() {
-            let urls = rt
-                .block_on(async {
+            // A server lockcheck did not start is never faulted: no proxy needed, and the
+            // program gets the user's URL as it is (credentials, database).
+            let urls = match external {
+                Some(urls) => Ok(urls.to_vec()),
+                None => rt.block_on(async {
                     let mut urls = Vec::new();
                     for r in client_routes {
                         urls.push(RouteProxy::start(r.clone()).await?.url());
                     }
                     Ok::<_, std::io::Error>(urls)
-                })
-                .map_err(|e| RealError::io("starting a client program's proxy", e))?;
+                }),
+            }
+            .map_err(|e| RealError::io("starting a client program's proxy", e))?;
             let (process, stdin, stdout) = start_client(
                 scenario,
                 c as u32,
@@ -887,14 +940,22 @@ impl RealNemesis {
         if !stall.is_zero() {
             gate.close();
             if let Some(p) = &program {
-                if let Err(e) = p.pause() {
-                    self.note(format!("client-{client} program SIGSTOP failed: {e}"));
+                match p.pause() {
+                    Ok(()) => self.note(format!(
+                        "client-{client}: SIGSTOP of program pid {}",
+                        p.pid()
+                    )),
+                    Err(e) => self.note(format!("client-{client} program SIGSTOP failed: {e}")),
                 }
             }
             tokio::time::sleep(stall).await;
             if let Some(p) = &program {
-                if let Err(e) = p.resume() {
-                    self.note(format!("client-{client} program SIGCONT failed: {e}"));
+                match p.resume() {
+                    Ok(()) => self.note(format!(
+                        "client-{client}: SIGCONT of program pid {}",
+                        p.pid()
+                    )),
+                    Err(e) => self.note(format!("client-{client} program SIGCONT failed: {e}")),
                 }
             }
             gate.open();
