@@ -267,32 +267,36 @@ fn a_client_programs_clock_is_libfaketime() {
 #[test]
 fn a_failing_client_program_does_not_outlive_the_run() {
     let _serial = serial();
-    // Not a protocol reply, then a forked child that would sleep for ten minutes.
-    for command in [
-        r#"["sh", "-c", "echo not-json; sleep 600; true"]"#,
-        r#"["sh", "-c", "exit 3"]"#,
+    // Not a protocol reply, then a forked child that would sleep for ten minutes; a program that
+    // exits at once.
+    for (command, why) in [
+        (
+            r#"["sh", "-c", "echo not-json; sleep 600; true"]"#,
+            "\"not-json\"",
+        ),
+        (r#"["sh", "-c", "exit 3"]"#, "before exiting"),
     ] {
+        let key = unique_key("failing");
         let s = Scenario::parse(
             "inline.toml",
             &format!(
                 "name = \"failing-client\"\nexpect = \"safe\"\nduration_ms = 1000\n[lock]\n\
-                 kind = \"process\"\ncommand = {command}\nttl_ms = 200\nwait_ms = 200\n\
-                 [workload]\nclients = 2\ncycles = 1\n"
+                 kind = \"process\"\ncommand = {command}\nkey = \"{key}\"\nttl_ms = 200\n\
+                 wait_ms = 200\n[workload]\nclients = 2\ncycles = 1\n"
             ),
         )
         .unwrap();
-        let o = run_real(s, "failing");
-        assert_eq!(sections(&o), 0, "{command}: no client ever held the lock");
-        let reasons: Vec<&String> = (o.history.events.iter())
-            .filter_map(|e| match &e.kind {
-                EventKind::AcquireFailed { reason } => Some(reason),
-                _ => None,
-            })
-            .collect();
+        let err = lockcheck::real::world::run(&s, 1)
+            .expect_err(command)
+            .to_string();
         assert!(
-            reasons.len() == 2 && reasons.iter().all(|r| r.contains("client pid")),
-            "{command}: the failure is in the history\n{}",
-            o.history.render()
+            err.contains(why) && err.contains("hello"),
+            "{command}: {err}"
+        );
+        let left = programs_with_key(&key);
+        assert!(
+            left.is_empty(),
+            "{command}: programs outlived the run: {left:?}"
         );
     }
 }

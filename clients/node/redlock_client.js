@@ -40,6 +40,7 @@ async function handle(req) {
       throw e;
     }
   }
+  if (req.op === 'hello') return { result: 'ready' }; // start-up is over: the run may begin
   if (req.op === 'write') return { result: 'written' };
   return { result: 'error', message: `unknown op ${req.op}` };
 }

@@ -395,10 +395,6 @@ where
         .enable_all()
         .build()
         .map_err(|e| RealError::io("starting the tokio runtime", e))?;
-    let rec = rt.block_on(async { Recorder::real() });
-    for note in clocks.notes {
-        rec.record("nemesis", EventKind::Fault { what: note });
-    }
     let groups: Arc<Vec<Mutex<Group>>> = Arc::new(groups.into_iter().map(Mutex::new).collect());
     // Every client has its own route to every master, so a partition can cut one client off
     // from one master. Replicated groups share the rig's route, which the failover switches.
@@ -451,6 +447,13 @@ where
             processes.push(Some(Arc::new(process)));
             pipes.push(Some((stdin, stdout)));
         }
+        // Interpreter start-up (importing a library takes a second) is not part of the run.
+        super::client_process::handshake(&processes, &mut pipes)?;
+    }
+    // True time 0: every server is up and every client program answered.
+    let rec = rt.block_on(async { Recorder::real() });
+    for note in clocks.notes {
+        rec.record("nemesis", EventKind::Fault { what: note });
     }
     let nemesis = RealNemesis {
         processes: Arc::new(processes),
