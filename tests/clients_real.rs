@@ -274,7 +274,7 @@ fn a_failing_client_program_does_not_outlive_the_run() {
             r#"["sh", "-c", "echo not-json; sleep 600; true"]"#,
             "\"not-json\"",
         ),
-        (r#"["sh", "-c", "exit 3"]"#, "before exiting"),
+        (r#"["sh", "-c", "exit 3"]"#, "exit"),
     ] {
         let key = unique_key("failing");
         let s = Scenario::parse(
