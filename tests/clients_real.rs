@@ -374,20 +374,26 @@ fn commands_processed(conn: &mut redis::Connection) -> u64 {
         .unwrap()
 }
 
-#[test]
-fn external_redis_keeps_its_keys_and_loses_lockcheck_s() {
-    let _serial = serial();
-    // A server this lockcheck run did not start (the test starts it).
+/// A fresh `redis-server` with one key of its own, `user:1 = alice`.
+fn server_with_a_user_key() -> (RedisServer, String, redis::Connection) {
     let server = RedisServer::spawn(ServerOptions::default()).unwrap();
     let url = server.url();
     let mut conn = sync_conn(&url);
-    // Planted keys, among them one under lockcheck's own default namespace and one named like
-    // the scenario's lock key without a prefix.
     let _: () = redis::cmd("SET")
         .arg("user:1")
         .arg("alice")
         .query(&mut conn)
         .unwrap();
+    (server, url, conn)
+}
+
+#[test]
+fn external_redis_keeps_its_keys_and_loses_lockcheck_s() {
+    let _serial = serial();
+    // A server this lockcheck run did not start (the test starts it). Planted keys, among them
+    // one under lockcheck's own default namespace and one named like the scenario's lock key
+    // without a prefix.
+    let (_server, url, mut conn) = server_with_a_user_key();
     let _: () = redis::cmd("HSET")
         .arg("orders")
         .arg("o1")
@@ -447,14 +453,7 @@ fn external_redis_keeps_its_keys_and_loses_lockcheck_s() {
 fn external_redis_with_a_client_program() {
     require_client_libraries();
     let _serial = serial();
-    let server = RedisServer::spawn(ServerOptions::default()).unwrap();
-    let url = server.url();
-    let mut conn = sync_conn(&url);
-    let _: () = redis::cmd("SET")
-        .arg("user:1")
-        .arg("alice")
-        .query(&mut conn)
-        .unwrap();
+    let (_server, url, mut conn) = server_with_a_user_key();
     let (code, out, err) = lockcheck(&[
         "run",
         "scenarios/clients/redis-py-lock-no-faults.toml",
@@ -469,14 +468,7 @@ fn external_redis_with_a_client_program() {
 #[test]
 fn external_redis_refuses_server_faults_and_bad_targets_with_one_line() {
     let _serial = serial();
-    let server = RedisServer::spawn(ServerOptions::default()).unwrap();
-    let url = server.url();
-    let mut conn = sync_conn(&url);
-    let _: () = redis::cmd("SET")
-        .arg("user:1")
-        .arg("alice")
-        .query(&mut conn)
-        .unwrap();
+    let (_server, url, mut conn) = server_with_a_user_key();
     let before = commands_processed(&mut conn);
     let one_line = |code: Option<i32>, err: &str, want: &str| {
         assert_eq!(code, Some(2), "{err}");
