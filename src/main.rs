@@ -31,6 +31,13 @@ enum Command {
         /// Run on real redis-server processes that lockcheck spawns, instead of the simulator.
         #[arg(long)]
         real: bool,
+        /// Run the workload against your own Redis instead (comma-separated URLs, one per
+        /// master for Redlock), without server faults; lockcheck deletes only its own keys.
+        #[arg(long, value_name = "URL[,URL...]")]
+        redis: Option<String>,
+        /// Prefix of every key written with --redis (default: a fresh `lockcheck:<uuid>:`).
+        #[arg(long, value_name = "PREFIX", requires = "redis")]
+        key_prefix: Option<String>,
         /// Print one JSON object instead of text.
         #[arg(long)]
         json: bool,
@@ -175,6 +182,8 @@ fn main() {
             seed,
             seeds,
             real,
+            redis,
+            key_prefix,
             json,
             history,
             jobs,
@@ -191,6 +200,13 @@ fn main() {
                 jobs: jobs_or_all(jobs),
                 shard,
                 artifacts,
+                redis: redis.map(|urls| {
+                    lockcheck::real::external::ExternalRedis::parse(&urls, key_prefix)
+                        .unwrap_or_else(|e| {
+                            eprintln!("error: {e}");
+                            std::process::exit(lockcheck::runner::EXIT_BAD_INPUT)
+                        })
+                }),
             },
         ),
         Command::Explore {

@@ -40,6 +40,7 @@ async function handle(req) {
       throw e;
     }
   }
+  if (req.op === 'hello') return { result: 'ready' }; // start-up is over: the run may begin
   if (req.op === 'write') return { result: 'written' };
   return { result: 'error', message: `unknown op ${req.op}` };
 }
@@ -50,4 +51,4 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
   const req = JSON.parse(line);
   queue = queue.then(() => handle(req)).catch((e) => ({ result: 'error', message: String(e && e.message || e) }))
     .then((rep) => process.stdout.write(JSON.stringify({ id: req.id, ...rep }) + '\n'));
-}).on('close', () => process.exit(0));
+}).on('close', () => queue.then(() => process.exit(0)));  // answer what was asked first

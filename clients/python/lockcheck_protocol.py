@@ -24,6 +24,8 @@ def serve(acquire, release):
                 rep.update(result="acquired", **got) if got is not None else rep.update(result="failed")
             elif req["op"] == "release":
                 rep["result"] = "released" if release() else "failed"
+            elif req["op"] == "hello":  # start-up is over: the run may begin
+                rep["result"] = "ready"
             elif req["op"] == "write":
                 rep["result"] = "written"
             else:

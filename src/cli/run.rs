@@ -46,12 +46,15 @@ pub struct RunOptions {
     pub shard: Option<Shard>,
     /// `--junit FILE` and `--report DIR`.
     pub artifacts: crate::suite::Artifacts,
+    /// `--redis`: run against these servers (lockcheck did not start them) without server
+    /// faults; implies real mode.
+    pub redis: Option<crate::real::external::ExternalRedis>,
 }
 
 impl RunOptions {
     /// The threads to use: `jobs`, every core when 0, one for real processes.
     pub fn threads(&self) -> usize {
-        if self.real {
+        if self.real || self.redis.is_some() {
             1
         } else if self.jobs == 0 {
             crate::exec::default_jobs()
@@ -62,7 +65,13 @@ impl RunOptions {
 }
 
 /// Runs and judges one seed of a scenario in the mode asked for.
-fn run_seed(scenario: &Scenario, real: bool, seed: u64) -> Result<Outcome, BadInput> {
+fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome, BadInput> {
+    let real = opts.real || opts.redis.is_some();
+    if let Some(ext) = &opts.redis {
+        let history = crate::real::world::run_external(scenario, seed, ext)
+            .map_err(|e| BadInput(e.to_string()))?;
+        return Ok(Outcome::judge(scenario, Mode::Real, seed, history));
+    }
     if !real && scenario.lock.kind == crate::lock::LockKind::Process {
         return Err(BadInput(format!(
             "{}: lock kind `process` runs the client program against real Redis servers; \
@@ -105,7 +114,7 @@ pub fn run_scenario(
     run_ordered(
         &indices,
         opts.threads(),
-        |i| run_seed(scenario, opts.real, first.saturating_add(i)),
+        |i| run_seed(scenario, opts, first.saturating_add(i)),
         |_, r| match r {
             Ok(o) => {
                 violating += u64::from(o.verdict() == crate::scenario::Verdict::Violation);

@@ -7,9 +7,12 @@
 //! program is forked like lockcheck's servers (own process group, `PR_SET_PDEATHSIG`, registered
 //! for the panic and signal handlers), so it never outlives lockcheck.
 
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use super::child::{make_temp_dir, spawn_from_long_lived_thread, wait_for_state};
 use super::cleanup;
@@ -179,4 +182,72 @@ fn resolve(program: &str, cwd: Option<&Path>) -> PathBuf {
         }
         _ => p.to_path_buf(),
     }
+}
+
+/// How long a client program may take to start and answer `hello`.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Sends each program `{"id":0,"op":"hello"}` and waits until every one has answered (with any
+/// result: an adapter's reply to an op it does not know will do), so that the run starts when
+/// all clients can act, not while one interpreter is still importing its libraries.
+pub(super) fn handshake(
+    processes: &[Option<Arc<ClientProcess>>],
+    pipes: &mut [Option<(ChildStdin, ChildStdout)>],
+) -> Result<(), RealError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut waiting = 0;
+    for (c, slot) in pipes.iter_mut().enumerate() {
+        let Some((mut stdin, stdout)) = slot.take() else {
+            continue;
+        };
+        let pid = processes[c].as_ref().map(|p| p.pid()).unwrap_or(0);
+        let fail = |what: String| RealError::External(format!("lock client pid {pid}: {what}"));
+        stdin
+            .write_all(b"{\"id\":0,\"op\":\"hello\"}\n")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| fail(format!("cannot send `hello` ({e}): did the program exit?")))?;
+        let tx = tx.clone();
+        waiting += 1;
+        // Byte by byte, unbuffered: nothing after the reply's newline may be consumed here.
+        std::thread::spawn(move || {
+            let mut stdout = stdout;
+            let mut line = Vec::new();
+            let mut byte = [0u8];
+            let ok = loop {
+                match stdout.read(&mut byte) {
+                    Ok(1) if byte[0] == b'\n' => break true,
+                    Ok(1) => line.push(byte[0]),
+                    _ => break false,
+                }
+            };
+            let _ = tx.send((c, stdin, stdout, ok, line));
+        });
+    }
+    let deadline = Instant::now() + HELLO_TIMEOUT;
+    while waiting > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (c, stdin, stdout, ok, line) = rx.recv_timeout(left).map_err(|_| {
+            RealError::External(format!(
+                "a lock client program did not answer `{{\"id\":0,\"op\":\"hello\"}}` within {} s \
+                 (docs/client-protocol.md)",
+                HELLO_TIMEOUT.as_secs()
+            ))
+        })?;
+        waiting -= 1;
+        let pid = processes[c].as_ref().map(|p| p.pid()).unwrap_or(0);
+        let text = String::from_utf8_lossy(&line);
+        let id = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| v.get("id").and_then(|i| i.as_u64()));
+        if !ok || id != Some(0) {
+            return Err(RealError::External(format!(
+                "lock client pid {pid} (`[lock] command`) did not answer `hello` with a protocol \
+                 line{}: {text:?} (stdout is for protocol lines only; log to stderr; see \
+                 docs/client-protocol.md)",
+                if ok { "" } else { " before exiting" }
+            )));
+        }
+        pipes[c] = Some((stdin, stdout));
+    }
+    Ok(())
 }

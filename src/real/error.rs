@@ -131,6 +131,11 @@ pub enum RealError {
     #[error("cannot run on real processes: {0}")]
     Unsupported(String),
 
+    /// A Redis lockcheck did not start (`--redis`) cannot be used: unreachable, wrong
+    /// credentials, or a scenario it must not run there. The text is the whole message.
+    #[error("{0}")]
+    External(String),
+
     #[error("invalid option: {what}")]
     InvalidOption {
         /// What is wrong with it.

@@ -29,6 +29,7 @@ mod cleanup;
 mod client_process;
 mod connection;
 mod error;
+pub mod external;
 mod failover;
 mod faketime;
 mod faults;

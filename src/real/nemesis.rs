@@ -49,6 +49,8 @@ pub(super) enum Group {
     Single(RedisServer),
     /// A master and the replica a failover promotes.
     Replicated(Box<FailoverRig>),
+    /// A server lockcheck did not start (`--redis`): used, never faulted.
+    External(String),
 }
 
 impl Group {
@@ -57,6 +59,7 @@ impl Group {
         match self {
             Group::Single(s) => Route::new(s.url()),
             Group::Replicated(r) => r.route(),
+            Group::External(url) => Route::new(url.clone()),
         }
     }
 }
@@ -356,14 +359,22 @@ impl RealNemesis {
         if !stall.is_zero() {
             gate.close();
             if let Some(p) = &program {
-                if let Err(e) = p.pause() {
-                    self.note(format!("client-{client} program SIGSTOP failed: {e}"));
+                match p.pause() {
+                    Ok(()) => self.note(format!(
+                        "client-{client}: SIGSTOP of program pid {}",
+                        p.pid()
+                    )),
+                    Err(e) => self.note(format!("client-{client} program SIGSTOP failed: {e}")),
                 }
             }
             tokio::time::sleep(stall).await;
             if let Some(p) = &program {
-                if let Err(e) = p.resume() {
-                    self.note(format!("client-{client} program SIGCONT failed: {e}"));
+                match p.resume() {
+                    Ok(()) => self.note(format!(
+                        "client-{client}: SIGCONT of program pid {}",
+                        p.pid()
+                    )),
+                    Err(e) => self.note(format!("client-{client} program SIGCONT failed: {e}")),
                 }
             }
             gate.open();

@@ -11,6 +11,7 @@
 
 use super::blackhole::BlackHole;
 use super::connection::{ConnectionTimeouts, Route, RoutedConnection};
+use super::external::{self, ExternalRedis};
 use super::failover::FailoverRig;
 use super::faketime::FakeTime;
 use super::nemesis::{Group, RealNemesis};
@@ -36,13 +37,55 @@ pub use super::plan::real_mode_unsupported;
 /// draws of a `[clocks]` table; real runs are not deterministic. A `kind = "process"` lock runs
 /// the scenario's client program, one process per client.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
+    run_on(scenario, seed, None)
+}
+
+/// Runs `scenario`'s workload against Redis servers lockcheck did not start (`--redis`): no
+/// server faults (a scenario with some is refused, with the reason), every lock key under the
+/// run's key prefix, and afterwards the keys under that prefix deleted, and only those. Client
+/// faults (pauses, crashes, client clocks) apply as usual. See [`super::external`].
+pub fn run_external(
+    scenario: &Scenario,
+    seed: u64,
+    ext: &ExternalRedis,
+) -> Result<History, RealError> {
+    if let Some(why) = external::refusal(scenario, ext) {
+        return Err(RealError::External(why));
+    }
+    for url in &ext.urls {
+        external::reach(url)?;
+    }
+    let prefix = ext.prefix_for_run();
+    let mut prefixed = scenario.clone();
+    prefixed.lock.key = format!("{prefix}{}", scenario.lock.key);
+    let result = run_on(&prefixed, seed, Some(&ext.urls));
+    let mut cleanup = Ok(());
+    for url in &ext.urls {
+        if let Err(e) = external::remove_keys(url, &prefix) {
+            cleanup = Err(e);
+        }
+    }
+    let history = result?;
+    cleanup.map(|()| history)
+}
+
+fn run_on(
+    scenario: &Scenario,
+    seed: u64,
+    external: Option<&[String]>,
+) -> Result<History, RealError> {
     if scenario.lock.kind == LockKind::Process {
-        return run_inner::<_, NoBuilder>(scenario, seed, Clients::Programs);
+        return run_inner::<_, NoBuilder>(scenario, seed, Clients::Programs, external);
     }
     let kind = scenario.lock.kind;
-    run_with(scenario, seed, move |config, conns, env| {
-        crate::lock::AnyLock::build(kind, config, conns, env)
-    })
+    run_inner(
+        scenario,
+        seed,
+        Clients::InProcess(move |config, conns, env| {
+            crate::lock::AnyLock::build(kind, config, conns, env)
+        }),
+        external,
+    )
 }
 
 /// Runs `scenario` on spawned `redis-server` processes, building each client's lock with
@@ -54,7 +97,7 @@ where
     L: Lock + 'static,
     F: Fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
 {
-    run_inner(scenario, seed, Clients::InProcess(make_lock))
+    run_inner(scenario, seed, Clients::InProcess(make_lock), None)
 }
 
 /// Who the clients are: locks built in this process, or the scenario's client programs.
@@ -74,6 +117,7 @@ fn run_inner<L, F>(
     scenario: &Scenario,
     seed: u64,
     clients: Clients<F>,
+    external: Option<&[String]>,
 ) -> Result<History, RealError>
 where
     L: Lock + 'static,
@@ -86,7 +130,9 @@ where
     let mut groups = Vec::new();
     let mut server_opts = Vec::new();
     for m in 0..scenario.redis.masters as usize {
-        groups.push(if scenario.redis.replicas == 1 {
+        groups.push(if let Some(urls) = external {
+            Group::External(urls[m].clone())
+        } else if scenario.redis.replicas == 1 {
             Group::Replicated(Box::new(FailoverRig::start_with(
                 ServerOptions::default(),
                 ServerOptions::default(),
@@ -110,10 +156,6 @@ where
         .enable_all()
         .build()
         .map_err(|e| RealError::io("starting the tokio runtime", e))?;
-    let rec = rt.block_on(async { Recorder::real() });
-    for note in clocks.notes {
-        rec.record("nemesis", EventKind::Fault { what: note });
-    }
     let groups: Arc<Vec<Mutex<Group>>> = Arc::new(groups.into_iter().map(Mutex::new).collect());
     // Every client has its own route to every master, so a partition can cut one client off
     // from one master. Replicated groups share the rig's route, which the failover switches.
@@ -143,15 +185,19 @@ where
     if matches!(clients, Clients::Programs) {
         let fakes = client_clocks(scenario, &clocks.clients)?;
         for (c, client_routes) in routes.iter().enumerate() {
-            let urls = rt
-                .block_on(async {
+            // A server lockcheck did not start is never faulted: no proxy needed, and the
+            // program gets the user's URL as it is (credentials, database).
+            let urls = match external {
+                Some(urls) => Ok(urls.to_vec()),
+                None => rt.block_on(async {
                     let mut urls = Vec::new();
                     for r in client_routes {
                         urls.push(RouteProxy::start(r.clone()).await?.url());
                     }
                     Ok::<_, std::io::Error>(urls)
-                })
-                .map_err(|e| RealError::io("starting a client program's proxy", e))?;
+                }),
+            }
+            .map_err(|e| RealError::io("starting a client program's proxy", e))?;
             let (process, stdin, stdout) = start_client(
                 scenario,
                 c as u32,
@@ -162,6 +208,13 @@ where
             processes.push(Some(Arc::new(process)));
             pipes.push(Some((stdin, stdout)));
         }
+        // Interpreter start-up (importing a library takes a second) is not part of the run.
+        super::client_process::handshake(&processes, &mut pipes)?;
+    }
+    // True time 0: every server is up and every client program answered.
+    let rec = rt.block_on(async { Recorder::real() });
+    for note in clocks.notes {
+        rec.record("nemesis", EventKind::Fault { what: note });
     }
     let nemesis = RealNemesis {
         processes: Arc::new(processes),

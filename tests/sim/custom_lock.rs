@@ -90,3 +90,34 @@ fn a_racy_lock_is_caught_without_any_fault() {
     }
     assert!(violated >= 3, "only {violated} of 5 seeds caught the race");
 }
+
+/// `examples/own_lock_both_ways.rs`: the same custom lock, unchanged, in simulation
+/// (`sim::run_with`) and on spawned `redis-server` processes (`real::world::run_with`).
+#[path = "../examples/own_lock_both_ways.rs"]
+mod own_lock_both_ways;
+
+#[test]
+fn a_custom_lock_runs_unchanged_in_simulation_and_on_real_servers() {
+    for text in own_lock_both_ways::SCENARIOS {
+        let s = Scenario::parse("inline.toml", text).unwrap();
+        for real in [false, true] {
+            let o = own_lock_both_ways::verdict(&s, real)
+                .unwrap_or_else(|e| panic!("{} (real: {real}): {e}", s.name));
+            assert_eq!(
+                o.verdict(),
+                s.expect,
+                "{} (real: {real}):\n{}",
+                s.name,
+                o.history.render()
+            );
+            // The lock really ran: every cycle of the no-fault run entered its section.
+            let sections = &o.checks["mutual_exclusion"].evidence["sections"];
+            assert!(
+                sections.as_u64().unwrap_or(0) >= 2,
+                "{}: {sections}",
+                s.name
+            );
+        }
+    }
+    assert_eq!(lockcheck::real::registered_children(), 0);
+}
