@@ -12,6 +12,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
+use crate::env::NamedPoint;
 use crate::lock::LockKind;
 
 /// The verdict a check reaches, and the verdict a scenario expects.
@@ -48,6 +49,11 @@ pub struct Scenario {
     /// Node clocks at the start of the run (offsets and drifts; faults change them later).
     pub clocks: ClocksSpec,
     pub faults: Vec<Fault>,
+    /// `[checks]`: the checkers' settings (liveness bound, minimum throughput).
+    pub checks: ChecksSpec,
+    /// Named points declared by a lock of the user's own ([`Scenario::parse_with_points`]),
+    /// besides the workload's and the lock kind's.
+    pub lock_points: Vec<NamedPoint>,
     /// `[explore]`: the space `lockcheck explore` searches (validated when parsed).
     pub explore: Option<crate::explore::ExploreSpec>,
     /// Where it was read from (for messages and the replay command).
@@ -233,7 +239,24 @@ impl WorkloadKind {
 /// holder has read the resource (the counter, or the user's address count) and not yet written.
 /// `before_write`: it worked and is about to write (main's point). `before_release`: the holder
 /// left its critical section and is about to release.
-pub const WORKLOAD_POINTS: &[&str] = &["acquired", "after_read", "before_write", "before_release"];
+pub const WORKLOAD_POINTS: &[NamedPoint] = &[
+    NamedPoint::new(
+        "acquired",
+        "the acquire succeeded: the holder just entered its critical section",
+    ),
+    NamedPoint::new(
+        "after_read",
+        "the holder read the resource and has not written it yet",
+    ),
+    NamedPoint::new(
+        "before_write",
+        "the holder worked (and checked its validity, if it does) and writes next",
+    ),
+    NamedPoint::new(
+        "before_release",
+        "the holder left its critical section; its release goes next",
+    ),
+];
 
 fn two() -> u32 {
     2
@@ -298,6 +321,26 @@ impl ClocksSpec {
     }
 }
 
+/// `[checks]`: how strict the checkers are. Both keys are optional.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChecksSpec {
+    /// The longest the lock may stay unavailable while clients wait and no live client holds it
+    /// (ms). Default: three leases.
+    pub liveness_bound_ms: Option<u64>,
+    /// The least share of the cycles the workload could complete that must complete (0..=1):
+    /// enables the `throughput` check. See [`crate::check::throughput`].
+    pub min_throughput: Option<f64>,
+}
+
+impl ChecksSpec {
+    /// The liveness bound for a lock whose lease is `lease_ms`.
+    pub fn liveness_bound_ms(&self, lease_ms: u64) -> u64 {
+        self.liveness_bound_ms
+            .unwrap_or_else(|| lease_ms.saturating_mul(3))
+    }
+}
+
 /// When a fault fires.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Trigger {
@@ -329,21 +372,16 @@ impl Trigger {
         }
     }
 
-    /// For client-point triggers: the earliest true time (ms) at which it may fire.
-    pub fn point_after_ms(&self, point: ClientPoint) -> Option<u64> {
-        match (self, point) {
-            (Trigger::Acquired { after_ms }, ClientPoint::Acquired)
-            | (Trigger::BeforeWrite { after_ms }, ClientPoint::BeforeWrite) => Some(*after_ms),
+    /// For a trigger at a named point: the earliest true time (ms) at which a client reaching
+    /// `point` fires it; `None` for another point or a timed trigger.
+    pub fn fires_at(&self, point: &str) -> Option<u64> {
+        match self {
+            Trigger::Acquired { after_ms } if point == "acquired" => Some(*after_ms),
+            Trigger::BeforeWrite { after_ms } if point == "before_write" => Some(*after_ms),
+            Trigger::Point { point: p, after_ms } if p == point => Some(*after_ms),
             _ => None,
         }
     }
-}
-
-/// The points in a client's cycle where `on = ...` faults fire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientPoint {
-    Acquired,
-    BeforeWrite,
 }
 
 /// Which client a client fault hits.
@@ -376,13 +414,16 @@ pub enum FaultKind {
         for_ms: u64,
         direction: Direction,
     },
-    /// Step a node's clock by `by_ms` (negative: backwards).
+    /// Step a node's clocks, wall and monotonic, by `by_ms` (negative: backwards).
     ClockJump { node: String, by_ms: i64 },
+    /// Step a node's wall clock alone by `by_ms` (an NTP step, an operator): its monotonic clock
+    /// goes on. Redis expires keys on its wall clock.
+    WallClockJump { node: String, by_ms: i64 },
     /// Set a node's clock rate error in parts per million.
     ClockDrift { node: String, ppm: i64 },
     /// Crash a Redis node; it restarts empty (no persistence) after `restart_after_ms`.
     Crash { node: String, restart_after_ms: u64 },
-    /// A client process dies (at its trigger point): it never releases and never comes back.
+    /// A client process dies (at its named point): it never releases and never comes back.
     ClientCrash { client: u32 },
 }
 
@@ -426,6 +467,7 @@ pub const FAULT_KINDS: &[&str] = &[
     "pause",
     "partition",
     "clock_jump",
+    "wall_clock_jump",
     "clock_drift",
     "crash",
 ];
@@ -472,6 +514,8 @@ struct RawScenario {
     clocks: ClocksSpec,
     #[serde(default)]
     faults: Vec<Spanned<RawFault>>,
+    #[serde(default)]
+    checks: ChecksSpec,
     explore: Option<Spanned<crate::explore::ExploreSpec>>,
 }
 
@@ -536,6 +580,7 @@ pub const CHECK_NAMES: &[&str] = &[
     "liveness",
     "foreign_release",
     "reentrancy",
+    "throughput",
 ];
 
 impl Scenario {
@@ -554,6 +599,16 @@ impl Scenario {
 
     /// Parses and validates scenario text; `file` is only used in messages.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_with_points(file, text, &[])
+    }
+
+    /// [`Scenario::parse`] for a lock of your own that declares named points
+    /// ([`Lock::POINTS`](crate::lock::Lock::POINTS)): faults may fire at those too.
+    pub fn parse_with_points(
+        file: &str,
+        text: &str,
+        lock_points: &[NamedPoint],
+    ) -> Result<Scenario, ScenarioError> {
         let ctx = Ctx { file, text };
         let raw: RawScenario = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
@@ -585,6 +640,8 @@ impl Scenario {
             workload: raw.workload,
             clocks: raw.clocks,
             faults: Vec::new(),
+            checks: raw.checks,
+            lock_points: lock_points.to_vec(),
             explore: raw.explore.as_ref().map(|e| e.get_ref().clone()),
             path: None,
         };
@@ -746,6 +803,26 @@ impl Scenario {
         if self.workload.clients == 0 {
             return Err(ctx.err(at("clients"), "`clients` must be at least 1"));
         }
+        if let Some(t) = self.checks.min_throughput {
+            if !(0.0..=1.0).contains(&t) {
+                return Err(ctx.err(
+                    at("min_throughput"),
+                    format!("`min_throughput` is a share of the cycles the workload could do, in [0, 1], got {t}"),
+                ));
+            }
+        }
+        if self.checks.liveness_bound_ms == Some(0) {
+            return Err(ctx.err(
+                at("liveness_bound_ms"),
+                "`liveness_bound_ms` must be at least 1",
+            ));
+        }
+        if self.expect_checks.contains_key("throughput") && self.checks.min_throughput.is_none() {
+            return Err(ctx.err(
+                at("expect_checks"),
+                "`expect_checks` names `throughput`, which runs only when `[checks] min_throughput` is set (for example `min_throughput = 0.5`)",
+            ));
+        }
         if self.redis.request_timeout_ms == 0 {
             return Err(ctx.err(
                 at("request_timeout_ms"),
@@ -770,11 +847,15 @@ impl Scenario {
         v
     }
 
-    /// The points a fault may fire at (`on = ...`): the workload's, then the lock kind's own.
+    /// The named points a fault may fire at (`on = ...`): the workload's, then the lock kind's
+    /// own, then those a lock of the user's own declared.
     pub fn points(&self) -> Vec<&'static str> {
-        let mut v = WORKLOAD_POINTS.to_vec();
-        v.extend_from_slice(self.lock.kind.points());
-        v
+        WORKLOAD_POINTS
+            .iter()
+            .chain(self.lock.kind.points())
+            .chain(&self.lock_points)
+            .map(|p| p.name)
+            .collect()
     }
 
     /// The expectation for one check: `expect_checks` first; `expect` is the mutual-exclusion one.
@@ -818,7 +899,7 @@ fn convert_fault(
         "failover" => &["master"],
         "pause" => &["client", "for_ms"],
         "partition" => &["nodes", "from", "for_ms", "direction"],
-        "clock_jump" => &["node", "by_ms"],
+        "clock_jump" | "wall_clock_jump" => &["node", "by_ms"],
         "clock_drift" => &["node", "ppm"],
         "crash" => &["node", "restart_after_ms"],
         _ => unreachable!("checked against FAULT_KINDS"),
@@ -887,7 +968,7 @@ fn convert_fault(
                     return Err(ctx.err(
                         on.span(),
                         format!(
-                            "unknown trigger `{other}`, expected one of {} (the workload's points and those of lock kind `{}`)",
+                            "unknown named point `{other}`, expected one of {} (the workload's and those declared by lock kind `{}`)",
                             quoted(&points),
                             scenario.lock.kind.name()
                         ),
@@ -991,6 +1072,10 @@ fn convert_fault(
             }
         }
         "clock_jump" => FaultKind::ClockJump {
+            node: check_node(f.node.as_ref().ok_or_else(|| need("node"))?)?,
+            by_ms: *f.by_ms.as_ref().ok_or_else(|| need("by_ms"))?.get_ref(),
+        },
+        "wall_clock_jump" => FaultKind::WallClockJump {
             node: check_node(f.node.as_ref().ok_or_else(|| need("node"))?)?,
             by_ms: *f.by_ms.as_ref().ok_or_else(|| need("by_ms"))?.get_ref(),
         },
@@ -1179,8 +1264,16 @@ on = "after_setnx"
         // Another lock has no `after_setnx`: a scenario cannot silently never fire.
         let text = NAIVE.replace("naive-setnx-expire", "set-nx-px");
         let e = Scenario::parse("t.toml", &text).unwrap_err();
-        assert!(e.message.contains("unknown trigger `after_setnx`"), "{e}");
+        assert!(
+            e.message.contains("unknown named point `after_setnx`"),
+            "{e}"
+        );
         assert!(e.message.contains("lock kind `set-nx-px`"), "{e}");
+        // A lock of the user's own declares its points; then a fault may name them.
+        const OWN: &[NamedPoint] = &[NamedPoint::new("after_setnx", "the user's own point")];
+        let s = Scenario::parse_with_points("t.toml", &text, OWN).unwrap();
+        assert_eq!(s.faults[0].trigger, Trigger::on_point("after_setnx", 0));
+        assert!(s.points().contains(&"after_setnx"));
     }
 
     #[test]
@@ -1245,10 +1338,36 @@ on = "after_setnx"
             let text = GOOD.replace(
                 "expect = \"violation\"",
                 &format!("expect = \"violation\"\nexpect_checks = {{ {c} = \"safe\" }}"),
-            );
+            ) + "[checks]\nmin_throughput = 0.5\n";
             let s = Scenario::parse("t.toml", &text).unwrap();
             assert_eq!(s.expected(c), Some(Verdict::Safe));
         }
+        // The throughput check runs only with a minimum; expecting it without one is an error.
+        let text = GOOD.replace(
+            "expect = \"violation\"",
+            "expect = \"violation\"\nexpect_checks = { throughput = \"safe\" }",
+        );
+        let e = Scenario::parse("t.toml", &text).unwrap_err();
+        assert!(e.message.contains("min_throughput"), "{e}");
+        let e = Scenario::parse(
+            "t.toml",
+            &(GOOD.to_string() + "[checks]\nmin_throughput = 1.5\n"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("[0, 1]"), "{e}");
+        let s = Scenario::parse(
+            "t.toml",
+            &(GOOD.to_string() + "[checks]\nliveness_bound_ms = 250\n"),
+        )
+        .unwrap();
+        assert_eq!(s.checks.liveness_bound_ms(100), 250);
+        assert_eq!(
+            Scenario::parse("t.toml", GOOD)
+                .unwrap()
+                .checks
+                .liveness_bound_ms(100),
+            300
+        );
         let text = GOOD.replace(
             "expect = \"violation\"",
             "expect = \"violation\"\nexpect_checks = { damage = \"safe\" }",

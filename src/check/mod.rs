@@ -10,6 +10,7 @@ pub mod liveness;
 pub mod mutual_exclusion;
 pub mod reentrancy;
 pub mod resource;
+pub mod throughput;
 
 use crate::history::History;
 use crate::scenario::{Scenario, Verdict};
@@ -40,20 +41,30 @@ pub trait Checker {
 /// Every checker lockcheck runs, in report order, with default parameters (the liveness bound
 /// is three times Redisson's default 30 s lease; one master).
 pub fn all() -> Vec<Box<dyn Checker>> {
-    with(crate::scenario::DEFAULT_WATCHDOG_TIMEOUT_MS, 1)
+    with(crate::scenario::DEFAULT_WATCHDOG_TIMEOUT_MS * 3, 1)
 }
 
-/// Every checker, parameterised for `scenario` (the liveness bound is three of its leases; the
-/// foreign-release rule needs the lock to live on one master).
+/// Every checker, parameterised for `scenario` (`[checks]`: the liveness bound, three of its
+/// leases unless set, and the throughput check when `min_throughput` is set; the foreign-release
+/// rule needs the lock to live on one master).
 pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
-    with(scenario.lock.lease_ms(), scenario.redis.masters)
+    let bound_ms = scenario.checks.liveness_bound_ms(scenario.lock.lease_ms());
+    let mut v = with(bound_ms, scenario.redis.masters);
+    if let Some(min) = scenario.checks.min_throughput {
+        v.push(Box::new(throughput::Throughput::for_scenario(
+            scenario, min,
+        )));
+    }
+    v
 }
 
-fn with(lease_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
+fn with(liveness_bound_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
     vec![
         Box::new(mutual_exclusion::MutualExclusion),
         Box::new(resource::Resource),
-        Box::new(liveness::Liveness::for_lease_ms(lease_ms)),
+        Box::new(liveness::Liveness {
+            bound_us: liveness_bound_ms.saturating_mul(1000),
+        }),
         Box::new(foreign_release::ForeignRelease::for_masters(masters)),
         Box::new(reentrancy::Reentrancy),
     ]

@@ -41,13 +41,14 @@ use super::faketime::FakeTime;
 use super::process::{RedisServer, ServerOptions};
 use super::process_clients::{client_clocks, fake_time, start_client};
 use super::proxy::RouteProxy;
+use super::witness::{client_connection_name, Witness};
 use super::RealError;
 use crate::env::{Gate, PointHook, RealEnv};
 use crate::history::{EventKind, History, Recorder};
 use crate::lock::LockConfig;
 use crate::lock::{Lock, LockKind, ProcessLock};
 use crate::resource::Store;
-use crate::scenario::{ClientPoint, ClientRef, Fault, FaultKind, Scenario, Trigger};
+use crate::scenario::{ClientRef, Fault, FaultKind, Scenario, Trigger};
 use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -103,7 +104,10 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
                 },
                 Trigger::At(0),
             ) => {}
-            (FaultKind::ClockJump { node, .. }, Trigger::At(_) | Trigger::Acquired { .. }) => {
+            (
+                FaultKind::ClockJump { node, .. } | FaultKind::WallClockJump { node, .. },
+                Trigger::At(_) | Trigger::Acquired { .. },
+            ) => {
                 if client_index(s, node).is_none() {
                     faked_master(s, node, "a clock jump")?;
                 }
@@ -243,13 +247,17 @@ fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
     for f in &s.faults {
         match &f.kind {
             // Client clocks are the client's `RealEnv`: set when the fault fires.
-            FaultKind::ClockDrift { node, .. } | FaultKind::ClockJump { node, .. }
+            FaultKind::ClockDrift { node, .. }
+            | FaultKind::ClockJump { node, .. }
+            | FaultKind::WallClockJump { node, .. }
                 if client_index(s, node).is_some() => {}
             FaultKind::ClockDrift { node, ppm } => {
                 let m = faked_master(s, node, "clock drift")?;
                 drift[m] = *ppm;
             }
-            FaultKind::ClockJump { node, .. } => {
+            // Redis expires keys on its wall clock: a wall-clock jump of a master is a jump of
+            // its libfaketime clock.
+            FaultKind::ClockJump { node, .. } | FaultKind::WallClockJump { node, .. } => {
                 jumps[faked_master(s, node, "a clock jump")?] = true
             }
             _ => {}
@@ -416,14 +424,24 @@ where
             .collect(),
     };
     nemesis.hold_back_replication()?;
+    let witness = watch_entries(scenario, &clients, &groups, &rec);
     let history = rt.block_on(drive(
         scenario,
-        rec,
+        rec.clone(),
         nemesis.clone(),
         Route::new(storage.url()),
         clients,
         pipes,
     ));
+    let history = match witness.map(Witness::finish) {
+        // The witness vouched: add its `LockEntriesWatched` to the history.
+        Some(Ok(())) => rec.snapshot(),
+        Some(Err(why)) => {
+            eprintln!("note: foreign_release judged without the servers' word: {why}");
+            history
+        }
+        None => history,
+    };
     for p in nemesis.processes.iter().flatten() {
         p.kill();
     }
@@ -431,6 +449,38 @@ where
     drop(groups);
     drop(storage);
     Ok(history)
+}
+
+/// Starts the servers' witness of the lock entry ([`Witness`]) on every master, when it can
+/// follow them: in-process clients (which name their connections), masters without replicas (no
+/// failover moves the entry) and a lock whose entry is a string (not Redisson's hash).
+fn watch_entries<F>(
+    scenario: &Scenario,
+    clients: &Clients<F>,
+    groups: &[Mutex<Group>],
+    rec: &Recorder,
+) -> Option<Witness> {
+    if !matches!(clients, Clients::InProcess(_))
+        || scenario.redis.replicas > 0
+        || scenario.lock.kind == LockKind::Redisson
+    {
+        return None;
+    }
+    let servers: Vec<(String, u16)> = groups
+        .iter()
+        .enumerate()
+        .filter_map(|(m, g)| match &*g.lock().unwrap() {
+            Group::Single(server) => Some((format!("redis-{m}"), server.port())),
+            _ => None,
+        })
+        .collect();
+    match Witness::start(&servers, &scenario.lock.key, rec) {
+        Ok(w) => Some(w),
+        Err(why) => {
+            eprintln!("note: foreign_release judged without the servers' word: {why}");
+            None
+        }
+    }
 }
 
 /// A client program's stdin and stdout.
@@ -460,7 +510,7 @@ where
     for c in 0..scenario.workload.clients {
         let conns: Vec<RoutedConnection> = nemesis.routes[c as usize]
             .iter()
-            .map(|r| RoutedConnection::new(r.clone(), timeouts))
+            .map(|r| RoutedConnection::new(r.clone(), timeouts).named(client_connection_name(c)))
             .collect();
         let points = {
             let nemesis = nemesis.clone();
@@ -657,6 +707,19 @@ impl RealNemesis {
                 }
                 self.note(format!("{node} clock jumped by {by_ms} ms"));
             }
+            FaultKind::WallClockJump { node, by_ms }
+                if client_index(&self.scenario, node).is_some() =>
+            {
+                let c = client_index(&self.scenario, node).expect("checked");
+                self.client_envs[c].jump_wall(*by_ms);
+                if let Some(Some(p)) = self.processes.get(c) {
+                    // A client program's clocks are one libfaketime clock: both move.
+                    if let Err(e) = p.jump_clock(*by_ms) {
+                        self.note(format!("{node} program clock jump failed: {e}"));
+                    }
+                }
+                self.note(format!("{node} wall clock jumped by {by_ms} ms"));
+            }
             FaultKind::ClockDrift { node, ppm } => {
                 if let Some(c) = client_index(&self.scenario, node) {
                     self.client_envs[c].set_drift(*ppm);
@@ -668,7 +731,7 @@ impl RealNemesis {
                     ));
                 }
             }
-            FaultKind::ClockJump { node, by_ms } => {
+            FaultKind::ClockJump { node, by_ms } | FaultKind::WallClockJump { node, by_ms } => {
                 let Some(m) = master_index(&self.scenario, node) else {
                     return;
                 };
@@ -772,20 +835,6 @@ impl RealNemesis {
                 route.switch_to(url);
             }
         }
-    }
-
-    /// Takes the pending faults that `client` reaching `point` now triggers.
-    fn take_due(&self, client: u32, point: ClientPoint) -> Vec<Fault> {
-        let now_ms = self.rec.now_us() / 1000;
-        let mut p = self.pending.lock().unwrap();
-        let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
-            let Some(after_ms) = f.trigger.point_after_ms(point) else {
-                return false;
-            };
-            now_ms >= after_ms && whose(&f.kind, client)
-        });
-        *p = rest;
-        due
     }
 
     fn note(&self, what: String) {
@@ -903,44 +952,18 @@ impl RealNemesis {
     }
 }
 
-/// Whether fault `kind` (triggered by `client`) is for that client.
-fn whose(kind: &FaultKind, client: u32) -> bool {
-    match kind {
-        FaultKind::Pause {
-            client: ClientRef::Index(i),
-            ..
-        } => *i == client,
-        FaultKind::ClientCrash { client: c } => *c == client,
-        _ => true,
-    }
-}
-
 impl FaultPoints for RealNemesis {
     async fn acquired(&self, client: u32) {
-        let now_ms = self.rec.now_us() / 1000;
-        let due: Vec<Fault> = {
-            let mut p = self.pending.lock().unwrap();
-            let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
-                let Trigger::Acquired { after_ms } = f.trigger else {
-                    return false;
-                };
-                now_ms >= after_ms && whose(&f.kind, client)
-            });
-            *p = rest;
-            due
-        };
-        self.fire_at_client(client, "acquired", due).await;
+        self.reached(client, "acquired").await
     }
 
     async fn reached(&self, client: u32, point: &'static str) {
         let now_ms = self.rec.now_us() / 1000;
-        let due =
-            crate::sim::nemesis::SimNemesis::due_at_point(&self.pending, now_ms, client, point);
+        let due = crate::sim::nemesis::take_due(&self.pending, now_ms, client, point);
         self.fire_at_client(client, point, due).await;
     }
 
     async fn before_write(&self, client: u32) {
-        let due = self.take_due(client, ClientPoint::BeforeWrite);
-        self.fire_at_client(client, "before_write", due).await;
+        self.reached(client, "before_write").await
     }
 }

@@ -9,7 +9,7 @@ use super::clock::Clocks;
 use super::cluster::Cluster;
 use super::network::Network;
 use crate::history::{EventKind, Recorder};
-use crate::scenario::{ClientPoint, ClientRef, Direction, Fault, FaultKind, Trigger};
+use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Trigger};
 use crate::workload::FaultPoints;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
@@ -198,6 +198,10 @@ impl SimNemesis {
                 self.clocks.jump(self.nodes[node], *by_ms);
                 self.note(format!("{node} clock jumped by {by_ms} ms"));
             }
+            FaultKind::WallClockJump { node, by_ms } => {
+                self.clocks.jump_wall(self.nodes[node], *by_ms);
+                self.note(format!("{node} wall clock jumped by {by_ms} ms"));
+            }
             FaultKind::ClockDrift { node, ppm } => {
                 self.clocks.set_drift(self.nodes[node], *ppm);
                 self.note(format!("{node} clock drift set to {ppm} ppm"));
@@ -252,22 +256,6 @@ pub fn partition_links(
     links
 }
 
-impl SimNemesis {
-    /// Takes the pending faults that `client` reaching `point` now triggers.
-    fn take_due(&self, client: u32, point: ClientPoint) -> Vec<Fault> {
-        let now_ms = self.rec.now_us() / 1000;
-        let mut p = self.pending.lock().unwrap();
-        let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
-            let Some(after_ms) = f.trigger.point_after_ms(point) else {
-                return false;
-            };
-            now_ms >= after_ms && whose(&f.kind, client)
-        });
-        *p = rest;
-        due
-    }
-}
-
 /// Whether fault `kind` (triggered by `client`) is for that client: pauses and crashes that name
 /// another client wait for that one.
 fn whose(kind: &FaultKind, client: u32) -> bool {
@@ -281,28 +269,22 @@ fn whose(kind: &FaultKind, client: u32) -> bool {
     }
 }
 
-impl SimNemesis {
-    /// Takes the pending faults triggered at `point` by `client` now.
-    pub(crate) fn due_at_point(
-        pending: &Mutex<Vec<Fault>>,
-        now_ms: u64,
-        client: u32,
-        point: &str,
-    ) -> Vec<Fault> {
-        let mut p = pending.lock().unwrap();
-        let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
-            let Trigger::Point {
-                point: at,
-                after_ms,
-            } = &f.trigger
-            else {
-                return false;
-            };
-            at == point && now_ms >= *after_ms && whose(&f.kind, client)
-        });
-        *p = rest;
-        due
-    }
+/// Takes from `pending` the faults that `client` reaching the named point `point` at true time
+/// `now_ms` triggers (both worlds' nemeses use it).
+pub(crate) fn take_due(
+    pending: &Mutex<Vec<Fault>>,
+    now_ms: u64,
+    client: u32,
+    point: &str,
+) -> Vec<Fault> {
+    let mut p = pending.lock().unwrap();
+    let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
+        f.trigger
+            .fires_at(point)
+            .is_some_and(|after_ms| now_ms >= after_ms && whose(&f.kind, client))
+    });
+    *p = rest;
+    due
 }
 
 impl SimNemesis {
@@ -336,30 +318,16 @@ impl SimNemesis {
 
 impl FaultPoints for SimNemesis {
     async fn reached(&self, client: u32, point: &'static str) {
-        let now_ms = self.rec.now_us() / 1000;
-        let due = SimNemesis::due_at_point(&self.pending, now_ms, client, point);
+        let due = take_due(&self.pending, self.rec.now_us() / 1000, client, point);
         self.fire_due(due, client, point).await;
     }
 
     async fn before_write(&self, client: u32) {
-        let due = self.take_due(client, ClientPoint::BeforeWrite);
-        self.fire_due(due, client, "before_write").await;
+        self.reached(client, "before_write").await
     }
 
     async fn acquired(&self, client: u32) {
-        let now_ms = self.rec.now_us() / 1000;
-        let due: Vec<Fault> = {
-            let mut p = self.pending.lock().unwrap();
-            let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
-                let Trigger::Acquired { after_ms } = f.trigger else {
-                    return false;
-                };
-                now_ms >= after_ms && whose(&f.kind, client)
-            });
-            *p = rest;
-            due
-        };
-        self.fire_due(due, client, "acquired").await;
+        self.reached(client, "acquired").await
     }
 }
 
