@@ -6,17 +6,30 @@
 
 pub mod foreign_release;
 pub mod grants;
+pub mod judge;
 pub mod liveness;
 pub mod mutual_exclusion;
 pub mod reentrancy;
 pub mod resource;
 pub mod throughput;
+pub mod verdict;
 
 use crate::history::History;
-use crate::scenario::{Scenario, Verdict};
 use serde::Serialize;
 
 pub use grants::{grants, Grant, GrantIndex};
+pub use verdict::Verdict;
+
+/// The check names a scenario may name in `expect_checks`, in report order (the names the
+/// checkers of [`all`] report; a test keeps the two lists equal).
+pub const CHECK_NAMES: &[&str] = &[
+    "mutual_exclusion",
+    "resource",
+    "liveness",
+    "foreign_release",
+    "reentrancy",
+    "throughput",
+];
 
 /// The outcome of one check.
 #[derive(Clone, Debug, Serialize)]
@@ -41,24 +54,13 @@ pub trait Checker {
 /// Every checker lockcheck runs, in report order, with default parameters (the liveness bound
 /// is three times Redisson's default 30 s lease; one master).
 pub fn all() -> Vec<Box<dyn Checker>> {
-    with(crate::scenario::DEFAULT_WATCHDOG_TIMEOUT_MS * 3, 1)
+    with(crate::lock::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS * 3, 1)
 }
 
-/// Every checker, parameterised for `scenario` (`[checks]`: the liveness bound, three of its
-/// leases unless set, and the throughput check when `min_throughput` is set; the foreign-release
-/// rule needs the lock to live on one master).
-pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
-    let bound_ms = scenario.checks.liveness_bound_ms(scenario.lock.lease_ms());
-    let mut v = with(bound_ms, scenario.redis.masters);
-    if let Some(min) = scenario.checks.min_throughput {
-        v.push(Box::new(throughput::Throughput::for_scenario(
-            scenario, min,
-        )));
-    }
-    v
-}
-
-fn with(liveness_bound_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
+/// Every checker that always runs, parameterised: the liveness bound (ms), and the masters the
+/// lock lives on (the foreign-release rule needs one). The throughput check runs besides when a
+/// scenario sets a minimum ([`judge::for_scenario`]).
+pub fn with(liveness_bound_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
     vec![
         Box::new(mutual_exclusion::MutualExclusion),
         Box::new(resource::Resource),
@@ -88,5 +90,17 @@ pub(crate) fn acquired(token: Option<u64>) -> crate::history::EventKind {
         fencing_token: token,
         acquired_at_ms: 0,
         valid_until_ms: 0,
+    }
+}
+
+#[cfg(test)]
+mod names {
+    /// `expect_checks` accepts exactly the names the checkers report.
+    #[test]
+    fn check_names_are_the_checkers_names() {
+        let mut reported: Vec<&str> = super::all().iter().map(|c| c.name()).collect();
+        // The throughput check runs only when a scenario sets `[checks] min_throughput`.
+        reported.push(super::throughput::Throughput::NAME);
+        assert_eq!(reported, super::CHECK_NAMES);
     }
 }

@@ -8,9 +8,10 @@
 //! and at most `duration_ms / (hold + think)` cycles per client. It runs when the scenario sets
 //! `[checks] min_throughput` and reports a violation when the share completed is below it.
 
+use super::Verdict;
 use super::{grants, CheckResult, Checker};
 use crate::history::History;
-use crate::scenario::{Scenario, Verdict};
+use crate::scenario::Scenario;
 
 /// The throughput checker: the least share of `capacity` cycles that must complete.
 pub struct Throughput {
@@ -20,6 +21,9 @@ pub struct Throughput {
 }
 
 impl Throughput {
+    /// The check's name in reports and `expect_checks`.
+    pub const NAME: &'static str = "throughput";
+
     /// The check for `scenario` with minimum share `min_share`.
     pub fn for_scenario(scenario: &Scenario, min_share: f64) -> Throughput {
         Throughput {
@@ -49,7 +53,7 @@ pub fn capacity(scenario: &Scenario) -> u64 {
 
 impl Checker for Throughput {
     fn name(&self) -> &'static str {
-        "throughput"
+        Throughput::NAME
     }
 
     fn check(&self, history: &History) -> CheckResult {

@@ -1,10 +1,24 @@
 //! Judging a run: every checker over the history, each verdict against the scenario's expectation.
 
-use crate::check::{self, CheckResult};
+use crate::check::{self, CheckResult, Checker, Verdict};
 use crate::exec::{DistinctCount, SeedSet};
 use crate::history::History;
-use crate::scenario::{Scenario, Verdict};
+use crate::scenario::Scenario;
 use std::collections::BTreeMap;
+
+/// Every checker, parameterised for `scenario` (`[checks]`: the liveness bound, three of its
+/// leases unless set, and the throughput check when `min_throughput` is set; the foreign-release
+/// rule needs the lock to live on one master).
+pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
+    let bound_ms = scenario.checks.liveness_bound_ms(scenario.lock.lease_ms());
+    let mut v = check::with(bound_ms, scenario.redis.masters);
+    if let Some(min) = scenario.checks.min_throughput {
+        v.push(Box::new(check::throughput::Throughput::for_scenario(
+            scenario, min,
+        )));
+    }
+    v
+}
 
 /// Simulation or real `redis-server` processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +51,7 @@ pub struct Outcome {
 impl Outcome {
     /// Runs every checker over `history`.
     pub fn judge(scenario: &Scenario, mode: Mode, seed: u64, history: History) -> Outcome {
-        let checks = check::for_scenario(scenario)
+        let checks = for_scenario(scenario)
             .into_iter()
             .map(|c| (c.name().to_string(), c.check(&history)))
             .collect();
