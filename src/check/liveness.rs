@@ -175,11 +175,7 @@ impl Checker for Liveness {
             ),
         };
         CheckResult {
-            verdict: if violation {
-                Verdict::Violation
-            } else {
-                Verdict::Safe
-            },
+            verdict: Verdict::of(violation),
             summary,
             evidence: serde_json::json!({
                 "bound_us": self.bound_us,

@@ -70,11 +70,7 @@ impl Checker for Throughput {
             self.min_share * 100.0
         );
         CheckResult {
-            verdict: if violation {
-                Verdict::Violation
-            } else {
-                Verdict::Safe
-            },
+            verdict: Verdict::of(violation),
             summary,
             evidence: serde_json::json!({
                 "completed_cycles": completed,
