@@ -34,11 +34,14 @@ pub fn client_connection_name(client: u32) -> String {
 /// What `finish` sends each server so the witness knows it has seen everything before it.
 const END_MARKER: &str = "lockcheck-witness-end";
 
+/// One watched server: its name, its port, and the thread following its `MONITOR` stream.
+type Watched = (String, u16, JoinHandle<Result<(), String>>);
+
 /// Watches the lock entry on a set of servers (one thread and one `MONITOR` connection each).
 pub struct Witness {
     key: String,
     rec: Recorder,
-    servers: Vec<(String, u16, JoinHandle<Result<(), String>>)>,
+    servers: Vec<Watched>,
     stop: Arc<AtomicBool>,
 }
 
@@ -237,7 +240,7 @@ impl Model {
             self.scripting = client;
             return Ok(());
         }
-        if !args.iter().any(|a| *a == self.key) {
+        if !args.contains(&self.key) {
             return Ok(());
         }
         let now_ms = line.at_us.div_euclid(1000);

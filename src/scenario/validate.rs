@@ -92,11 +92,10 @@ fn checks(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     Ok(())
 }
 
-/// Where to point for a key found after deserializing (which loses spans): the key's first
-/// occurrence if we can find it, the start of the file otherwise.
+/// Where to point for a key found after deserializing (which loses spans): its value, from the
+/// parser's spans (never by searching the text, which finds comments and strings too).
 fn at(ctx: &Ctx<'_>, key: &str) -> Range<usize> {
-    let off = ctx.text.find(&format!("{key} ")).unwrap_or(0);
-    off..off
+    ctx.spans.find(key)
 }
 
 /// `[low, high]` ranges need low <= high; a clock may not stand still.
