@@ -241,10 +241,12 @@ async fn critical_section<L, E, P, S>(
 
     let hold = env.random_range(plan.hold_ms[0], plan.hold_ms[1]);
     if plan.check_validity_before_write {
-        // Work no longer than the lease lasts, by this client's clock.
-        let left = guard.valid_until_ms.saturating_sub(env.now_ms());
+        // Work no longer than the lease lasts, by the clock the lock measures validity with
+        // (the monotonic one, unless the lock says otherwise).
+        let clock = lock.validity_clock();
+        let left = guard.valid_until_ms.saturating_sub(clock.read(env));
         env.sleep(Duration::from_millis(hold.min(left))).await;
-        let now_ms = env.now_ms();
+        let now_ms = clock.read(env);
         if now_ms >= guard.valid_until_ms {
             rec.record(
                 &me,

@@ -6,10 +6,18 @@ use crate::history::History;
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
 
-/// Every checker, parameterised for `scenario` (the liveness bound is three of its leases; the
-/// foreign-release rule needs the lock to live on one master).
+/// Every checker, parameterised for `scenario` (`[checks]`: the liveness bound, three of its
+/// leases unless set, and the throughput check when `min_throughput` is set; the foreign-release
+/// rule needs the lock to live on one master).
 pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
-    check::with(scenario.lock.lease_ms(), scenario.redis.masters)
+    let bound_ms = scenario.checks.liveness_bound_ms(scenario.lock.lease_ms());
+    let mut v = check::with(bound_ms, scenario.redis.masters);
+    if let Some(min) = scenario.checks.min_throughput {
+        v.push(Box::new(check::throughput::Throughput::for_scenario(
+            scenario, min,
+        )));
+    }
+    v
 }
 
 /// Simulation or real `redis-server` processes.

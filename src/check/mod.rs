@@ -11,6 +11,7 @@ pub mod liveness;
 pub mod mutual_exclusion;
 pub mod reentrancy;
 pub mod resource;
+pub mod throughput;
 pub mod verdict;
 
 use crate::history::History;
@@ -27,6 +28,7 @@ pub const CHECK_NAMES: &[&str] = &[
     "liveness",
     "foreign_release",
     "reentrancy",
+    "throughput",
 ];
 
 /// The outcome of one check.
@@ -52,16 +54,19 @@ pub trait Checker {
 /// Every checker lockcheck runs, in report order, with default parameters (the liveness bound
 /// is three times Redisson's default 30 s lease; one master).
 pub fn all() -> Vec<Box<dyn Checker>> {
-    with(crate::lock::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS, 1)
+    with(crate::lock::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS * 3, 1)
 }
 
-/// Every checker, parameterised: the liveness bound is three leases of `lease_ms`; the
-/// foreign-release rule needs the lock to live on one master.
-pub fn with(lease_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
+/// Every checker that always runs, parameterised: the liveness bound (ms), and the masters the
+/// lock lives on (the foreign-release rule needs one). The throughput check runs besides when a
+/// scenario sets a minimum ([`judge::for_scenario`]).
+pub fn with(liveness_bound_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
     vec![
         Box::new(mutual_exclusion::MutualExclusion),
         Box::new(resource::Resource),
-        Box::new(liveness::Liveness::for_lease_ms(lease_ms)),
+        Box::new(liveness::Liveness {
+            bound_us: liveness_bound_ms.saturating_mul(1000),
+        }),
         Box::new(foreign_release::ForeignRelease::for_masters(masters)),
         Box::new(reentrancy::Reentrancy),
     ]
@@ -93,7 +98,9 @@ mod names {
     /// `expect_checks` accepts exactly the names the checkers report.
     #[test]
     fn check_names_are_the_checkers_names() {
-        let reported: Vec<&str> = super::all().iter().map(|c| c.name()).collect();
+        let mut reported: Vec<&str> = super::all().iter().map(|c| c.name()).collect();
+        // The throughput check runs only when a scenario sets `[checks] min_throughput`.
+        reported.push(super::throughput::Throughput::NAME);
         assert_eq!(reported, super::CHECK_NAMES);
     }
 }

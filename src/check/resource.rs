@@ -221,11 +221,7 @@ impl Checker for Resource {
             ));
         }
         CheckResult {
-            verdict: if violation {
-                Verdict::Violation
-            } else {
-                Verdict::Safe
-            },
+            verdict: Verdict::of(violation),
             summary,
             evidence: serde_json::json!({
                 "writes_applied": applied.len(),

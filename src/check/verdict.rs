@@ -14,6 +14,17 @@ pub enum Verdict {
     Violation,
 }
 
+impl Verdict {
+    /// `Violation` when `violated`, else `Safe`.
+    pub fn of(violated: bool) -> Verdict {
+        if violated {
+            Verdict::Violation
+        } else {
+            Verdict::Safe
+        }
+    }
+}
+
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

@@ -36,10 +36,11 @@ pub fn list() -> String {
         let _ = writeln!(out, "  {f}");
     }
     out.push_str("named points (`on = ...`; a client `crash` fires at one):\n");
-    let _ = writeln!(out, "  {:<22} {}", "workload", WORKLOAD_POINTS.join(", "));
-    for k in LockKind::ALL {
-        if !k.points().is_empty() {
-            let _ = writeln!(out, "  {:<22} {}", k.name(), k.points().join(", "));
+    let mut owners = vec![("workload", WORKLOAD_POINTS)];
+    owners.extend(LockKind::ALL.iter().map(|k| (k.name(), k.points())));
+    for (owner, points) in owners {
+        for p in points {
+            let _ = writeln!(out, "  {owner:<22} {:<16} {}", p.name, p.about);
         }
     }
     out.push_str("scenarios:\n");

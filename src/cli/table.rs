@@ -80,6 +80,7 @@ pub fn fault_label(s: &Scenario) -> String {
             FaultKind::Crash { .. } => "Redis crash".to_string(),
             FaultKind::Partition { .. } => "partition".to_string(),
             FaultKind::ClockJump { .. } => "clock jump".to_string(),
+            FaultKind::WallClockJump { .. } => "wall-clock jump".to_string(),
             FaultKind::ClockDrift { .. } => "clock drift".to_string(),
         });
     }

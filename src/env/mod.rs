@@ -17,6 +17,24 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A named point: a place in a client's protocol where a fault can fire (`on = "<name>"` in a
+/// scenario). The workload declares its own ([`crate::scenario::WORKLOAD_POINTS`]); a lock
+/// declares those inside its protocol ([`crate::lock::Lock::POINTS`]) and passes them with
+/// [`Env::point`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct NamedPoint {
+    /// The name scenarios use (`on = "before_del"`).
+    pub name: &'static str,
+    /// What has happened and what comes next when a client is there (`lockcheck list` shows it).
+    pub about: &'static str,
+}
+
+impl NamedPoint {
+    pub const fn new(name: &'static str, about: &'static str) -> NamedPoint {
+        NamedPoint { name, about }
+    }
+}
+
 /// Where a client's named points lead: the nemesis, which may pause or crash the client there.
 /// Built per client by the world; [`Env::point`] calls it.
 #[derive(Clone)]
@@ -43,6 +61,26 @@ impl PointHook {
     }
 }
 
+/// Which of a node's clocks a lock measures its validity time with ([`crate::lock::Lock::validity_clock`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ClockKind {
+    /// [`Env::monotonic_ms`]: right for durations.
+    #[default]
+    Monotonic,
+    /// [`Env::now_ms`]: moves when the wall clock is corrected.
+    Wall,
+}
+
+impl ClockKind {
+    /// `env`'s reading of this clock.
+    pub fn read<E: Env>(self, env: &E) -> u64 {
+        match self {
+            ClockKind::Monotonic => env.monotonic_ms(),
+            ClockKind::Wall => env.now_ms(),
+        }
+    }
+}
+
 /// A handle to a spawned background task; dropping it does not stop the task, `abort` does.
 pub struct TaskHandle {
     abort: Box<dyn FnOnce() + Send>,
@@ -63,8 +101,18 @@ impl TaskHandle {
 
 /// A node's view of the world: its clock, its timers, its tasks, its randomness.
 pub trait Env: Clone + Send + Sync + 'static {
-    /// This node's clock in unix milliseconds. In simulation it may disagree with true time.
+    /// This node's wall clock in unix milliseconds (`gettimeofday`, Java's `currentTimeMillis`).
+    /// In simulation it may disagree with true time, and a wall-clock jump moves it backwards or
+    /// forwards: measure durations with [`Env::monotonic_ms`].
     fn now_ms(&self) -> u64;
+
+    /// This node's monotonic clock in milliseconds (`CLOCK_MONOTONIC`, Java's `nanoTime`): it
+    /// never jumps, but runs at the node's rate (drift) and moves with `clock_jump` faults, which
+    /// skew the whole machine's time. It reads the same as [`Env::now_ms`] until the wall clock
+    /// alone jumps (`wall_clock_jump`). Leases, validity times and wait bounds use it.
+    fn monotonic_ms(&self) -> u64 {
+        self.now_ms()
+    }
     /// Sleeps for `d` as measured by this node's clock.
     fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send;
     /// Spawns a background task on this node (it pauses and dies with the node).

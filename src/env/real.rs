@@ -2,7 +2,8 @@
 //!
 //! A client's clock can be skewed in real mode too: the lock reads it only through `Env`, so an
 //! offset, a rate error and jumps are applied here, on top of the monotonic clock, exactly as a
-//! wrong clock on the client's machine would look to the lock.
+//! wrong clock on the client's machine would look to the lock. The wall clock is that clock plus
+//! the corrections of wall-clock jumps, which leave the monotonic clock alone.
 //!
 //! A real GC pause stops the whole client process, background threads included, so a paused
 //! client must not keep renewing its lease from a watchdog task. Each real client therefore has a
@@ -23,6 +24,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub struct RealEnv {
     rng: Arc<Mutex<rand::rngs::SmallRng>>,
     skew: Arc<Mutex<Option<Skew>>>,
+    /// The wall clock's difference from the (skewed) monotonic clock, from wall-clock jumps (ms).
+    wall_offset_ms: Arc<Mutex<i64>>,
     gate: Gate,
     points: Option<PointHook>,
 }
@@ -47,6 +50,7 @@ impl Default for RealEnv {
         RealEnv {
             rng: Arc::new(Mutex::new(rand::rngs::SmallRng::from_entropy())),
             skew: Arc::default(),
+            wall_offset_ms: Arc::default(),
             gate: Gate::default(),
             points: None,
         }
@@ -78,7 +82,14 @@ impl RealEnv {
         &self.gate
     }
 
-    /// Steps this environment's clock by `by_ms` (negative: backwards). Clones share the clock.
+    /// Steps this environment's wall clock alone by `by_ms` (negative: backwards); its monotonic
+    /// clock goes on. Clones share the clocks.
+    pub fn jump_wall(&self, by_ms: i64) {
+        *self.wall_offset_ms.lock().unwrap() += by_ms;
+    }
+
+    /// Steps both of this environment's clocks by `by_ms` (negative: backwards). Clones share the
+    /// clocks.
     pub fn jump(&self, by_ms: i64) {
         let mut g = self.skew.lock().unwrap();
         let now = g.map_or_else(system_ms, |s| s.now_ms());
@@ -105,6 +116,11 @@ impl RealEnv {
 
 impl Env for RealEnv {
     fn now_ms(&self) -> u64 {
+        let offset = *self.wall_offset_ms.lock().unwrap();
+        self.monotonic_ms().saturating_add_signed(offset)
+    }
+
+    fn monotonic_ms(&self) -> u64 {
         match *self.skew.lock().unwrap() {
             None => SystemTime::now()
                 .duration_since(UNIX_EPOCH)
@@ -230,5 +246,26 @@ impl Gate {
             task.as_mut().poll(cx)
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wall_clock_jump_moves_the_wall_clock_only() {
+        let env = RealEnv::default();
+        let (wall, mono) = (env.now_ms(), env.monotonic_ms());
+        env.jump_wall(-10_000);
+        let clone = env.clone();
+        // Clones share the clocks; the monotonic clock goes on, the wall clock is 10 s behind.
+        assert!(clone.monotonic_ms() >= mono);
+        assert!(clone.monotonic_ms() < mono + 1_000);
+        assert!(clone.now_ms() + 9_000 < wall);
+        // A jump of the machine's time moves both.
+        env.jump(5_000);
+        assert!(env.monotonic_ms() >= mono + 5_000);
+        assert!(env.now_ms() + 4_000 < env.monotonic_ms());
     }
 }

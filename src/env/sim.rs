@@ -1,4 +1,5 @@
-//! The simulated environment: madsim's timers and RNG, and this node's own skewed clock.
+//! The simulated environment: madsim's timers and RNG, and this node's own skewed clocks (wall
+//! and monotonic).
 
 use super::{Env, PointHook, TaskHandle};
 use crate::sim::clock::Clocks;
@@ -33,6 +34,10 @@ impl SimEnv {
 impl Env for SimEnv {
     fn now_ms(&self) -> u64 {
         self.clocks.now_ms(self.node)
+    }
+
+    fn monotonic_ms(&self) -> u64 {
+        self.clocks.monotonic_ms(self.node)
     }
 
     fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send {

@@ -78,6 +78,7 @@ pub fn fault_table(f: &Fault) -> Table {
         FaultKind::Pause { .. } => "pause",
         FaultKind::Partition { .. } => "partition",
         FaultKind::ClockJump { .. } => "clock_jump",
+        FaultKind::WallClockJump { .. } => "wall_clock_jump",
         FaultKind::ClockDrift { .. } => "clock_drift",
     });
     match &f.trigger {
@@ -110,7 +111,7 @@ pub fn fault_table(f: &Fault) -> Table {
             }
             t["for_ms"] = value(*for_ms as i64);
         }
-        FaultKind::ClockJump { node, by_ms } => {
+        FaultKind::ClockJump { node, by_ms } | FaultKind::WallClockJump { node, by_ms } => {
             t["node"] = value(node.as_str());
             t["by_ms"] = value(*by_ms);
         }

@@ -44,10 +44,10 @@ where
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;
-        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
         let counter = fencing_key(&self.config.key);
         loop {
-            let started = self.env.now_ms();
+            let started = self.env.monotonic_ms();
             let reply: Result<Option<u64>, _> = FENCED_ACQUIRE
                 .key(&self.config.key)
                 .key(&counter)

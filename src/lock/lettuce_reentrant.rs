@@ -103,9 +103,9 @@ where
             .get_or_insert_with(|| self.env.uuid().to_string())
             .clone();
         let ttl_ms = self.config.ttl.as_millis() as u64;
-        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
         loop {
-            let started = self.env.now_ms();
+            let started = self.env.monotonic_ms();
             let reply: Result<Option<i64>, _> = redis::cmd("EVALSHA")
                 .arg(&lock_sha)
                 .arg(1)
@@ -131,7 +131,7 @@ where
                 Err(e) if is_transient(&e) => {}
                 Err(e) => return Err(e.into()),
             }
-            if self.env.now_ms() >= deadline {
+            if self.env.monotonic_ms() >= deadline {
                 return Ok(None);
             }
             self.env.sleep(POLL).await;

@@ -32,6 +32,7 @@ pub use redlock::{Redlock, RedlockOptions};
 pub use set_ex_nx_del::SetExNxDel;
 pub use set_nx_px::SetNxPx;
 
+use crate::env::{ClockKind, NamedPoint};
 use crate::subscription::Subscribe;
 
 /// What a holder has: proof of ownership and what it believes about its lease.
@@ -41,9 +42,10 @@ pub struct Guard {
     pub owner: String,
     /// A fencing token, for locks that issue one (strictly increasing per grant).
     pub fencing_token: Option<u64>,
-    /// The holder's clock when the successful attempt started.
+    /// The holder's clock ([`Lock::validity_clock`]: monotonic for lockcheck's locks) when the
+    /// successful attempt started.
     pub acquired_at_ms: u64,
-    /// Where the holder believes its lease ends, on its own clock: the validity time.
+    /// Where the holder believes its lease ends, on that clock: the validity time.
     pub valid_until_ms: u64,
 }
 
@@ -66,11 +68,25 @@ pub enum LockError {
 ///
 /// Every method returns a `Send` future so the same lock can run in tokio tasks and madsim nodes.
 pub trait Lock: Send {
+    /// The named points inside this lock's protocol where a fault can fire (`on = "<name>"`),
+    /// each passed with [`Env::point`](crate::env::Env::point) as the lock goes by. A scenario
+    /// for a lock of your own names them once they are declared here and given to
+    /// [`Scenario::parse_with_points`](crate::scenario::Scenario::parse_with_points).
+    const POINTS: &'static [NamedPoint] = &[];
+
     /// Tries to acquire until the configured wait bound; `Ok(None)` when it gave up.
     fn acquire(&mut self) -> impl Future<Output = Result<Option<Guard>, LockError>> + Send;
 
     /// Releases; `Ok(true)` when this client's own entry was deleted.
     fn release(&mut self, guard: &Guard) -> impl Future<Output = Result<bool, LockError>> + Send;
+
+    /// The clock this lock measures validity times with: [`Guard::valid_until_ms`] is a reading
+    /// of it, and a holder that checks its validity before writing compares it with this clock.
+    /// Durations belong on the monotonic clock (the default); a wall-clock jump back would make a
+    /// lease measured on the wall clock last longer than it does.
+    fn validity_clock(&self) -> ClockKind {
+        ClockKind::Monotonic
+    }
 
     /// Extends the lease of a held lock (a watchdog's renewal); `Ok(false)` when it was no longer ours.
     fn renew(&mut self, guard: &mut Guard) -> impl Future<Output = Result<bool, LockError>> + Send {
@@ -165,7 +181,7 @@ impl LockKind {
     }
 
     /// Named points inside the lock's protocol where a fault can fire (`on = "<point>"`).
-    pub fn points(self) -> &'static [&'static str] {
+    pub fn points(self) -> &'static [NamedPoint] {
         match self {
             LockKind::NaiveSetnxExpire => naive_setnx_expire::POINTS,
             _ => &[],
@@ -299,7 +315,7 @@ pub(crate) async fn retry_pause<E: crate::env::Env>(
     config: &LockConfig,
     deadline: u64,
 ) -> bool {
-    if env.now_ms() >= deadline {
+    if env.monotonic_ms() >= deadline {
         return false;
     }
     let (lo, hi) = config.retry;

@@ -12,12 +12,21 @@
 //! failed EXPIRE is only logged, the lock still counts as taken; a failed SETNX gives up.
 
 use super::{Guard, Lock, LockConfig, LockError};
-use crate::env::Env;
+use crate::env::{Env, NamedPoint};
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
 /// The named points of this lock's protocol.
-pub const POINTS: &[&str] = &["after_setnx", "before_del"];
+pub const POINTS: &[NamedPoint] = &[
+    NamedPoint::new(
+        "after_setnx",
+        "SETNX succeeded, EXPIRE not sent yet: the key has no expiry",
+    ),
+    NamedPoint::new(
+        "before_del",
+        "the release read the key and found its own value; the DEL goes next",
+    ),
+];
 
 /// The article's alphabet for lock values (`getRandomString`).
 const ALPHABET: &[u8] = b"123456qwertyuioplkhgsvbQWERTYUIOPLKJHGFDSAZXCVBNM7890";
@@ -49,12 +58,14 @@ where
     C: ConnectionLike + Send + Sync + 'static,
     E: Env,
 {
+    const POINTS: &'static [NamedPoint] = POINTS;
+
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let value = self.random_value();
         let ttl_ms = self.config.ttl.as_millis() as u64;
-        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
         loop {
-            let started = self.env.now_ms();
+            let started = self.env.monotonic_ms();
             let set: i64 = redis::cmd("SETNX")
                 .arg(&self.config.key)
                 .arg(&value)
@@ -81,7 +92,7 @@ where
                     valid_until_ms: started + ttl_ms,
                 }));
             }
-            if self.env.now_ms() >= deadline {
+            if self.env.monotonic_ms() >= deadline {
                 return Ok(None);
             }
             self.env.sleep(RETRY).await;

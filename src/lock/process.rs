@@ -140,7 +140,7 @@ impl<E: Env> ProcessLock<E> {
 
 impl<E: Env> Lock for ProcessLock<E> {
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
-        let started = self.env.now_ms();
+        let started = self.env.monotonic_ms();
         let timeout = self.config.wait + self.config.ttl + REPLY_SLACK;
         let reply = self.call("acquire", timeout).await?;
         match reply.result.as_str() {

@@ -161,11 +161,11 @@ where
 {
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let holder = self.holder();
-        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
         let channel = channel(&self.config.key);
         let mut subscribed = false;
         let result = loop {
-            let started = self.env.now_ms();
+            let started = self.env.monotonic_ms();
             let ttl = match self.try_acquire(&holder).await {
                 Ok(None) => break Ok(Some(self.acquired(holder.clone(), started))),
                 Ok(Some(ttl)) => Some(ttl),
@@ -173,7 +173,7 @@ where
                 Err(e) if is_transient(&e) => Some(RETRY_INTERVAL_MS),
                 Err(e) => break Err(e.into()),
             };
-            let now = self.env.now_ms();
+            let now = self.env.monotonic_ms();
             if now >= deadline {
                 break Ok(None);
             }
@@ -182,7 +182,7 @@ where
                 let sub = self.sub.get_or_insert_with(|| self.conn.subscription());
                 subscribed = sub.subscribe(&channel).await.is_ok();
             }
-            let left = deadline.saturating_sub(self.env.now_ms());
+            let left = deadline.saturating_sub(self.env.monotonic_ms());
             let wait = match ttl {
                 Some(t) if t >= 0 && (t as u64) < left => t as u64,
                 _ => left,

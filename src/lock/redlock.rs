@@ -250,14 +250,14 @@ where
         let ttl_ms = self.config.ttl.as_millis() as u64;
         let drift = self.config.redlock.drift_allowance_ms(ttl_ms);
         let recheck = self.config.redlock.recheck_after_acquire;
-        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
         loop {
-            let start = self.env.now_ms();
+            let start = self.env.monotonic_ms();
             let locked = self.lock_all(&owner, ttl_ms).await;
             let granted = locked.iter().filter(|&&a| a == Answer::Locked).count();
             self.last.clone_from(&locked);
             let valid_until = (start + ttl_ms).saturating_sub(drift);
-            let in_time = !recheck || self.env.now_ms() < valid_until;
+            let in_time = !recheck || self.env.monotonic_ms() < valid_until;
             if granted >= self.quorum() && in_time {
                 return Ok(Some(Guard {
                     owner,

@@ -39,9 +39,9 @@ where
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;
-        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
         loop {
-            let started = self.env.now_ms();
+            let started = self.env.monotonic_ms();
             let mut cmd = redis::cmd("SET");
             cmd.arg(&self.config.key).arg(&owner);
             expiry_args(&mut cmd, ttl_ms);

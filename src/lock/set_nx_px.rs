@@ -35,10 +35,10 @@ where
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;
-        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
         loop {
             // The lease starts, as far as this client can know, before the request is sent.
-            let started = self.env.now_ms();
+            let started = self.env.monotonic_ms();
             let reply: Result<Option<String>, _> = redis::cmd("SET")
                 .arg(&self.config.key)
                 .arg(&owner)

@@ -109,6 +109,8 @@ pub struct RoutedConnection {
     route: Arc<Route>,
     timeouts: ConnectionTimeouts,
     current: Option<Connected>,
+    /// The name each new connection gives itself (`CLIENT SETNAME`), if any.
+    name: Option<String>,
 }
 
 #[derive(Clone)]
@@ -135,7 +137,15 @@ impl RoutedConnection {
             route,
             timeouts,
             current: None,
+            name: None,
         }
+    }
+
+    /// Names every connection it makes (`CLIENT SETNAME name`), so the servers' `MONITOR`
+    /// streams tell which client sent each command (see `real::witness`).
+    pub fn named(mut self, name: String) -> RoutedConnection {
+        self.name = Some(name);
+        self
     }
 
     /// The route it follows.
@@ -173,9 +183,16 @@ impl RoutedConnection {
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeouts.connect))
             .set_response_timeout(Some(self.timeouts.response));
-        let conn = client
+        let mut conn = client
             .get_multiplexed_async_connection_with_config(&config)
             .await?;
+        if let Some(name) = &self.name {
+            redis::cmd("CLIENT")
+                .arg("SETNAME")
+                .arg(name)
+                .query_async::<()>(&mut conn)
+                .await?;
+        }
         self.current = Some(Connected {
             generation,
             url,

@@ -40,6 +40,7 @@ mod process;
 mod process_clients;
 mod proxy;
 pub mod subscription;
+pub mod witness;
 pub mod world;
 
 pub use blackhole::BlackHole;

@@ -137,17 +137,24 @@ impl RealNemesis {
                 let m = *master as usize;
                 tokio::task::spawn_blocking(move || me.fail_over(m));
             }
-            FaultKind::ClockJump { node, by_ms }
+            FaultKind::ClockJump { node, by_ms } | FaultKind::WallClockJump { node, by_ms }
                 if client_index(&self.scenario, node).is_some() =>
             {
                 let c = client_index(&self.scenario, node).expect("checked");
-                self.client_envs[c].jump(*by_ms);
+                let wall_only = matches!(kind, FaultKind::WallClockJump { .. });
+                if wall_only {
+                    self.client_envs[c].jump_wall(*by_ms);
+                } else {
+                    self.client_envs[c].jump(*by_ms);
+                }
                 if let Some(Some(p)) = self.processes.get(c) {
+                    // A client program's clocks are one libfaketime clock: both move.
                     if let Err(e) = p.jump_clock(*by_ms) {
                         self.note(format!("{node} program clock jump failed: {e}"));
                     }
                 }
-                self.note(format!("{node} clock jumped by {by_ms} ms"));
+                let which = if wall_only { "wall clock" } else { "clock" };
+                self.note(format!("{node} {which} jumped by {by_ms} ms"));
             }
             FaultKind::ClockDrift { node, ppm } => {
                 if let Some(c) = client_index(&self.scenario, node) {
@@ -160,7 +167,7 @@ impl RealNemesis {
                     ));
                 }
             }
-            FaultKind::ClockJump { node, by_ms } => {
+            FaultKind::ClockJump { node, by_ms } | FaultKind::WallClockJump { node, by_ms } => {
                 let Some(m) = master_index(&self.scenario, node) else {
                     return;
                 };

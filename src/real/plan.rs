@@ -45,7 +45,10 @@ pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
                 },
                 Trigger::At(0),
             ) => {}
-            (FaultKind::ClockJump { node, .. }, Trigger::At(_) | Trigger::Acquired { .. }) => {
+            (
+                FaultKind::ClockJump { node, .. } | FaultKind::WallClockJump { node, .. },
+                Trigger::At(_) | Trigger::Acquired { .. },
+            ) => {
                 if client_index(s, node).is_none() {
                     faked_master(s, node, "a clock jump")?;
                 }
@@ -183,13 +186,17 @@ pub(super) fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, Rea
     for f in &s.faults {
         match &f.kind {
             // Client clocks are the client's `RealEnv`: set when the fault fires.
-            FaultKind::ClockDrift { node, .. } | FaultKind::ClockJump { node, .. }
+            FaultKind::ClockDrift { node, .. }
+            | FaultKind::ClockJump { node, .. }
+            | FaultKind::WallClockJump { node, .. }
                 if client_index(s, node).is_some() => {}
             FaultKind::ClockDrift { node, ppm } => {
                 let m = faked_master(s, node, "clock drift")?;
                 drift[m] = *ppm;
             }
-            FaultKind::ClockJump { node, .. } => {
+            // Redis expires keys on its wall clock: a wall-clock jump of a master is a jump of
+            // its libfaketime clock.
+            FaultKind::ClockJump { node, .. } | FaultKind::WallClockJump { node, .. } => {
                 jumps[faked_master(s, node, "a clock jump")?] = true
             }
             _ => {}

@@ -49,7 +49,11 @@ pub(super) fn client_clocks(
         for f in &s.faults {
             match &f.kind {
                 FaultKind::ClockDrift { node, ppm: p } if *node == name => ppm = *p,
-                FaultKind::ClockJump { node, .. } if *node == name => jumps = true,
+                FaultKind::ClockJump { node, .. } | FaultKind::WallClockJump { node, .. }
+                    if *node == name =>
+                {
+                    jumps = true
+                }
                 _ => {}
             }
         }

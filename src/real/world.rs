@@ -19,6 +19,7 @@ use super::plan::{check_supported, server_clocks};
 use super::process::{RedisServer, ServerOptions};
 use super::process_clients::{client_clocks, start_client};
 use super::proxy::RouteProxy;
+use super::witness::{client_connection_name, Witness};
 use super::RealError;
 use crate::env::{Gate, PointHook, RealEnv};
 use crate::faults::Schedule;
@@ -233,14 +234,24 @@ where
             .collect(),
     };
     nemesis.hold_back_replication()?;
+    let witness = watch_entries(scenario, &clients, &groups, &rec);
     let history = rt.block_on(drive(
         scenario,
-        rec,
+        rec.clone(),
         nemesis.clone(),
         Route::new(storage.url()),
         clients,
         pipes,
     ));
+    let history = match witness.map(Witness::finish) {
+        // The witness vouched: add its `LockEntriesWatched` to the history.
+        Some(Ok(())) => rec.snapshot(),
+        Some(Err(why)) => {
+            eprintln!("note: foreign_release judged without the servers' word: {why}");
+            history
+        }
+        None => history,
+    };
     for p in nemesis.processes.iter().flatten() {
         p.kill();
     }
@@ -252,6 +263,38 @@ where
 
 /// A client program's stdin and stdout.
 type Pipes = (std::process::ChildStdin, std::process::ChildStdout);
+
+/// Starts the servers' witness of the lock entry ([`Witness`]) on every master, when it can
+/// follow them: in-process clients (which name their connections), masters without replicas (no
+/// failover moves the entry) and a lock whose entry is a string (not Redisson's hash).
+fn watch_entries<F>(
+    scenario: &Scenario,
+    clients: &Clients<F>,
+    groups: &[Mutex<Group>],
+    rec: &Recorder,
+) -> Option<Witness> {
+    if !matches!(clients, Clients::InProcess(_))
+        || scenario.redis.replicas > 0
+        || scenario.lock.kind == LockKind::Redisson
+    {
+        return None;
+    }
+    let servers: Vec<(String, u16)> = groups
+        .iter()
+        .enumerate()
+        .filter_map(|(m, g)| match &*g.lock().unwrap() {
+            Group::Single(server) => Some((format!("redis-{m}"), server.port())),
+            _ => None,
+        })
+        .collect();
+    match Witness::start(&servers, &scenario.lock.key, rec) {
+        Ok(w) => Some(w),
+        Err(why) => {
+            eprintln!("note: foreign_release judged without the servers' word: {why}");
+            None
+        }
+    }
+}
 
 async fn drive<L, F>(
     scenario: &Scenario,
@@ -277,7 +320,7 @@ where
     for c in 0..scenario.workload.clients {
         let conns: Vec<RoutedConnection> = nemesis.routes[c as usize]
             .iter()
-            .map(|r| RoutedConnection::new(r.clone(), timeouts))
+            .map(|r| RoutedConnection::new(r.clone(), timeouts).named(client_connection_name(c)))
             .collect();
         let points = {
             let nemesis = nemesis.clone();

@@ -84,8 +84,11 @@ pub enum FaultKind {
         for_ms: u64,
         direction: Direction,
     },
-    /// Step a node's clock by `by_ms` (negative: backwards).
+    /// Step a node's clocks, wall and monotonic, by `by_ms` (negative: backwards).
     ClockJump { node: String, by_ms: i64 },
+    /// Step a node's wall clock alone by `by_ms` (an NTP step, an operator): its monotonic clock
+    /// goes on. Redis expires keys on its wall clock.
+    WallClockJump { node: String, by_ms: i64 },
     /// Set a node's clock rate error in parts per million.
     ClockDrift { node: String, ppm: i64 },
     /// Crash a Redis node; it restarts empty (no persistence) after `restart_after_ms`.
@@ -135,6 +138,7 @@ pub const FAULT_KINDS: &[&str] = &[
     "pause",
     "partition",
     "clock_jump",
+    "wall_clock_jump",
     "clock_drift",
     "crash",
 ];
@@ -145,7 +149,7 @@ fn keys_of(kind: &str) -> &'static [&'static str] {
         "failover" => &["master"],
         "pause" => &["client", "for_ms"],
         "partition" => &["nodes", "from", "for_ms", "direction"],
-        "clock_jump" => &["node", "by_ms"],
+        "clock_jump" | "wall_clock_jump" => &["node", "by_ms"],
         "clock_drift" => &["node", "ppm"],
         "crash" => &["node", "restart_after_ms"],
         _ => unreachable!("checked against FAULT_KINDS"),
@@ -185,7 +189,7 @@ pub(super) fn convert(
         "failover" => table.failover()?,
         "pause" => table.pause()?,
         "partition" => table.partition()?,
-        "clock_jump" => table.clock_jump()?,
+        "clock_jump" | "wall_clock_jump" => table.clock_jump()?,
         "clock_drift" => table.clock_drift()?,
         "crash" => table.crash(&trigger)?,
         _ => unreachable!("checked against FAULT_KINDS"),
@@ -309,7 +313,7 @@ impl Table<'_> {
                     Err(self.ctx.err(
                         on.span(),
                         format!(
-                            "unknown trigger `{point}`, expected one of {} (the workload's points and those of lock kind `{}`)",
+                            "unknown named point `{point}`, expected one of {} (the workload's and those declared by lock kind `{}`)",
                             quoted(&points),
                             self.scenario.lock.kind.name()
                         ),
@@ -419,11 +423,15 @@ impl Table<'_> {
         })
     }
 
+    /// `clock_jump` (both clocks) or `wall_clock_jump` (the wall clock alone).
     fn clock_jump(&self) -> Result<FaultKind, ScenarioError> {
         let f = self.raw;
-        Ok(FaultKind::ClockJump {
-            node: self.node(f.node.as_ref().ok_or_else(|| self.need("node"))?)?,
-            by_ms: *self.required("by_ms", &f.by_ms)?,
+        let node = self.node(f.node.as_ref().ok_or_else(|| self.need("node"))?)?;
+        let by_ms = *self.required("by_ms", &f.by_ms)?;
+        Ok(if self.kind == "wall_clock_jump" {
+            FaultKind::WallClockJump { node, by_ms }
+        } else {
+            FaultKind::ClockJump { node, by_ms }
         })
     }
 

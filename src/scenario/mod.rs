@@ -22,6 +22,8 @@ mod validate;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::env::NamedPoint;
+
 use error::Ctx;
 use spec::RawScenario;
 
@@ -31,8 +33,8 @@ pub use crate::check::{Verdict, CHECK_NAMES};
 pub use error::ScenarioError;
 pub use fault::{ClientRef, Direction, Fault, FaultKind, Trigger, FAULT_KINDS};
 pub use spec::{
-    ClocksSpec, LockSpec, RedisSpec, WorkloadKind, WorkloadSpec, DEFAULT_WATCHDOG_TIMEOUT_MS,
-    WORKLOAD_POINTS,
+    ChecksSpec, ClocksSpec, LockSpec, RedisSpec, WorkloadKind, WorkloadSpec,
+    DEFAULT_WATCHDOG_TIMEOUT_MS, WORKLOAD_POINTS,
 };
 
 /// A parsed, validated scenario: everything a world needs to run it and a judge needs to say
@@ -62,6 +64,11 @@ pub struct Scenario {
     pub clocks: ClocksSpec,
     /// `[[faults]]`: the fault schedule, in file order.
     pub faults: Vec<Fault>,
+    /// `[checks]`: the checkers' settings (liveness bound, minimum throughput).
+    pub checks: ChecksSpec,
+    /// Named points declared by a lock of the user's own ([`Scenario::parse_with_points`]),
+    /// besides the workload's and the lock kind's.
+    pub lock_points: Vec<NamedPoint>,
     /// `[explore]`: the space `lockcheck explore` searches (validated when parsed).
     pub explore: Option<crate::explore::ExploreSpec>,
     /// Where it was read from (for messages and the replay command).
@@ -102,6 +109,16 @@ impl Scenario {
 
     /// Parses and validates scenario text; `file` is only used in messages.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_with_points(file, text, &[])
+    }
+
+    /// [`Scenario::parse`] for a lock of your own that declares named points
+    /// ([`Lock::POINTS`](crate::lock::Lock::POINTS)): faults may fire at those too.
+    pub fn parse_with_points(
+        file: &str,
+        text: &str,
+        lock_points: &[NamedPoint],
+    ) -> Result<Scenario, ScenarioError> {
         let located = |e: input::InputError| {
             let (line, column) = error::line_col(text, e.span.unwrap_or(0..0).start);
             ScenarioError {
@@ -132,6 +149,8 @@ impl Scenario {
             workload: raw.workload,
             clocks: raw.clocks,
             faults: Vec::new(),
+            checks: raw.checks,
+            lock_points: lock_points.to_vec(),
             explore: raw.explore.as_ref().map(|e| e.get_ref().clone()),
             path: None,
         };
@@ -171,11 +190,15 @@ impl Scenario {
         v
     }
 
-    /// The points a fault may fire at (`on = ...`): the workload's, then the lock kind's own.
+    /// The named points a fault may fire at (`on = ...`): the workload's, then the lock kind's
+    /// own, then those a lock of the user's own declared.
     pub fn points(&self) -> Vec<&'static str> {
-        let mut v = WORKLOAD_POINTS.to_vec();
-        v.extend_from_slice(self.lock.kind.points());
-        v
+        WORKLOAD_POINTS
+            .iter()
+            .chain(self.lock.kind.points())
+            .chain(&self.lock_points)
+            .map(|p| p.name)
+            .collect()
     }
 
     /// The expectation for one check: `expect_checks` first; `expect` is the mutual-exclusion one.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use crate::check::Verdict;
+use crate::env::NamedPoint;
 use crate::lock::{LockConfig, LockKind, RedlockOptions};
 
 /// `[lock]`: which lock and its lease parameters.
@@ -189,11 +190,44 @@ impl WorkloadKind {
 }
 
 /// Named points in the workload's critical section where a fault can fire (`on = "<point>"`).
-/// `acquired`: right after a successful acquire, inside the critical section. `after_read`: the
-/// holder has read the resource (the counter, or the user's address count) and not yet written.
-/// `before_write`: it worked and is about to write (main's point). `before_release`: the holder
-/// left its critical section and is about to release.
-pub const WORKLOAD_POINTS: &[&str] = &["acquired", "after_read", "before_write", "before_release"];
+pub const WORKLOAD_POINTS: &[NamedPoint] = &[
+    NamedPoint::new(
+        "acquired",
+        "the acquire succeeded: the holder just entered its critical section",
+    ),
+    NamedPoint::new(
+        "after_read",
+        "the holder read the resource and has not written it yet",
+    ),
+    NamedPoint::new(
+        "before_write",
+        "the holder worked (and checked its validity, if it does) and writes next",
+    ),
+    NamedPoint::new(
+        "before_release",
+        "the holder left its critical section; its release goes next",
+    ),
+];
+
+/// `[checks]`: how strict the checkers are. Both keys are optional.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChecksSpec {
+    /// The longest the lock may stay unavailable while clients wait and no live client holds it
+    /// (ms). Default: three leases.
+    pub liveness_bound_ms: Option<u64>,
+    /// The least share of the cycles the workload could complete that must complete (0..=1):
+    /// enables the `throughput` check. See [`crate::check::throughput`].
+    pub min_throughput: Option<f64>,
+}
+
+impl ChecksSpec {
+    /// The liveness bound for a lock whose lease is `lease_ms`.
+    pub fn liveness_bound_ms(&self, lease_ms: u64) -> u64 {
+        self.liveness_bound_ms
+            .unwrap_or_else(|| lease_ms.saturating_mul(3))
+    }
+}
 
 fn two() -> u32 {
     2
@@ -301,6 +335,8 @@ pub(super) struct RawScenario {
     pub(super) clocks: ClocksSpec,
     #[serde(default)]
     pub(super) faults: Vec<Spanned<RawFault>>,
+    #[serde(default)]
+    pub(super) checks: ChecksSpec,
     pub(super) explore: Option<Spanned<crate::explore::ExploreSpec>>,
 }
 

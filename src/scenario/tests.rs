@@ -130,8 +130,19 @@ fn an_unknown_point_names_the_choices_of_that_lock() {
     // Another lock has no `after_setnx`: a scenario cannot silently never fire.
     let text = NAIVE.replace("naive-setnx-expire", "set-nx-px");
     let e = Scenario::parse("t.toml", &text).unwrap_err();
-    assert!(e.message.contains("unknown trigger `after_setnx`"), "{e}");
+    assert!(
+        e.message.contains("unknown named point `after_setnx`"),
+        "{e}"
+    );
     assert!(e.message.contains("lock kind `set-nx-px`"), "{e}");
+    // A lock of the user's own declares its points; then a fault may name them.
+    const OWN: &[crate::env::NamedPoint] = &[crate::env::NamedPoint::new(
+        "after_setnx",
+        "the user's own point",
+    )];
+    let s = Scenario::parse_with_points("t.toml", &text, OWN).unwrap();
+    assert_eq!(s.faults[0].trigger, Trigger::on_point("after_setnx", 0));
+    assert!(s.points().contains(&"after_setnx"));
 }
 
 #[test]
@@ -196,10 +207,25 @@ fn every_check_name_is_accepted_in_expect_checks() {
         let text = GOOD.replace(
             "expect = \"violation\"",
             &format!("expect = \"violation\"\nexpect_checks = {{ {c} = \"safe\" }}"),
-        );
+        ) + "[checks]\nmin_throughput = 0.5\n";
         let s = Scenario::parse("t.toml", &text).unwrap();
         assert_eq!(s.expected(c), Some(Verdict::Safe));
     }
+    // The throughput check runs only with a minimum; expecting it without one is an error.
+    let text = GOOD.replace(
+        "expect = \"violation\"",
+        "expect = \"violation\"\nexpect_checks = { throughput = \"safe\" }",
+    );
+    let e = Scenario::parse("t.toml", &text).unwrap_err();
+    assert!(e.message.contains("min_throughput"), "{e}");
+    let text = GOOD.to_string() + "[checks]\nmin_throughput = 1.5\n";
+    let e = Scenario::parse("t.toml", &text).unwrap_err();
+    assert!(e.message.contains("[0, 1]"), "{e}");
+    let text = GOOD.to_string() + "[checks]\nliveness_bound_ms = 250\n";
+    let s = Scenario::parse("t.toml", &text).unwrap();
+    assert_eq!(s.checks.liveness_bound_ms(100), 250);
+    let s = Scenario::parse("t.toml", GOOD).unwrap();
+    assert_eq!(s.checks.liveness_bound_ms(100), 300);
     let text = GOOD.replace(
         "expect = \"violation\"",
         "expect = \"violation\"\nexpect_checks = { damage = \"safe\" }",

@@ -62,7 +62,34 @@ pub(super) fn numbers(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> 
     lease(ctx, s)?;
     process_command(ctx, s)?;
     redlock_keys(ctx, s)?;
-    counts(ctx, s)
+    counts(ctx, s)?;
+    checks(ctx, s)
+}
+
+/// `[checks]`: a positive liveness bound, a throughput share in [0, 1], and no expectation of the
+/// throughput check unless it runs.
+fn checks(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    if let Some(t) = s.checks.min_throughput {
+        if !(0.0..=1.0).contains(&t) {
+            return Err(ctx.err(
+                at(ctx, "min_throughput"),
+                format!("`min_throughput` is a share of the cycles the workload could do, in [0, 1], got {t}"),
+            ));
+        }
+    }
+    if s.checks.liveness_bound_ms == Some(0) {
+        return Err(ctx.err(
+            at(ctx, "liveness_bound_ms"),
+            "`liveness_bound_ms` must be at least 1",
+        ));
+    }
+    if s.expect_checks.contains_key("throughput") && s.checks.min_throughput.is_none() {
+        return Err(ctx.err(
+            at(ctx, "expect_checks"),
+            "`expect_checks` names `throughput`, which runs only when `[checks] min_throughput` is set (for example `min_throughput = 0.5`)",
+        ));
+    }
+    Ok(())
 }
 
 /// Where to point for a key found after deserializing (which loses spans): its value, from the

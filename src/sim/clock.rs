@@ -4,6 +4,13 @@
 //! clock here is a piecewise-linear function of true time with its own offset, a rate error in
 //! parts per million (drift), and step jumps (an NTP correction, an operator). Redis expiry on a
 //! node, and a client's lease arithmetic, read that node's clock; checkers read true time.
+//!
+//! Each node has two clocks, as a machine does. The monotonic clock (`CLOCK_MONOTONIC`, Java's
+//! `nanoTime`) only moves forward at the node's rate; the wall clock (`gettimeofday`, Java's
+//! `currentTimeMillis`) is the monotonic clock plus a correction that wall-clock jumps
+//! (`wall_clock_jump`: an NTP step, an operator) change. Start offsets, drift and `clock_jump`
+//! skew both. Redis expires keys on its wall clock; a lock should measure its validity on the
+//! monotonic one. Without a wall-clock jump both read the same.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,6 +27,8 @@ struct NodeClock {
     base_clock_us: i128,
     /// Rate error in parts per million: +100 runs 0.01% fast.
     ppm: i64,
+    /// The wall clock's difference from the monotonic clock (µs), from wall-clock jumps.
+    wall_us: i128,
 }
 
 impl NodeClock {
@@ -43,6 +52,7 @@ impl Clocks {
             base_true_us: 0,
             base_clock_us: EPOCH_MS as i128 * 1000,
             ppm: 0,
+            wall_us: 0,
         };
         Clocks {
             inner: Arc::new(Mutex::new(vec![c; n])),
@@ -54,14 +64,28 @@ impl Clocks {
         (madsim::time::Instant::now() - self.start).as_micros() as u64
     }
 
-    /// Node `node`'s clock now, unix milliseconds.
+    /// Node `node`'s wall clock now, unix milliseconds.
     pub fn now_ms(&self, node: usize) -> u64 {
+        let t = self.true_us();
+        let c = self.inner.lock().unwrap()[node];
+        ((c.at(t) + c.wall_us).max(0) / 1000) as u64
+    }
+
+    /// Node `node`'s monotonic clock now, in milliseconds (it starts at [`EPOCH_MS`] like the
+    /// wall clock, so the two agree until the wall clock jumps).
+    pub fn monotonic_ms(&self, node: usize) -> u64 {
         let t = self.true_us();
         let us = self.inner.lock().unwrap()[node].at(t);
         (us.max(0) / 1000) as u64
     }
 
-    /// Steps node `node`'s clock by `by_ms` (negative: backwards).
+    /// Steps node `node`'s wall clock alone by `by_ms` (negative: backwards); its monotonic
+    /// clock goes on as before.
+    pub fn jump_wall(&self, node: usize, by_ms: i64) {
+        self.inner.lock().unwrap()[node].wall_us += by_ms as i128 * 1000;
+    }
+
+    /// Steps both of node `node`'s clocks by `by_ms` (negative: backwards).
     pub fn jump(&self, node: usize, by_ms: i64) {
         let t = self.true_us();
         let mut g = self.inner.lock().unwrap();
@@ -135,6 +159,7 @@ mod tests {
             base_true_us: 0,
             base_clock_us: 0,
             ppm: 10_000, // 1% fast
+            wall_us: 0,
         };
         assert_eq!(c.at(1_000_000), 1_010_000);
     }
@@ -155,6 +180,14 @@ mod tests {
                 clocks.true_duration(0, Duration::from_millis(1100)),
                 Duration::from_millis(1000)
             );
+            // A wall-clock jump back moves the wall clock only.
+            clocks.jump_wall(1, -10_000);
+            assert_eq!(clocks.now_ms(1), EPOCH_MS + 37_000);
+            assert_eq!(clocks.monotonic_ms(1), EPOCH_MS + 47_000);
+            madsim::time::sleep(Duration::from_millis(1000)).await;
+            assert_eq!(clocks.now_ms(1), EPOCH_MS + 38_000);
+            assert_eq!(clocks.monotonic_ms(1), EPOCH_MS + 48_000);
+            assert_eq!(clocks.monotonic_ms(0), clocks.now_ms(0));
         });
     }
 }

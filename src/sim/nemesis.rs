@@ -180,6 +180,10 @@ impl SimNemesis {
                 self.clocks.jump(self.nodes[node], *by_ms);
                 self.note(format!("{node} clock jumped by {by_ms} ms"));
             }
+            FaultKind::WallClockJump { node, by_ms } => {
+                self.clocks.jump_wall(self.nodes[node], *by_ms);
+                self.note(format!("{node} wall clock jumped by {by_ms} ms"));
+            }
             FaultKind::ClockDrift { node, ppm } => {
                 self.clocks.set_drift(self.nodes[node], *ppm);
                 self.note(format!("{node} clock drift set to {ppm} ppm"));

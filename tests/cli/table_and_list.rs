@@ -24,6 +24,28 @@ fn list_names_every_lock_with_its_article() {
 }
 
 #[test]
+fn list_shows_every_named_point_with_its_owner_and_meaning() {
+    let (code, out, _) = lockcheck(&["list"]);
+    assert_eq!(code, 0);
+    let section = out
+        .split("named points")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no named points section:\n{out}"));
+    for (owner, point, meaning) in [
+        ("workload", "acquired", "critical section"),
+        ("workload", "before_release", "release goes next"),
+        ("naive-setnx-expire", "after_setnx", "EXPIRE not sent yet"),
+        ("naive-setnx-expire", "before_del", "DEL goes next"),
+    ] {
+        let line = section
+            .lines()
+            .find(|l| l.split_whitespace().take(2).eq([owner, point]))
+            .unwrap_or_else(|| panic!("{owner} {point} not listed:\n{out}"));
+        assert!(line.contains(meaning), "{line}");
+    }
+}
+
+#[test]
 fn table_runs_the_bundled_scenarios() {
     let (code, out, err) = lockcheck(&["table", "--seeds", "2"]);
     assert_eq!(code, 0, "{err}");

@@ -77,6 +77,7 @@ pub fn fault_kinds(r: &Replayed) -> Vec<&'static str> {
             FaultKind::Pause { .. } => "pause",
             FaultKind::Partition { .. } => "partition",
             FaultKind::ClockJump { .. } => "clock_jump",
+            FaultKind::WallClockJump { .. } => "wall_clock_jump",
             FaultKind::ClockDrift { .. } => "clock_drift",
             FaultKind::Crash { .. } => "crash",
             FaultKind::ClientCrash { .. } => "client_crash",

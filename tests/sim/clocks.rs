@@ -133,6 +133,31 @@ fn replicated_expiry_is_absolute_and_judged_by_the_replicas_clock() {
 }
 
 #[test]
+fn a_wall_clock_jump_moves_redis_expiry_and_a_clients_wall_clock_but_not_its_monotonic_one() {
+    sim(|| async {
+        let w = world(1, 0);
+        let mut conn = w.conn(0);
+        let ok: Option<String> = cmd(&mut conn, &["SET", "k", "v", "NX", "PX", "1000"])
+            .await
+            .unwrap();
+        assert!(ok.is_some());
+        // Redis expires keys on its wall clock: stepped back 5 s, the key outlives its TTL.
+        w.clocks.jump_wall(0, -5_000);
+        madsim::time::sleep(Duration::from_millis(2_000)).await;
+        let left: i64 = cmd(&mut conn, &["PTTL", "k"]).await.unwrap();
+        assert!((3_900..=4_000).contains(&left), "{left} ms left");
+        // The client's wall clock steps back; its monotonic clock (and sleeps) go on.
+        let env = SimEnv::new(w.clocks.clone(), w.client);
+        let (wall, mono) = (env.now_ms(), env.monotonic_ms());
+        assert_eq!(wall, mono);
+        w.clocks.jump_wall(w.client, -10_000);
+        env.sleep(Duration::from_millis(100)).await;
+        assert_eq!(env.monotonic_ms(), mono + 100);
+        assert_eq!(env.now_ms(), wall + 100 - 10_000);
+    });
+}
+
+#[test]
 fn a_clients_env_reads_and_sleeps_on_its_own_clock() {
     sim(|| async {
         let clocks = Clocks::new(2);

@@ -20,10 +20,10 @@ where
 {
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
-        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
         let ttl = self.config.ttl.as_millis() as u64;
-        while self.env.now_ms() < deadline {
-            let start = self.env.now_ms();
+        while self.env.monotonic_ms() < deadline {
+            let start = self.env.monotonic_ms();
             let holder: Option<String> = redis::cmd("GET")
                 .arg(&self.config.key)
                 .query_async(&mut self.conn)

@@ -70,3 +70,30 @@ fn the_pair_the_server_saw_is_blamed_on_all_30_seeds() {
     // Why the servers' word is needed: inference gets some of these seeds wrong.
     assert!(inferred_wrong > 0);
 }
+
+/// On real `redis-server` processes the servers' word comes from their `MONITOR` streams: the
+/// witness records which client's entry each `DEL` removed, and the check blames exactly those
+/// pairs.
+#[test]
+fn real_servers_blame_the_pair_their_monitor_saw() {
+    let s = scenario();
+    for seed in 1..=3 {
+        let history = lockcheck::real::world::run(&s, seed)
+            .unwrap_or_else(|e| panic!("seed {seed}: could not run on real processes: {e}"));
+        assert!(
+            history
+                .events
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::LockEntriesWatched { .. })),
+            "seed {seed}: the real servers' witness did not vouch for the run:\n{}",
+            history.render()
+        );
+        let truth = seen_by_servers(&history);
+        assert!(
+            !truth.is_empty(),
+            "seed {seed}: no foreign removal seen:\n{}",
+            history.render()
+        );
+        assert_eq!(blamed(&history), truth, "seed {seed}");
+    }
+}

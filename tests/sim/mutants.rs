@@ -10,7 +10,7 @@
 //! match every expectation on every seed (no false alarm), and every mutant must be caught, by
 //! the check that names its mistake.
 
-use lockcheck::env::Env;
+use lockcheck::env::{ClockKind, Env, NamedPoint};
 use lockcheck::lock::{set_nx_px::COMPARE_AND_DELETE, Guard, Lock, LockConfig, LockError};
 use lockcheck::scenario::{Scenario, Verdict};
 use lockcheck::verdict::{Mode, Outcome};
@@ -49,6 +49,13 @@ enum Bug {
     InflatedValidity,
     /// A `SET NX` whose reply timed out is taken as a grant ("it probably went through").
     TimeoutIsGrant,
+    /// Release does nothing: every holding lasts until the lease runs out.
+    NeverDeletes,
+    /// Release by `GET`, compare, `DEL` in two round trips: the entry can change in between.
+    GetThenDel,
+    /// The validity time is measured on the wall clock (`currentTimeMillis`), which an NTP step
+    /// moves, instead of the monotonic clock.
+    WallClockValidity,
 }
 
 const BUGS: &[Bug] = &[
@@ -65,7 +72,17 @@ const BUGS: &[Bug] = &[
     Bug::ConstantToken,
     Bug::InflatedValidity,
     Bug::TimeoutIsGrant,
+    Bug::NeverDeletes,
+    Bug::GetThenDel,
+    Bug::WallClockValidity,
 ];
+
+/// The named point the planted lock declares: a release that reads and then deletes passes it
+/// between its two round trips.
+const PLANTED_POINTS: &[NamedPoint] = &[NamedPoint::new(
+    "between_get_and_del",
+    "the release read its own value; the DEL goes next",
+)];
 
 /// The lock under mutation.
 struct Planted<C, E> {
@@ -166,6 +183,16 @@ where
     C: ConnectionLike + Send + Sync + 'static,
     E: Env,
 {
+    const POINTS: &'static [NamedPoint] = PLANTED_POINTS;
+
+    fn validity_clock(&self) -> ClockKind {
+        if self.bug == Bug::WallClockValidity {
+            ClockKind::Wall
+        } else {
+            ClockKind::Monotonic
+        }
+    }
+
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         if let (Some(g), false) = (&self.held, self.bug == Bug::NotReentrant) {
             self.depth += 1;
@@ -180,9 +207,10 @@ where
         if self.bug == Bug::TtlTooShort {
             ttl_ms = (ttl_ms / 10).max(1);
         }
-        let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+        let clock = self.validity_clock();
+        let deadline = clock.read(&self.env) + self.config.wait.as_millis() as u64;
         loop {
-            let started = self.env.now_ms();
+            let started = clock.read(&self.env);
             if self.try_once(&owner, ttl_ms).await? {
                 let fencing_token = self.token().await?;
                 let believed = if self.bug == Bug::InflatedValidity {
@@ -204,7 +232,7 @@ where
                 }
                 return Ok(Some(g));
             }
-            if self.env.now_ms() >= deadline {
+            if clock.read(&self.env) >= deadline {
                 return Ok(None);
             }
             self.env.sleep(Duration::from_millis(5)).await;
@@ -223,6 +251,18 @@ where
         }
         let key = &self.config.key;
         let deleted: i64 = match self.bug {
+            Bug::NeverDeletes => return Ok(true),
+            Bug::GetThenDel => {
+                let current: Option<String> = redis::cmd("GET")
+                    .arg(key)
+                    .query_async(&mut self.conn)
+                    .await?;
+                if current.as_deref() != Some(guard.owner.as_str()) {
+                    return Ok(false);
+                }
+                self.env.point("between_get_and_del").await;
+                redis::cmd("DEL").arg(key).query_async(&mut self.conn).await?
+            }
             Bug::PlainDel | Bug::InnerReleaseDeletes => {
                 redis::cmd("DEL").arg(key).query_async(&mut self.conn).await?
             }
@@ -253,10 +293,13 @@ const SCENARIOS: &[(&str, &str)] = &[
         "contention",
         r#"
 name = "contention"
-about = "Three clients contend, no faults: the correct lock is safe on every check."
+about = "Three clients contend, no faults: the correct lock is safe on every check, with no waiter left waiting half a second for a free lock and at least half the cycles the workload could do completed."
 expect = "safe"
-expect_checks = { mutual_exclusion = "safe", resource = "safe", liveness = "safe", foreign_release = "safe", reentrancy = "safe" }
+expect_checks = { mutual_exclusion = "safe", resource = "safe", liveness = "safe", foreign_release = "safe", reentrancy = "safe", throughput = "safe" }
 duration_ms = 6000
+[checks]
+liveness_bound_ms = 500
+min_throughput = 0.5
 [lock]
 kind = "set-nx-px"
 ttl_ms = 1000
@@ -312,6 +355,30 @@ think_ms = [0, 20]
 kind = "pause"
 client = "holder"
 on = "before_release"
+for_ms = 1500
+"#,
+    ),
+    (
+        "slow-release",
+        r#"
+name = "slow-release"
+about = "A holder stops inside its release, at the lock's own point between reading its entry and deleting it, past its lease; another client is granted the lock meanwhile. A release that compares and deletes in one step never stops there."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", foreign_release = "safe", resource = "safe" }
+duration_ms = 5000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 1000
+wait_ms = 4000
+[workload]
+clients = 3
+cycles = 6
+hold_ms = [100, 200]
+think_ms = [0, 20]
+[[faults]]
+kind = "pause"
+client = "holder"
+on = "between_get_and_del"
 for_ms = 1500
 "#,
     ),
@@ -428,6 +495,41 @@ for_ms = 1500
 "#,
     ),
     (
+        "wall-clock-jump",
+        r#"
+name = "wall-clock-jump"
+about = "At the first grant the clients' wall clocks step back 5 s (an NTP correction), and the holder stops past its lease. A holder that measures its validity on the monotonic clock sees it ran out and skips its write."
+expect = "violation"
+expect_checks = { mutual_exclusion = "violation", resource = "safe" }
+duration_ms = 5000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 1000
+wait_ms = 4000
+check_validity_before_write = true
+[workload]
+clients = 2
+cycles = 4
+hold_ms = [100, 200]
+think_ms = [0, 10]
+[[faults]]
+kind = "wall_clock_jump"
+node = "client-0"
+on = "acquired"
+by_ms = -5000
+[[faults]]
+kind = "wall_clock_jump"
+node = "client-1"
+on = "acquired"
+by_ms = -5000
+[[faults]]
+kind = "pause"
+client = "holder"
+on = "acquired"
+for_ms = 1500
+"#,
+    ),
+    (
         "cut-off-waiter",
         r#"
 name = "cut-off-waiter"
@@ -481,7 +583,9 @@ fn verdicts(scenario: &Scenario, bug: Bug, seed: u64) -> BTreeMap<String, Verdic
 fn scenarios() -> Vec<Scenario> {
     SCENARIOS
         .iter()
-        .map(|(name, text)| Scenario::parse(&format!("{name}.toml"), text).unwrap())
+        .map(|(name, text)| {
+            Scenario::parse_with_points(&format!("{name}.toml"), text, PLANTED_POINTS).unwrap()
+        })
         .collect()
 }
 
@@ -513,6 +617,9 @@ fn expected_catcher(bug: Bug) -> &'static [&'static str] {
         Bug::InnerReleaseDeletes | Bug::NotReentrant => &["reentrancy"],
         Bug::ConstantToken | Bug::InflatedValidity => &["resource"],
         Bug::TimeoutIsGrant => &["mutual_exclusion"],
+        Bug::NeverDeletes => &["liveness", "throughput"],
+        Bug::GetThenDel => &["foreign_release"],
+        Bug::WallClockValidity => &["resource"],
     }
 }
 
