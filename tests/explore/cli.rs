@@ -60,7 +60,28 @@ fn nothing_found_is_exit_0_and_bad_input_is_exit_2() {
     assert!(out.starts_with("NOTHING FOUND"), "{out}");
     assert!(out.contains("cases tried: 20"), "{out}");
 
-    for bad in [["--cases", "0"], ["--shard", "3/2"], ["--jobs", "x"]] {
+    let (code, out, _) = lockcheck(&[
+        "explore",
+        &fixture("redlock-drift-safe").display().to_string(),
+        "--cases",
+        "1000000",
+        "--time-limit",
+        "0.5",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("no case violated before the time limit"),
+        "{out}"
+    );
+    assert!(!out.contains("cases tried: 1000000,"), "{out}");
+
+    for bad in [
+        ["--cases", "0"],
+        ["--shard", "3/2"],
+        ["--jobs", "x"],
+        ["--time-limit", "-1"],
+        ["--time-limit", "1e300"],
+    ] {
         let (code, _, err) = lockcheck(&[
             "explore",
             &fixture("redisson-short-pauses").display().to_string(),
