@@ -222,12 +222,16 @@ fn main() {
             keep_going,
             artifacts,
         } => {
-            let time_limit = match time_limit {
-                Some(t) if !(t.is_finite() && t > 0.0) => {
-                    eprintln!("error: --time-limit {t}: give a positive number of seconds");
+            let time_limit = match time_limit.map(std::time::Duration::try_from_secs_f64) {
+                Some(Ok(t)) if !t.is_zero() => Some(t),
+                None => None,
+                Some(_) => {
+                    eprintln!(
+                        "error: --time-limit {}: give a positive number of seconds",
+                        time_limit.unwrap_or_default()
+                    );
                     std::process::exit(lockcheck::runner::EXIT_BAD_INPUT);
                 }
-                t => t.map(std::time::Duration::from_secs_f64),
             };
             lockcheck::explore::explore_command(
                 &path,

@@ -1,18 +1,24 @@
 //! Counting distinct trace hashes in fixed memory.
 //!
 //! How many different histories a run over many seeds produced says how much of the space it
-//! covered, but remembering every hash would grow with the seeds. Linear counting (a bitmap of
-//! 2^20 bits, 128 KiB, and the share of bits still zero) counts exactly in practice up to a few
-//! thousand and within about 1 % up to millions, whatever the count.
+//! covered, but remembering every hash would grow with the seeds. The first `EXACT` distinct
+//! hashes are kept (32 KiB), so small runs and searches are counted exactly; past that, linear
+//! counting (a bitmap of 2^20 bits, 128 KiB, and the share of bits still zero) estimates within
+//! about 1 % up to millions, whatever the count.
 
 /// Bits in the bitmap.
 const BITS: usize = 1 << 20;
+
+/// Distinct hashes counted exactly before the count becomes an estimate.
+const EXACT: usize = 4096;
 
 /// A distinct counter of 64-bit hashes.
 #[derive(Clone, Debug)]
 pub struct DistinctCount {
     bits: Vec<u64>,
     set: u64,
+    /// The distinct hashes, sorted, while there are at most `EXACT` of them; `None` after.
+    exact: Option<Vec<u64>>,
 }
 
 impl Default for DistinctCount {
@@ -20,6 +26,7 @@ impl Default for DistinctCount {
         DistinctCount {
             bits: vec![0; BITS / 64],
             set: 0,
+            exact: Some(Vec::new()),
         }
     }
 }
@@ -28,6 +35,14 @@ impl DistinctCount {
     /// Adds one hash. The hash is mixed first (the splitmix64 finalizer) so that inputs whose
     /// low bits are structured still spread over the whole bitmap.
     pub fn add(&mut self, hash: u64) {
+        if let Some(seen) = &mut self.exact {
+            if let Err(at) = seen.binary_search(&hash) {
+                seen.insert(at, hash);
+            }
+            if seen.len() > EXACT {
+                self.exact = None;
+            }
+        }
         let bit = (mix(hash) % BITS as u64) as usize;
         let (word, mask) = (bit / 64, 1u64 << (bit % 64));
         if self.bits[word] & mask == 0 {
@@ -36,8 +51,11 @@ impl DistinctCount {
         }
     }
 
-    /// The estimated number of distinct hashes added.
+    /// The number of distinct hashes added: exact up to `EXACT`, estimated beyond.
     pub fn count(&self) -> u64 {
+        if let Some(seen) = &self.exact {
+            return seen.len() as u64;
+        }
         let zero = (BITS as u64 - self.set).max(1) as f64;
         let m = BITS as f64;
         (m * (m / zero).ln()).round() as u64
@@ -64,10 +82,12 @@ mod tests {
             c.add(hash(i));
             c.add(hash(i));
         }
-        // A collision or two among a thousand hashes in 2^20 bits is expected; the estimate
-        // corrects for most of it.
-        assert!(c.count().abs_diff(1000) <= 2, "{}", c.count());
-        for i in 1000..200_000 {
+        assert_eq!(c.count(), 1000);
+        for i in 1000..EXACT as u64 {
+            c.add(hash(i));
+        }
+        assert_eq!(c.count(), EXACT as u64, "exact up to EXACT");
+        for i in EXACT as u64..200_000 {
             c.add(hash(i));
         }
         let n = c.count() as f64;

@@ -29,8 +29,8 @@ pub fn default_jobs() -> usize {
 /// Runs `work` on every index in `indices` with `jobs` threads and feeds each result to `fold`
 /// in the order of `indices`, whatever order they finished in.
 ///
-/// Only results that finished ahead of a slower earlier item wait in memory, so aggregating
-/// 100,000 seeds never holds 100,000 histories. `fold` returns `false` to stop
+/// Only results that finished ahead of a slower earlier item wait in memory, at most `4 * jobs`
+/// of them, so aggregating 100,000 seeds never holds more than a few histories. `fold` returns `false` to stop
 /// early (for example at the first violation); items after that index are not folded, so the
 /// outcome is the same for every `jobs`.
 pub fn run_ordered<T, W, F>(indices: &[u64], jobs: usize, work: W, mut fold: F)
@@ -40,13 +40,18 @@ where
     F: FnMut(u64, T) -> bool,
 {
     let jobs = jobs.max(1).min(indices.len().max(1));
+    // A worker may run at most `window` items ahead of the fold, so a thread that stalls (a
+    // slow case, or a descheduled thread on a loaded machine) cannot make the others pile up
+    // finished histories: at most `window` results wait, whatever the number of items.
+    let window = jobs * 4;
     let next = AtomicUsize::new(0);
+    let folded = AtomicUsize::new(0);
     let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::sync_channel::<(usize, T)>(jobs * 4);
+        let (tx, rx) = mpsc::sync_channel::<(usize, T)>(window);
         for _ in 0..jobs {
             let tx = tx.clone();
-            let (next, stop, work) = (&next, &stop, &work);
+            let (next, folded, stop, work) = (&next, &folded, &stop, &work);
             scope.spawn(move || loop {
                 if stop.load(Ordering::Relaxed) {
                     break;
@@ -55,6 +60,13 @@ where
                 let Some(&index) = indices.get(position) else {
                     break;
                 };
+                // The item at the fold position is always running or done, so this ends.
+                while position >= folded.load(Ordering::Acquire) + window {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_micros(100));
+                }
                 if tx.send((position, work(index))).is_err() {
                     break;
                 }
@@ -71,6 +83,7 @@ where
                     return;
                 }
                 expected += 1;
+                folded.store(expected, Ordering::Release);
             }
         }
     });

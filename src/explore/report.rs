@@ -9,6 +9,7 @@ use crate::scenario::Scenario;
 use crate::verdict::SeedsOutcome;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::time::Duration;
 
 /// What the report says about a finding: the replayed scenario and where it was written.
 pub struct Written<'a> {
@@ -81,9 +82,11 @@ pub fn json(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
     })
 }
 
-/// The timing line (standard error).
+/// The timing line (standard error). The rate counts the search alone: shrinking re-runs one
+/// case on one thread and is timed apart.
 pub fn timing(r: &SearchResult, jobs: usize) -> String {
-    let secs = r.elapsed.as_secs_f64().max(1e-9);
+    let shrink = r.found.as_ref().map_or(Duration::ZERO, |f| f.shrink_time);
+    let secs = r.elapsed.saturating_sub(shrink).as_secs_f64().max(1e-9);
     let mut s = format!(
         "{} cases in {:.2} s on {jobs} thread(s): {:.1} cases/s",
         r.tried,
@@ -93,9 +96,10 @@ pub fn timing(r: &SearchResult, jobs: usize) -> String {
     if let Some(f) = &r.found {
         let _ = write!(
             s,
-            "; time to first violation {:.2} s, shrink time {:.2} s",
+            "; time to first violation {:.2} s, shrink time {:.2} s ({} steps)",
             f.time_to_first.as_secs_f64(),
-            f.shrink_time.as_secs_f64()
+            f.shrink_time.as_secs_f64(),
+            f.shrink_steps
         );
     }
     s

@@ -1,24 +1,10 @@
 //! The command line: exit codes, bad input, and output that does not depend on `--jobs`.
 
-use super::fixture;
-use std::process::Command;
-
-fn lockcheck(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use super::{fixture, lockcheck, temp_dir};
 
 #[test]
 fn found_is_exit_1_and_replays_with_run_to_the_same_trace() {
-    let dir = std::env::temp_dir().join(format!("lockcheck-explore-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("cli");
     let out = dir.join("found.toml");
     let input = fixture("gc-pause-no-faults");
     let args = |jobs: &'static str| {
@@ -33,11 +19,16 @@ fn found_is_exit_1_and_replays_with_run_to_the_same_trace() {
             out.display().to_string(),
         ]
     };
-    let run = |a: Vec<String>| lockcheck(&a.iter().map(String::as_str).collect::<Vec<_>>());
-    let (code, one, _) = run(args("1"));
+    let (code, one, err) = lockcheck(&args("1"));
     assert_eq!(code, 1, "{one}");
+    // Standard error is not a terminal here: no progress bar, only the timing line.
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("cases/s") && err.contains("time to first violation") && !err.contains('\r'),
+        "{err}"
+    );
     let written = std::fs::read_to_string(&out).unwrap();
-    let (code8, eight, _) = run(args("8"));
+    let (code8, eight, _) = lockcheck(&args("8"));
     assert_eq!(code8, 1);
     assert_eq!(one, eight, "--jobs 1 and --jobs 8 print the same");
     assert_eq!(written, std::fs::read_to_string(&out).unwrap());
@@ -69,6 +60,41 @@ fn nothing_found_is_exit_0_and_bad_input_is_exit_2() {
     assert!(out.starts_with("NOTHING FOUND"), "{out}");
     assert!(out.contains("cases tried: 20"), "{out}");
 
+    let (code, out, _) = lockcheck(&[
+        "explore",
+        &fixture("redlock-drift-safe").display().to_string(),
+        "--cases",
+        "1000000",
+        "--time-limit",
+        "0.5",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("no case violated before the time limit"),
+        "{out}"
+    );
+    assert!(!out.contains("cases tried: 1000000,"), "{out}");
+
+    for bad in [
+        ["--cases", "0"],
+        ["--shard", "3/2"],
+        ["--jobs", "x"],
+        ["--time-limit", "-1"],
+        ["--time-limit", "1e300"],
+    ] {
+        let (code, _, err) = lockcheck(&[
+            "explore",
+            &fixture("redisson-short-pauses").display().to_string(),
+            bad[0],
+            bad[1],
+        ]);
+        assert_eq!(code, 2, "{bad:?}: {err}");
+        assert!(
+            err.contains(bad[0]) || err.contains(bad[1]),
+            "{bad:?}: {err}"
+        );
+    }
+
     let (code, _, err) = lockcheck(&["explore", "nope.toml"]);
     assert_eq!(code, 2);
     assert!(err.contains("nope.toml"), "{err}");
@@ -84,8 +110,7 @@ fn nothing_found_is_exit_0_and_bad_input_is_exit_2() {
         "{err}"
     );
 
-    let dir = std::env::temp_dir().join(format!("lockcheck-explore-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("bad");
     let bad = dir.join("bad.toml");
     let text = std::fs::read_to_string(fixture("gc-pause-no-faults"))
         .unwrap()

@@ -11,7 +11,29 @@ use lockcheck::exec::Shard;
 use lockcheck::explore::{search, write_and_replay, Replayed, SearchOptions, SearchResult, Space};
 use lockcheck::scenario::{FaultKind, Scenario};
 use std::path::PathBuf;
+use std::process::Command;
 use std::time::Instant;
+
+/// Runs the `lockcheck` binary: (exit code, stdout, stderr).
+pub fn lockcheck<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A fresh temporary directory for one test.
+pub fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lockcheck-explore-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
 
 /// A fixture beside this file.
 pub fn fixture(name: &str) -> PathBuf {
@@ -35,7 +57,9 @@ pub fn options(cases: u64, check: Option<&str>) -> SearchOptions {
 }
 
 /// Explores a fixture and, when something was found, writes it to a temp file and replays it
-/// (`write_and_replay` fails unless the replay gives the found trace hash).
+/// twice: in process (`write_and_replay` fails unless the replay gives the found trace hash) and
+/// with `lockcheck run <found.toml> --json`, which must exit 0 (the file expects what it does)
+/// and print the found trace hash.
 pub fn explore(name: &str, opts: &SearchOptions) -> (Scenario, SearchResult, Option<Replayed>) {
     let start = Instant::now();
     let path = fixture(name);
@@ -53,6 +77,18 @@ pub fn explore(name: &str, opts: &SearchOptions) -> (Scenario, SearchResult, Opt
             std::process::id()
         ));
         let r = write_and_replay(&text, f, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (code, json, err) = lockcheck(&["run".as_ref(), out.as_os_str(), "--json".as_ref()]);
+        assert_eq!(
+            code, 0,
+            "{name}: lockcheck run on the found file: {json}{err}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            v["trace_hash"].as_str(),
+            Some(f.outcome.trace_hash.as_str()),
+            "{name}: `lockcheck run` replays the found trace"
+        );
+        assert_eq!(v["checks"][&f.check]["verdict"], "violation", "{name}");
         let _ = std::fs::remove_file(&out);
         r
     });

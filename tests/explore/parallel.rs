@@ -1,9 +1,14 @@
 //! Every core, and shards across machines: the same results as one thread and one job.
 
-use super::{explore, fixture, options};
+use super::{explore, fixture, lockcheck, options, temp_dir};
 use lockcheck::exec::Shard;
 use lockcheck::runner::{run_scenario, RunOptions};
 use lockcheck::scenario::Scenario;
+
+/// A bundled scenario's path.
+fn bundled(name: &str) -> String {
+    format!("{}/scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"))
+}
 
 #[test]
 fn one_thread_and_two_find_and_write_the_same_case() {
@@ -49,12 +54,9 @@ fn explore_shards_together_try_exactly_the_unsharded_cases() {
 fn run_seed_shards_union_to_the_unsharded_run_for_any_jobs() {
     let s = Scenario::load(&fixture("gc-pause-no-faults")).unwrap();
     let mut s = s;
-    s.faults = Scenario::load(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scenarios/gc-pause-lease-expiry.toml"
-    )))
-    .unwrap()
-    .faults;
+    s.faults = Scenario::load(std::path::Path::new(&bundled("gc-pause-lease-expiry")))
+        .unwrap()
+        .faults;
     let opts = |jobs, shard| RunOptions {
         seeds: Some(60),
         jobs,
@@ -85,4 +87,83 @@ fn run_seed_shards_union_to_the_unsharded_run_for_any_jobs() {
         .collect();
     assert_eq!(union, whole_seeds);
     assert!(!whole.violating_seeds["mutual_exclusion"].is_empty());
+}
+
+/// The same stdout (text and `--json`), exit code and found file for `--jobs 1` and `--jobs 8`:
+/// `run` on one file with `--seeds`, `run` on a directory, `table` and `explore`.
+#[test]
+fn every_command_prints_the_same_for_one_job_and_eight() {
+    let dir = temp_dir("jobs");
+    let failover = bundled("failover-lock-loss");
+    let fixtures = fixture("gc-pause-no-faults")
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let found = dir.join("found.toml").display().to_string();
+    let gc = fixture("gc-pause-no-faults").display().to_string();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["run", &failover, "--seeds", "40"],
+        vec!["run", &failover, "--seeds", "40", "--json"],
+        vec!["run", &fixtures, "--seeds", "3"],
+        vec!["run", &fixtures, "--json"],
+        vec!["table", &fixtures, "--seeds", "2"],
+        vec!["explore", &gc, "--cases", "60", "--out", &found],
+        vec!["explore", &gc, "--cases", "60", "--json", "--out", &found],
+    ];
+    for args in commands {
+        let with = |jobs: &'static str| {
+            let mut a = args.clone();
+            a.extend(["--jobs", jobs]);
+            let (code, out, err) = lockcheck(&a);
+            let file = std::fs::read_to_string(&found).ok();
+            let _ = std::fs::remove_file(&found);
+            (code, out, err, file)
+        };
+        let (c1, o1, e1, f1) = with("1");
+        let (c8, o8, _, f8) = with("8");
+        assert!(c1 == 0 || c1 == 1, "{args:?}: exit {c1}: {e1}");
+        assert!(o1.lines().count() > 1, "{args:?}: {o1}");
+        assert_eq!(
+            (c1, &o1),
+            (c8, &o8),
+            "{args:?}: --jobs 1 and --jobs 8 differ"
+        );
+        assert_eq!(f1, f8, "{args:?}: the found file differs");
+        assert_eq!(f1.is_some(), args[0] == "explore", "{args:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `run <directory> --shard i/3`: the three shards run every file exactly once, with the results
+/// of the unsharded run.
+#[test]
+fn run_directory_shards_union_to_the_unsharded_run() {
+    let dir = fixture("gc-pause-no-faults")
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let results = |extra: &[&str]| -> Vec<serde_json::Value> {
+        let mut args = vec!["run", dir.as_str(), "--seeds", "2", "--json"];
+        args.extend(extra);
+        let (code, out, err) = lockcheck(&args);
+        assert_eq!(code, 0, "{args:?}: {out}{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        v["scenarios"].as_array().unwrap().clone()
+    };
+    let whole = results(&[]);
+    assert!(whole.len() >= 9, "{}", whole.len());
+    let mut union = Vec::new();
+    for i in 1..=3 {
+        let shard = format!("{i}/3");
+        let part = results(&["--shard", &shard]);
+        assert!(!part.is_empty() && part.len() < whole.len(), "{shard}");
+        union.extend(part);
+    }
+    let key = |v: &serde_json::Value| v["scenario"].as_str().unwrap().to_string();
+    union.sort_by_key(key);
+    let mut whole = whole;
+    whole.sort_by_key(key);
+    assert_eq!(union, whole);
 }
