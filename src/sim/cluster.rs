@@ -249,15 +249,19 @@ impl Cluster {
         {
             return Ok(info_reply(&st, idx));
         }
-        let key = st.lock_key.clone();
+        // Lent out for the command (not cloned: this runs for every command).
+        let key = st.lock_key.take();
         let before = key
             .as_ref()
             .map(|k| st.servers[idx].engine.live_holders(k, now));
         let out = st.servers[idx].engine.execute(now, conn, args);
-        if let (Some(k), Some(before)) = (key, before) {
-            let after = st.servers[idx].engine.live_holders(&k, now);
-            self.record_entry_changes(&mut st, idx, client_node, &before, &after);
+        if let (Some(k), Some(before)) = (&key, before) {
+            let after = st.servers[idx].engine.live_holders(k, now);
+            if before != after {
+                self.record_entry_changes(&mut st, idx, client_node, &before, &after);
+            }
         }
+        st.lock_key = key;
         if !out.effects.is_empty() {
             let offset = self.replicate(&mut st, idx, out.effects);
             st.last_write.insert((idx, conn), offset);

@@ -52,6 +52,10 @@ pub struct Engine {
     transactions: BTreeMap<ClientId, Transaction>,
     watches: Watches,
     names: ClientNames,
+    /// Whether known scripts run natively ([`super::native`]); off only to compare with Lua.
+    native_scripts: bool,
+    /// Script calls the native path answered (so tests can see it was taken).
+    native_runs: u64,
 }
 
 impl Engine {
@@ -63,7 +67,20 @@ impl Engine {
             transactions: BTreeMap::new(),
             watches: Watches::default(),
             names: ClientNames::default(),
+            native_scripts: true,
+            native_runs: 0,
         }
+    }
+
+    /// Turns the native path for known scripts ([`super::native`]) off or on: with it off every
+    /// script runs in Lua (for tests that compare the two).
+    pub fn set_native_scripts(&mut self, on: bool) {
+        self.native_scripts = on;
+    }
+
+    /// How many script calls ran natively so far.
+    pub fn native_runs(&self) -> u64 {
+        self.native_runs
     }
 
     pub fn role(&self) -> Role {
@@ -365,6 +382,13 @@ impl Engine {
                 Err(e) => return e,
             }
         };
+        if self.native_scripts && role == Role::Master && self.lua.exists(&sha) {
+            let (keys, argv) = (&args[3..split], &args[split..]);
+            if let Some(reply) = super::native::run(&sha, &mut self.db, ctx, keys, argv) {
+                self.native_runs += 1;
+                return reply;
+            }
+        }
         self.lua
             .run(
                 &sha,
