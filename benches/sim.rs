@@ -153,14 +153,19 @@ fn engine_pairs(n: u64) -> f64 {
 
 fn main() {
     // `cargo bench` passes `--bench`. A lock kind's name instead runs only that kind's cycles, long
-    // enough to profile: `cargo bench --bench sim -- set-nx-px`.
+    // enough to profile (20 runs of the table's size): `cargo bench --bench sim -- set-nx-px`.
     if let Some(only) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
         let kind = *LockKind::ALL
             .iter()
             .find(|k| k.name() == only)
             .unwrap_or_else(|| panic!("no lock kind named {only}"));
         let masters = if kind == LockKind::Redlock { 5 } else { 1 };
-        let (cycles, secs, _) = lock_cycles(kind, 4, 0, masters, 200_000);
+        let (mut cycles, mut secs) = (0, 0.0);
+        for _ in 0..20 {
+            let (c, s, _) = lock_cycles(kind, 4, 0, masters, 10_000);
+            cycles += c;
+            secs += s;
+        }
         println!("{only}: {:.0} cycles/s", cycles as f64 / secs);
         return;
     }

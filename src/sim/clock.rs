@@ -64,6 +64,11 @@ impl TrueTime {
     pub fn now_us(&self) -> u64 {
         (self.handle.elapsed() - self.start).as_micros() as u64
     }
+
+    /// The simulator's `Instant` now (what `madsim::time::Instant::now()` returns).
+    pub fn instant(&self) -> madsim::time::Instant {
+        self.handle.now_instant()
+    }
 }
 
 impl Clocks {
