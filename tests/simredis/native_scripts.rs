@@ -3,7 +3,7 @@
 //! flushed script cache, transactions, a demoted node) both engines give the same replies,
 //! replication effects and data, and the native path is really taken.
 
-use lockcheck::simredis::{Engine, Outcome, Role};
+use lockcheck::simredis::{Engine, Executed, Role};
 use proptest::prelude::*;
 use redis::Value;
 
@@ -134,8 +134,8 @@ fn agree(ops: &[Op]) -> Result<u64, TestCaseError> {
                     .into_iter()
                     .map(String::into_bytes)
                     .collect();
-                let a: Outcome = native.execute(now, 1, &args);
-                let b: Outcome = lua.execute(now, 1, &args);
+                let a: Executed = native.execute(now, 1, &args);
+                let b: Executed = lua.execute(now, 1, &args);
                 prop_assert_eq!(&a, &b, "after {:?}", op);
             }
         }
