@@ -1,18 +1,23 @@
 //! Simulator throughput, next to bare madsim measured in the same run.
 //!
-//! `cargo bench --bench sim` (release). Prints:
+//! `cargo bench --bench sim` (release). Every rate is per CPU second of the benchmark's thread (one
+//! core), not per wall-clock second, so other load on the machine does not skew it. Prints:
 //! - bare madsim: RPC round trips per second over madsim's own `Endpoint`, and timer wake-ups;
 //! - the simulated Redis engine alone: `SET NX PX` + compare-and-delete release pairs per second;
-//! - lockcheck: simulated lock cycles per wall-clock second for every lock kind (the no-fault
+//! - lockcheck: simulated lock cycles per CPU second for every lock kind (the no-fault
 //!   scenario with 4 clients; Redlock on 5 masters), each with "bare": how many bare madsim round
-//!   trips cost as much wall time as one lock cycle (lockcheck's overhead over the engine, as one
+//!   trips cost as much CPU time as one lock cycle (lockcheck's overhead over the engine, as one
 //!   number); and seeds per second for `failover-lock-loss` and `redlock-kleppmann-clock-jump`.
+
+/// The allocator the `lockcheck` binary uses, so the figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use lockcheck::lock::LockKind;
 use lockcheck::scenario::Scenario;
 use lockcheck::simredis::{Engine, Role};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn scenario(name: &str) -> Scenario {
     Scenario::load(
@@ -23,9 +28,34 @@ fn scenario(name: &str) -> Scenario {
     .unwrap()
 }
 
+/// CPU time of this thread, in seconds (outside a madsim runtime this is the real clock).
+fn cpu_seconds() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write to.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// Measures CPU time from its creation.
+struct Stopwatch(f64);
+
+impl Stopwatch {
+    fn start() -> Stopwatch {
+        Stopwatch(cpu_seconds())
+    }
+
+    fn seconds(&self) -> f64 {
+        cpu_seconds() - self.0
+    }
+}
+
 fn bare_madsim_rpc(n: u64) -> f64 {
     let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
-    let started = Instant::now();
+    let started = Stopwatch::start();
     rt.block_on(async move {
         let h = madsim::runtime::Handle::current();
         let server = h
@@ -58,18 +88,18 @@ fn bare_madsim_rpc(n: u64) -> f64 {
             .await
             .unwrap();
     });
-    n as f64 / started.elapsed().as_secs_f64()
+    n as f64 / started.seconds()
 }
 
 fn bare_madsim_timers(n: u64) -> f64 {
     let rt = madsim::runtime::Runtime::with_seed_and_config(1, madsim::Config::default());
-    let started = Instant::now();
+    let started = Stopwatch::start();
     rt.block_on(async move {
         for _ in 0..n {
             madsim::time::sleep(Duration::from_micros(200)).await;
         }
     });
-    n as f64 / started.elapsed().as_secs_f64()
+    n as f64 / started.seconds()
 }
 
 fn engine_pairs(n: u64) -> f64 {
@@ -90,7 +120,7 @@ fn engine_pairs(n: u64) -> f64 {
             other => panic!("{other:?}"),
         }
     };
-    let started = Instant::now();
+    let started = Stopwatch::start();
     for i in 0..n {
         let now = 1_700_000_000_000 + i;
         let owner = format!("owner-{i}").into_bytes();
@@ -118,11 +148,27 @@ fn engine_pairs(n: u64) -> f64 {
             ],
         );
     }
-    n as f64 / started.elapsed().as_secs_f64()
+    n as f64 / started.seconds()
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; ignore arguments.
+    // `cargo bench` passes `--bench`. A lock kind's name instead runs only that kind's cycles, long
+    // enough to profile (20 runs of the table's size): `cargo bench --bench sim -- set-nx-px`.
+    if let Some(only) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+        let kind = *LockKind::ALL
+            .iter()
+            .find(|k| k.name() == only)
+            .unwrap_or_else(|| panic!("no lock kind named {only}"));
+        let masters = if kind == LockKind::Redlock { 5 } else { 1 };
+        let (mut cycles, mut secs) = (0, 0.0);
+        for _ in 0..20 {
+            let (c, s, _) = lock_cycles(kind, 4, 0, masters, 10_000);
+            cycles += c;
+            secs += s;
+        }
+        println!("{only}: {:.0} cycles/s", cycles as f64 / secs);
+        return;
+    }
     println!("lockcheck simulator benchmark (one core, release build)");
     let rpc = bare_madsim_rpc(200_000);
     println!("  bare madsim Endpoint RPC round trips/s     {:>12.0}", rpc);
@@ -138,12 +184,12 @@ fn main() {
     );
 
     println!("  lock cycles/s per kind (4 clients, no faults, no replicas); bare = bare madsim round trips per lock cycle");
-    for &kind in LockKind::ALL {
+    for &kind in LockKind::ALL.iter().filter(|&&k| k != LockKind::Process) {
         let masters = if kind == LockKind::Redlock { 5 } else { 1 };
-        let (cycles, wall, commands) = lock_cycles(kind, 4, 0, masters, 10_000);
-        let rate = cycles as f64 / wall;
+        let (cycles, secs, commands) = lock_cycles(kind, 4, 0, masters, 10_000);
+        let rate = cycles as f64 / secs;
         println!(
-            "    {:<20} {masters} master(s) {:>10.0} cycles/s   bare {:>5.2}   ({cycles} cycles in {wall:.3} s, {:.1} commands/cycle)",
+            "    {:<20} {masters} master(s) {:>10.0} cycles/s   bare {:>5.2}   ({cycles} cycles in {secs:.3} s, {:.1} commands/cycle)",
             kind.name(),
             rate,
             rpc / rate,
@@ -151,10 +197,10 @@ fn main() {
         );
     }
     for (clients, replicas) in [(4u32, 1u32), (1, 0)] {
-        let (cycles, wall, commands) = lock_cycles(LockKind::SetNxPx, clients, replicas, 1, 10_000);
-        let rate = cycles as f64 / wall;
+        let (cycles, secs, commands) = lock_cycles(LockKind::SetNxPx, clients, replicas, 1, 10_000);
+        let rate = cycles as f64 / secs;
         println!(
-            "    set-nx-px, {clients} client(s), {replicas} replica(s) {:>10.0} cycles/s   bare {:>5.2}   ({cycles} cycles in {wall:.3} s, {:.1} commands/cycle)",
+            "    set-nx-px, {clients} client(s), {replicas} replica(s) {:>10.0} cycles/s   bare {:>5.2}   ({cycles} cycles in {secs:.3} s, {:.1} commands/cycle)",
             rate,
             rpc / rate,
             commands as f64 / cycles as f64,
@@ -169,7 +215,7 @@ fn main() {
     }
 }
 
-/// Simulated lock cycles of `kind` in the no-fault scenario: (cycles, wall seconds, commands).
+/// Simulated lock cycles of `kind` in the no-fault scenario: (cycles, CPU seconds, commands).
 fn lock_cycles(
     kind: LockKind,
     clients: u32,
@@ -184,16 +230,16 @@ fn lock_cycles(
     s.redis.replicas = replicas;
     s.redis.masters = masters;
     s.duration_ms = u64::MAX / 4_000;
-    let started = Instant::now();
+    let started = Stopwatch::start();
     let run = lockcheck::sim::run(&s, 1);
-    let wall = started.elapsed().as_secs_f64();
-    (run.counter.1, wall, run.commands)
+    let secs = started.seconds();
+    (run.counter.1, secs, run.commands)
 }
 
-/// Seeds per wall-clock second of a shipped scenario, verdicts included.
+/// Seeds per CPU second of a shipped scenario, verdicts included.
 fn seeds_per_second(name: &str, seeds: u64) {
     let s = scenario(&format!("{name}.toml"));
-    let started = Instant::now();
+    let started = Stopwatch::start();
     let mut violated = 0;
     for seed in 0..seeds {
         let run = lockcheck::sim::run(&s, seed);
@@ -207,9 +253,9 @@ fn seeds_per_second(name: &str, seeds: u64) {
             violated += 1;
         }
     }
-    let wall = started.elapsed().as_secs_f64();
+    let secs = started.seconds();
     println!(
         "  seeds/s, {name:<32} {:>10.0}   ({violated}/{seeds} violated)",
-        seeds as f64 / wall
+        seeds as f64 / secs
     );
 }

@@ -238,10 +238,19 @@ fn render_event(e: &Event) -> String {
 }
 
 /// Where true time comes from.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 enum TrueClock {
-    Sim(madsim::time::Instant),
+    Sim(crate::sim::clock::TrueTime),
     Real(std::time::Instant),
+}
+
+impl std::fmt::Debug for TrueClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TrueClock::Sim(_) => f.write_str("Sim"),
+            TrueClock::Real(start) => f.debug_tuple("Real").field(start).finish(),
+        }
+    }
 }
 
 /// A shared, append-only recorder. Clients, the nemesis and servers all hold a clone.
@@ -256,7 +265,7 @@ impl Recorder {
     pub fn simulated() -> Recorder {
         Recorder {
             inner: Arc::default(),
-            clock: TrueClock::Sim(madsim::time::Instant::now()),
+            clock: TrueClock::Sim(crate::sim::clock::TrueTime::start()),
         }
     }
 
@@ -270,8 +279,8 @@ impl Recorder {
 
     /// True time now, in microseconds since the run started.
     pub fn now_us(&self) -> u64 {
-        match self.clock {
-            TrueClock::Sim(start) => (madsim::time::Instant::now() - start).as_micros() as u64,
+        match &self.clock {
+            TrueClock::Sim(t) => t.now_us(),
             TrueClock::Real(start) => start.elapsed().as_micros() as u64,
         }
     }

@@ -39,10 +39,45 @@ impl NodeClock {
 }
 
 /// The clocks of every node of a simulation, shared by the nodes and the nemesis.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Clocks {
     inner: Arc<Mutex<Vec<NodeClock>>>,
-    start: madsim::time::Instant,
+    true_time: TrueTime,
+}
+
+impl std::fmt::Debug for Clocks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Clocks")
+            .field("inner", &self.inner)
+            .finish()
+    }
+}
+
+/// The simulator's true time, read through a handle kept from creation: `Instant::now()` looks the
+/// runtime up in thread-local storage on every call, and every command reads the clock.
+#[derive(Clone)]
+pub struct TrueTime {
+    handle: madsim::time::TimeHandle,
+    start: Duration,
+}
+
+impl TrueTime {
+    /// Starts now. Call inside a madsim runtime.
+    pub fn start() -> TrueTime {
+        let handle = madsim::time::TimeHandle::current();
+        let start = handle.elapsed();
+        TrueTime { handle, start }
+    }
+
+    /// Microseconds since [`TrueTime::start`].
+    pub fn now_us(&self) -> u64 {
+        (self.handle.elapsed() - self.start).as_micros() as u64
+    }
+
+    /// The simulator's `Instant` now (what `madsim::time::Instant::now()` returns).
+    pub fn instant(&self) -> madsim::time::Instant {
+        self.handle.now_instant()
+    }
 }
 
 impl Clocks {
@@ -56,12 +91,12 @@ impl Clocks {
         };
         Clocks {
             inner: Arc::new(Mutex::new(vec![c; n])),
-            start: madsim::time::Instant::now(),
+            true_time: TrueTime::start(),
         }
     }
 
     fn true_us(&self) -> u64 {
-        (madsim::time::Instant::now() - self.start).as_micros() as u64
+        self.true_time.now_us()
     }
 
     /// Node `node`'s wall clock now, unix milliseconds.

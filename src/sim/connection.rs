@@ -9,6 +9,7 @@
 //! A dead server or a cut link means no reply: the request fails with a timeout after
 //! `request_timeout`, as a real client's response timeout would.
 
+use super::clock::TrueTime;
 use super::cluster::{Cluster, Unreachable};
 use super::network::Network;
 use crate::simredis::ClientId;
@@ -25,6 +26,7 @@ pub struct SimConnection {
     group: usize,
     id: ClientId,
     timeout: Duration,
+    time: TrueTime,
 }
 
 impl SimConnection {
@@ -43,6 +45,7 @@ impl SimConnection {
             group,
             id,
             timeout,
+            time: TrueTime::start(),
         }
     }
 
@@ -69,7 +72,7 @@ impl SimConnection {
         cmds: &[Vec<Vec<u8>>],
         mut sink: impl FnMut(Value),
     ) -> redis::RedisResult<()> {
-        let start = madsim::time::Instant::now();
+        let start = self.time.instant();
         let deadline = start + self.timeout;
         let server = self.cluster.master_of(self.group);
         let there = self.net.latency();
@@ -107,7 +110,7 @@ impl SimConnection {
             }
         }
         let back = self.net.latency();
-        if madsim::time::Instant::now() + back > deadline {
+        if self.time.instant() + back > deadline {
             // Executed, but the reply would arrive after the client stopped waiting.
             return self.time_out(deadline, Unreachable::NoReplyInTime).await;
         }

@@ -54,6 +54,10 @@ pub struct Engine {
     transactions: BTreeMap<ClientId, Transaction>,
     watches: Watches,
     names: ClientNames,
+    /// Whether known scripts run natively ([`super::native`]); off only to compare with Lua.
+    native_scripts: bool,
+    /// Script calls the native path answered (so tests can see it was taken).
+    native_runs: u64,
 }
 
 impl Engine {
@@ -66,7 +70,20 @@ impl Engine {
             transactions: BTreeMap::new(),
             watches: Watches::default(),
             names: ClientNames::default(),
+            native_scripts: true,
+            native_runs: 0,
         }
+    }
+
+    /// Turns the native path for known scripts ([`super::native`]) off or on: with it off every
+    /// script runs in Lua (for tests that compare the two).
+    pub fn set_native_scripts(&mut self, on: bool) {
+        self.native_scripts = on;
+    }
+
+    /// How many script calls ran natively so far.
+    pub fn native_runs(&self) -> u64 {
+        self.native_runs
     }
 
     /// Whether it is a master or a replica now (a failover changes it).
@@ -206,14 +223,33 @@ impl Engine {
     /// key's field names (Redisson-style holders); empty when the key is absent or logically
     /// expired. Lets the deployment record which client's entry a command removed.
     pub fn live_holders(&self, key: &[u8], now_ms: u64) -> Vec<Vec<u8>> {
-        if self.db.keys.is_expired(key, clock(now_ms)) {
-            return Vec::new();
+        let mut out = Vec::new();
+        self.live_holders_into(key, now_ms, &mut out);
+        out
+    }
+
+    /// [`Engine::live_holders`] into `out`, reusing its buffers: the deployment asks before and
+    /// after every command, so this must not allocate once the buffers have grown.
+    pub fn live_holders_into(&self, key: &[u8], now_ms: u64, out: &mut Vec<Vec<u8>>) {
+        let mut n = 0;
+        let mut put = |holder: &[u8]| {
+            match out.get_mut(n) {
+                Some(buf) => {
+                    buf.clear();
+                    buf.extend_from_slice(holder);
+                }
+                None => out.push(holder.to_vec()),
+            }
+            n += 1;
+        };
+        if !self.db.keys.is_expired(key, clock(now_ms)) {
+            match self.db.keys.get(key) {
+                Some(super::keyspace::Data::Str(s)) => put(s),
+                Some(super::keyspace::Data::Hash(h)) => h.iter().for_each(|(f, _)| put(f)),
+                _ => {}
+            }
         }
-        match self.db.keys.get(key) {
-            Some(super::keyspace::Data::Str(s)) => vec![s.clone()],
-            Some(super::keyspace::Data::Hash(h)) => h.iter().map(|(f, _)| f.to_vec()).collect(),
-            _ => Vec::new(),
-        }
+        out.truncate(n);
     }
 
     /// The absolute expiry of a stored key, in this node's clock (for tests and reports).
@@ -377,6 +413,13 @@ impl Engine {
                 Err(e) => return e,
             }
         };
+        if self.native_scripts && role == Role::Master && self.lua.exists(&sha) {
+            let (keys, argv) = (&args[3..split], &args[split..]);
+            if let Some(reply) = super::native::run(&sha, &mut self.db, ctx, keys, argv) {
+                self.native_runs += 1;
+                return reply;
+            }
+        }
         self.lua
             .run(
                 &sha,

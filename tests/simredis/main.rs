@@ -4,5 +4,6 @@
 //! (response timeouts, pipelines, transactions).
 
 mod differential;
+mod native_scripts;
 mod semantics;
 mod sessions;
