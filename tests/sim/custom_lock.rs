@@ -93,7 +93,7 @@ fn a_racy_lock_is_caught_without_any_fault() {
 
 /// `examples/own_lock_both_ways.rs`: the same custom lock, unchanged, in simulation
 /// (`sim::run_with`) and on spawned `redis-server` processes (`real::world::run_with`).
-#[path = "../examples/own_lock_both_ways.rs"]
+#[path = "../../examples/own_lock_both_ways.rs"]
 mod own_lock_both_ways;
 
 #[test]
