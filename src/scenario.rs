@@ -47,6 +47,8 @@ pub struct Scenario {
     pub workload: WorkloadSpec,
     /// Node clocks at the start of the run (offsets and drifts; faults change them later).
     pub clocks: ClocksSpec,
+    /// `[database]`: the MySQL locks' server (docs/mysql.md).
+    pub database: crate::sql::spec::DatabaseSpec,
     pub faults: Vec<Fault>,
     /// `[explore]`: the space `lockcheck explore` searches (validated when parsed).
     pub explore: Option<crate::explore::ExploreSpec>,
@@ -92,6 +94,17 @@ pub struct LockSpec {
     /// (a path with a `/` is relative to the scenario file's directory).
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    // The MySQL locks' keys (docs/mysql.md); checked in `sql::spec`.
+    /// `innodb_lock_wait_timeout` of the lock's sessions, whole seconds (default 50).
+    pub lock_wait_timeout_s: Option<u64>,
+    /// `mysql-for-update`: `"wait"` (default), `"nowait"` or `"skip-locked"`.
+    pub for_update: Option<crate::lock::mysql_options::WaitMode>,
+    /// `mysql-insert-unique`: the cleanup job deletes lock rows older than this (no job if absent).
+    pub cleanup_lease_ms: Option<u64>,
+    /// `mysql-insert-unique`: how often the cleanup job runs (default: a tenth of the lease).
+    pub cleanup_interval_ms: Option<u64>,
+    /// `mysql-insert-unique`: each grant takes a fencing token from a counter row.
+    pub fencing: Option<bool>,
 }
 
 /// Redisson's default `lockWatchdogTimeout`.
@@ -101,6 +114,9 @@ impl LockSpec {
     /// The lease a grant gets: `ttl_ms`, or for a lock with a default lease (Redisson's watchdog
     /// mode) its watchdog timeout.
     pub fn lease_ms(&self) -> u64 {
+        if let Some(ms) = crate::sql::spec::lease_ms(self) {
+            return ms;
+        }
         self.ttl_ms.unwrap_or(
             self.watchdog_timeout_ms
                 .unwrap_or(DEFAULT_WATCHDOG_TIMEOUT_MS),
@@ -470,6 +486,7 @@ struct RawScenario {
     workload: WorkloadSpec,
     #[serde(default)]
     clocks: ClocksSpec,
+    database: Option<crate::sql::spec::DatabaseSpec>,
     #[serde(default)]
     faults: Vec<Spanned<RawFault>>,
     explore: Option<Spanned<crate::explore::ExploreSpec>>,
@@ -584,11 +601,14 @@ impl Scenario {
             redis: raw.redis,
             workload: raw.workload,
             clocks: raw.clocks,
+            database: raw.database.clone().unwrap_or_default(),
             faults: Vec::new(),
             explore: raw.explore.as_ref().map(|e| e.get_ref().clone()),
             path: None,
         };
         scenario.validate_numbers(&ctx)?;
+        crate::sql::spec::validate(&scenario, raw.database.is_some())
+            .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| at_key(text, k)), m))?;
         let nodes = scenario.node_names();
         if let Some(listed) = &scenario.clocks.nodes {
             for n in listed.get_ref() {
@@ -660,7 +680,10 @@ impl Scenario {
         if self.lock.ttl_ms == Some(0) {
             return Err(ctx.err(at("ttl_ms"), "`ttl_ms` must be at least 1"));
         }
-        if self.lock.ttl_ms.is_none() && !self.lock.kind.has_default_lease() {
+        if self.lock.ttl_ms.is_none()
+            && !self.lock.kind.has_default_lease()
+            && !self.lock.kind.is_mysql()
+        {
             return Err(ctx.err(
                 at("kind"),
                 format!(
@@ -758,7 +781,10 @@ impl Scenario {
     /// Every node name this scenario's topology has, in a fixed order.
     pub fn node_names(&self) -> Vec<String> {
         let mut v = Vec::new();
-        for m in 0..self.redis.masters {
+        if self.lock.kind.is_mysql() {
+            v.push(crate::sql::spec::SERVER.to_string());
+        }
+        for m in 0..self.redis.masters * u32::from(!self.lock.kind.is_mysql()) {
             v.push(format!("redis-{m}"));
             for r in 0..self.redis.replicas {
                 v.push(format!("redis-{m}-replica-{r}"));
@@ -784,6 +810,16 @@ impl Scenario {
             .copied()
             .or_else(|| (check == "mutual_exclusion").then_some(self.expect))
     }
+}
+
+/// Where `key` first appears in `text` (a `[table]` header or `key = `), for messages about a
+/// key serde already accepted; the start of the file when it is not found.
+fn at_key(text: &str, key: &str) -> std::ops::Range<usize> {
+    let off = text
+        .find(&format!("{key} "))
+        .or_else(|| text.find(key))
+        .unwrap_or(0);
+    off..off
 }
 
 fn quoted(items: &[&str]) -> String {

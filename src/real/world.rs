@@ -272,6 +272,9 @@ fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
 /// draws of a `[clocks]` table; real runs are not deterministic. A `kind = "process"` lock runs
 /// the scenario's client program, one process per client.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
+    if scenario.lock.kind.is_mysql() {
+        return crate::sql::real_world::run(scenario, seed);
+    }
     if scenario.lock.kind == LockKind::Process {
         return run_inner::<_, NoBuilder>(scenario, seed, Clients::Programs);
     }

@@ -41,6 +41,9 @@ pub struct SimRun {
 /// Runs `scenario` with `seed` using the lock kind the scenario names.
 pub fn run(scenario: &Scenario, seed: u64) -> SimRun {
     let kind = scenario.lock.kind;
+    if kind.is_mysql() {
+        return crate::sql::sim_world::run(scenario, seed);
+    }
     run_with(scenario, seed, move |config, conns, env| {
         AnyLock::build(kind, config, conns, env)
     })
