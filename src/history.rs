@@ -61,7 +61,7 @@ pub enum EventKind {
     InnerReleased { depth: u32, deleted: bool },
     /// The client process died at `point` (the nemesis's `crash` of a client).
     Crashed { point: String },
-    /// Address book (seed 004): the holder inserted an address for `user`, as the default when
+    /// Address book (the address-book article): the holder inserted an address for `user`, as the default when
     /// the count it read was 0.
     AddressInserted {
         user: u32,

@@ -1,7 +1,7 @@
 //! lockcheck: a deterministic simulation and verification harness for distributed locks.
 //!
 //! A lock implementation is ordinary async Rust written against two seams: a Redis connection
-//! (anything implementing [`redis::aio::ConnectionLike`]) and an [`env::Env`] (its node's clock,
+//! (anything implementing [`redis::aio::ConnectionLike`]) and an [`Env`] (its node's clock,
 //! timers, tasks and randomness). lockcheck runs it
 //! - in a **simulation** ([`sim`]): a madsim world with simulated Redis masters and replicas
 //!   ([`simredis`]), asynchronous replication, failover, GC pauses, partitions and skewed node
@@ -9,8 +9,12 @@
 //! - on **real processes** ([`real`]): `redis-server`s that lockcheck spawns, faults injected with
 //!   signals and `REPLICAOF`, every process cleaned up on every exit path.
 //!
-//! Either way the run produces a [`history::History`] of events in true time, and the checkers
-//! ([`check`]) judge it: two overlapping critical sections are a mutual-exclusion violation.
+//! A run flows through the modules in this order:
+//! [`scenario`] (the TOML file, checked) → [`sim`] or [`real`] (a world runs the workload, each
+//! client with its [`lock`], while [`faults`] decides when each fault fires) → [`history`] (every
+//! event in true time) → [`check`] (each checker's [`Verdict`]) → [`check::judge`] (an
+//! [`Outcome`]: the verdicts against the scenario's expectations) → [`cli`] (reports, exit codes).
+//! `ARCHITECTURE.md` in the repository says where each concept lives.
 //!
 //! # Example: a GC pause longer than the lease
 //!
@@ -18,8 +22,7 @@
 //! client acquires, and the first wakes up still inside its critical section:
 //!
 //! ```
-//! use lockcheck::scenario::{Scenario, Verdict};
-//! use lockcheck::verdict::{Mode, Outcome};
+//! use lockcheck::{Mode, Outcome, Scenario, Verdict};
 //!
 //! let scenario = Scenario::parse("example.toml", r#"
 //!     name = "gc-pause"
@@ -48,27 +51,111 @@
 //! assert_eq!(again.history.trace_hash(), outcome.trace_hash);
 //! ```
 //!
-//! To test your own lock, implement [`lock::Lock`] and pass a constructor to [`sim::run_with`].
+//! # Example: testing your own lock
+//!
+//! Implement [`Lock`] against the two seams and hand a constructor to [`sim::run_with`] (or
+//! [`real::world::run_with`] for real servers). This lock checks with `GET`, then `SET`s: two
+//! clients can both see the key absent, and lockcheck finds it without any fault.
+//!
+//! ```
+//! use lockcheck::{Env, Guard, Lock, LockConfig, LockError, Mode, Outcome, Scenario, Verdict};
+//! use redis::aio::ConnectionLike;
+//!
+//! struct CheckThenSet<C, E> { conn: C, env: E, config: LockConfig }
+//!
+//! impl<C: ConnectionLike + Send + Sync + 'static, E: Env> Lock for CheckThenSet<C, E> {
+//!     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
+//!         let owner = self.env.uuid().to_string();
+//!         let ttl = self.config.ttl.as_millis() as u64;
+//!         let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
+//!         while self.env.now_ms() < deadline {
+//!             let start = self.env.now_ms();
+//!             let key = &self.config.key;
+//!             let holder: Option<String> =
+//!                 redis::cmd("GET").arg(key).query_async(&mut self.conn).await?;
+//!             if holder.is_none() {
+//!                 // The race: another client may SET between our GET and this SET.
+//!                 let _: () = redis::cmd("SET").arg(key).arg(&owner).arg("PX").arg(ttl)
+//!                     .query_async(&mut self.conn).await?;
+//!                 let (acquired_at_ms, valid_until_ms) = (start, start + ttl);
+//!                 return Ok(Some(Guard { owner, fencing_token: None, acquired_at_ms, valid_until_ms }));
+//!             }
+//!             self.env.sleep(std::time::Duration::from_millis(2)).await;
+//!         }
+//!         Ok(None)
+//!     }
+//!
+//!     async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
+//!         let deleted: i64 = lockcheck::lock::set_nx_px::COMPARE_AND_DELETE
+//!             .key(&self.config.key).arg(&guard.owner)
+//!             .invoke_async(&mut self.conn).await?;
+//!         Ok(deleted == 1)
+//!     }
+//! }
+//!
+//! let scenario = Scenario::parse("inline.toml", r#"
+//!     name = "check-then-set"
+//!     expect = "violation"
+//!     duration_ms = 20000
+//!     [lock]
+//!     kind = "set-nx-px"   # the kind is not used: run_with builds the lock
+//!     ttl_ms = 5000
+//!     [workload]
+//!     clients = 3
+//!     cycles = 20
+//!     hold_ms = [5, 10]
+//!     think_ms = [0, 5]
+//! "#).unwrap();
+//! let caught = (1..=5).filter(|&seed| {
+//!     let run = lockcheck::sim::run_with(&scenario, seed, |config, mut conns, env| {
+//!         CheckThenSet { conn: conns.remove(0), env, config }
+//!     });
+//!     Outcome::judge(&scenario, Mode::Sim, seed, run.history).verdict() == Verdict::Violation
+//! });
+//! assert!(caught.count() >= 3);
+//! ```
 
-pub mod catalog;
 pub mod check;
+pub mod cli;
 pub mod env;
 pub mod exec;
 pub mod explore;
+pub mod faults;
 pub mod history;
 pub mod junit;
 pub mod lock;
-pub mod model_cmd;
 pub mod progress;
 pub mod real;
-pub mod report;
 pub mod resource;
-pub mod runner;
 pub mod scenario;
 pub mod sim;
 pub mod simredis;
 pub mod sql;
 pub mod subscription;
-pub mod table;
-pub mod verdict;
+/// The judge's old path, kept so code written against `lockcheck::verdict::…` still compiles:
+/// judging now lives with the checkers, in [`check::judge`].
+pub mod verdict {
+    pub use crate::check::judge::*;
+    pub use crate::check::Verdict;
+}
 pub mod workload;
+
+// What a user of the library needs, at the crate root: a scenario, a lock and its seams, the
+// judged outcome.
+pub use check::judge::{Mode, Outcome, SeedsOutcome};
+pub use check::{CheckResult, Checker, Verdict};
+pub use env::Env;
+pub use history::History;
+pub use lock::{Guard, Lock, LockConfig, LockError, LockKind};
+pub use scenario::{Scenario, ScenarioError};
+
+// The command modules' paths before they moved into `cli/`, kept so code written against them
+// still compiles.
+#[doc(hidden)]
+pub use cli::list as catalog;
+#[doc(hidden)]
+pub use cli::model as model_cmd;
+#[doc(hidden)]
+pub use cli::run as runner;
+#[doc(hidden)]
+pub use cli::{report, table};

@@ -1,6 +1,6 @@
 //! The third seam: a pub/sub subscription, for locks whose waiters are woken by a message
-//! (Redisson publishes an unlock message on release; seed 003, and seed 000 notes the contrast with
-//! its own 5 ms polling).
+//! (Redisson publishes an unlock message on release, as the Redisson article describes; the
+//! Lettuce article notes the contrast with its own 5 ms polling).
 //!
 //! A lock that needs one asks its connection for a [`Subscription`] ([`Subscribe::subscription`]),
 //! subscribes to a channel and awaits [`Subscription::next_message`]. The simulated implementation

@@ -2,7 +2,7 @@
 //!
 //! A client loops: acquire, enter its critical section, exit, release, think. The critical
 //! section works on the protected resource in the storage node ([`crate::resource`]): a
-//! read-modify-write of a counter, or seed 004's address book (count the user's addresses, work,
+//! read-modify-write of a counter, or the address-book article's address book (count the user's addresses, work,
 //! insert one, the default if the count was 0). With `nested = n` the holder also acquires the
 //! lock n more times inside its section and releases those inner acquisitions before it finishes
 //! its work (reentrancy). `enter`, `exit`, the writes and the nested acquisitions are recorded in
@@ -23,30 +23,28 @@ use redis::aio::ConnectionLike;
 use std::future::Future;
 use std::time::Duration;
 
-/// The user whose address book the `address-book` workload edits (seed 004's `uid`).
+/// The user whose address book the `address-book` workload edits (the address-book article's `uid`).
 pub const ADDRESS_BOOK_USER: u32 = 1;
 
-/// Where the nemesis may act on a client between its steps.
+/// Where the nemesis may act on a client between its steps: the named points. A world
+/// implements [`FaultPoints::reached`]; `acquired` and `before_write` are the two points the
+/// workload itself has a method for.
 pub trait FaultPoints: Clone + Send + Sync + 'static {
-    /// Called right after a successful acquire, once the holder has entered its critical
-    /// section. Triggers `on = "acquired"` faults (a simulated GC pause takes effect at the
-    /// holder's next await; a real-mode pause stalls here).
-    fn acquired(&self, client: u32) -> impl Future<Output = ()> + Send;
+    /// Called when a client reaches a named point: the workload's (`acquired`, `after_read`,
+    /// `before_write`, `before_release`) or a lock's own (through [`Env::point`]). Triggers the
+    /// `on = "<point>"` faults. A crash at a point never returns.
+    fn reached(&self, client: u32, point: &'static str) -> impl Future<Output = ()> + Send;
 
-    /// Called when a client reaches another named point: the workload's `after_read` and
-    /// `before_release`, or a lock's own (through [`Env::point`]). Triggers `on = "<point>"`
-    /// faults. A crash at a point never returns.
-    fn reached(&self, client: u32, point: &'static str) -> impl Future<Output = ()> + Send {
-        let _ = (client, point);
-        async {}
+    /// Right after a successful acquire, once the holder has entered its critical section (a
+    /// simulated GC pause takes effect at the holder's next await; a real-mode pause stalls here).
+    fn acquired(&self, client: u32) -> impl Future<Output = ()> + Send {
+        self.reached(client, "acquired")
     }
 
-    /// Called when a holder is about to write to the protected resource: after its validity
-    /// check, if it makes one. Triggers `on = "before_write"` faults (a pause here is the stall
-    /// no lease can guard against).
+    /// When a holder is about to write to the protected resource: after its validity check, if
+    /// it makes one (a pause here is the stall no lease can guard against).
     fn before_write(&self, client: u32) -> impl Future<Output = ()> + Send {
-        let _ = client;
-        async {}
+        self.reached(client, "before_write")
     }
 }
 
@@ -55,7 +53,7 @@ pub trait FaultPoints: Clone + Send + Sync + 'static {
 pub struct NoFaults;
 
 impl FaultPoints for NoFaults {
-    async fn acquired(&self, _client: u32) {}
+    async fn reached(&self, _client: u32, _point: &'static str) {}
 }
 
 /// What one client does.
@@ -286,7 +284,7 @@ async fn critical_section<L, E, P, S>(
             );
         }
         WorkloadKind::AddressBook => {
-            // Seed 004: the first address becomes the default.
+            // The address-book article: the first address becomes the default.
             let is_default = read == 0;
             let id = format!("{me}#{cycle}");
             let seq = store

@@ -372,7 +372,7 @@ async fn fenced_acquire_and_compare_and_delete() {
 #[tokio::test]
 async fn naive_and_plain_del_commands() {
     let mut p = Pair::new().await;
-    // seed 004: SETNX, EXPIRE in seconds, GET, DEL.
+    // the address-book article: SETNX, EXPIRE in seconds, GET, DEL.
     assert_eq!(p.same(cmd(&["SETNX", "k", "v1"])).await, Ok(Value::Int(1)));
     assert_eq!(p.same(cmd(&["SETNX", "k", "v2"])).await, Ok(Value::Int(0)));
     assert_eq!(p.same(cmd(&["TTL", "k"])).await, Ok(Value::Int(-1)));
@@ -388,7 +388,7 @@ async fn naive_and_plain_del_commands() {
     );
     assert_eq!(p.same(cmd(&["DEL", "k"])).await, Ok(Value::Int(1)));
     assert_eq!(p.same(cmd(&["EXPIRE", "k", "5"])).await, Ok(Value::Int(0)));
-    // seed 002: SET EX NX, then a plain DEL (which deletes anyone's entry).
+    // the Redlock article: SET EX NX, then a plain DEL (which deletes anyone's entry).
     assert_eq!(
         p.same(cmd(&["SET", "k", "A", "EX", "1", "NX"])).await,
         Ok(Value::Okay)

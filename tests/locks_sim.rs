@@ -65,11 +65,12 @@ fn every_bundled_scenario_meets_every_expectation_on_five_seeds() {
 
 #[test]
 fn every_lock_kind_has_a_scenario() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let kinds: Vec<LockKind> = lockcheck::runner::scenario_files(&dir)
-        .unwrap()
+    // Client-process locks need real mode, so their scenarios live apart in scenarios/clients/.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let kinds: Vec<LockKind> = [root.clone(), root.join("clients")]
         .iter()
-        .map(|f| Scenario::load(f).unwrap().lock.kind)
+        .flat_map(|dir| lockcheck::runner::scenario_files(dir).unwrap())
+        .map(|f| Scenario::load(&f).unwrap().lock.kind)
         .collect();
     for k in LockKind::ALL {
         assert!(kinds.contains(k), "no scenario for {}", k.name());

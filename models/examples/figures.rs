@@ -19,7 +19,7 @@
 //! Every run also checks that the verdict is the one the model declares;
 //! the program exits 1 if one is not.
 
-use lockcheck_models::{run, Expectation, ModelReport, Outcome, RunOptions, Strategy};
+use lockcheck_models::{run, Expectation, Finding, ModelReport, RunOptions, Strategy};
 
 // stateright's `examples/2pc.rs` without its `main` (see build.rs): the
 // `TwoPhaseSys` model of Gray & Lamport's "Consensus on Transaction Commit".
@@ -125,12 +125,12 @@ fn proofs(cases: &[Case], bad: &mut u32) {
     for case in cases {
         let r = run(case.model, &opts(case, Strategy::Dfs, 1)).expect("valid case");
         let (states, unique, secs) = match r.outcome {
-            Outcome::Holds {
+            Finding::Holds {
                 states,
                 unique_states,
                 secs,
             } => (states, unique_states, secs),
-            Outcome::Violated { states, secs, .. } => (states, r.unique_states, secs),
+            Finding::Violated { states, secs, .. } => (states, r.unique_states, secs),
         };
         println!(
             "| {} | {} ({}) | {} | {} | {} | {} | {:.3} | {:.0} | {} |",

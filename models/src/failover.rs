@@ -20,7 +20,7 @@
 //!    among the replicas it can reach, so the model lets the failover pick
 //!    any live replica.
 //! 3. Even when every replica acknowledged, replication carries the expiry
-//!    as an absolute time (`SET ... PXAT`, DESIGN.md), so a promoted replica
+//!    as an absolute time (`SET ... PXAT`, docs/design.md), so a promoted replica
 //!    whose clock runs ahead (`replica_skew`) expires the key early by its
 //!    own clock while the holder's lease is still valid on the holder's.
 //!
@@ -750,7 +750,7 @@ impl LockModel for Failover {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::Outcome;
+    use crate::report::Finding;
     use crate::test_util::{self, actions};
     use crate::{ModelReport, Strategy};
 
@@ -849,9 +849,9 @@ mod tests {
     fn strict_wait_on_every_replica_holds_within_the_bound() {
         let p = [("wait", "1"), ("on_wait_timeout", "give-up")];
         let r = check("mutual_exclusion", &p, Strategy::Dfs);
-        assert!(matches!(r.outcome, Outcome::Holds { .. }));
+        assert!(matches!(r.outcome, Finding::Holds { .. }));
         let r = check("no_stale_write", &p, Strategy::Dfs);
-        assert!(matches!(r.outcome, Outcome::Holds { .. }));
+        assert!(matches!(r.outcome, Finding::Holds { .. }));
         check("handover", &p, Strategy::Bfs);
     }
 

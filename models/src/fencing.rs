@@ -11,7 +11,7 @@
 //! replicates asynchronously like the key, the promoted replica's counter
 //! is behind, and it hands out a token that was already used (or a lower
 //! one). The storage then accepts the old holder's write after the new
-//! holder's, as the DESIGN.md measurement says ("adding failover to a
+//! holder's, as the measurement in docs/design.md says ("adding failover to a
 //! lagging replica broke it").
 //!
 //! ## The model
@@ -543,7 +543,7 @@ impl LockModel for Fencing {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::Outcome;
+    use crate::report::Finding;
     use crate::test_util::{self, actions};
     use crate::{ModelReport, Strategy};
 
@@ -554,7 +554,7 @@ mod tests {
     #[test]
     fn fencing_holds_with_pauses_and_no_failover() {
         let r = check("no_stale_write", &[("pauses", "2")], Strategy::Dfs);
-        assert!(matches!(r.outcome, Outcome::Holds { unique_states, .. } if unique_states > 1000));
+        assert!(matches!(r.outcome, Finding::Holds { unique_states, .. } if unique_states > 1000));
         check("tokens_increase", &[("pauses", "2")], Strategy::Dfs);
         check("handover", &[], Strategy::Bfs);
     }

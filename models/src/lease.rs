@@ -22,7 +22,7 @@
 //!   `acquire time + ttl` on its own clock. A running holder leaves its
 //!   critical section when its lease runs out (checked at every tick), or
 //!   earlier by releasing. A paused holder checks nothing: it is still in
-//!   its critical section, as DESIGN.md defines a holder.
+//!   its critical section, as docs/design.md defines a holder.
 //! * Holders write to a storage ([`Storage`]). With `fencing`, the storage
 //!   rejects a token lower than the highest it accepted.
 //! * Faults: up to `pauses` pauses (only a holder pauses: pausing a client
@@ -529,7 +529,7 @@ impl LockModel for Lease {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::Outcome;
+    use crate::report::Finding;
     use crate::test_util::{actions, opts};
     use crate::{run, Strategy};
 
@@ -641,7 +641,7 @@ mod tests {
         let p = [("pauses", "0")];
         let r = run("lease", &opts("mutual_exclusion", &p, Strategy::Dfs)).unwrap();
         assert!(
-            matches!(r.outcome, Outcome::Holds { .. }),
+            matches!(r.outcome, Finding::Holds { .. }),
             "{}",
             r.to_text()
         );
@@ -656,7 +656,7 @@ mod tests {
         let p = [("fencing", "true"), ("jump", "2"), ("pauses", "2")];
         let r = run("lease", &opts("no_stale_write", &p, Strategy::Dfs)).unwrap();
         assert!(r.matches_expectation(), "{}", r.to_text());
-        let Outcome::Holds { unique_states, .. } = r.outcome else {
+        let Finding::Holds { unique_states, .. } = r.outcome else {
             panic!("{}", r.to_text())
         };
         assert!(unique_states > 1000, "{unique_states}");

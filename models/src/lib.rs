@@ -75,7 +75,7 @@ pub mod scenario;
 mod test_util;
 
 pub use params::ParamSpec;
-pub use report::{Expectation, ModelReport, Outcome, PropertyKind, Step, Strategy};
+pub use report::{Expectation, Finding, ModelReport, PropertyKind, Step, Strategy};
 pub use runner::effective_threads;
 
 use std::fmt;
@@ -303,7 +303,7 @@ mod tests {
 
     /// Every counterexample a test configuration produces becomes a
     /// scenario with only the keys, fault kinds and node names of the
-    /// contract in DESIGN.md ("Scenario files").
+    /// contract in docs/design.md ("Scenario files").
     #[test]
     fn scenarios_follow_the_contract() {
         type Case = (

@@ -508,7 +508,7 @@ impl LockModel for Redisson {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::Outcome;
+    use crate::report::Finding;
     use crate::test_util::{self, actions};
     use crate::{ModelReport, Strategy};
 
@@ -553,9 +553,9 @@ mod tests {
     fn the_watchdog_covers_shorter_pauses() {
         let p = [("max_pause", "1")];
         let r = check("mutual_exclusion", &p, Strategy::Dfs);
-        assert!(matches!(r.outcome, Outcome::Holds { .. }));
+        assert!(matches!(r.outcome, Finding::Holds { .. }));
         let r = check("mutual_exclusion", &[("pauses", "0")], Strategy::Dfs);
-        assert!(matches!(r.outcome, Outcome::Holds { .. }));
+        assert!(matches!(r.outcome, Finding::Holds { .. }));
         check("handover", &p, Strategy::Bfs);
     }
 

@@ -1046,7 +1046,7 @@ impl Redlock {
 
 #[cfg(test)]
 mod tests {
-    use crate::report::Outcome;
+    use crate::report::Finding;
     use crate::test_util::{self, actions};
     use crate::{ModelReport, Strategy};
 
@@ -1067,7 +1067,7 @@ mod tests {
 
     fn holds(r: &ModelReport) -> usize {
         match r.outcome {
-            Outcome::Holds { unique_states, .. } => unique_states,
+            Finding::Holds { unique_states, .. } => unique_states,
             _ => panic!("{}", r.to_text()),
         }
     }

@@ -62,9 +62,10 @@ pub struct Step {
     pub changes: Vec<String>,
 }
 
-/// What the checker found.
+/// What the model checker found: the property held within the bound, or a trace breaks it.
+/// (A judged simulation or real run is `lockcheck::Outcome`; this is the model's counterpart.)
 #[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
+pub enum Finding {
     /// Invariant: no counterexample in the explored space. Reachability: an
     /// example was found (it is in [`ModelReport::witness`]).
     Holds {
@@ -81,16 +82,16 @@ pub enum Outcome {
     },
 }
 
-impl Outcome {
+impl Finding {
     pub fn verdict(&self) -> Expectation {
         match self {
-            Outcome::Holds { .. } => Expectation::Holds,
-            Outcome::Violated { .. } => Expectation::Violated,
+            Finding::Holds { .. } => Expectation::Holds,
+            Finding::Violated { .. } => Expectation::Violated,
         }
     }
     pub fn secs(&self) -> f64 {
         match self {
-            Outcome::Holds { secs, .. } | Outcome::Violated { secs, .. } => *secs,
+            Finding::Holds { secs, .. } | Finding::Violated { secs, .. } => *secs,
         }
     }
 }
@@ -113,7 +114,7 @@ pub struct ModelReport {
     pub depth_reached: usize,
     /// The model's declared expectation for this configuration.
     pub expected: Expectation,
-    pub outcome: Outcome,
+    pub outcome: Finding,
     /// Unique states seen (also for violations).
     pub unique_states: usize,
     /// For a `sometimes` property that holds: the example that shows it.
@@ -174,7 +175,7 @@ impl ModelReport {
     /// The counterexample, if the outcome is a violation with a trace.
     pub fn trace(&self) -> Option<&[Step]> {
         match &self.outcome {
-            Outcome::Violated { trace, .. } if !trace.is_empty() => Some(trace),
+            Finding::Violated { trace, .. } if !trace.is_empty() => Some(trace),
             _ => None,
         }
     }
@@ -221,7 +222,7 @@ impl ModelReport {
             self.tick_ms
         );
         match &self.outcome {
-            Outcome::Holds {
+            Finding::Holds {
                 states,
                 unique_states,
                 secs,
@@ -250,7 +251,7 @@ impl ModelReport {
                     write_steps(&mut out, w);
                 }
             },
-            Outcome::Violated {
+            Finding::Violated {
                 trace,
                 secs,
                 states,
@@ -296,7 +297,7 @@ impl ModelReport {
             .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
             .collect();
         let outcome = match &self.outcome {
-            Outcome::Holds {
+            Finding::Holds {
                 states,
                 unique_states,
                 secs,
@@ -306,7 +307,7 @@ impl ModelReport {
                 "unique_states": unique_states,
                 "secs": secs,
             }),
-            Outcome::Violated {
+            Finding::Violated {
                 trace,
                 secs,
                 states,

@@ -2,7 +2,7 @@
 //! one property per run, trace rendering and the scenario.
 
 use crate::params::{ParamSpec, Params};
-use crate::report::{Expectation, ModelReport, Outcome, PropertyKind, Step, Strategy};
+use crate::report::{Expectation, Finding, ModelReport, PropertyKind, Step, Strategy};
 use crate::scenario::Scenario;
 use crate::{ModelError, RunOptions};
 use stateright::{Checker, Model, Property};
@@ -192,7 +192,7 @@ pub(crate) fn run<M: LockModel>(opts: &RunOptions) -> Result<ModelReport, ModelE
     let mut scenario = None;
     let mut scenario_note = None;
     let outcome = match (info.kind, &found.path) {
-        (PropertyKind::Always, None) => Outcome::Holds {
+        (PropertyKind::Always, None) => Finding::Holds {
             states: found.states,
             unique_states: found.unique,
             secs,
@@ -202,7 +202,7 @@ pub(crate) fn run<M: LockModel>(opts: &RunOptions) -> Result<ModelReport, ModelE
                 Ok(sc) => scenario = Some(sc.to_toml()),
                 Err(why) => scenario_note = Some(why),
             }
-            Outcome::Violated {
+            Finding::Violated {
                 trace: steps(&model, path),
                 secs,
                 states: found.states,
@@ -210,13 +210,13 @@ pub(crate) fn run<M: LockModel>(opts: &RunOptions) -> Result<ModelReport, ModelE
         }
         (PropertyKind::Sometimes, Some(path)) => {
             witness = Some(steps(&model, path));
-            Outcome::Holds {
+            Finding::Holds {
                 states: found.states,
                 unique_states: found.unique,
                 secs,
             }
         }
-        (PropertyKind::Sometimes, None) => Outcome::Violated {
+        (PropertyKind::Sometimes, None) => Finding::Violated {
             trace: Vec::new(),
             secs,
             states: found.states,

@@ -35,7 +35,7 @@
 
 use std::fmt::Write as _;
 
-/// A scenario file, as the contract in DESIGN.md ("Scenario files") has it.
+/// A scenario file, as the contract in docs/design.md ("Scenario files") has it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     pub name: String,

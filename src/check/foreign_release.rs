@@ -7,13 +7,13 @@
 //! the servers' word (real mode) the check falls back to inferring the owner from the order of
 //! grants and releases, as below, which can blame the wrong pair when grants race.
 //!
-//! Seed 002's picture: A's lease runs out while A is paused, B takes the lock, and A's release, a
+//! The Redlock article's picture: A's lease runs out while A is paused, B takes the lock, and A's release, a
 //! plain `DEL`, removes B's entry; C then takes the lock while B still works. The checker flags a
 //! release that reported deleting an entry when another client had been granted the lock after
 //! this client's grant and before this client began its release: from that grant on, the only
 //! entry there could be is someone else's (a grant needs the key absent, and nothing recreates
 //! this client's entry). Releases that compare before deleting (a Lua compare-and-delete) never
-//! report a deletion then. A release in several commands (seed 004: GET, compare, DEL) begins, for
+//! report a deletion then. A release in several commands (the address-book article: GET, compare, DEL) begins, for
 //! this purpose, at the last point the lock reached during it (`before_del`: the comparison is
 //! done, the DEL goes next), so a grant that slipped in between its GET and its DEL counts. A grant
 //! whose reply was still in flight when the release began is not counted: a violation is certain.
@@ -279,7 +279,7 @@ mod tests {
 
     #[test]
     fn a_grant_between_get_and_del_counts() {
-        // Seed 004's release: GET (ours), pause, another client is granted, DEL.
+        // The address-book article's release: GET (ours), pause, another client is granted, DEL.
         let h = History {
             events: vec![
                 ev(0, "client-0", acquired(None)),

@@ -1,7 +1,7 @@
 //! Liveness: the lock must not stay unavailable for long while no live client holds it.
 //!
 //! A lease exists so that a holder that dies does not take the lock with it. When it fails (the
-//! naive lock of seed 004 dies between `SETNX` and `EXPIRE`, leaving a key that never expires)
+//! naive lock of the address-book article dies between `SETNX` and `EXPIRE`, leaving a key that never expires)
 //! every other client waits forever. The checker looks for stretches of true time in which some
 //! live client was trying to acquire, no live client was a holder (a crashed holder is not live; a
 //! paused one is), and no grant ended the wait, and reports a violation when one is longer than

@@ -6,16 +6,28 @@
 
 pub mod foreign_release;
 pub mod grants;
+pub mod judge;
 pub mod liveness;
 pub mod mutual_exclusion;
 pub mod reentrancy;
 pub mod resource;
+pub mod verdict;
 
 use crate::history::History;
-use crate::scenario::{Scenario, Verdict};
 use serde::Serialize;
 
 pub use grants::{grants, Grant, GrantIndex};
+pub use verdict::Verdict;
+
+/// The check names a scenario may name in `expect_checks`, in report order (the names the
+/// checkers of [`all`] report; a test keeps the two lists equal).
+pub const CHECK_NAMES: &[&str] = &[
+    "mutual_exclusion",
+    "resource",
+    "liveness",
+    "foreign_release",
+    "reentrancy",
+];
 
 /// The outcome of one check.
 #[derive(Clone, Debug, Serialize)]
@@ -40,16 +52,12 @@ pub trait Checker {
 /// Every checker lockcheck runs, in report order, with default parameters (the liveness bound
 /// is three times Redisson's default 30 s lease; one master).
 pub fn all() -> Vec<Box<dyn Checker>> {
-    with(crate::scenario::DEFAULT_WATCHDOG_TIMEOUT_MS, 1)
+    with(crate::lock::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS, 1)
 }
 
-/// Every checker, parameterised for `scenario` (the liveness bound is three of its leases; the
-/// foreign-release rule needs the lock to live on one master).
-pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
-    with(scenario.lock.lease_ms(), scenario.redis.masters)
-}
-
-fn with(lease_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
+/// Every checker, parameterised: the liveness bound is three leases of `lease_ms`; the
+/// foreign-release rule needs the lock to live on one master.
+pub fn with(lease_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
     vec![
         Box::new(mutual_exclusion::MutualExclusion),
         Box::new(resource::Resource),
@@ -77,5 +85,15 @@ pub(crate) fn acquired(token: Option<u64>) -> crate::history::EventKind {
         fencing_token: token,
         acquired_at_ms: 0,
         valid_until_ms: 0,
+    }
+}
+
+#[cfg(test)]
+mod names {
+    /// `expect_checks` accepts exactly the names the checkers report.
+    #[test]
+    fn check_names_are_the_checkers_names() {
+        let reported: Vec<&str> = super::all().iter().map(|c| c.name()).collect();
+        assert_eq!(reported, super::CHECK_NAMES);
     }
 }

@@ -8,7 +8,7 @@
 //! - **lost updates** of the read-modify-write counter: an accepted write that overwrote updates
 //!   its writer never read (it read 4 when the counter was already 6: two updates are lost).
 //!   Jepsen's lock-set damage, as a number.
-//! - **address book** (seed 004): at the end, a user with addresses must have exactly one
+//! - **address book** (the address-book article): at the end, a user with addresses must have exactly one
 //!   default address.
 //!
 //! Reused fencing tokens (two grants with the same token, as after a failover to a lagging
@@ -152,7 +152,7 @@ impl Checker for Resource {
             .map(|(t, cs)| serde_json::json!({ "token": t, "clients": cs }))
             .collect();
 
-        // Seed 004's invariant, on the final state.
+        // The address-book article's invariant, on the final state.
         let mut book_damage = Vec::new();
         for e in &history.events {
             if let EventKind::AddressBookState {

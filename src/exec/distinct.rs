@@ -64,7 +64,9 @@ mod tests {
             c.add(hash(i));
             c.add(hash(i));
         }
-        assert_eq!(c.count(), 1000);
+        // A collision or two among a thousand hashes in 2^20 bits is expected; the estimate
+        // corrects for most of it.
+        assert!(c.count().abs_diff(1000) <= 2, "{}", c.count());
         for i in 1000..200_000 {
             c.add(hash(i));
         }

@@ -1,4 +1,4 @@
-//! A fenced lock (Kleppmann, "How to do distributed locking", cited by seed 002): `SET NX PX` and,
+//! A fenced lock (Kleppmann, "How to do distributed locking", cited by the Redlock article): `SET NX PX` and,
 //! in the same script, a fencing token from `INCR` of a counter next to the lock. The lock alone
 //! is no safer than `set-nx-px`; the protection is that the storage refuses a write whose token is
 //! older than one it has already seen ([`crate::resource`]). A holder paused past its lease can no

@@ -1,4 +1,4 @@
-//! The reentrant lock on the Lettuce client (seed 000).
+//! The reentrant lock on the Lettuce client (the Lettuce article).
 //!
 //! Acquire is one script, `SETNX` then `PEXPIRE`, returning nil on success and the holder's
 //! remaining `PTTL` on contention; release is a get-compare-delete script. Both scripts are loaded

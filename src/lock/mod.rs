@@ -83,19 +83,19 @@ pub trait Lock: Send {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LockKind {
-    /// `SET key token NX PX ttl`, released by a Lua compare-and-delete (seeds 000, 002).
+    /// `SET key token NX PX ttl`, released by a Lua compare-and-delete (the Lettuce and Redlock articles).
     SetNxPx,
-    /// `SET key value EX n NX`, released by a plain `DEL` (seed 002).
+    /// `SET key value EX n NX`, released by a plain `DEL` (the Redlock article).
     SetExNxDel,
-    /// `SETNX` then a separate `EXPIRE`; release by `GET`, compare, `DEL` (seed 004).
+    /// `SETNX` then a separate `EXPIRE`; release by `GET`, compare, `DEL` (the address-book article).
     NaiveSetnxExpire,
-    /// Lettuce: a SETNX+PEXPIRE script returning PTTL, EVALSHA, client-side reentrancy (seed 000).
+    /// Lettuce: a SETNX+PEXPIRE script returning PTTL, EVALSHA, client-side reentrancy (the Lettuce article).
     LettuceReentrant,
-    /// Redisson's `RLock`: hash lock, watchdog, pub/sub wake-ups (seed 003).
+    /// Redisson's `RLock`: hash lock, watchdog, pub/sub wake-ups (the Redisson article).
     Redisson,
-    /// `SET NX PX` plus a fencing token from `INCR` (Kleppmann, cited by seed 002).
+    /// `SET NX PX` plus a fencing token from `INCR` (Kleppmann, cited by the Redlock article).
     Fenced,
-    /// Redlock: `SET NX PX` on N independent masters, a majority and validity time (seed 002).
+    /// Redlock: `SET NX PX` on N independent masters, a majority and validity time (the Redlock article).
     Redlock,
     /// The user's own client program in any language, driven over the client protocol
     /// (`command = [...]`; real mode only).
@@ -140,25 +140,25 @@ impl LockKind {
     pub fn about(self) -> &'static str {
         match self {
             LockKind::SetNxPx => {
-                "SET key token NX PX ttl; release by a Lua compare-and-delete (seeds 000, 002)"
+                "SET key token NX PX ttl; release by a Lua compare-and-delete (the Lettuce and Redlock articles)"
             }
             LockKind::SetExNxDel => {
-                "SET key value EX n NX; release by a plain DEL, no owner check (seed 002)"
+                "SET key value EX n NX; release by a plain DEL, no owner check (the Redlock article)"
             }
             LockKind::NaiveSetnxExpire => {
-                "Jedis SETNX, then EXPIRE as a second command; release GET, compare, DEL; retry every 2 ms (seed 004)"
+                "Jedis SETNX, then EXPIRE as a second command; release GET, compare, DEL; retry every 2 ms (the address-book article)"
             }
             LockKind::LettuceReentrant => {
-                "Lettuce: SETNX+PEXPIRE script returning PTTL, SCRIPT LOAD + EVALSHA, reentrancy counted on the client, waiters poll every 5 ms (seed 000)"
+                "Lettuce: SETNX+PEXPIRE script returning PTTL, SCRIPT LOAD + EVALSHA, reentrancy counted on the client, waiters poll every 5 ms (the Lettuce article)"
             }
             LockKind::Redisson => {
-                "Redisson RLock: hash lock uuid:thread -> count, watchdog lease 30 s renewed every 10 s, unlock publishes to waiters (seed 003)"
+                "Redisson RLock: hash lock uuid:thread -> count, watchdog lease 30 s renewed every 10 s, unlock publishes to waiters (the Redisson article)"
             }
             LockKind::Fenced => {
-                "SET NX PX plus a fencing token from INCR on the same Redis; storage refuses older tokens (Kleppmann, cited by seed 002)"
+                "SET NX PX plus a fencing token from INCR on the same Redis; storage refuses older tokens (Kleppmann, cited by the Redlock article)"
             }
             LockKind::Redlock => {
-                "SET NX PX on N independent masters in parallel; a majority within the validity time (seed 002)"
+                "SET NX PX on N independent masters in parallel; a majority within the validity time (the Redlock article)"
             }
             LockKind::Process => {
                 "your own client program (any language) over the JSON-lines client protocol; real mode only (docs/client-protocol.md)"
@@ -204,35 +204,6 @@ pub struct LockConfig {
     pub watchdog: bool,
     /// Redlock's parameters (ignored by other kinds).
     pub redlock: RedlockOptions,
-}
-
-impl LockConfig {
-    pub fn from_spec(spec: &crate::scenario::LockSpec) -> Self {
-        LockConfig {
-            key: spec.key.clone(),
-            ttl: Duration::from_millis(spec.lease_ms()),
-            wait: Duration::from_millis(spec.wait_ms),
-            retry: (
-                Duration::from_millis(spec.retry_ms[0]),
-                Duration::from_millis(spec.retry_ms[1]),
-            ),
-            watchdog: spec.ttl_ms.is_none(),
-            redlock: {
-                let d = RedlockOptions::default();
-                RedlockOptions {
-                    node_timeout: spec
-                        .node_timeout_ms
-                        .map(Duration::from_millis)
-                        .unwrap_or(d.node_timeout),
-                    drift_factor: spec.drift_factor.unwrap_or(d.drift_factor),
-                    drift_ms: spec.drift_ms.unwrap_or(d.drift_ms),
-                    recheck_after_acquire: spec
-                        .recheck_after_acquire
-                        .unwrap_or(d.recheck_after_acquire),
-                }
-            },
-        }
-    }
 }
 
 /// Any lock lockcheck ships, chosen at run time from the scenario.

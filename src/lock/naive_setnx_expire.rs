@@ -1,4 +1,4 @@
-//! The address-book article's Jedis lock (seed 004): `SETNX`, then `EXPIRE` as a second command;
+//! The address-book article's Jedis lock: `SETNX`, then `EXPIRE` as a second command;
 //! release by `GET`, compare, then `DEL` as two commands; waiters retry every 2 ms.
 //!
 //! The article chose not to wrap SETNX and EXPIRE in a transaction ("the chance that setnx succeeds

@@ -1,4 +1,4 @@
-//! Redisson's `RLock` (seed 003).
+//! Redisson's `RLock` (the Redisson article).
 //!
 //! The lock is a hash: one field, the holder's name (the client's uuid `:` thread id), whose value
 //! is the hold count, so reentrancy is counted on the server. Acquire: if the hash is absent or
@@ -30,6 +30,9 @@ pub static RENEW: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("scripts/redisson_renew.lua")));
 pub static RELEASE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("scripts/redisson_release.lua")));
+
+/// Redisson's default `lockWatchdogTimeout` (ms): the lease of a lock taken without one.
+pub const DEFAULT_WATCHDOG_TIMEOUT_MS: u64 = 30_000;
 
 /// Redisson's default `retryInterval` (ms): how long it waits before retrying a command that got
 /// no answer.

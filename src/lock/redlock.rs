@@ -1,4 +1,4 @@
-//! Redlock: one lock over N independent Redis masters (seed 002; antirez, "Distributed locks with
+//! Redlock: one lock over N independent Redis masters (the Redlock article; antirez, "Distributed locks with
 //! Redis"; criticised in Kleppmann, "How to do distributed locking"; defended in antirez, "Is
 //! Redlock safe?").
 //!

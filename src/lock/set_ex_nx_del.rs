@@ -1,8 +1,8 @@
-//! `SET key value EX n NX`, released by a plain `DEL` (seed 002, its second step).
+//! `SET key value EX n NX`, released by a plain `DEL` (the Redlock article, its second step).
 //!
 //! The lease fixes the crashed-holder deadlock of a bare `SETNX`, but the release checks nothing:
 //! if A's lease ran out while it was paused, B took the lock, and A's `DEL` now removes B's entry,
-//! so C can take the lock while B still works (seed 002's figure). The value is a random token only
+//! so C can take the lock while B still works (the Redlock article's figure). The value is a random token only
 //! so the history can name holders; the release never looks at it.
 
 use super::{is_transient, Guard, Lock, LockConfig, LockError};

@@ -1,8 +1,8 @@
-//! `SET key token NX PX ttl` with a Lua compare-and-delete release (seeds 000 and 002).
+//! `SET key token NX PX ttl` with a Lua compare-and-delete release (the Lettuce and Redlock articles).
 //!
 //! The owner token is a random uuid so a client can tell its own entry from another's; the release
 //! runs GET-compare-DEL as one script, because as two commands another client's SET could land
-//! between them (seed 002). What this lock cannot prevent: a lease that runs out while its holder
+//! between them (the Redlock article). What this lock cannot prevent: a lease that runs out while its holder
 //! is paused or slow, and a failover to a replica that never received the key.
 
 use super::{is_transient, Guard, Lock, LockConfig, LockError};

@@ -32,6 +32,8 @@ mod failover;
 mod faketime;
 mod faults;
 pub mod mariadb;
+mod nemesis;
+mod plan;
 mod process;
 mod process_clients;
 mod proxy;

@@ -9,7 +9,7 @@
 //! the order the storage applied them in, whatever order the replies arrived in.
 //!
 //! Two workloads use it: a read-modify-write counter (a lost update is an accepted write that
-//! overwrote a value its writer never read: Jepsen's lock-set damage, as a number) and seed 004's
+//! overwrote a value its writer never read: Jepsen's lock-set damage, as a number) and the address-book article's
 //! address book ("a user's first address becomes the default; each user has exactly one default").
 
 use redis::aio::ConnectionLike;

@@ -99,24 +99,17 @@ pub fn start_clocks(
     clocks: &Clocks,
     rec: &crate::history::Recorder,
 ) {
-    if spec.is_perfect() {
-        return;
-    }
-    let targets = spec.applies_to(names);
-    for (i, name) in names.iter().enumerate() {
-        if !targets.contains(name) {
-            continue;
-        }
-        let offset = signed_random(spec.offset_ms);
-        let ppm = signed_random(spec.drift_ppm);
-        clocks.jump(i, offset);
-        clocks.set_drift(i, ppm);
+    for start in crate::faults::clocks::draw(spec, names, signed_random) {
+        let i = names
+            .iter()
+            .position(|n| *n == start.node)
+            .expect("drawn for a named node");
+        clocks.jump(i, start.offset_ms);
+        clocks.set_drift(i, start.drift_ppm);
         rec.record(
             "nemesis",
             crate::history::EventKind::Fault {
-                what: format!(
-                    "{name} clock starts {offset:+} ms off true time, drifting {ppm:+} ppm"
-                ),
+                what: start.describe(),
             },
         );
     }

@@ -8,20 +8,21 @@
 use super::clock::Clocks;
 use super::cluster::Cluster;
 use super::network::Network;
+use crate::faults::schedule::describe_partition;
+use crate::faults::{partition_links, Schedule};
 use crate::history::{EventKind, Recorder};
-use crate::scenario::{ClientPoint, ClientRef, Direction, Fault, FaultKind, Trigger};
+use crate::scenario::{ClientRef, Direction, Fault, FaultKind};
 use crate::workload::FaultPoints;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The fault executor of one simulation.
 #[derive(Clone)]
 pub struct SimNemesis {
-    pending: Arc<Mutex<Vec<Fault>>>,
+    schedule: Schedule,
     cluster: Cluster,
     clocks: Clocks,
     net: Network,
@@ -53,7 +54,7 @@ impl SimNemesis {
     ) -> SimNemesis {
         let node = Handle::current().create_node().name("nemesis").build();
         SimNemesis {
-            pending: Arc::new(Mutex::new(faults)),
+            schedule: Schedule::new(faults),
             cluster,
             clocks,
             net,
@@ -67,27 +68,16 @@ impl SimNemesis {
 
     /// Schedules the faults with an absolute time.
     pub fn start(&self) {
-        let timed: Vec<Fault> = {
-            let mut p = self.pending.lock().unwrap();
-            let (timed, rest): (Vec<Fault>, Vec<Fault>) = p
-                .drain(..)
-                .partition(|f| matches!(f.trigger, Trigger::At(_)));
-            *p = rest;
-            timed
-        };
-        for f in timed {
-            let Trigger::At(at_ms) = f.trigger else {
-                continue;
-            };
+        for (at_ms, kind) in self.schedule.take_timed() {
             let me = self.clone();
             let delay = Duration::from_micros((at_ms * 1000).saturating_sub(self.rec.now_us()));
             if delay.is_zero() {
                 // `at_ms = 0` is the starting state: in place before any client sends a request
                 // (a timer would fire only after madsim's 1 ms floor).
-                self.fire(&f.kind, None);
+                self.fire(&kind, None);
                 continue;
             }
-            self.later(delay, async move { me.fire(&f.kind, None) });
+            self.later(delay, async move { me.fire(&kind, None) });
         }
     }
 
@@ -172,20 +162,12 @@ impl SimNemesis {
                 for &(a, b) in &links {
                     self.net.cut(a, b);
                 }
-                let others = if from.is_empty() {
-                    "everyone".to_string()
-                } else {
-                    from.join(", ")
-                };
                 let how = match direction {
                     Direction::Both => "",
                     Direction::Inbound => " (inbound only: they still send)",
                     Direction::Outbound => " (outbound only: they still hear)",
                 };
-                self.note(format!(
-                    "partition: {} cut off from {others} for {for_ms} ms{how}",
-                    nodes.join(", ")
-                ));
+                self.note(format!("{}{how}", describe_partition(nodes, from, *for_ms)));
                 let me = self.clone();
                 self.later(Duration::from_millis(*for_ms), async move {
                     for &(a, b) in &links {
@@ -217,91 +199,6 @@ impl SimNemesis {
                 });
             }
         }
-    }
-}
-
-/// The directed links (`(sender, receiver)` node indices) a partition cuts between `nodes` and
-/// `from` (everyone else when `from` is empty), in `direction`.
-pub fn partition_links(
-    index: &BTreeMap<String, usize>,
-    nodes: &[String],
-    from: &[String],
-    direction: Direction,
-) -> Vec<(usize, usize)> {
-    let cut: Vec<usize> = nodes.iter().map(|n| index[n]).collect();
-    let others: Vec<usize> = if from.is_empty() {
-        index
-            .values()
-            .copied()
-            .filter(|i| !cut.contains(i))
-            .collect()
-    } else {
-        from.iter().map(|n| index[n]).collect()
-    };
-    let mut links = Vec::new();
-    for &a in &cut {
-        for &b in &others {
-            if direction != Direction::Inbound {
-                links.push((a, b));
-            }
-            if direction != Direction::Outbound {
-                links.push((b, a));
-            }
-        }
-    }
-    links
-}
-
-impl SimNemesis {
-    /// Takes the pending faults that `client` reaching `point` now triggers.
-    fn take_due(&self, client: u32, point: ClientPoint) -> Vec<Fault> {
-        let now_ms = self.rec.now_us() / 1000;
-        let mut p = self.pending.lock().unwrap();
-        let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
-            let Some(after_ms) = f.trigger.point_after_ms(point) else {
-                return false;
-            };
-            now_ms >= after_ms && whose(&f.kind, client)
-        });
-        *p = rest;
-        due
-    }
-}
-
-/// Whether fault `kind` (triggered by `client`) is for that client: pauses and crashes that name
-/// another client wait for that one.
-fn whose(kind: &FaultKind, client: u32) -> bool {
-    match kind {
-        FaultKind::Pause {
-            client: ClientRef::Index(i),
-            ..
-        } => *i == client,
-        FaultKind::ClientCrash { client: c } => *c == client,
-        _ => true,
-    }
-}
-
-impl SimNemesis {
-    /// Takes the pending faults triggered at `point` by `client` now.
-    pub(crate) fn due_at_point(
-        pending: &Mutex<Vec<Fault>>,
-        now_ms: u64,
-        client: u32,
-        point: &str,
-    ) -> Vec<Fault> {
-        let mut p = pending.lock().unwrap();
-        let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
-            let Trigger::Point {
-                point: at,
-                after_ms,
-            } = &f.trigger
-            else {
-                return false;
-            };
-            at == point && now_ms >= *after_ms && whose(&f.kind, client)
-        });
-        *p = rest;
-        due
     }
 }
 
@@ -337,68 +234,7 @@ impl SimNemesis {
 impl FaultPoints for SimNemesis {
     async fn reached(&self, client: u32, point: &'static str) {
         let now_ms = self.rec.now_us() / 1000;
-        let due = SimNemesis::due_at_point(&self.pending, now_ms, client, point);
+        let due = self.schedule.take_at_point(now_ms, client, point);
         self.fire_due(due, client, point).await;
-    }
-
-    async fn before_write(&self, client: u32) {
-        let due = self.take_due(client, ClientPoint::BeforeWrite);
-        self.fire_due(due, client, "before_write").await;
-    }
-
-    async fn acquired(&self, client: u32) {
-        let now_ms = self.rec.now_us() / 1000;
-        let due: Vec<Fault> = {
-            let mut p = self.pending.lock().unwrap();
-            let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
-                let Trigger::Acquired { after_ms } = f.trigger else {
-                    return false;
-                };
-                now_ms >= after_ms && whose(&f.kind, client)
-            });
-            *p = rest;
-            due
-        };
-        self.fire_due(due, client, "acquired").await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn partition_directions_cut_the_right_links() {
-        let index: BTreeMap<String, usize> = ["redis-0", "redis-1", "client-0"]
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.to_string(), i))
-            .collect();
-        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let cut = |nodes: &[&str], from: &[&str], d| {
-            let mut l = partition_links(&index, &n(nodes), &n(from), d);
-            l.sort();
-            l
-        };
-        // redis-0 = 0, redis-1 = 1, client-0 = 2.
-        assert_eq!(
-            cut(&["redis-0"], &["client-0"], Direction::Both),
-            [(0, 2), (2, 0)]
-        );
-        // Inbound: redis-0 hears nothing from client-0, its replies still go out.
-        assert_eq!(
-            cut(&["redis-0"], &["client-0"], Direction::Inbound),
-            [(2, 0)]
-        );
-        // Outbound: what redis-0 sends to client-0 is lost.
-        assert_eq!(
-            cut(&["redis-0"], &["client-0"], Direction::Outbound),
-            [(0, 2)]
-        );
-        // No `from`: everyone else.
-        assert_eq!(
-            cut(&["redis-0"], &[], Direction::Outbound),
-            [(0, 1), (0, 2)]
-        );
     }
 }

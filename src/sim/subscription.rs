@@ -1,7 +1,7 @@
 //! The simulated pub/sub subscription: a subscriber connection to the current master of a group.
 //!
 //! `SUBSCRIBE` travels to the server like any command and registers the connection with the
-//! engine; the engine's deliveries (`Outcome::messages`, from `PUBLISH` and from scripts that call
+//! engine; the engine's deliveries (`Executed::messages`, from `PUBLISH` and from scripts that call
 //! `redis.call('publish', ...)`) come back over the simulated network, one latency later, unless
 //! the link is cut or the server died first.
 

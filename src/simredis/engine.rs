@@ -19,9 +19,11 @@ pub enum Role {
     Replica,
 }
 
-/// The result of one client command.
+/// What executing one client command did: its reply, plus what the server must pass on (writes
+/// to its replicas, messages to subscribers). Named apart from a judged run's `Outcome`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Outcome {
+pub struct Executed {
+    /// The reply the client gets.
     pub reply: redis::Value,
     /// Write effects to replicate, in order, each a full command (args). Relative expiries are
     /// rewritten as absolute (SET ... PXAT t, PEXPIREAT k t); a unit (command, script or
@@ -90,7 +92,7 @@ impl Engine {
 
     /// Execute one client command. `now_ms` is THIS node's clock, unix milliseconds (it may
     /// be skewed: it is the only time source).
-    pub fn execute(&mut self, now_ms: u64, client: ClientId, args: &[Vec<u8>]) -> Outcome {
+    pub fn execute(&mut self, now_ms: u64, client: ClientId, args: &[Vec<u8>]) -> Executed {
         let mut ctx = Ctx::new(clock(now_ms), self.expiry());
         let reply = self.client_command(&mut ctx, client, args);
         if !self.watches.is_empty() {
@@ -101,7 +103,7 @@ impl Engine {
         } else {
             wrap_unit(ctx.ops)
         };
-        Outcome {
+        Executed {
             reply,
             effects,
             messages: ctx.messages,

@@ -5,7 +5,7 @@
 //! subscriptions, and turns one command (plus this node's clock reading) into a reply, the
 //! write effects to replicate and the pub/sub messages to deliver. It knows nothing about
 //! networks, tasks or time passing: the node layer calls [`Engine::execute`] with the node's
-//! (possibly skewed) clock, ships [`Outcome::effects`] to replicas, and calls
+//! (possibly skewed) clock, ships [`Executed::effects`] to replicas, and calls
 //! [`Engine::active_expire`] on its own schedule. Because nothing here reads a clock, spawns
 //! a thread or iterates a `HashMap`, the same calls always give the same results, which is
 //! what makes a simulation replayable from its seed.
@@ -59,4 +59,4 @@ pub mod strings;
 pub mod transactions;
 pub mod zsets;
 
-pub use engine::{ClientId, Engine, Outcome, Role};
+pub use engine::{ClientId, Engine, Executed, Role};

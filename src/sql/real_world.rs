@@ -18,9 +18,10 @@
 //! and the cleanup registry).
 
 use super::spec::SERVER;
-use super::world::{paused_client, prepare, Pending, SqlLock};
+use super::world::{due, paused_client, prepare, SqlLock};
 use super::{RealSqlConn, SqlConn};
 use crate::env::{Gate, PointHook, RealEnv};
+use crate::faults::schedule::{describe_partition, Schedule};
 use crate::history::{EventKind, History, Recorder};
 use crate::lock::LockConfig;
 use crate::real::mariadb::{MariaDb, DATABASE, USER};
@@ -228,7 +229,7 @@ async fn drive(
         })
     });
     let nemesis = Nemesis {
-        pending: Pending::new(scenario.faults.clone()),
+        pending: Schedule::new(scenario.faults.clone()),
         db: db.clone(),
         rec: rec.clone(),
         scenario: Arc::new(scenario.clone()),
@@ -319,7 +320,7 @@ async fn drive(
 /// The fault executor of a real MySQL run.
 #[derive(Clone)]
 struct Nemesis {
-    pending: Pending,
+    pending: Schedule,
     db: Arc<MariaDb>,
     rec: Recorder,
     scenario: Arc<Scenario>,
@@ -376,13 +377,8 @@ impl Nemesis {
                     self.proxies[c].cut(true);
                 }
                 self.note(format!(
-                    "partition: {} cut off from {} for {for_ms} ms (forwarders hold every byte)",
-                    nodes.join(", "),
-                    if from.is_empty() {
-                        "everyone".into()
-                    } else {
-                        from.join(", ")
-                    }
+                    "{} (forwarders hold every byte)",
+                    describe_partition(nodes, from, *for_ms)
                 ));
                 let me = self.clone();
                 let for_ms = *for_ms;
@@ -465,24 +461,8 @@ impl Nemesis {
 }
 
 impl FaultPoints for Nemesis {
-    async fn acquired(&self, client: u32) {
-        let due = self
-            .pending
-            .take_at(client, "acquired", self.rec.now_us() / 1000);
-        self.fire_at_client(client, "acquired", due).await;
-    }
-
     async fn reached(&self, client: u32, point: &'static str) {
-        let due = self
-            .pending
-            .take_at(client, point, self.rec.now_us() / 1000);
+        let due = due(&self.pending, &self.rec, client, point);
         self.fire_at_client(client, point, due).await;
-    }
-
-    async fn before_write(&self, client: u32) {
-        let due = self
-            .pending
-            .take_at(client, "before_write", self.rec.now_us() / 1000);
-        self.fire_at_client(client, "before_write", due).await;
     }
 }

@@ -20,15 +20,16 @@
 use super::sim_conn::{SharedEngine, SimSqlConn};
 use super::spec::SERVER;
 use super::value::{Output, Value};
-use super::world::{paused_client, prepare, Pending, SqlLock};
+use super::world::{due, paused_client, prepare, SqlLock};
 use super::{SqlConn, SqlError};
 use crate::env::{PointHook, SimEnv};
+use crate::faults::schedule::Schedule;
+use crate::faults::schedule::{describe_partition, partition_links};
 use crate::history::{EventKind, Recorder};
 use crate::lock::LockConfig;
 use crate::resource::Store;
 use crate::scenario::{FaultKind, Scenario};
 use crate::sim::clock::Clocks;
-use crate::sim::nemesis::partition_links;
 use crate::sim::network::Network;
 use crate::sim::storage::Storage;
 use crate::sim::SimRun;
@@ -298,7 +299,7 @@ async fn simulate(scenario: &Scenario) -> SimRun {
         .map(|c| handle.create_node().name(format!("client-{c}")).build())
         .collect();
     let nemesis = Nemesis {
-        pending: Pending::new(scenario.faults.clone()),
+        pending: Schedule::new(scenario.faults.clone()),
         db: db.clone(),
         net: net.clone(),
         rec: rec.clone(),
@@ -376,7 +377,7 @@ async fn simulate(scenario: &Scenario) -> SimRun {
 /// The fault executor of a simulated MySQL run.
 #[derive(Clone)]
 struct Nemesis {
-    pending: Pending,
+    pending: Schedule,
     db: SimDb,
     net: Network,
     rec: Recorder,
@@ -453,15 +454,7 @@ impl Nemesis {
                 for &(a, b) in &links {
                     self.net.cut(a, b);
                 }
-                self.note(format!(
-                    "partition: {} cut off from {} for {for_ms} ms",
-                    nodes.join(", "),
-                    if from.is_empty() {
-                        "everyone".to_string()
-                    } else {
-                        from.join(", ")
-                    }
-                ));
+                self.note(describe_partition(nodes, from, *for_ms));
                 let me = self.clone();
                 self.later(Duration::from_millis(*for_ms), async move {
                     for &(a, b) in &links {
@@ -508,24 +501,8 @@ impl Nemesis {
 }
 
 impl FaultPoints for Nemesis {
-    async fn acquired(&self, client: u32) {
-        let due = self
-            .pending
-            .take_at(client, "acquired", self.rec.now_us() / 1000);
-        self.fire_due(due, client, "acquired").await;
-    }
-
     async fn reached(&self, client: u32, point: &'static str) {
-        let due = self
-            .pending
-            .take_at(client, point, self.rec.now_us() / 1000);
+        let due = due(&self.pending, &self.rec, client, point);
         self.fire_due(due, client, point).await;
-    }
-
-    async fn before_write(&self, client: u32) {
-        let due = self
-            .pending
-            .take_at(client, "before_write", self.rec.now_us() / 1000);
-        self.fire_due(due, client, "before_write").await;
     }
 }

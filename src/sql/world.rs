@@ -6,9 +6,22 @@ use crate::lock::mysql_for_update::{self, MysqlForUpdate};
 use crate::lock::mysql_insert_unique::MysqlInsertUnique;
 use crate::lock::mysql_options::MysqlOptions;
 use crate::lock::{Guard, Lock, LockConfig, LockError, LockKind};
-use crate::scenario::{ClientPoint, ClientRef, Fault, FaultKind, Scenario, Trigger};
+use crate::scenario::{ClientRef, FaultKind, Scenario};
+
+/// The faults a client reaching `point` now sets off.
+pub fn due(
+    schedule: &crate::faults::schedule::Schedule,
+    rec: &crate::history::Recorder,
+    client: u32,
+    point: &str,
+) -> Vec<FaultKind> {
+    schedule
+        .take_at_point(rec.now_us() / 1000, client, point)
+        .into_iter()
+        .map(|f| f.kind)
+        .collect()
+}
 use crate::sql::{SqlConn, SqlError};
-use std::sync::{Arc, Mutex};
 
 /// One of the two MySQL locks, chosen by the scenario's kind.
 pub enum SqlLock<C, E> {
@@ -61,68 +74,6 @@ pub async fn prepare<C: SqlConn>(conn: &mut C, s: &Scenario) -> Result<(), SqlEr
     match s.lock.kind {
         LockKind::MysqlForUpdate => mysql_for_update::prepare(conn, &options, &s.lock.key).await,
         _ => options.prepare(conn, &s.lock.key).await,
-    }
-}
-
-/// The faults still to fire, and which of them a client's step triggers.
-#[derive(Clone)]
-pub struct Pending(Arc<Mutex<Vec<Fault>>>);
-
-impl Pending {
-    pub fn new(faults: Vec<Fault>) -> Pending {
-        Pending(Arc::new(Mutex::new(faults)))
-    }
-
-    /// Takes the faults with an absolute time, as `(at_ms, kind)`.
-    pub fn take_timed(&self) -> Vec<(u64, FaultKind)> {
-        let mut p = self.0.lock().unwrap();
-        let (timed, rest): (Vec<Fault>, Vec<Fault>) = p
-            .drain(..)
-            .partition(|f| matches!(f.trigger, Trigger::At(_)));
-        *p = rest;
-        timed
-            .into_iter()
-            .filter_map(|f| match f.trigger {
-                Trigger::At(at) => Some((at, f.kind)),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// Takes the faults that `client` reaching `point` at `now_ms` triggers.
-    pub fn take_at(&self, client: u32, point: &str, now_ms: u64) -> Vec<FaultKind> {
-        let mut p = self.0.lock().unwrap();
-        let (due, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(|f| {
-            let after = match (&f.trigger, point) {
-                (
-                    Trigger::Point {
-                        point: at,
-                        after_ms,
-                    },
-                    p,
-                ) if at == p => *after_ms,
-                (t, "acquired") => match t.point_after_ms(ClientPoint::Acquired) {
-                    Some(a) => a,
-                    None => return false,
-                },
-                (t, "before_write") => match t.point_after_ms(ClientPoint::BeforeWrite) {
-                    Some(a) => a,
-                    None => return false,
-                },
-                _ => return false,
-            };
-            now_ms >= after
-                && match &f.kind {
-                    FaultKind::Pause {
-                        client: ClientRef::Index(i),
-                        ..
-                    } => *i == client,
-                    FaultKind::ClientCrash { client: c } => *c == client,
-                    _ => true,
-                }
-        });
-        *p = rest;
-        due.into_iter().map(|f| f.kind).collect()
     }
 }
 

@@ -253,14 +253,14 @@ const SCRIPTS: &[ScriptCase] = &[
         args: &["me"],
     },
     ScriptCase {
-        name: "setnx + pexpire, returns pttl on contention (seed 000)",
+        name: "setnx + pexpire, returns pttl on contention (the Lettuce article)",
         setup: &[&["SET", "lock", "other", "PX", "5000"]],
         body: "if redis.call('setnx', KEYS[1], ARGV[1]) == 1 then redis.call('pexpire', KEYS[1], ARGV[2]) return nil end return redis.call('pttl', KEYS[1]) > 0",
         keys: &["lock"],
         args: &["me", "30000"],
     },
     ScriptCase {
-        name: "redisson-style acquire on a free hash lock (seed 003)",
+        name: "redisson-style acquire on a free hash lock (the Redisson article)",
         setup: &[],
         body: "if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return -1;",
         keys: &["rlock"],

@@ -1,9 +1,9 @@
-//! The simulated Redis engine against the semantics table of DESIGN.md ("Simulated Redis:
+//! The simulated Redis engine against the semantics table of docs/design.md ("Simulated Redis:
 //! what must match real Redis 7.0") and the commands the lock designs use. Every expected
 //! reply here was measured on redis-server 7.0.15; `differential.rs` re-checks the
 //! clock-independent ones against a live server.
 
-use lockcheck::simredis::{Engine, Outcome, Role};
+use lockcheck::simredis::{Engine, Executed, Role};
 use redis::Value;
 
 const T0: u64 = 1_000;
@@ -12,7 +12,7 @@ fn argv(parts: &[&str]) -> Vec<Vec<u8>> {
     parts.iter().map(|p| p.as_bytes().to_vec()).collect()
 }
 
-fn exec(e: &mut Engine, now: u64, parts: &[&str]) -> Outcome {
+fn exec(e: &mut Engine, now: u64, parts: &[&str]) -> Executed {
     e.execute(now, 1, &argv(parts))
 }
 
@@ -1169,7 +1169,7 @@ fn same_calls_give_same_results() {
                 &["SET", &key, "x", "NX", "PX", "50"],
             ));
             let swept = e.active_expire(1000 + i * 30);
-            log.push(Outcome {
+            log.push(Executed {
                 reply: Value::Nil,
                 effects: swept,
                 messages: vec![],

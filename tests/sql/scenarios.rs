@@ -2,8 +2,8 @@
 //! MariaDB that lockcheck spawns; after the real runs no `mariadbd` of ours and no data directory
 //! is left.
 
+use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::scenario::{Scenario, Verdict};
-use lockcheck::verdict::{Mode, Outcome};
 use std::path::Path;
 
 const SCENARIOS: [&str; 5] = [

@@ -1,4 +1,4 @@
--- Lettuce lock (seed 000): SETNX, and on success PEXPIRE, in one script so the two cannot be
+-- Lettuce lock (the Lettuce article): SETNX, and on success PEXPIRE, in one script so the two cannot be
 -- separated by a crash. Loaded once with SCRIPT LOAD and run by EVALSHA.
 -- KEYS[1] = lock key, ARGV[1] = lease in ms, ARGV[2] = the holder's value.
 -- Returns nil when acquired, else the remaining lease (PTTL) of the current holder.

@@ -1,4 +1,4 @@
--- Redisson RLock acquire (seed 003, tryLockInnerAsync). The lock is a hash whose one field is the
+-- Redisson RLock acquire (the Redisson article, tryLockInnerAsync). The lock is a hash whose one field is the
 -- holder (client uuid:thread id) and whose value is its hold count.
 -- KEYS[1] = lock key, ARGV[1] = lease in ms, ARGV[2] = holder field.
 -- Free, or already ours (reentrant): count + 1, lease reset, nil. Otherwise: the PTTL to wait.

@@ -1,4 +1,4 @@
--- The address book's insert (seed 004): add one address row for a user, with the same fencing
+-- The address book's insert (the address-book article): add one address row for a user, with the same fencing
 -- check as a counter write.
 -- KEYS[1] = the user's address hash, KEYS[2] = highest-token key, KEYS[3] = write-sequence key
 -- ARGV[1] = address id, ARGV[2] = is_default ('1' or '0'), ARGV[3] = fencing token or ''

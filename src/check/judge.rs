@@ -1,10 +1,16 @@
 //! Judging a run: every checker over the history, each verdict against the scenario's expectation.
 
-use crate::check::{self, CheckResult};
+use crate::check::{self, CheckResult, Checker, Verdict};
 use crate::exec::{DistinctCount, SeedSet};
 use crate::history::History;
-use crate::scenario::{Scenario, Verdict};
+use crate::scenario::Scenario;
 use std::collections::BTreeMap;
+
+/// Every checker, parameterised for `scenario` (the liveness bound is three of its leases; the
+/// foreign-release rule needs the lock to live on one master).
+pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
+    check::with(scenario.lock.lease_ms(), scenario.redis.masters)
+}
 
 /// Simulation or real `redis-server` processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,7 +43,7 @@ pub struct Outcome {
 impl Outcome {
     /// Runs every checker over `history`.
     pub fn judge(scenario: &Scenario, mode: Mode, seed: u64, history: History) -> Outcome {
-        let checks = check::for_scenario(scenario)
+        let checks = for_scenario(scenario)
             .into_iter()
             .map(|c| (c.name().to_string(), c.check(&history)))
             .collect();

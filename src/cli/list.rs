@@ -18,7 +18,7 @@ pub fn list() -> String {
     for f in FAULT_KINDS {
         let _ = writeln!(out, "  {f}");
     }
-    out.push_str("fault points (`on = ...`; a client `crash` fires at one):\n");
+    out.push_str("named points (`on = ...`; a client `crash` fires at one):\n");
     let _ = writeln!(out, "  {:<22} {}", "workload", WORKLOAD_POINTS.join(", "));
     for k in LockKind::ALL {
         if !k.points().is_empty() {

@@ -1,0 +1,14 @@
+//! The command line's work, one file per subcommand: `main.rs` only parses arguments and calls
+//! in here, so every command can also be driven (and tested) as a library call.
+//!
+//! - [`run`]: `lockcheck run` — load scenarios, run them over seeds, judge, report;
+//! - [`report`]: the text and JSON a run prints;
+//! - [`table`]: `lockcheck table` — the lock x fault matrix of the README;
+//! - [`list`]: `lockcheck list` — the lock kinds, fault kinds and bundled scenarios;
+//! - [`model`]: `lockcheck model` — run a stateright model and replay its counterexample.
+
+pub mod list;
+pub mod model;
+pub mod report;
+pub mod run;
+pub mod table;

@@ -1,0 +1,195 @@
+//! The fault schedule both worlds execute: which faults are still to come, and which of them a
+//! client reaching a named point, or the clock reaching a time, sets off.
+//!
+//! The simulator and real mode differ in how a fault is carried out (a madsim node paused, or a
+//! process SIGSTOPped), never in when it fires: that is decided here, once.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Trigger};
+
+/// The faults of a run that have not fired yet. Cloning shares the schedule, so every client
+/// task and timer sees a fault fire once.
+#[derive(Clone, Debug, Default)]
+pub struct Schedule {
+    pending: Arc<Mutex<Vec<Fault>>>,
+}
+
+impl Schedule {
+    /// A schedule of `faults`, none fired yet.
+    pub fn new(faults: Vec<Fault>) -> Schedule {
+        Schedule {
+            pending: Arc::new(Mutex::new(faults)),
+        }
+    }
+
+    /// The faults still to come, in file order (a world prepares for some before the run starts,
+    /// such as real mode holding replication back ahead of a failover).
+    pub fn pending(&self) -> Vec<Fault> {
+        self.pending.lock().unwrap().clone()
+    }
+
+    /// Takes every fault with a fixed time (`at_ms`), with that time, in file order: the world
+    /// fires each from a timer.
+    pub fn take_timed(&self) -> Vec<(u64, FaultKind)> {
+        self.take(|f| matches!(f.trigger, Trigger::At(_)))
+            .into_iter()
+            .map(|f| match f.trigger {
+                Trigger::At(at_ms) => (at_ms, f.kind),
+                _ => unreachable!("only timed faults were taken"),
+            })
+            .collect()
+    }
+
+    /// Takes the faults that `client` reaching the named point `point` at true time `now_ms`
+    /// sets off: those `on` that point whose `after_ms` has passed, except pauses and crashes
+    /// that name another client (they wait for that one).
+    pub fn take_at_point(&self, now_ms: u64, client: u32, point: &str) -> Vec<Fault> {
+        self.take(|f| {
+            f.trigger
+                .point()
+                .is_some_and(|(at, after_ms)| at == point && now_ms >= after_ms)
+                && is_for(&f.kind, client)
+        })
+    }
+
+    /// Removes and returns the pending faults `due` selects, keeping the others in order.
+    fn take(&self, due: impl Fn(&Fault) -> bool) -> Vec<Fault> {
+        let mut p = self.pending.lock().unwrap();
+        let (taken, rest): (Vec<Fault>, Vec<Fault>) = p.drain(..).partition(due);
+        *p = rest;
+        taken
+    }
+}
+
+/// Whether fault `kind`, set off by `client`, is for that client: pauses and crashes that name
+/// another client wait for that one.
+fn is_for(kind: &FaultKind, client: u32) -> bool {
+    match kind {
+        FaultKind::Pause {
+            client: ClientRef::Index(i),
+            ..
+        } => *i == client,
+        FaultKind::ClientCrash { client: c } => *c == client,
+        _ => true,
+    }
+}
+
+/// The directed links (`(sender, receiver)` node indices) a partition cuts between `nodes` and
+/// `from` (everyone else when `from` is empty), in `direction`. The simulator cuts exactly these;
+/// real mode maps each to a client connection it can point at a black hole.
+pub fn partition_links(
+    index: &BTreeMap<String, usize>,
+    nodes: &[String],
+    from: &[String],
+    direction: Direction,
+) -> Vec<(usize, usize)> {
+    let cut: Vec<usize> = nodes.iter().map(|n| index[n]).collect();
+    let others: Vec<usize> = if from.is_empty() {
+        index
+            .values()
+            .copied()
+            .filter(|i| !cut.contains(i))
+            .collect()
+    } else {
+        from.iter().map(|n| index[n]).collect()
+    };
+    let mut links = Vec::new();
+    for &a in &cut {
+        for &b in &others {
+            if direction != Direction::Inbound {
+                links.push((a, b));
+            }
+            if direction != Direction::Outbound {
+                links.push((b, a));
+            }
+        }
+    }
+    links
+}
+
+/// How a partition reads in the history: who is cut off from whom, for how long.
+pub fn describe_partition(nodes: &[String], from: &[String], for_ms: u64) -> String {
+    let others = if from.is_empty() {
+        "everyone".to_string()
+    } else {
+        from.join(", ")
+    };
+    format!(
+        "partition: {} cut off from {others} for {for_ms} ms",
+        nodes.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_directions_cut_the_right_links() {
+        let index: BTreeMap<String, usize> = ["redis-0", "redis-1", "client-0"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), i))
+            .collect();
+        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let cut = |nodes: &[&str], from: &[&str], d| {
+            let mut l = partition_links(&index, &n(nodes), &n(from), d);
+            l.sort();
+            l
+        };
+        // redis-0 = 0, redis-1 = 1, client-0 = 2.
+        assert_eq!(
+            cut(&["redis-0"], &["client-0"], Direction::Both),
+            [(0, 2), (2, 0)]
+        );
+        // Inbound: redis-0 hears nothing from client-0, its replies still go out.
+        assert_eq!(
+            cut(&["redis-0"], &["client-0"], Direction::Inbound),
+            [(2, 0)]
+        );
+        // Outbound: what redis-0 sends to client-0 is lost.
+        assert_eq!(
+            cut(&["redis-0"], &["client-0"], Direction::Outbound),
+            [(0, 2)]
+        );
+        // No `from`: everyone else.
+        assert_eq!(
+            cut(&["redis-0"], &[], Direction::Outbound),
+            [(0, 1), (0, 2)]
+        );
+    }
+
+    fn fault(trigger: Trigger, kind: FaultKind) -> Fault {
+        Fault { trigger, kind }
+    }
+
+    #[test]
+    fn a_point_sets_off_its_own_faults_once_and_for_the_named_client_only() {
+        let pause = |c| FaultKind::Pause {
+            client: ClientRef::Index(c),
+            for_ms: 5,
+        };
+        let s = Schedule::new(vec![
+            fault(Trigger::At(10), FaultKind::Failover { master: 0 }),
+            fault(Trigger::Acquired { after_ms: 0 }, pause(1)),
+            fault(Trigger::BeforeWrite { after_ms: 50 }, pause(0)),
+            fault(Trigger::on_point("after_read", 0), pause(0)),
+        ]);
+        // Client 0 acquiring does not set off client 1's pause.
+        assert!(s.take_at_point(0, 0, "acquired").is_empty());
+        assert_eq!(s.take_at_point(0, 1, "acquired").len(), 1);
+        assert!(s.take_at_point(0, 1, "acquired").is_empty(), "fired once");
+        // Not before `after_ms`.
+        assert!(s.take_at_point(49, 0, "before_write").is_empty());
+        assert_eq!(s.take_at_point(50, 0, "before_write").len(), 1);
+        assert_eq!(
+            s.take_timed(),
+            vec![(10, FaultKind::Failover { master: 0 })]
+        );
+        assert_eq!(s.pending().len(), 1);
+        assert_eq!(s.take_at_point(0, 0, "after_read").len(), 1);
+        assert!(s.pending().is_empty());
+    }
+}

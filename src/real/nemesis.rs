@@ -1,0 +1,381 @@
+//! The real-mode nemesis: carries out a scenario's faults on spawned processes, when the shared
+//! [`Schedule`] says they fire. Faults use deterministic recipes rather than luck:
+//! - `failover`: replication to the replica is held back from the start (SIGSTOP of the replica
+//!   and `CLIENT KILL TYPE replica` on the master), so the promoted replica is certain not to have
+//!   the lock; on the trigger the master is SIGKILLed and, `failover_detect_ms` later, the replica
+//!   is resumed, promoted with `REPLICAOF NO ONE`, and clients are routed to it.
+//! - `pause`: the client stalls at its named point (`acquired`, `before_write`, a lock's own) for `for_ms`,
+//!   and so do its timers and background tasks (a watchdog): each real client has a
+//!   [`Gate`](crate::env::Gate) that the pause closes, as a stop-the-world GC stops every thread.
+//! - `crash` of a client: at its named point the client's gate closes for good and the client
+//!   task stops dead there, without releasing; its watchdog stops with it.
+//! - client clocks (`clock_jump`, `clock_drift`, `[clocks]` on `client-<c>`): the client's
+//!   [`RealEnv`] is skewed (offset, rate, jumps); the lock reads its clock only through it.
+//! - clocks (`clock_jump`, `clock_drift` at `at_ms = 0`, `[clocks]`) on masters without replicas:
+//!   the server runs under libfaketime (see `faketime.rs`): a drifting server gets
+//!   `FAKETIME='+0 xR'` with `R = 1 + ppm / 1e6`; a server whose clock jumps (or starts offset)
+//!   reads its offset from a timestamp file that lockcheck rewrites (`FAKETIME_NO_CACHE=1`).
+//!   libfaketime cannot do both to one server.
+//! - `crash` of a master without replicas: `SIGKILL`, and after `restart_after_ms` a fresh
+//!   `redis-server` (empty: lockcheck's servers never persist) on a new port; clients are routed
+//!   to it as a Sentinel-aware or DNS-following client would be. A restarted server's clock starts
+//!   true again unless it drifts (libfaketime's state dies with the process).
+//! - `partition` between clients and masters (no replicas): every client has its own connection
+//!   to every master, and a cut points that client's connection at a black hole (a port that
+//!   accepts and never answers), so exactly that client times out on exactly that master while
+//!   the others still reach it (see `blackhole.rs`). Cuts that only lose replies (a request that
+//!   lands, a reply that does not) have no recipe: that needs a proxy.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::client_process::ClientProcess;
+use super::connection::Route;
+use super::failover::FailoverRig;
+use super::plan::{client_cuts, client_index, master_index};
+use super::process::{RedisServer, ServerOptions};
+use super::RealError;
+use crate::env::{Gate, RealEnv};
+use crate::faults::schedule::describe_partition;
+use crate::faults::Schedule;
+use crate::history::{EventKind, Recorder};
+use crate::scenario::{ClientRef, Fault, FaultKind, Scenario, Trigger};
+use crate::workload::FaultPoints;
+
+/// One master group on real processes.
+pub(super) enum Group {
+    /// A master alone: crashed and restarted, or clock-faked, in place.
+    Single(RedisServer),
+    /// A master and the replica a failover promotes.
+    Replicated(Box<FailoverRig>),
+}
+
+impl Group {
+    /// Where the group's master is now.
+    pub(super) fn route(&self) -> Arc<Route> {
+        match self {
+            Group::Single(s) => Route::new(s.url()),
+            Group::Replicated(r) => r.route(),
+        }
+    }
+}
+
+/// The real-mode fault executor.
+#[derive(Clone)]
+pub(super) struct RealNemesis {
+    /// Each client's program, for `kind = "process"` (pauses, crashes and clock jumps reach it).
+    pub(super) processes: Arc<Vec<Option<Arc<ClientProcess>>>>,
+    /// The faults still to fire.
+    pub(super) schedule: Schedule,
+    /// Each master group's processes; a failover or restart holds its group's lock.
+    pub(super) groups: Arc<Vec<Mutex<Group>>>,
+    /// Where faults are recorded.
+    pub(super) rec: Recorder,
+    /// From a master's death to its replica's promotion (`failover_detect_ms`).
+    pub(super) detect: Duration,
+    /// The scenario, for node names and faults' targets.
+    pub(super) scenario: Arc<Scenario>,
+    /// Each client's route to each master group: `routes[client][group]`.
+    pub(super) routes: Arc<Vec<Vec<Arc<Route>>>>,
+    /// Where a cut connection leads.
+    pub(super) blackhole: String,
+    /// How each master without replicas was started (for restarts after a crash).
+    pub(super) server_opts: Arc<Vec<ServerOptions>>,
+    /// Each client's environment (its clock), by client index.
+    pub(super) client_envs: Arc<Vec<RealEnv>>,
+    /// How many partitions currently cut each (client, group) connection.
+    pub(super) cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
+    /// Each client's gate: closed during its pauses, closed for good when it crashed.
+    pub(super) gates: Vec<Gate>,
+}
+
+impl RealNemesis {
+    /// How late client `c` starts: the longest `pause` of it at `at_ms = 0`.
+    pub(super) fn start_delay(&self, c: u32) -> Duration {
+        let ms = (self.scenario.faults.iter())
+            .filter_map(|f| match (&f.kind, &f.trigger) {
+                (
+                    FaultKind::Pause {
+                        client: ClientRef::Index(i),
+                        for_ms,
+                    },
+                    Trigger::At(0),
+                ) if *i == c => Some(*for_ms),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        Duration::from_millis(ms)
+    }
+
+    /// Fires the faults with an absolute time: those at 0 now, the others from timer tasks.
+    pub(super) fn start_timed(&self) {
+        for (at_ms, kind) in self.schedule.take_timed() {
+            if at_ms == 0 {
+                self.fire(&kind);
+                continue;
+            }
+            let me = self.clone();
+            let at = Duration::from_millis(at_ms);
+            tokio::spawn(async move {
+                let now = Duration::from_micros(me.rec.now_us());
+                tokio::time::sleep(at.saturating_sub(now)).await;
+                me.fire(&kind);
+            });
+        }
+    }
+
+    /// Carries out a timed fault now (pauses are handled where they are triggered).
+    pub(super) fn fire(&self, kind: &FaultKind) {
+        match kind {
+            FaultKind::Failover { master } => {
+                let me = self.clone();
+                let m = *master as usize;
+                tokio::task::spawn_blocking(move || me.fail_over(m));
+            }
+            FaultKind::ClockJump { node, by_ms }
+                if client_index(&self.scenario, node).is_some() =>
+            {
+                let c = client_index(&self.scenario, node).expect("checked");
+                self.client_envs[c].jump(*by_ms);
+                if let Some(Some(p)) = self.processes.get(c) {
+                    if let Err(e) = p.jump_clock(*by_ms) {
+                        self.note(format!("{node} program clock jump failed: {e}"));
+                    }
+                }
+                self.note(format!("{node} clock jumped by {by_ms} ms"));
+            }
+            FaultKind::ClockDrift { node, ppm } => {
+                if let Some(c) = client_index(&self.scenario, node) {
+                    self.client_envs[c].set_drift(*ppm);
+                    self.note(format!("{node} clock drift set to {ppm} ppm"));
+                } else {
+                    // A master's drift is its libfaketime rate, set when it was started.
+                    self.note(format!(
+                        "{node} clock drift set to {ppm} ppm (libfaketime rate from the start)"
+                    ));
+                }
+            }
+            FaultKind::ClockJump { node, by_ms } => {
+                let Some(m) = master_index(&self.scenario, node) else {
+                    return;
+                };
+                let g = self.groups[m].lock().unwrap();
+                let Group::Single(server) = &*g else { return };
+                match server.jump_clock(*by_ms) {
+                    Ok(()) => self.note(format!(
+                        "{node} clock jumped by {by_ms} ms (libfaketime offset now {} ms)",
+                        server.clock_offset_ms().unwrap_or(0)
+                    )),
+                    Err(e) => self.note(format!("{node} clock jump failed: {e}")),
+                }
+            }
+            FaultKind::Partition {
+                nodes,
+                from,
+                for_ms,
+                direction,
+            } => {
+                let Ok(cuts) = client_cuts(&self.scenario, nodes, from, *direction) else {
+                    return;
+                };
+                self.cut(&cuts, true);
+                self.note(format!(
+                    "{} (client connections to a black hole)",
+                    describe_partition(nodes, from, *for_ms)
+                ));
+                let me = self.clone();
+                let for_ms = Duration::from_millis(*for_ms);
+                tokio::spawn(async move {
+                    tokio::time::sleep(for_ms).await;
+                    me.cut(&cuts, false);
+                    me.note("partition healed".to_string());
+                });
+            }
+            FaultKind::Crash {
+                node,
+                restart_after_ms,
+            } => {
+                let Some(m) = master_index(&self.scenario, node) else {
+                    return;
+                };
+                if let Group::Single(server) = &*self.groups[m].lock().unwrap() {
+                    server.kill();
+                }
+                self.note(format!("{node} killed (SIGKILL)"));
+                let me = self.clone();
+                let node = node.clone();
+                let after = Duration::from_millis(*restart_after_ms);
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    let opts = me.server_opts[m].clone();
+                    match tokio::task::spawn_blocking(move || RedisServer::spawn(opts)).await {
+                        Ok(Ok(server)) => me.restarted(m, &node, server),
+                        Ok(Err(e)) => me.note(format!("{node} restart failed: {e}")),
+                        Err(e) => me.note(format!("{node} restart failed: {e}")),
+                    }
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Puts a freshly started (empty) server in place of crashed master `m` and routes every
+    /// client that is not cut off from it there.
+    fn restarted(&self, m: usize, node: &str, server: RedisServer) {
+        let url = server.url();
+        let port = server.port();
+        *self.groups[m].lock().unwrap() = Group::Single(server);
+        let cuts = self.cuts.lock().unwrap();
+        for (c, routes) in self.routes.iter().enumerate() {
+            if cuts.get(&(c, m)).copied().unwrap_or(0) == 0 {
+                routes[m].switch_to(url.clone());
+            }
+        }
+        drop(cuts);
+        self.note(format!("{node} restarted empty (new process, port {port})"));
+    }
+
+    /// Points each (client, group) connection of `cuts` at the black hole, or back.
+    fn cut(&self, cuts: &[(usize, usize)], on: bool) {
+        let mut counts = self.cuts.lock().unwrap();
+        for &(c, g) in cuts {
+            let n = counts.entry((c, g)).or_insert(0);
+            let before = *n;
+            *n = if on {
+                before + 1
+            } else {
+                before.saturating_sub(1)
+            };
+            let route = &self.routes[c][g];
+            if before == 0 && *n == 1 {
+                route.switch_to(self.blackhole.clone());
+            } else if before == 1 && *n == 0 {
+                let url = self.groups[g].lock().unwrap().route().url();
+                route.switch_to(url);
+            }
+        }
+    }
+
+    fn note(&self, what: String) {
+        self.rec.record("nemesis", EventKind::Fault { what });
+    }
+
+    /// The first step of the failover recipe, before any client runs: nothing written from now
+    /// on reaches the replica that will be promoted.
+    pub(super) fn hold_back_replication(&self) -> Result<(), RealError> {
+        for f in self.schedule.pending() {
+            if let FaultKind::Failover { master } = f.kind {
+                let mut g = self.groups[master as usize].lock().unwrap();
+                if let Group::Replicated(rig) = &mut *g {
+                    rig.isolate_replica()?;
+                    self.note(format!(
+                        "replication to redis-{master}-replica-0 held back (SIGSTOP, CLIENT KILL TYPE replica)"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Kills master `m`, waits `failover_detect_ms`, promotes its replica and reroutes clients.
+    fn fail_over(&self, m: usize) {
+        let mut g = self.groups[m].lock().unwrap();
+        let Group::Replicated(rig) = &mut *g else {
+            self.note(format!("failover of redis-{m}: it has no replica"));
+            return;
+        };
+        rig.original_master().kill();
+        self.note(format!("redis-{m} killed (SIGKILL)"));
+        std::thread::sleep(self.detect);
+        match rig.fail_over() {
+            Ok(_) => self.note(format!(
+                "redis-{m}-replica-0 promoted to master of group {m}"
+            )),
+            Err(e) => self.note(format!("failover of redis-{m} failed: {e}")),
+        }
+    }
+
+    /// Waits until no failover is in progress (each holds its group's lock).
+    pub(super) async fn settle(&self) {
+        let groups = self.groups.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            for g in groups.iter() {
+                drop(g.lock().unwrap());
+            }
+        })
+        .await;
+    }
+}
+
+impl RealNemesis {
+    /// Carries out the faults that `client` triggered at `point`; returns when the client may go
+    /// on (never, if it crashed).
+    async fn fire_at_client(&self, client: u32, point: &str, due: Vec<Fault>) {
+        let mut stall = Duration::ZERO;
+        let mut crashed = false;
+        for f in due {
+            match f.kind {
+                FaultKind::Failover { master } => {
+                    let me = self.clone();
+                    tokio::task::spawn_blocking(move || me.fail_over(master as usize));
+                }
+                FaultKind::Pause { for_ms, .. } => {
+                    self.note(format!(
+                        "client-{client} paused for {for_ms} ms at {point} (timers and background tasks stopped)"
+                    ));
+                    stall = stall.max(Duration::from_millis(for_ms));
+                }
+                FaultKind::ClientCrash { .. } => {
+                    self.rec.record(
+                        &format!("client-{client}"),
+                        EventKind::Crashed {
+                            point: point.to_string(),
+                        },
+                    );
+                    self.note(format!("client-{client} crashed at {point}"));
+                    crashed = true;
+                }
+                other => self.fire(&other),
+            }
+        }
+        let gate = &self.gates[client as usize];
+        let program = self.processes.get(client as usize).cloned().flatten();
+        if crashed {
+            if let Some(p) = &program {
+                p.kill();
+                self.note(format!(
+                    "client-{client} program pid {} killed (SIGKILL)",
+                    p.pid()
+                ));
+            }
+            gate.kill();
+            std::future::pending::<()>().await;
+        }
+        if !stall.is_zero() {
+            gate.close();
+            if let Some(p) = &program {
+                if let Err(e) = p.pause() {
+                    self.note(format!("client-{client} program SIGSTOP failed: {e}"));
+                }
+            }
+            tokio::time::sleep(stall).await;
+            if let Some(p) = &program {
+                if let Err(e) = p.resume() {
+                    self.note(format!("client-{client} program SIGCONT failed: {e}"));
+                }
+            }
+            gate.open();
+            self.note(format!("client-{client} resumed"));
+        }
+    }
+}
+
+impl FaultPoints for RealNemesis {
+    async fn reached(&self, client: u32, point: &'static str) {
+        let now_ms = self.rec.now_us() / 1000;
+        let due = self.schedule.take_at_point(now_ms, client, point);
+        self.fire_at_client(client, point, due).await;
+    }
+}

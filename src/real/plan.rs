@@ -1,0 +1,209 @@
+//! Real-mode plans: whether a scenario has a real-mode recipe for every fault, which client
+//! connections a partition cuts, and how each process's clock starts. Everything here is decided
+//! before a process is spawned, so an unsupported scenario fails fast with the reason.
+
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+
+use super::faketime::FakeTime;
+use super::process_clients::fake_time;
+use super::RealError;
+use crate::faults::{clocks, partition_links};
+use crate::scenario::{ClientRef, Direction, FaultKind, Scenario, Trigger};
+
+/// Why a scenario cannot run on real processes (exit code 2, with the reason).
+fn unsupported(what: String) -> RealError {
+    RealError::Unsupported(what)
+}
+
+/// Why `scenario` has no real-mode recipe, or `None` when `--real` can run it. A real suite asks
+/// this first so it can list `SKIP <name>: <reason>` and go on instead of failing the whole run.
+pub fn real_mode_unsupported(scenario: &Scenario) -> Option<String> {
+    check_supported(scenario).err().map(|e| e.to_string())
+}
+
+/// Checks that every fault of the scenario has a real-mode recipe.
+pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
+    if s.redis.replicas > 1 {
+        return Err(unsupported(format!(
+            "real mode runs at most 1 replica per master; `{}` asks for {}",
+            s.name, s.redis.replicas
+        )));
+    }
+    for f in &s.faults {
+        match (&f.kind, &f.trigger) {
+            (FaultKind::Failover { .. }, _) => {}
+            (
+                FaultKind::Pause { .. } | FaultKind::ClientCrash { .. },
+                Trigger::Acquired { .. } | Trigger::BeforeWrite { .. } | Trigger::Point { .. },
+            ) => {}
+            // A client stopped from the start: its task starts `for_ms` late.
+            (
+                FaultKind::Pause {
+                    client: ClientRef::Index(_),
+                    ..
+                },
+                Trigger::At(0),
+            ) => {}
+            (FaultKind::ClockJump { node, .. }, Trigger::At(_) | Trigger::Acquired { .. }) => {
+                if client_index(s, node).is_none() {
+                    faked_master(s, node, "a clock jump")?;
+                }
+            }
+            (FaultKind::ClockDrift { node, .. }, Trigger::At(_) | Trigger::Acquired { .. })
+                if client_index(s, node).is_some() => {}
+            (FaultKind::ClockDrift { node, .. }, Trigger::At(0)) => {
+                faked_master(s, node, "clock drift")?;
+            }
+            (
+                FaultKind::Partition {
+                    nodes,
+                    from,
+                    direction,
+                    ..
+                },
+                Trigger::At(_) | Trigger::Acquired { .. },
+            ) => {
+                client_cuts(s, nodes, from, *direction)?;
+            }
+            (FaultKind::Crash { node, .. }, Trigger::At(_) | Trigger::Acquired { .. })
+                if master_index(s, node).is_some() && s.redis.replicas == 0 => {}
+            (kind, trigger) => {
+                return Err(unsupported(format!(
+                    "fault {kind:?} with trigger {trigger:?} has no real-mode recipe yet; run it in simulation (without --real)"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A master named in a clock fault: it must be `redis-<m>` of a group without replicas.
+fn faked_master(s: &Scenario, node: &str, what: &str) -> Result<usize, RealError> {
+    match master_index(s, node) {
+        Some(m) if s.redis.replicas == 0 => Ok(m),
+        _ => Err(unsupported(format!(
+            "{what} on `{node}`: real mode fakes the clocks of clients and of masters without \
+             replicas only (replicated groups: run it in simulation, without --real)"
+        ))),
+    }
+}
+
+/// `redis-<m>` -> m, for the scenario's masters.
+pub(super) fn master_index(s: &Scenario, node: &str) -> Option<usize> {
+    let m: u32 = node.strip_prefix("redis-")?.parse().ok()?;
+    (m < s.redis.masters).then_some(m as usize)
+}
+
+/// `client-<c>` -> c.
+pub(super) fn client_index(s: &Scenario, node: &str) -> Option<usize> {
+    let c: u32 = node.strip_prefix("client-")?.parse().ok()?;
+    (c < s.workload.clients).then_some(c as usize)
+}
+
+/// The (client, master) connections a partition cuts in real mode, or why it cannot.
+pub(super) fn client_cuts(
+    s: &Scenario,
+    nodes: &[String],
+    from: &[String],
+    direction: Direction,
+) -> Result<Vec<(usize, usize)>, RealError> {
+    let names = s.node_names();
+    let index: BTreeMap<String, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), i))
+        .collect();
+    let links = partition_links(&index, nodes, from, direction);
+    let mut cuts = Vec::new();
+    for &(a, b) in &links {
+        let (na, nb) = (&names[a], &names[b]);
+        match (client_index(s, na), master_index(s, nb)) {
+            // A request that never arrives: the black hole.
+            (Some(c), Some(m)) if s.redis.replicas == 0 => cuts.push((c, m)),
+            _ => {
+                let reply_only = client_index(s, nb).is_some()
+                    && master_index(s, na).is_some()
+                    && links.contains(&(b, a));
+                let idle = (client_index(s, na).is_some() && client_index(s, nb).is_some())
+                    || (s.redis.replicas == 0
+                        && master_index(s, na).is_some()
+                        && master_index(s, nb).is_some());
+                // Clients never talk to each other, and independent masters do not either:
+                // those cuts change nothing. A reply cut with its request cut is the black hole.
+                if !(idle || reply_only) {
+                    return Err(unsupported(format!(
+                        "partition cutting {na} -> {nb}: real mode cuts client -> master \
+                         connections of masters without replicas only (a lost reply to a request \
+                         that landed needs a proxy); run it in simulation, without --real"
+                    )));
+                }
+            }
+        }
+    }
+    cuts.sort();
+    cuts.dedup();
+    Ok(cuts)
+}
+
+/// How each master's clock runs in real mode, and what to record about it.
+pub(super) struct ServerClocks {
+    /// Each master's libfaketime setting, if its clock is faked.
+    pub(super) fake: Vec<Option<FakeTime>>,
+    /// Start offsets to apply (jumpable servers) right after spawning.
+    pub(super) offsets: Vec<i64>,
+    /// What the history records about the clocks before the run.
+    pub(super) notes: Vec<String>,
+    /// Each client's start (offset ms, drift ppm).
+    pub(super) clients: Vec<(i64, i64)>,
+}
+
+/// How every master's and client's clock starts, from `[clocks]` and the clock faults.
+pub(super) fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
+    let masters = s.redis.masters as usize;
+    let mut drift = vec![0i64; masters];
+    let mut offsets = vec![0i64; masters];
+    let mut jumps = vec![false; masters];
+    let mut notes = Vec::new();
+    let mut clients = vec![(0i64, 0i64); s.workload.clients as usize];
+    // The same ranges and order as the simulator, drawn from the seed (not the same numbers).
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    for start in clocks::draw(&s.clocks, &s.node_names(), |[lo, hi]| {
+        rng.gen_range(lo..=hi)
+    }) {
+        if let Some(c) = client_index(s, &start.node) {
+            clients[c] = (start.offset_ms, start.drift_ppm);
+        } else {
+            let m = faked_master(s, &start.node, "[clocks]")?;
+            offsets[m] = start.offset_ms;
+            drift[m] = start.drift_ppm;
+        }
+        notes.push(start.describe());
+    }
+    for f in &s.faults {
+        match &f.kind {
+            // Client clocks are the client's `RealEnv`: set when the fault fires.
+            FaultKind::ClockDrift { node, .. } | FaultKind::ClockJump { node, .. }
+                if client_index(s, node).is_some() => {}
+            FaultKind::ClockDrift { node, ppm } => {
+                let m = faked_master(s, node, "clock drift")?;
+                drift[m] = *ppm;
+            }
+            FaultKind::ClockJump { node, .. } => {
+                jumps[faked_master(s, node, "a clock jump")?] = true
+            }
+            _ => {}
+        }
+    }
+    let mut fake = Vec::new();
+    for m in 0..masters {
+        let who = format!("redis-{m}");
+        fake.push(fake_time(&who, drift[m], offsets[m], jumps[m])?);
+    }
+    Ok(ServerClocks {
+        fake,
+        offsets,
+        notes,
+        clients,
+    })
+}

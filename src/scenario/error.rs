@@ -1,0 +1,72 @@
+//! Where a scenario error points: the file, line and column of the offending key, so every
+//! message about bad input can be acted on without reading the parser.
+
+use std::fmt;
+
+/// A scenario error, located in its file: bad input must name where it is and how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// The file as given (or the name passed to [`Scenario::parse`](super::Scenario::parse)).
+    pub file: String,
+    /// 1-based; 0 when the file could not be read at all.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    /// What is wrong and what the valid choices are.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Converts a byte offset into 1-based line and column.
+pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rfind('\n')
+        .map(|nl| before[nl + 1..].chars().count() + 1)
+        .unwrap_or_else(|| before.chars().count() + 1);
+    (line, col)
+}
+
+/// The text being parsed, so any check can turn a span into a located error.
+pub(super) struct Ctx<'a> {
+    pub(super) file: &'a str,
+    pub(super) text: &'a str,
+}
+
+impl Ctx<'_> {
+    /// The error `message` at the start of `span`.
+    pub(super) fn err(
+        &self,
+        span: std::ops::Range<usize>,
+        message: impl Into<String>,
+    ) -> ScenarioError {
+        let (line, column) = line_col(self.text, span.start);
+        ScenarioError {
+            file: self.file.to_string(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+}
+/// `a`, `b`, `c`: the choices an error lists.
+pub(super) fn quoted(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,474 @@
+//! Faults: what a scenario's `[[faults]]` tables mean once checked (a [`Trigger`] and a
+//! [`FaultKind`]), and the conversion from the table as written, one function per fault kind.
+
+use std::ops::Range;
+use toml::Spanned;
+
+use super::error::{quoted, Ctx, ScenarioError};
+use super::spec::RawFault;
+use super::Scenario;
+
+/// When a fault fires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// At this true time (ms since the simulation started).
+    At(u64),
+    /// At the first successful acquire at or after this true time (by the named client, if the
+    /// fault names one).
+    Acquired { after_ms: u64 },
+    /// The first time a client (the named one, if the fault names one) reaches the named point at
+    /// or after this true time: a workload point (`after_read`, `before_release`) or one of the
+    /// lock's own (`after_setnx` of `naive-setnx-expire`).
+    Point { point: String, after_ms: u64 },
+    /// When a holder, at or after this true time, is about to write to the protected resource
+    /// (after its validity check, if it makes one): `on = "before_write"`.
+    BeforeWrite { after_ms: u64 },
+}
+
+impl Trigger {
+    /// The trigger `on = "<point>"` with `after_ms` means, as the parser builds it (explore's
+    /// schedules use it too, so a found scenario parses back to the very same trigger).
+    pub fn on_point(point: &str, after_ms: u64) -> Trigger {
+        match point {
+            "acquired" => Trigger::Acquired { after_ms },
+            "before_write" => Trigger::BeforeWrite { after_ms },
+            p => Trigger::Point {
+                point: p.to_string(),
+                after_ms,
+            },
+        }
+    }
+
+    /// The named point a trigger waits for and the earliest true time (ms) it may fire there;
+    /// `None` for a fixed time. The inverse of [`Trigger::on_point`].
+    pub fn point(&self) -> Option<(&str, u64)> {
+        match self {
+            Trigger::At(_) => None,
+            Trigger::Acquired { after_ms } => Some(("acquired", *after_ms)),
+            Trigger::BeforeWrite { after_ms } => Some(("before_write", *after_ms)),
+            Trigger::Point { point, after_ms } => Some((point, *after_ms)),
+        }
+    }
+}
+
+/// Which client a client fault hits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientRef {
+    /// The client whose acquire triggered the fault; for a fault at a fixed time, the client
+    /// holding the lock then (none: the pause is skipped and the history says so).
+    Holder,
+    /// The client with this index (0-based).
+    Index(u32),
+}
+
+/// One fault of the schedule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    /// When it fires.
+    pub trigger: Trigger,
+    /// What it does.
+    pub kind: FaultKind,
+}
+
+/// The fault kinds. Node names: `redis-<m>`, `redis-<m>-replica-<r>`, `client-<c>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Kill the master of group `master` and promote its first replica after `failover_detect_ms`.
+    Failover { master: u32 },
+    /// A stop-the-world pause (GC) of a client for `for_ms`.
+    Pause { client: ClientRef, for_ms: u64 },
+    /// Cut `nodes` off from `from` (everyone when empty) for `for_ms`, in `direction`.
+    Partition {
+        nodes: Vec<String>,
+        from: Vec<String>,
+        for_ms: u64,
+        direction: Direction,
+    },
+    /// Step a node's clock by `by_ms` (negative: backwards).
+    ClockJump { node: String, by_ms: i64 },
+    /// Set a node's clock rate error in parts per million.
+    ClockDrift { node: String, ppm: i64 },
+    /// Crash a Redis node; it restarts empty (no persistence) after `restart_after_ms`.
+    Crash { node: String, restart_after_ms: u64 },
+    /// A client process dies (at its named point): it never releases and never comes back.
+    ClientCrash { client: u32 },
+}
+
+/// Which way a partition cuts the links between `nodes` and the others (`from`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Direction {
+    /// Nothing passes either way (the default).
+    #[default]
+    Both,
+    /// `nodes` hear nothing from the others; what they send still arrives.
+    Inbound,
+    /// What `nodes` send to the others is lost; they still hear them.
+    Outbound,
+}
+
+impl Direction {
+    /// The names scenario files use.
+    pub const NAMES: &'static [&'static str] = &["both", "inbound", "outbound"];
+
+    /// The name scenario files use for this direction.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Both => "both",
+            Direction::Inbound => "inbound",
+            Direction::Outbound => "outbound",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Direction> {
+        match s {
+            "both" => Some(Direction::Both),
+            "inbound" => Some(Direction::Inbound),
+            "outbound" => Some(Direction::Outbound),
+            _ => None,
+        }
+    }
+}
+
+/// The fault kinds' names, as written in scenario files.
+pub const FAULT_KINDS: &[&str] = &[
+    "failover",
+    "pause",
+    "partition",
+    "clock_jump",
+    "clock_drift",
+    "crash",
+];
+
+/// The keys each fault kind takes besides `kind`, `on`, `after_ms` and `at_ms`.
+fn keys_of(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "failover" => &["master"],
+        "pause" => &["client", "for_ms"],
+        "partition" => &["nodes", "from", "for_ms", "direction"],
+        "clock_jump" => &["node", "by_ms"],
+        "clock_drift" => &["node", "ppm"],
+        "crash" => &["node", "restart_after_ms"],
+        _ => unreachable!("checked against FAULT_KINDS"),
+    }
+}
+
+/// Checks one `[[faults]]` table against its kind's keys and the topology.
+pub(super) fn convert(
+    ctx: &Ctx<'_>,
+    f: Spanned<RawFault>,
+    nodes: &[String],
+    scenario: &Scenario,
+) -> Result<Fault, ScenarioError> {
+    let span = f.span();
+    let raw = f.into_inner();
+    let kind = raw.kind.get_ref().as_str();
+    if !FAULT_KINDS.contains(&kind) {
+        return Err(ctx.err(
+            raw.kind.span(),
+            format!(
+                "unknown fault kind `{kind}`, expected one of {}",
+                quoted(FAULT_KINDS)
+            ),
+        ));
+    }
+    let table = Table {
+        ctx,
+        raw: &raw,
+        span,
+        kind,
+        nodes,
+        scenario,
+    };
+    table.reject_foreign_keys()?;
+    let trigger = table.trigger()?;
+    let kind = match kind {
+        "failover" => table.failover()?,
+        "pause" => table.pause()?,
+        "partition" => table.partition()?,
+        "clock_jump" => table.clock_jump()?,
+        "clock_drift" => table.clock_drift()?,
+        "crash" => table.crash(&trigger)?,
+        _ => unreachable!("checked against FAULT_KINDS"),
+    };
+    Ok(Fault { trigger, kind })
+}
+
+/// One `[[faults]]` table being converted, with what its errors need to point into the file.
+struct Table<'a> {
+    ctx: &'a Ctx<'a>,
+    raw: &'a RawFault,
+    /// The whole table, for errors about a key that is missing.
+    span: Range<usize>,
+    kind: &'a str,
+    nodes: &'a [String],
+    scenario: &'a Scenario,
+}
+
+impl Table<'_> {
+    /// A key of another fault kind is an error, so a fault cannot silently ignore it.
+    fn reject_foreign_keys(&self) -> Result<(), ScenarioError> {
+        let f = self.raw;
+        let allowed = keys_of(self.kind);
+        let present: [(&str, Option<Range<usize>>); 10] = [
+            ("client", f.client.as_ref().map(|s| s.span())),
+            ("master", f.master.as_ref().map(|s| s.span())),
+            ("for_ms", f.for_ms.as_ref().map(|s| s.span())),
+            ("nodes", f.nodes.as_ref().map(|s| s.span())),
+            ("from", f.from.as_ref().map(|s| s.span())),
+            ("direction", f.direction.as_ref().map(|s| s.span())),
+            ("node", f.node.as_ref().map(|s| s.span())),
+            ("by_ms", f.by_ms.as_ref().map(|s| s.span())),
+            ("ppm", f.ppm.as_ref().map(|s| s.span())),
+            (
+                "restart_after_ms",
+                f.restart_after_ms.as_ref().map(|s| s.span()),
+            ),
+        ];
+        for (key, span) in present {
+            if let Some(span) = span {
+                if !allowed.contains(&key) {
+                    return Err(self.ctx.err(
+                        span,
+                        format!(
+                            "fault kind `{}` has no key `{key}`; its keys are `kind`, `on`, `after_ms`, `at_ms`, {}",
+                            self.kind,
+                            quoted(allowed)
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The error for a key this kind needs and the table lacks.
+    fn need(&self, key: &str) -> ScenarioError {
+        self.ctx.err(
+            self.span.clone(),
+            format!("fault `{}` needs `{key}`", self.kind),
+        )
+    }
+
+    /// A required key's value.
+    fn required<'v, T>(
+        &self,
+        key: &str,
+        v: &'v Option<Spanned<T>>,
+    ) -> Result<&'v T, ScenarioError> {
+        v.as_ref()
+            .map(|s| s.get_ref())
+            .ok_or_else(|| self.need(key))
+    }
+
+    /// A node name, checked against the scenario's topology.
+    fn node(&self, name: &Spanned<String>) -> Result<String, ScenarioError> {
+        if self.nodes.iter().any(|n| n == name.get_ref()) {
+            Ok(name.get_ref().clone())
+        } else {
+            Err(self.ctx.err(
+                name.span(),
+                format!(
+                    "unknown node `{}`; this scenario's nodes are {}",
+                    name.get_ref(),
+                    quoted(&self.nodes.iter().map(String::as_str).collect::<Vec<_>>())
+                ),
+            ))
+        }
+    }
+
+    /// A list of node names, each checked against the topology.
+    fn node_list(&self, v: &Spanned<Vec<String>>) -> Result<Vec<String>, ScenarioError> {
+        v.get_ref()
+            .iter()
+            .map(|n| self.node(&Spanned::new(v.span(), n.clone())))
+            .collect()
+    }
+
+    /// `at_ms = <ms>`, or `on = "<point>"` with an optional `after_ms`.
+    fn trigger(&self) -> Result<Trigger, ScenarioError> {
+        let f = self.raw;
+        match (&f.on, &f.at_ms) {
+            (Some(_), Some(at)) => Err(self
+                .ctx
+                .err(at.span(), "a fault fires either `at_ms` or `on`, not both")),
+            (None, Some(at)) => {
+                if let Some(a) = &f.after_ms {
+                    return Err(self
+                        .ctx
+                        .err(a.span(), "`after_ms` goes with `on`, not with `at_ms`"));
+                }
+                Ok(Trigger::At(*at.get_ref()))
+            }
+            (Some(on), None) => {
+                let after_ms = f.after_ms.as_ref().map(|a| *a.get_ref()).unwrap_or(0);
+                let points = self.scenario.points();
+                let point = on.get_ref().as_str();
+                if points.contains(&point) {
+                    Ok(Trigger::on_point(point, after_ms))
+                } else {
+                    Err(self.ctx.err(
+                        on.span(),
+                        format!(
+                            "unknown trigger `{point}`, expected one of {} (the workload's points and those of lock kind `{}`)",
+                            quoted(&points),
+                            self.scenario.lock.kind.name()
+                        ),
+                    ))
+                }
+            }
+            (None, None) => Err(self.ctx.err(
+                self.span.clone(),
+                format!(
+                    "fault `{}` needs a trigger: `at_ms = <ms>` or `on = \"acquired\"`",
+                    self.kind
+                ),
+            )),
+        }
+    }
+
+    fn failover(&self) -> Result<FaultKind, ScenarioError> {
+        let f = self.raw;
+        let redis = &self.scenario.redis;
+        let master = f.master.as_ref().map(|m| *m.get_ref()).unwrap_or(0);
+        if master >= redis.masters {
+            let span = f
+                .master
+                .as_ref()
+                .map(|m| m.span())
+                .unwrap_or(self.span.clone());
+            return Err(self.ctx.err(
+                span,
+                format!(
+                    "`master = {master}` but the scenario has {} master(s)",
+                    redis.masters
+                ),
+            ));
+        }
+        if redis.replicas == 0 {
+            return Err(self.ctx.err(
+                self.span.clone(),
+                "a `failover` needs a replica to promote: set `[redis] replicas = 1` or more",
+            ));
+        }
+        Ok(FaultKind::Failover { master })
+    }
+
+    fn pause(&self) -> Result<FaultKind, ScenarioError> {
+        let clients = self.scenario.workload.clients;
+        let client = match &self.raw.client {
+            None => ClientRef::Holder,
+            Some(c) => match c.get_ref() {
+                toml::Value::String(s) if s == "holder" => ClientRef::Holder,
+                toml::Value::Integer(i) if *i >= 0 && (*i as u64) < clients as u64 => {
+                    ClientRef::Index(*i as u32)
+                }
+                other => {
+                    return Err(self.ctx.err(
+                        c.span(),
+                        format!(
+                        "`client` must be \"holder\" or a client index 0..{clients}, got {other}"
+                    ),
+                    ))
+                }
+            },
+        };
+        Ok(FaultKind::Pause {
+            client,
+            for_ms: *self.required("for_ms", &self.raw.for_ms)?,
+        })
+    }
+
+    fn partition(&self) -> Result<FaultKind, ScenarioError> {
+        let f = self.raw;
+        let nodes = self.node_list(f.nodes.as_ref().ok_or_else(|| self.need("nodes"))?)?;
+        let from = match &f.from {
+            Some(fr) => self.node_list(fr)?,
+            None => Vec::new(),
+        };
+        if let Some(both) = nodes.iter().find(|n| from.contains(n)) {
+            let span = f
+                .from
+                .as_ref()
+                .map(|s| s.span())
+                .unwrap_or(self.span.clone());
+            return Err(self.ctx.err(
+                span,
+                format!(
+                    "`{both}` is in both `nodes` and `from`: a node cannot be cut off from itself"
+                ),
+            ));
+        }
+        let direction = match &f.direction {
+            None => Direction::Both,
+            Some(d) => Direction::parse(d.get_ref()).ok_or_else(|| {
+                self.ctx.err(
+                    d.span(),
+                    format!(
+                        "unknown direction `{}`, expected one of {}",
+                        d.get_ref(),
+                        quoted(Direction::NAMES)
+                    ),
+                )
+            })?,
+        };
+        Ok(FaultKind::Partition {
+            nodes,
+            from,
+            for_ms: *self.required("for_ms", &f.for_ms)?,
+            direction,
+        })
+    }
+
+    fn clock_jump(&self) -> Result<FaultKind, ScenarioError> {
+        let f = self.raw;
+        Ok(FaultKind::ClockJump {
+            node: self.node(f.node.as_ref().ok_or_else(|| self.need("node"))?)?,
+            by_ms: *self.required("by_ms", &f.by_ms)?,
+        })
+    }
+
+    fn clock_drift(&self) -> Result<FaultKind, ScenarioError> {
+        let f = self.raw;
+        let ppm = f.ppm.as_ref().ok_or_else(|| self.need("ppm"))?;
+        if *ppm.get_ref() <= -1_000_000 {
+            return Err(self.ctx.err(
+                ppm.span(),
+                "`ppm` must stay above -1000000 (a clock that stands still or runs backwards)",
+            ));
+        }
+        Ok(FaultKind::ClockDrift {
+            node: self.node(f.node.as_ref().ok_or_else(|| self.need("node"))?)?,
+            ppm: *ppm.get_ref(),
+        })
+    }
+
+    /// A Redis node crashes and restarts empty; a client crashes for good, at a named point.
+    fn crash(&self, trigger: &Trigger) -> Result<FaultKind, ScenarioError> {
+        let f = self.raw;
+        let node = self.node(f.node.as_ref().ok_or_else(|| self.need("node"))?)?;
+        let Some(c) = node.strip_prefix("client-") else {
+            return Ok(FaultKind::Crash {
+                restart_after_ms: *self.required("restart_after_ms", &f.restart_after_ms)?,
+                node,
+            });
+        };
+        if let Some(r) = &f.restart_after_ms {
+            return Err(self.ctx.err(
+                r.span(),
+                "a crashed client does not restart: `restart_after_ms` is for Redis nodes",
+            ));
+        }
+        if matches!(trigger, Trigger::At(_)) {
+            return Err(self.ctx.err(
+                self.span.clone(),
+                format!(
+                    "a client crash fires at a named point: use `on = ...` with one of {}",
+                    quoted(&self.scenario.points())
+                ),
+            ));
+        }
+        Ok(FaultKind::ClientCrash {
+            client: c.parse().expect("client names are client-<index>"),
+        })
+    }
+}

@@ -1,0 +1,158 @@
+//! Scenario files: the TOML contract that says which lock runs, on what Redis topology, under
+//! which workload and faults, and what verdict the run must reach.
+//!
+//! The keys are a contract (tests outside this repository write these files), so parsing is strict:
+//! an unknown key, lock kind, fault kind or node name is an error that names the file, line and
+//! column and lists the valid choices. Nothing is silently ignored, because a typo in a fault would
+//! otherwise turn a "violation" scenario into a vacuous "safe" one.
+//!
+//! - [`spec`]: the file format (serde types, defaults);
+//! - [`fault`]: what a `[[faults]]` table means and how it is checked;
+//! - `validate`: the checks serde cannot make;
+//! - [`error`]: errors that point into the file.
+
+pub mod error;
+pub mod fault;
+pub mod spec;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use error::Ctx;
+use spec::RawScenario;
+
+/// The verdict and the check names belong to the checkers; re-exported here because a scenario
+/// states its expectations in them.
+pub use crate::check::{Verdict, CHECK_NAMES};
+pub use error::ScenarioError;
+pub use fault::{ClientRef, Direction, Fault, FaultKind, Trigger, FAULT_KINDS};
+pub use spec::{
+    ClocksSpec, LockSpec, RedisSpec, WorkloadKind, WorkloadSpec, DEFAULT_WATCHDOG_TIMEOUT_MS,
+    WORKLOAD_POINTS,
+};
+
+/// A parsed, validated scenario: everything a world needs to run it and a judge needs to say
+/// whether the run went as expected. Only [`Scenario::parse`] and [`Scenario::load`] make one,
+/// so every value here has passed the checks.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Its name in reports and tables.
+    pub name: String,
+    /// One line on what the scenario shows (printed under the verdict).
+    pub about: String,
+    /// The expected mutual-exclusion verdict.
+    pub expect: Verdict,
+    /// Optional per-check expectations (check name -> verdict).
+    pub expect_checks: BTreeMap<String, Verdict>,
+    /// The seed a plain `lockcheck run` uses, so the file alone replays its finding.
+    pub seed: u64,
+    /// How long the run lasts in true time; clients stop starting cycles after it.
+    pub duration_ms: u64,
+    /// `[lock]`: the lock under test.
+    pub lock: LockSpec,
+    /// `[redis]`: the topology it runs against.
+    pub redis: RedisSpec,
+    /// `[workload]`: what each client does.
+    pub workload: WorkloadSpec,
+    /// Node clocks at the start of the run (offsets and drifts; faults change them later).
+    pub clocks: ClocksSpec,
+    /// `[database]`: the MySQL locks' server (docs/mysql.md).
+    pub database: crate::sql::spec::DatabaseSpec,
+    /// `[[faults]]`: the fault schedule, in file order.
+    pub faults: Vec<Fault>,
+    /// `[explore]`: the space `lockcheck explore` searches (validated when parsed).
+    pub explore: Option<crate::explore::ExploreSpec>,
+    /// Where it was read from (for messages and the replay command).
+    pub path: Option<PathBuf>,
+}
+
+impl Scenario {
+    /// Reads and validates a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: path.display().to_string(),
+            line: 0,
+            column: 0,
+            message: format!("cannot read scenario file: {e}"),
+        })?;
+        let mut s = Scenario::parse(&path.display().to_string(), &text)?;
+        s.path = Some(path.to_path_buf());
+        Ok(s)
+    }
+
+    /// Parses and validates scenario text; `file` is only used in messages.
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        let ctx = Ctx { file, text };
+        let raw: RawScenario = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            ctx.err(span, e.message().trim().to_string())
+        })?;
+        let scenario = Scenario {
+            name: raw.name,
+            about: raw.about,
+            expect: raw.expect,
+            expect_checks: validate::expect_checks(&ctx, raw.expect_checks)?,
+            seed: raw.seed,
+            duration_ms: raw.duration_ms,
+            lock: raw.lock,
+            redis: raw.redis,
+            workload: raw.workload,
+            clocks: raw.clocks,
+            database: raw.database.clone().unwrap_or_default(),
+            faults: Vec::new(),
+            explore: raw.explore.as_ref().map(|e| e.get_ref().clone()),
+            path: None,
+        };
+        validate::numbers(&ctx, &scenario)?;
+        crate::sql::spec::validate(&scenario, raw.database.is_some())
+            .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
+        let nodes = scenario.node_names();
+        validate::clock_nodes(&ctx, &scenario, &nodes)?;
+        let faults = raw
+            .faults
+            .into_iter()
+            .map(|f| fault::convert(&ctx, f, &nodes, &scenario))
+            .collect::<Result<_, _>>()?;
+        let scenario = Scenario { faults, ..scenario };
+        if let Some(table) = &raw.explore {
+            crate::explore::Space::of(&scenario).map_err(|m| ctx.err(table.span(), m))?;
+        }
+        Ok(scenario)
+    }
+
+    /// Every node name this scenario's topology has, in a fixed order.
+    pub fn node_names(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        if self.lock.kind.is_mysql() {
+            v.push(crate::sql::spec::SERVER.to_string());
+        }
+        for m in 0..self.redis.masters * u32::from(!self.lock.kind.is_mysql()) {
+            v.push(format!("redis-{m}"));
+            for r in 0..self.redis.replicas {
+                v.push(format!("redis-{m}-replica-{r}"));
+            }
+        }
+        for c in 0..self.workload.clients {
+            v.push(format!("client-{c}"));
+        }
+        v
+    }
+
+    /// The points a fault may fire at (`on = ...`): the workload's, then the lock kind's own.
+    pub fn points(&self) -> Vec<&'static str> {
+        let mut v = WORKLOAD_POINTS.to_vec();
+        v.extend_from_slice(self.lock.kind.points());
+        v
+    }
+
+    /// The expectation for one check: `expect_checks` first; `expect` is the mutual-exclusion one.
+    pub fn expected(&self, check: &str) -> Option<Verdict> {
+        self.expect_checks
+            .get(check)
+            .copied()
+            .or_else(|| (check == "mutual_exclusion").then_some(self.expect))
+    }
+}

@@ -1,0 +1,357 @@
+//! The scenario file format: the serde types that `[lock]`, `[redis]`, `[workload]`, `[clocks]`
+//! and `[[faults]]` deserialize into, with the defaults a missing key takes. Keys the later checks
+//! must point at keep their spans (`toml::Spanned`).
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use toml::Spanned;
+
+use crate::check::Verdict;
+use crate::lock::{LockConfig, LockKind, RedlockOptions};
+
+/// `[lock]`: which lock and its lease parameters.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockSpec {
+    /// Which lock implementation runs (`kind = "set-nx-px"`, ...).
+    pub kind: LockKind,
+    /// The lease (PX) in ms. Optional because some locks (Redisson) have a default lease mode.
+    pub ttl_ms: Option<u64>,
+    /// How long `acquire` keeps retrying before it gives up.
+    #[serde(default = "default_wait_ms")]
+    pub wait_ms: u64,
+    /// The key the lock lives under.
+    #[serde(default = "default_key")]
+    pub key: String,
+    /// Pause between failed attempts: a uniform range, so contending clients do not move in lockstep.
+    #[serde(default = "default_retry_ms")]
+    pub retry_ms: [u64; 2],
+    /// Redisson's `lockWatchdogTimeout`: the lease of a lock taken without `ttl_ms`, renewed by the
+    /// watchdog every third of it. Redisson's default is 30000; real-mode scenarios scale it down.
+    #[serde(default)]
+    pub watchdog_timeout_ms: Option<u64>,
+    // Redlock's keys (kind = "redlock" only); defaults in `lock::RedlockOptions`.
+    /// Per-master request timeout, small against the TTL (default 50).
+    pub node_timeout_ms: Option<u64>,
+    /// Share of the TTL allowed for clock-rate error (default 0.01).
+    pub drift_factor: Option<f64>,
+    /// Fixed drift allowance in ms (default 2).
+    pub drift_ms: Option<u64>,
+    /// Antirez's step 3: re-check the elapsed time after the replies (default true).
+    pub recheck_after_acquire: Option<bool>,
+    // Any kind.
+    /// The holder stops working, and skips its write, once its validity time has run out on
+    /// its own clock (default false: it works for `hold_ms` and writes whatever its lease says).
+    #[serde(default)]
+    pub check_validity_before_write: bool,
+    /// `kind = "process"` only: the client program and its arguments, started once per client
+    /// (a path with a `/` is relative to the scenario file's directory).
+    #[serde(default)]
+    pub command: Option<Vec<String>>,
+    // The MySQL locks' keys (docs/mysql.md); checked in `sql::spec`.
+    /// `innodb_lock_wait_timeout` of the lock's sessions, whole seconds (default 50).
+    pub lock_wait_timeout_s: Option<u64>,
+    /// `mysql-for-update`: `"wait"` (default), `"nowait"` or `"skip-locked"`.
+    pub for_update: Option<crate::lock::mysql_options::WaitMode>,
+    /// `mysql-insert-unique`: the cleanup job deletes lock rows older than this (no job if absent).
+    pub cleanup_lease_ms: Option<u64>,
+    /// `mysql-insert-unique`: how often the cleanup job runs (default: a tenth of the lease).
+    pub cleanup_interval_ms: Option<u64>,
+    /// `mysql-insert-unique`: each grant takes a fencing token from a counter row.
+    pub fencing: Option<bool>,
+}
+
+pub use crate::lock::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS;
+
+impl LockSpec {
+    /// The lease a grant gets: `ttl_ms`, or for a lock with a default lease (Redisson's watchdog
+    /// mode) its watchdog timeout.
+    pub fn lease_ms(&self) -> u64 {
+        if let Some(ms) = crate::sql::spec::lease_ms(self) {
+            return ms;
+        }
+        self.ttl_ms.unwrap_or(
+            self.watchdog_timeout_ms
+                .unwrap_or(DEFAULT_WATCHDOG_TIMEOUT_MS),
+        )
+    }
+
+    /// The keys that only `kind = "redlock"` takes, with whether each is set.
+    pub(super) fn redlock_keys(&self) -> [(&'static str, bool); 4] {
+        [
+            ("node_timeout_ms", self.node_timeout_ms.is_some()),
+            ("drift_factor", self.drift_factor.is_some()),
+            ("drift_ms", self.drift_ms.is_some()),
+            (
+                "recheck_after_acquire",
+                self.recheck_after_acquire.is_some(),
+            ),
+        ]
+    }
+}
+
+fn default_wait_ms() -> u64 {
+    5000
+}
+fn default_key() -> String {
+    "lockcheck:lock".to_string()
+}
+fn default_retry_ms() -> [u64; 2] {
+    [5, 20]
+}
+
+/// `[redis]`: the topology the lock runs against.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisSpec {
+    /// Independent masters (Redlock takes a majority of them; other locks use the first).
+    #[serde(default = "one")]
+    pub masters: u32,
+    /// Replicas per master.
+    #[serde(default)]
+    pub replicas: u32,
+    /// Asynchronous replication delay, uniform in this range.
+    #[serde(default = "default_lag")]
+    pub replication_lag_ms: [u64; 2],
+    /// From the master's death until a replica is promoted (what Sentinel's down-after gives).
+    #[serde(default = "default_failover_detect")]
+    pub failover_detect_ms: u64,
+    /// One-way network latency between any two nodes, uniform in this range (ms). madsim's
+    /// timers never fire sooner than 1 ms after they are set, so 1 ms is the floor.
+    #[serde(default = "default_latency_ms")]
+    pub latency_ms: [u64; 2],
+    /// A request that gets no answer within this time fails, as a real client's response timeout.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout_ms: u64,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_lag() -> [u64; 2] {
+    [5, 20]
+}
+fn default_failover_detect() -> u64 {
+    1000
+}
+fn default_latency_ms() -> [u64; 2] {
+    [1, 2]
+}
+fn default_request_timeout() -> u64 {
+    500
+}
+
+impl Default for RedisSpec {
+    fn default() -> Self {
+        RedisSpec {
+            masters: 1,
+            replicas: 0,
+            replication_lag_ms: default_lag(),
+            failover_detect_ms: default_failover_detect(),
+            latency_ms: default_latency_ms(),
+            request_timeout_ms: default_request_timeout(),
+        }
+    }
+}
+
+/// `[workload]`: what every client does: acquire, critical section, release, think.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// How many clients contend for the lock.
+    #[serde(default = "two")]
+    pub clients: u32,
+    /// Acquire/hold/release cycles per client.
+    #[serde(default = "ten")]
+    pub cycles: u32,
+    /// Critical-section length, uniform in this range.
+    #[serde(default = "default_hold")]
+    pub hold_ms: [u64; 2],
+    /// Pause between a release and the next acquire, uniform in this range.
+    #[serde(default = "default_think")]
+    pub think_ms: [u64; 2],
+    /// What the critical section does to the protected resource.
+    #[serde(default)]
+    pub kind: WorkloadKind,
+    /// Nested acquires of the same lock inside each critical section (reentrancy), each released
+    /// before the holder finishes its work.
+    #[serde(default)]
+    pub nested: u32,
+}
+
+/// The protected resource and what a holder does to it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkloadKind {
+    /// A read-modify-write of a counter in the storage node: read, work, write read + 1.
+    #[default]
+    Counter,
+    /// The address-book article's race: count the user's addresses, work, insert one that is the default when the count
+    /// was 0. Invariant: each user has exactly one default address.
+    AddressBook,
+}
+
+impl WorkloadKind {
+    /// The name scenario files and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Counter => "counter",
+            WorkloadKind::AddressBook => "address-book",
+        }
+    }
+}
+
+/// Named points in the workload's critical section where a fault can fire (`on = "<point>"`).
+/// `acquired`: right after a successful acquire, inside the critical section. `after_read`: the
+/// holder has read the resource (the counter, or the user's address count) and not yet written.
+/// `before_write`: it worked and is about to write (main's point). `before_release`: the holder
+/// left its critical section and is about to release.
+pub const WORKLOAD_POINTS: &[&str] = &["acquired", "after_read", "before_write", "before_release"];
+
+fn two() -> u32 {
+    2
+}
+fn ten() -> u32 {
+    10
+}
+fn default_hold() -> [u64; 2] {
+    [10, 50]
+}
+fn default_think() -> [u64; 2] {
+    [0, 50]
+}
+
+impl Default for WorkloadSpec {
+    fn default() -> Self {
+        WorkloadSpec {
+            clients: 2,
+            cycles: 10,
+            hold_ms: default_hold(),
+            think_ms: default_think(),
+            kind: WorkloadKind::Counter,
+            nested: 0,
+        }
+    }
+}
+
+/// `[clocks]`: every node's clock at the start of a run. Each node (or each node of `nodes`)
+/// draws its own start offset and rate error, uniformly in these ranges, from the run's seed, so
+/// `--seeds N` explores N different clock configurations. The defaults are perfect clocks.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClocksSpec {
+    /// How far a node's clock starts from true time (ms; negative: behind).
+    #[serde(default)]
+    pub offset_ms: [i64; 2],
+    /// A node's rate error in parts per million (+1000: 0.1% fast; -1000: 0.1% slow).
+    #[serde(default)]
+    pub drift_ppm: [i64; 2],
+    /// The nodes these clocks apply to; every node when absent.
+    #[serde(default)]
+    pub nodes: Option<Spanned<Vec<String>>>,
+}
+
+impl ClocksSpec {
+    /// Whether every clock starts true (no random draws are made then, so adding an empty
+    /// `[clocks]` table changes no history).
+    pub fn is_perfect(&self) -> bool {
+        self.offset_ms == [0, 0] && self.drift_ppm == [0, 0]
+    }
+
+    /// The node names the table applies to, out of `all`.
+    pub fn applies_to(&self, all: &[String]) -> Vec<String> {
+        match &self.nodes {
+            None => all.to_vec(),
+            Some(n) => all
+                .iter()
+                .filter(|x| n.get_ref().contains(x))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// The fault table as written: a flat set of optional keys, checked per kind after parsing so
+/// errors can point at the exact key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFault {
+    pub(super) kind: Spanned<String>,
+    pub(super) on: Option<Spanned<String>>,
+    pub(super) after_ms: Option<Spanned<u64>>,
+    pub(super) at_ms: Option<Spanned<u64>>,
+    pub(super) client: Option<Spanned<toml::Value>>,
+    pub(super) master: Option<Spanned<u32>>,
+    pub(super) for_ms: Option<Spanned<u64>>,
+    pub(super) nodes: Option<Spanned<Vec<String>>>,
+    pub(super) from: Option<Spanned<Vec<String>>>,
+    pub(super) direction: Option<Spanned<String>>,
+    pub(super) node: Option<Spanned<String>>,
+    pub(super) by_ms: Option<Spanned<i64>>,
+    pub(super) ppm: Option<Spanned<i64>>,
+    pub(super) restart_after_ms: Option<Spanned<u64>>,
+}
+
+/// The whole file as written, before `validate` and `fault` check what serde cannot.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawScenario {
+    pub(super) name: String,
+    #[serde(default)]
+    pub(super) about: String,
+    pub(super) expect: Verdict,
+    #[serde(default)]
+    pub(super) expect_checks: BTreeMap<Spanned<String>, Verdict>,
+    #[serde(default = "default_seed")]
+    pub(super) seed: u64,
+    pub(super) duration_ms: u64,
+    pub(super) lock: LockSpec,
+    #[serde(default)]
+    pub(super) redis: RedisSpec,
+    #[serde(default)]
+    pub(super) workload: WorkloadSpec,
+    #[serde(default)]
+    pub(super) clocks: ClocksSpec,
+    pub(super) database: Option<crate::sql::spec::DatabaseSpec>,
+    #[serde(default)]
+    pub(super) faults: Vec<Spanned<RawFault>>,
+    pub(super) explore: Option<Spanned<crate::explore::ExploreSpec>>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// `LockConfig` is built here, next to the `[lock]` table it reads, so the lock module need not
+/// know the scenario format (a lock only sees its [`LockConfig`]).
+impl LockConfig {
+    /// The configuration every client's lock gets from the scenario's `[lock]` table, with
+    /// Redlock's defaults for the keys left out.
+    pub fn from_spec(spec: &LockSpec) -> Self {
+        LockConfig {
+            key: spec.key.clone(),
+            ttl: Duration::from_millis(spec.lease_ms()),
+            wait: Duration::from_millis(spec.wait_ms),
+            retry: (
+                Duration::from_millis(spec.retry_ms[0]),
+                Duration::from_millis(spec.retry_ms[1]),
+            ),
+            watchdog: spec.ttl_ms.is_none(),
+            redlock: {
+                let d = RedlockOptions::default();
+                RedlockOptions {
+                    node_timeout: spec
+                        .node_timeout_ms
+                        .map(Duration::from_millis)
+                        .unwrap_or(d.node_timeout),
+                    drift_factor: spec.drift_factor.unwrap_or(d.drift_factor),
+                    drift_ms: spec.drift_ms.unwrap_or(d.drift_ms),
+                    recheck_after_acquire: spec
+                        .recheck_after_acquire
+                        .unwrap_or(d.recheck_after_acquire),
+                }
+            },
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The checks serde cannot make: ranges that must be ordered, numbers that must be positive, keys
+//! that belong to one lock kind only, and names (checks, nodes) that must exist. Each error points
+//! at the key in the file.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use toml::Spanned;
+
+use super::error::{quoted, Ctx, ScenarioError};
+use super::Scenario;
+use crate::check::{Verdict, CHECK_NAMES};
+use crate::lock::LockKind;
+
+/// `expect_checks` names only checks lockcheck has.
+pub(super) fn expect_checks(
+    ctx: &Ctx<'_>,
+    raw: BTreeMap<Spanned<String>, Verdict>,
+) -> Result<BTreeMap<String, Verdict>, ScenarioError> {
+    let mut expect_checks = BTreeMap::new();
+    for (name, verdict) in raw {
+        if !CHECK_NAMES.contains(&name.get_ref().as_str()) {
+            return Err(ctx.err(
+                name.span(),
+                format!(
+                    "unknown check `{}` in expect_checks, expected one of {}",
+                    name.get_ref(),
+                    quoted(CHECK_NAMES)
+                ),
+            ));
+        }
+        expect_checks.insert(name.into_inner(), verdict);
+    }
+    Ok(expect_checks)
+}
+
+/// `[clocks] nodes` names only nodes of this scenario's topology.
+pub(super) fn clock_nodes(
+    ctx: &Ctx<'_>,
+    scenario: &Scenario,
+    nodes: &[String],
+) -> Result<(), ScenarioError> {
+    if let Some(listed) = &scenario.clocks.nodes {
+        for n in listed.get_ref() {
+            if !nodes.contains(n) {
+                return Err(ctx.err(
+                    listed.span(),
+                    format!(
+                        "unknown node `{n}` in [clocks] nodes; this scenario's nodes are {}",
+                        quoted(&nodes.iter().map(String::as_str).collect::<Vec<_>>())
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every number of the scenario's tables, in the order the checks always ran (the first
+/// error found is the one reported).
+pub(super) fn numbers(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    ranges(ctx, s)?;
+    lease(ctx, s)?;
+    process_command(ctx, s)?;
+    redlock_keys(ctx, s)?;
+    counts(ctx, s)
+}
+
+/// Where to point for a key found after deserializing (which loses spans): the key's first
+/// occurrence if we can find it, the start of the file otherwise.
+pub(super) fn at(ctx: &Ctx<'_>, key: &str) -> Range<usize> {
+    let off = ctx
+        .text
+        .find(&format!("{key} "))
+        .or_else(|| ctx.text.find(key))
+        .unwrap_or(0);
+    off..off
+}
+
+/// `[low, high]` ranges need low <= high; a clock may not stand still.
+fn ranges(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    let unordered = |key: &str, lo: &dyn std::fmt::Display, hi: &dyn std::fmt::Display| {
+        ctx.err(
+            at(ctx, key),
+            format!("`{key}` is a range [low, high] and needs low <= high, got [{lo}, {hi}]"),
+        )
+    };
+    let signed = [
+        ("offset_ms", s.clocks.offset_ms),
+        ("drift_ppm", s.clocks.drift_ppm),
+    ];
+    for (key, [lo, hi]) in signed {
+        if lo > hi {
+            return Err(unordered(key, &lo, &hi));
+        }
+    }
+    if s.clocks.drift_ppm[0] <= -1_000_000 {
+        return Err(ctx.err(
+            at(ctx, "drift_ppm"),
+            "`drift_ppm` must stay above -1000000 (a clock that stands still or runs backwards)",
+        ));
+    }
+    let unsigned = [
+        ("replication_lag_ms", s.redis.replication_lag_ms),
+        ("latency_ms", s.redis.latency_ms),
+        ("hold_ms", s.workload.hold_ms),
+        ("think_ms", s.workload.think_ms),
+        ("retry_ms", s.lock.retry_ms),
+    ];
+    for (key, [lo, hi]) in unsigned {
+        if lo > hi {
+            return Err(unordered(key, &lo, &hi));
+        }
+    }
+    Ok(())
+}
+
+/// A lease is positive, and given unless the lock kind has one of its own (Redisson's watchdog).
+fn lease(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    let lock = &s.lock;
+    if lock.ttl_ms == Some(0) {
+        return Err(ctx.err(at(ctx, "ttl_ms"), "`ttl_ms` must be at least 1"));
+    }
+    if lock.ttl_ms.is_none() && !lock.kind.has_default_lease() && !lock.kind.is_mysql() {
+        return Err(ctx.err(
+            at(ctx, "kind"),
+            format!(
+                "lock kind `{}` needs `ttl_ms` (its lease) in [lock]",
+                lock.kind.name()
+            ),
+        ));
+    }
+    if lock.watchdog_timeout_ms.is_some() && !lock.kind.has_default_lease() {
+        return Err(ctx.err(
+            at(ctx, "watchdog_timeout_ms"),
+            format!(
+                "`watchdog_timeout_ms` is the watchdog lease of {}; lock kind `{}` has no watchdog",
+                quoted(
+                    &LockKind::ALL
+                        .iter()
+                        .filter(|k| k.has_default_lease())
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                ),
+                lock.kind.name()
+            ),
+        ));
+    }
+    if lock.watchdog_timeout_ms == Some(0) {
+        return Err(ctx.err(
+            at(ctx, "watchdog_timeout_ms"),
+            "`watchdog_timeout_ms` must be at least 1",
+        ));
+    }
+    Ok(())
+}
+
+/// `command` is the client program of `kind = "process"`, and only of it.
+fn process_command(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    match (&s.lock.command, s.lock.kind) {
+        (None, LockKind::Process) => Err(ctx.err(
+            at(ctx, "kind"),
+            "lock kind `process` needs `command = [\"program\", \"arg\", ...]` in [lock] (the client program to start)",
+        )),
+        (Some(c), LockKind::Process) if c.is_empty() => Err(ctx.err(
+            at(ctx, "command"),
+            "`command` is empty: give the client program and its arguments",
+        )),
+        (Some(_), kind) if kind != LockKind::Process => Err(ctx.err(
+            at(ctx, "command"),
+            format!(
+                "`command` is the client program of lock kind `process`; lock kind `{}` does not take it",
+                kind.name()
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Redlock's keys belong to `kind = "redlock"` and stay in range.
+fn redlock_keys(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    let lock = &s.lock;
+    if lock.kind != LockKind::Redlock {
+        if let Some((key, _)) = lock.redlock_keys().iter().find(|(_, set)| *set) {
+            return Err(ctx.err(
+                at(ctx, key),
+                format!(
+                    "`{key}` is a Redlock parameter; lock kind `{}` does not take it",
+                    lock.kind.name()
+                ),
+            ));
+        }
+    }
+    if let Some(f) = lock.drift_factor {
+        if !(0.0..1.0).contains(&f) {
+            return Err(ctx.err(
+                at(ctx, "drift_factor"),
+                format!("`drift_factor` is a share of the TTL in [0, 1), got {f}"),
+            ));
+        }
+    }
+    if lock.node_timeout_ms == Some(0) {
+        return Err(ctx.err(
+            at(ctx, "node_timeout_ms"),
+            "`node_timeout_ms` must be at least 1",
+        ));
+    }
+    Ok(())
+}
+
+/// At least one master, one client, and a request timeout that lets a request be answered.
+fn counts(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    if s.redis.masters == 0 {
+        return Err(ctx.err(at(ctx, "masters"), "`masters` must be at least 1"));
+    }
+    if s.workload.clients == 0 {
+        return Err(ctx.err(at(ctx, "clients"), "`clients` must be at least 1"));
+    }
+    if s.redis.request_timeout_ms == 0 {
+        return Err(ctx.err(
+            at(ctx, "request_timeout_ms"),
+            "`request_timeout_ms` must be at least 1",
+        ));
+    }
+    Ok(())
+}
