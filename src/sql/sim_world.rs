@@ -114,12 +114,21 @@ pub struct NetSqlConn {
 }
 
 impl NetSqlConn {
-    /// One hop of a message: the link's latency; a cut link or a dead server never answers.
-    async fn hop(&self, from: usize, to: usize) {
+    /// One hop of a message: the link's latency; a cut link never delivers it. A crashed server's
+    /// host is still up: it refuses (a reset comes back at once).
+    async fn hop(&mut self, from: usize, to: usize) -> Result<(), SqlError> {
         madsim::time::sleep(self.db.net.latency()).await;
-        if !self.db.net.reachable(from, to) || !self.db.up() {
+        if !self.db.net.reachable(from, to) {
             std::future::pending::<()>().await;
         }
+        if !self.db.up() {
+            madsim::time::sleep(self.db.net.latency()).await;
+            self.conn = None;
+            return Err(SqlError::ConnectionLost(
+                "connection refused (server down)".into(),
+            ));
+        }
+        Ok(())
     }
 
     async fn attempt(&mut self, sql: &str) -> Result<Output, SqlError> {
@@ -133,13 +142,13 @@ impl NetSqlConn {
             }
         }
         if self.conn.is_none() {
-            self.hop(self.node, SERVER_NODE).await;
+            self.hop(self.node, SERVER_NODE).await?;
             let c = self.db.engine.connect(self.env.clone());
             let inc = self.db.incarnation();
             self.conn = Some((c, inc));
-            self.hop(SERVER_NODE, self.node).await;
+            self.hop(SERVER_NODE, self.node).await?;
         }
-        self.hop(self.node, SERVER_NODE).await;
+        self.hop(self.node, SERVER_NODE).await?;
         self.db.state.lock().unwrap().statements += 1;
         let (conn, _) = self.conn.as_mut().expect("connected above");
         let out = conn.run(sql).await;
@@ -150,7 +159,7 @@ impl NetSqlConn {
             }
             return out;
         }
-        self.hop(SERVER_NODE, self.node).await;
+        self.hop(SERVER_NODE, self.node).await?;
         out
     }
 

@@ -20,13 +20,12 @@ fn scenario(name: &str) -> Scenario {
 }
 
 fn sim(name: &str) -> Outcome {
+    sim_seed(name, scenario(name).seed)
+}
+
+fn sim_seed(name: &str, seed: u64) -> Outcome {
     let s = scenario(name);
-    Outcome::judge(
-        &s,
-        Mode::Sim,
-        s.seed,
-        lockcheck::sim::run(&s, s.seed).history,
-    )
+    Outcome::judge(&s, Mode::Sim, seed, lockcheck::sim::run(&s, seed).history)
 }
 
 fn real(name: &str) -> Outcome {
@@ -48,8 +47,9 @@ fn assert_expected(name: &str, o: &Outcome) {
         assert_eq!(
             o.checks[check].verdict,
             *want,
-            "{name} ({:?}): {check} should be {want}: {}\n{}",
+            "{name} ({:?}, seed {}): {check} should be {want}: {}\n{}",
             o.mode,
+            o.seed,
             o.checks[check].summary,
             o.history.render()
         );
@@ -70,8 +70,9 @@ fn faults(o: &Outcome) -> String {
 #[test]
 fn mysql_scenarios_reach_their_verdicts_in_simulation() {
     for name in SCENARIOS {
-        let o = sim(name);
-        assert_expected(name, &o);
+        for seed in 1..=5 {
+            assert_expected(name, &sim_seed(name, seed));
+        }
     }
     // The evidence is the one each scenario is about.
     let pause = sim("mysql-for-update-client-pause");
