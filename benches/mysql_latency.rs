@@ -22,7 +22,7 @@ fn config() -> LockConfig {
     LockConfig {
         key: KEY.into(),
         ttl: Duration::from_millis(10_000),
-        wait: Duration::from_secs(60),
+        wait: Duration::from_secs(20),
         retry: (Duration::from_millis(1), Duration::from_millis(2)),
         watchdog: false,
         redlock: RedlockOptions::default(),
@@ -39,7 +39,7 @@ async fn measure<L: Lock + 'static>(locks: Vec<L>, cycles: usize) -> (f64, Vec<u
                 let mut lat = Vec::with_capacity(cycles);
                 for _ in 0..cycles {
                     let t = Instant::now();
-                    let guard = lock.acquire().await.unwrap().expect("acquired within 60 s");
+                    let guard = lock.acquire().await.unwrap().expect("acquired within 20 s");
                     lat.push(t.elapsed().as_micros() as u64);
                     assert!(lock.release(&guard).await.unwrap());
                 }
@@ -92,11 +92,17 @@ fn main() {
         "lock", "clients", "cycles/s", "p50", "p99"
     );
     rt.block_on(async {
+        // Each lock its own table: the FOR UPDATE lock's row would hold the insert lock's key.
         let options = MysqlOptions::default();
+        let insert_options = MysqlOptions {
+            table: "insert_lock".into(),
+            ..MysqlOptions::default()
+        };
         let mut admin = sql_conns(db.port(), 1).await.remove(0);
         mysql_for_update::prepare(&mut admin, &options, KEY)
             .await
             .unwrap();
+        insert_options.prepare(&mut admin, KEY).await.unwrap();
         for clients in [1usize, 4] {
             let env = RealEnv::default();
             let row = |name: &str, (rate, lat): (f64, Vec<u64>)| {
@@ -115,7 +121,7 @@ fn main() {
             let locks = sql_conns(db.port(), clients)
                 .await
                 .into_iter()
-                .map(|c| MysqlInsertUnique::new(c, env.clone(), config(), options.clone()))
+                .map(|c| MysqlInsertUnique::new(c, env.clone(), config(), insert_options.clone()))
                 .collect();
             row("mysql-insert-unique", measure(locks, cycles).await);
             let mut locks = Vec::new();
