@@ -246,16 +246,7 @@ where
             .clone()
             .with_gate(nemesis.gates[c as usize].clone())
             .with_points(points);
-        let plan = ClientPlan {
-            index: c,
-            cycles: scenario.workload.cycles,
-            hold_ms: scenario.workload.hold_ms,
-            think_ms: scenario.workload.think_ms,
-            stop_at_us,
-            workload: scenario.workload.kind,
-            nested: scenario.workload.nested,
-            check_validity_before_write: scenario.lock.check_validity_before_write,
-        };
+        let plan = ClientPlan::for_scenario(scenario, c, stop_at_us);
         let store = Store::new(RoutedConnection::new(storage.clone(), timeouts));
         let late = nemesis.start_delay(c);
         let client: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =

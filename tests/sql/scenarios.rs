@@ -170,7 +170,8 @@ for_ms = 2500
 
 #[test]
 fn a_server_crash_rolls_back_the_holder_and_frees_the_row() {
-    // The server dies under a FOR UPDATE holder and comes back 500 ms later: the transaction is
+    // The server dies under a FOR UPDATE holder and comes back 500 ms later (real MariaDB: up to
+    // ~2 s with crash recovery on a loaded machine, within the 3 s hold): the transaction is
     // gone (rolled back), the holder's COMMIT fails, and the lock row is free again. The holder
     // still worked believing it held: two holders.
     let text = r#"
@@ -183,8 +184,8 @@ lock_wait_timeout_s = 1
 wait_ms = 8000
 [workload]
 clients = 2
-cycles = 2
-hold_ms = [1500, 1500]
+cycles = 1
+hold_ms = [3000, 3000]
 think_ms = [0, 10]
 [[faults]]
 kind = "crash"
