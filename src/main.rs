@@ -20,12 +20,13 @@ enum Command {
     Run {
         /// A scenario .toml file, or a directory of them (the CI suite).
         path: PathBuf,
-        /// Seed to run (default: the scenario's `seed`).
-        #[arg(long)]
+        /// Seed to run (default: the scenario's `seed`), 0 to 2^63-1 (what a scenario's `seed`
+        /// holds).
+        #[arg(long, value_parser = seed_range())]
         seed: Option<u64>,
-        /// Run N seeds: seed, seed+1, ..., seed+N-1. Expect violation means at least one seed
-        /// violated; expect safe means none did.
-        #[arg(long, value_name = "N")]
+        /// Run N seeds: seed, seed+1, ..., seed+N-1 (N from 1 to 10000000). Expect violation
+        /// means at least one seed violated; expect safe means none did.
+        #[arg(long, value_name = "N", value_parser = seeds_range())]
         seeds: Option<u64>,
         /// Run on real redis-server processes that lockcheck spawns, instead of the simulator.
         #[arg(long)]
@@ -124,10 +125,10 @@ enum Command {
     /// Run the bundled scenarios (or a directory of them) and print the lock x fault table in
     /// markdown (docs/lock-fault-table.md is its output).
     Table {
-        /// A directory of scenarios (default: the bundled ones).
+        /// A directory of scenarios (default: $LOCKCHECK_SCENARIOS, else ./scenarios).
         path: Option<PathBuf>,
-        /// Simulation seeds per scenario.
-        #[arg(long, value_name = "N", default_value_t = 5)]
+        /// Simulation seeds per scenario (1 to 10000000).
+        #[arg(long, value_name = "N", default_value_t = 5, value_parser = seeds_range())]
         seeds: u64,
         /// Also run every scenario once on real redis-server processes.
         #[arg(long)]
@@ -136,6 +137,16 @@ enum Command {
         #[arg(long, value_name = "J")]
         jobs: Option<usize>,
     },
+}
+
+/// `--seed`: a seed a scenario file can hold (TOML integers are signed 64-bit).
+fn seed_range() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(0..=i64::MAX as u64)
+}
+
+/// `--seeds`: at least one, at most [`lockcheck::runner::MAX_SEEDS`].
+fn seeds_range() -> clap::builder::RangedU64ValueParser<u64> {
+    clap::value_parser!(u64).range(1..=lockcheck::runner::MAX_SEEDS)
 }
 
 fn parse_shard(s: &str) -> Result<lockcheck::exec::Shard, String> {
@@ -229,7 +240,7 @@ fn main() {
         }
         .run(),
         Command::List => {
-            print!("{}", lockcheck::catalog::list());
+            lockcheck::out!("{}", lockcheck::catalog::list());
             0
         }
         Command::Table {
@@ -238,7 +249,13 @@ fn main() {
             real,
             jobs,
         } => {
-            let dir = path.unwrap_or_else(|| PathBuf::from(lockcheck::catalog::SCENARIO_DIR));
+            let dir = match path.map_or_else(lockcheck::catalog::scenario_dir, Ok) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    std::process::exit(lockcheck::runner::EXIT_BAD_INPUT);
+                }
+            };
             let opts = lockcheck::table::TableOptions {
                 seeds,
                 real,
@@ -246,7 +263,7 @@ fn main() {
             };
             match lockcheck::table::table(&dir, &opts) {
                 Ok(t) => {
-                    print!("{t}");
+                    lockcheck::out!("{t}");
                     0
                 }
                 Err(e) => {

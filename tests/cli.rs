@@ -155,3 +155,380 @@ fn history_flag_prints_every_event() {
     );
     assert!(h.contains("fault client-"), "{h}");
 }
+
+// ---- Bad input: no panic, no hang, every error located and given its allowed range ----
+
+/// The scenario the bad-input tests below start from: valid, small, fast.
+const SMALL: &str = r#"name = "small"
+# workload.clients = 9 and hold_ms = [1, 2] in a comment: positions must not come from the text
+about = "clients = 7"
+expect = "safe"
+duration_ms = 2000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 500
+[workload]
+clients = 2
+cycles = 2
+hold_ms = [10, 20]
+"#;
+
+/// Runs lockcheck on `text` written to a file named `name`.
+fn run_text(name: &str, text: &str, extra: &[&str]) -> (i32, String, String) {
+    let p = temp_scenario(name, text);
+    let mut args = vec!["run", p.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    lockcheck(&args)
+}
+
+#[test]
+fn huge_seed_counts_exit_2_with_the_allowed_range() {
+    let f = "scenarios/set-nx-px-no-faults.toml";
+    let (code, _, err) = lockcheck(&["run", f, "--seed", "18446744073709551615"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("0..=9223372036854775807"), "{err}");
+    let (code, _, err) = lockcheck(&["run", f, "--seeds", "18446744073709551615"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("1..=10000000"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // Zero seeds is not one seed.
+    let (code, out, err) = lockcheck(&["run", f, "--seeds", "0"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("1..=10000000"), "{err}");
+    let (code, _, err) = lockcheck(&["table", "--seeds", "0"]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    use std::io::BufRead;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(["run", "scenarios", "--jobs", "1"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(
+        first.starts_with("PASS") || first.starts_with("FAIL"),
+        "{first}"
+    );
+    // `| head -1`: the reader goes away after one line.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(101), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("Broken pipe"), "{err}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?} {err}",
+        out.status
+    );
+}
+
+/// Runs lockcheck with a time limit: a hang is a failure, not a stuck test run.
+fn lockcheck_within(args: &[&str], secs: u64) -> (i32, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("lockcheck {args:?} still running after {secs} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_fifo_is_refused_not_waited_on() {
+    let dir = std::env::temp_dir().join(format!("lockcheck-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("s.toml");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let (code, err) = lockcheck_within(&["run", fifo.to_str().unwrap()], 20);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn out_of_range_numbers_are_refused_at_the_value_with_the_range() {
+    for (from, to, at, range) in [
+        (
+            "clients = 2",
+            "clients = 100000",
+            "10:11",
+            "between 1 and 256",
+        ),
+        (
+            "cycles = 2",
+            "cycles = 4000000000",
+            "11:10",
+            "between 1 and 100000",
+        ),
+        (
+            "clients = 2",
+            "clients = 2\nnested = 1000000",
+            "11:10",
+            "between 0 and 16",
+        ),
+        (
+            "[10, 20]",
+            "[10, 9223372036854775807]",
+            "12:16",
+            "between -1000000000 and 1000000000",
+        ),
+        (
+            "duration_ms = 2000",
+            "duration_ms = 9223372036854775807",
+            "5:15",
+            "between 1 and 1000000000",
+        ),
+        // A run of zero length would be a vacuous SAFE.
+        (
+            "duration_ms = 2000",
+            "duration_ms = 0",
+            "5:15",
+            "between 1 and 1000000000",
+        ),
+    ] {
+        let (code, out, err) = lockcheck_run_text_within(&SMALL.replace(from, to));
+        assert_eq!(code, 2, "{to}: {out}{err}");
+        assert!(err.contains(&format!("range.toml:{at}: ")), "{to}: {err}");
+        assert!(err.contains(range), "{to}: {err}");
+    }
+    // Many clients times many cycles: refused, not a machine's memory.
+    let text = SMALL
+        .replace("clients = 2", "clients = 256")
+        .replace("cycles = 2", "cycles = 100000");
+    let (code, _, err) = lockcheck_run_text_within(&text);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("at most 1000000"), "{err}");
+    // Times near 2^63 in a fault.
+    let text = format!("{SMALL}[[faults]]\nkind = \"pause\"\nclient = 0\nat_ms = 0\nfor_ms = 9223372036854775000\n");
+    let (code, _, err) = lockcheck_run_text_within(&text);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("range.toml:17:10: `faults[0].for_ms` must be between"),
+        "{err}"
+    );
+}
+
+fn lockcheck_run_text_within(text: &str) -> (i32, String, String) {
+    let p = temp_scenario("range.toml", text);
+    let (code, err) = lockcheck_within(&["run", p.to_str().unwrap()], 60);
+    (code, String::new(), err)
+}
+
+#[test]
+fn positions_come_from_the_parser_not_from_searching_the_text() {
+    // `clients=0` (no space) was reported at 1:1; `hold_ms` at its comment.
+    let (code, _, err) = run_text("pos.toml", &SMALL.replace("clients = 2", "clients=0"), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("pos.toml:10:9: "), "{err}");
+    let (code, _, err) = run_text("pos.toml", &SMALL.replace("[10, 20]", "[20, 10]"), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("pos.toml:12:11: `hold_ms` is a range"),
+        "{err}"
+    );
+    let text = SMALL.replace("ttl_ms = 500", "ttl_ms=0");
+    let (code, _, err) = run_text("pos.toml", &text, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("pos.toml:8:8: `ttl_ms` must be at least 1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn invalid_utf8_is_located_and_large_files_refused() {
+    let mut bytes = b"name = \"x\"\nabout = \"caf".to_vec();
+    bytes.extend_from_slice(&[0xff, b'"', b'\n']);
+    let p = temp_scenario("utf8.toml", "");
+    std::fs::write(&p, bytes).unwrap();
+    let (code, _, err) = lockcheck(&["run", p.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("utf8.toml:2:13: invalid UTF-8"), "{err}");
+    let big = format!("{SMALL}{}", "# padding\n".repeat(200_000));
+    let (code, _, err) = run_text("big.toml", &big, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("larger than the 1024 KiB"), "{err}");
+}
+
+#[test]
+fn junk_in_range_arrays_is_an_error() {
+    for junk in ["[10, 20, 99]", "[10, 20, \"x\"]", "[10]"] {
+        let (code, out, err) = run_text("junk.toml", &SMALL.replace("[10, 20]", junk), &[]);
+        assert_eq!(code, 2, "{junk}: {out}{err}");
+        assert!(err.contains("junk.toml:12:"), "{junk}: {err}");
+        assert!(
+            err.contains("`workload.hold_ms` is a range [low, high] of exactly two numbers"),
+            "{junk}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_fault_after_the_end_is_an_error() {
+    let fault = "[[faults]]\nkind = \"pause\"\nclient = 0\nat_ms = 2000\nfor_ms = 10\n";
+    let (code, _, err) = run_text("late.toml", &format!("{SMALL}{fault}"), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("late.toml:16:9: `at_ms = 2000` is not before the end"),
+        "{err}"
+    );
+    let fault = "[[faults]]\nkind = \"pause\"\non = \"acquired\"\nafter_ms = 5000\nfor_ms = 10\n";
+    let (code, _, err) = run_text("late.toml", &format!("{SMALL}{fault}"), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("late.toml:16:12: `after_ms = 5000`"), "{err}");
+    let fault = "[[faults]]\nkind = \"pause\"\nclient = 0\nat_ms = 1999\nfor_ms = 10\n";
+    let (code, out, err) = run_text("late.toml", &format!("{SMALL}{fault}"), &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn real_mode_warns_about_settings_it_cannot_apply() {
+    let text = SMALL.replace(
+        "[workload]",
+        "[redis]\nreplicas = 1\nlatency_ms = [50, 80]\nreplication_lag_ms = [100, 200]\n[workload]",
+    );
+    let p = temp_scenario("real.toml", &text);
+    // No redis-server: the run stops (exit 2) right after the warnings.
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(["run", p.to_str().unwrap(), "--real"])
+        .env("LOCKCHECK_REDIS_SERVER", "/nonexistent/redis-server")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning: ")
+            && err.contains("`[redis] latency_ms = [50, 80]` is simulated only"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`[redis] replication_lag_ms = [100, 200]` is simulated only"),
+        "{err}"
+    );
+    // The simulator applies them: no warning there.
+    let (code, _, err) = run_text("real.toml", &text, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+}
+
+#[test]
+fn cycles_cut_short_by_the_duration_are_reported() {
+    let text = SMALL
+        .replace("cycles = 2", "cycles = 50")
+        .replace("duration_ms = 2000", "duration_ms = 300");
+    let (code, out, err) = run_text("short.toml", &text, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("warning: cycles cut short: the run ended (duration_ms = 300) before every client started its 50 cycles (client-0 "), "{out}");
+    let (_, out, _) = run_text("short.toml", &text, &["--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["cycles_cut_short"]["planned"], 50, "{out}");
+    assert!(
+        v["cycles_cut_short"]["started"]["client-0"]
+            .as_u64()
+            .unwrap()
+            < 50,
+        "{out}"
+    );
+    // A run long enough for its cycles says nothing.
+    let (_, out, _) = run_text("short.toml", SMALL, &[]);
+    assert!(!out.contains("cut short"), "{out}");
+    let (_, out, _) = run_text("short.toml", SMALL, &["--json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(v["cycles_cut_short"].is_null(), "{out}");
+}
+
+#[test]
+fn bundled_scenarios_are_looked_up_at_run_time_not_compiled_in() {
+    let elsewhere = std::env::temp_dir().join(format!("lockcheck-nowhere-{}", std::process::id()));
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .arg("list")
+        .current_dir(&elsewhere)
+        .env_remove("LOCKCHECK_SCENARIOS")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("failover-lock-loss"), "{text}");
+    assert!(text.contains("LOCKCHECK_SCENARIOS"), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .arg("list")
+        .current_dir(&elsewhere)
+        .env(
+            "LOCKCHECK_SCENARIOS",
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"),
+        )
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("failover-lock-loss"), "{text}");
+    // `table` without a directory, and none here: exit 2, saying where it looked.
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(["table", "--seeds", "1"])
+        .current_dir(&elsewhere)
+        .env_remove("LOCKCHECK_SCENARIOS")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("LOCKCHECK_SCENARIOS"));
+}
+
+/// Every `LOCKCHECK_*` variable the code reads or sets is in the README.
+#[test]
+fn readme_documents_every_lockcheck_variable() {
+    fn scan(dir: &Path, found: &mut std::collections::BTreeSet<String>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                scan(&p, found);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                for (i, _) in text.match_indices("LOCKCHECK_") {
+                    let name: String = text[i..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                        .collect();
+                    if name.len() > "LOCKCHECK_".len() && !name.ends_with('_') {
+                        found.insert(name);
+                    }
+                }
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = std::collections::BTreeSet::new();
+    for d in ["src", "tests", "benches"] {
+        scan(&root.join(d), &mut found);
+    }
+    assert!(found.contains("LOCKCHECK_REDIS_SERVER"), "{found:?}");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let missing: Vec<_> = found
+        .iter()
+        .filter(|v| !readme.contains(&format!("`{v}`")))
+        .collect();
+    assert!(missing.is_empty(), "not in README.md: {missing:?}");
+}

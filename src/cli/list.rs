@@ -3,10 +3,27 @@
 use crate::lock::LockKind;
 use crate::scenario::{Scenario, FAULT_KINDS, WORKLOAD_POINTS};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::PathBuf;
 
-/// The bundled scenarios' directory, next to the crate.
-pub const SCENARIO_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+/// The variable that names the bundled scenarios' directory.
+pub const SCENARIOS_ENV: &str = "LOCKCHECK_SCENARIOS";
+
+/// The bundled scenarios' directory, looked up when the program runs (never compiled in, so an
+/// installed binary does not depend on the source tree it was built from): `$LOCKCHECK_SCENARIOS`
+/// when set, else `scenarios/` in the current directory (the checkout's root).
+pub fn scenario_dir() -> Result<PathBuf, String> {
+    if let Some(dir) = std::env::var_os(SCENARIOS_ENV) {
+        return Ok(PathBuf::from(dir));
+    }
+    let here = PathBuf::from("scenarios");
+    if here.is_dir() {
+        Ok(here)
+    } else {
+        Err(format!(
+            "no bundled scenarios here: run from the lockcheck checkout (its `scenarios/`), set {SCENARIOS_ENV}=<dir>, or name a directory"
+        ))
+    }
+}
 
 /// The listing text.
 pub fn list() -> String {
@@ -26,7 +43,8 @@ pub fn list() -> String {
         }
     }
     out.push_str("scenarios:\n");
-    match crate::runner::scenario_files(Path::new(SCENARIO_DIR)) {
+    let files = scenario_dir().and_then(|d| super::run::scenario_files(&d).map_err(|e| e.0));
+    match files {
         Ok(files) => {
             for f in files {
                 match Scenario::load(&f) {

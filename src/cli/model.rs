@@ -73,12 +73,12 @@ impl ModelCommand {
             }
         };
         if self.json {
-            println!(
+            crate::outln!(
                 "{}",
                 serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
             );
         } else {
-            print!("{}", report.to_text());
+            crate::out!("{}", report.to_text());
         }
         if let Some(path) = &self.emit_scenario {
             if let Err(code) = emit(&report, path) {

@@ -66,6 +66,9 @@ pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
             let _ = writeln!(out, "{f}");
         }
     }
+    if let Some(c) = super::cut_short::cut_short(scenario, &r.history) {
+        let _ = writeln!(out, "  warning: {c}");
+    }
     let _ = writeln!(
         out,
         "  history: {} events, trace {}",
@@ -117,8 +120,10 @@ pub fn json(scenario: &Scenario, o: &SeedsOutcome) -> serde_json::Value {
             (name.clone(), obj)
         })
         .collect();
+    let cut_short = super::cut_short::cut_short(scenario, &r.history).map(|c| c.json());
     serde_json::json!({
         "scenario": scenario.name,
+        "cycles_cut_short": cut_short,
         "mode": r.mode.name(),
         "seed": r.seed,
         "seeds_run": o.seeds_run,

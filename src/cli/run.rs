@@ -14,6 +14,9 @@ pub const EXIT_MISMATCH: i32 = 1;
 /// Exit code for bad input or a missing dependency.
 pub const EXIT_BAD_INPUT: i32 = 2;
 
+/// The most seeds one `--seeds` may ask for.
+pub const MAX_SEEDS: u64 = 10_000_000;
+
 /// An error that stops a run before any verdict: bad input or a missing dependency.
 #[derive(Debug)]
 pub struct BadInput(pub String);
@@ -78,7 +81,12 @@ pub fn run_scenario(
     opts: &RunOptions,
 ) -> Result<Option<SeedsOutcome>, BadInput> {
     let first = opts.seed.unwrap_or(scenario.seed);
-    let n = opts.seeds.unwrap_or(1).max(1);
+    let n = opts.seeds.unwrap_or(1);
+    if !(1..=MAX_SEEDS).contains(&n) {
+        return Err(BadInput(format!(
+            "--seeds {n}: give a number of seeds from 1 to {MAX_SEEDS}"
+        )));
+    }
     let indices = opts.shard.unwrap_or(Shard::WHOLE).indices(n);
     let bar = if n > 1 {
         crate::progress::bar(indices.len() as u64, "seeds")
@@ -158,6 +166,16 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
             }
         }
     }
+    if opts.real {
+        for s in &scenarios {
+            for w in crate::scenario::input::real_mode_warnings(s) {
+                eprintln!(
+                    "warning: {}: {w}",
+                    s.path.as_deref().unwrap_or(path).display()
+                );
+            }
+        }
+    }
     let directory = path.is_dir();
     let mut all_match = true;
     let mut json_results = Vec::new();
@@ -196,12 +214,12 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
             if opts.json {
                 json_results.push(report::json(s, &outcome));
             } else if directory {
-                println!("{}", report::line(s, &outcome));
+                crate::outln!("{}", report::line(s, &outcome));
             } else {
-                print!("{}", report::text(s, &outcome));
+                crate::out!("{}", report::text(s, &outcome));
                 if opts.history {
-                    println!("history:");
-                    print!("{}", outcome.shown.history.render());
+                    crate::outln!("history:");
+                    crate::out!("{}", outcome.shown.history.render());
                 }
             }
             true
@@ -213,7 +231,7 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
     }
     if ran == 0 && !directory {
         let shard = opts.shard.unwrap_or(Shard::WHOLE);
-        println!("shard {shard}: no seeds to run");
+        crate::outln!("shard {shard}: no seeds to run");
         return EXIT_MATCH;
     }
     if opts.json {
@@ -222,10 +240,10 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
         } else {
             json_results.pop().unwrap_or_default()
         };
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        crate::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else if directory {
         let passed = ran;
-        println!(
+        crate::outln!(
             "{} scenario(s): {}",
             passed,
             if all_match {

@@ -167,9 +167,9 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
     });
     if opts.json {
         let v = report::json(&base, &result, written.as_ref());
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        crate::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
-        print!("{}", report::text(&base, &result, written.as_ref()));
+        crate::out!("{}", report::text(&base, &result, written.as_ref()));
     }
     eprintln!("{}", report::timing(&result, opts.jobs));
     if result.found.is_some() {

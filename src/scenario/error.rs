@@ -44,6 +44,8 @@ pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 pub(super) struct Ctx<'a> {
     pub(super) file: &'a str,
     pub(super) text: &'a str,
+    /// Where each key's value is (the parser's spans).
+    pub(super) spans: super::input::Spans<'a>,
 }
 
 impl Ctx<'_> {

@@ -13,6 +13,7 @@
 
 pub mod error;
 pub mod fault;
+pub mod input;
 pub mod spec;
 #[cfg(test)]
 mod tests;
@@ -72,11 +73,29 @@ pub struct Scenario {
 impl Scenario {
     /// Reads and validates a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-            file: path.display().to_string(),
-            line: 0,
-            column: 0,
-            message: format!("cannot read scenario file: {e}"),
+        let file = path.display().to_string();
+        let text = input::read_file(path).map_err(|e| match e {
+            input::ReadError::Io(message) => ScenarioError {
+                file: file.clone(),
+                line: 0,
+                column: 0,
+                message,
+            },
+            input::ReadError::Utf8 {
+                before,
+                offset,
+                byte,
+            } => {
+                let (line, column) = error::line_col(&before, offset);
+                ScenarioError {
+                    file: file.clone(),
+                    line,
+                    column,
+                    message: format!(
+                        "invalid UTF-8 (byte 0x{byte:02x} at byte offset {offset}): a scenario file is UTF-8 text"
+                    ),
+                }
+            }
         })?;
         let mut s = Scenario::parse(&path.display().to_string(), &text)?;
         s.path = Some(path.to_path_buf());
@@ -85,7 +104,20 @@ impl Scenario {
 
     /// Parses and validates scenario text; `file` is only used in messages.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-        let ctx = Ctx { file, text };
+        let located = |e: input::InputError| {
+            let (line, column) = error::line_col(text, e.span.unwrap_or(0..0).start);
+            ScenarioError {
+                file: file.to_string(),
+                line,
+                column,
+                message: e.message,
+            }
+        };
+        // Syntax and the numbers' ranges first, from the parser's spans: an out-of-range number
+        // gets its allowed range, not a type's overflow message.
+        let spans = input::Spans::parse(text).map_err(located)?;
+        spans.check_limits().map_err(located)?;
+        let ctx = Ctx { file, text, spans };
         let raw: RawScenario = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             ctx.err(span, e.message().trim().to_string())
@@ -111,11 +143,17 @@ impl Scenario {
             .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
         let nodes = scenario.node_names();
         validate::clock_nodes(&ctx, &scenario, &nodes)?;
-        let faults = raw
-            .faults
-            .into_iter()
-            .map(|f| fault::convert(&ctx, f, &nodes, &scenario))
-            .collect::<Result<_, _>>()?;
+        let mut faults = Vec::new();
+        for (i, f) in raw.faults.into_iter().enumerate() {
+            let fault = fault::convert(&ctx, f, &nodes, &scenario)?;
+            // A fault that cannot fire before the run ends would make a vacuous verdict.
+            if let Some((key, message)) =
+                input::fires_after_end(&fault.trigger, scenario.duration_ms)
+            {
+                return Err(ctx.err(ctx.spans.fault(i, key), message));
+            }
+            faults.push(fault);
+        }
         let scenario = Scenario { faults, ..scenario };
         if let Some(table) = &raw.explore {
             crate::explore::Space::of(&scenario).map_err(|m| ctx.err(table.span(), m))?;

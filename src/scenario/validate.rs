@@ -65,15 +65,10 @@ pub(super) fn numbers(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> 
     counts(ctx, s)
 }
 
-/// Where to point for a key found after deserializing (which loses spans): the key's first
-/// occurrence if we can find it, the start of the file otherwise.
+/// Where to point for a key found after deserializing (which loses spans): its value, from the
+/// parser's spans (never by searching the text, which finds comments and strings too).
 pub(super) fn at(ctx: &Ctx<'_>, key: &str) -> Range<usize> {
-    let off = ctx
-        .text
-        .find(&format!("{key} "))
-        .or_else(|| ctx.text.find(key))
-        .unwrap_or(0);
-    off..off
+    ctx.spans.find(key)
 }
 
 /// `[low, high]` ranges need low <= high; a clock may not stand still.

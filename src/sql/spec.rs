@@ -114,7 +114,7 @@ pub fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
         &both[1..],
     )?;
     only("fencing", l.fencing.is_some(), &both[1..])?;
-    only("[database]", has_database, &both)?;
+    only("database", has_database, &both)?;
     if !kind.is_mysql() {
         return Ok(());
     }
@@ -154,15 +154,23 @@ pub fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
             "`latency_ms` is a range [low, high] and needs low <= high".into(),
         ));
     }
+    // MariaDB's own upper bounds are larger; a year keeps every millisecond sum in range.
+    const YEAR_S: u64 = 31_536_000;
+    if l.lock_wait_timeout_s.is_some_and(|s| s > YEAR_S) || d.wait_timeout_s > YEAR_S {
+        return Err((
+            Some("database"),
+            format!("`lock_wait_timeout_s` and `wait_timeout_s` must be at most {YEAR_S} (a year)"),
+        ));
+    }
     if d.wait_timeout_s == 0 || d.request_timeout_ms == Some(0) {
         return Err((
-            Some("[database]"),
+            Some("database"),
             "`wait_timeout_s` and `request_timeout_ms` must be at least 1".into(),
         ));
     }
     if !s.clocks.is_perfect() {
         return Err((
-            Some("[clocks]"),
+            Some("clocks"),
             "the MySQL locks run with true clocks: `[clocks]` is not supported with them".into(),
         ));
     }
@@ -175,14 +183,14 @@ pub fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
                     nodes.iter().chain(from).any(|n| n == SERVER) || from.is_empty();
                 if !touches_server {
                     return Err((
-                        Some("partition"),
+                        Some("faults"),
                         format!("a partition of a MySQL scenario cuts clients from `{SERVER}`"),
                     ));
                 }
             }
             other => {
                 return Err((
-                    Some("[[faults]]"),
+                    Some("faults"),
                     format!(
                         "fault {other:?} is not modelled for the MySQL locks; they take client \
                          `pause`, client `crash`, `crash` of `{SERVER}` (with `restart_after_ms`) \
