@@ -79,6 +79,20 @@ pub struct ClientPlan {
 }
 
 impl ClientPlan {
+    /// Client `index`'s plan in `scenario`; no new cycle starts at or after `stop_at_us`.
+    pub fn for_scenario(scenario: &crate::scenario::Scenario, index: u32, stop_at_us: u64) -> Self {
+        ClientPlan {
+            index,
+            cycles: scenario.workload.cycles,
+            hold_ms: scenario.workload.hold_ms,
+            think_ms: scenario.workload.think_ms,
+            stop_at_us,
+            workload: scenario.workload.kind,
+            nested: scenario.workload.nested,
+            check_validity_before_write: scenario.lock.check_validity_before_write,
+        }
+    }
+
     /// The client's node name in the history.
     pub fn name(&self) -> String {
         format!("client-{}", self.index)

@@ -116,6 +116,10 @@ pub enum LockKind {
     /// The user's own client program in any language, driven over the client protocol
     /// (`command = [...]`; real mode only).
     Process,
+    /// `SELECT … FOR UPDATE` in a transaction on MySQL/MariaDB (the MySQL locks article).
+    MysqlForUpdate,
+    /// A row inserted under a unique key, with an optional cleanup job (the MySQL locks article).
+    MysqlInsertUnique,
 }
 
 impl LockKind {
@@ -129,6 +133,8 @@ impl LockKind {
         LockKind::Fenced,
         LockKind::Redlock,
         LockKind::Process,
+        LockKind::MysqlForUpdate,
+        LockKind::MysqlInsertUnique,
     ];
 
     /// The name scenario files and reports use (`set-nx-px`, ...).
@@ -142,6 +148,8 @@ impl LockKind {
             LockKind::Fenced => "fenced",
             LockKind::Redlock => "redlock",
             LockKind::Process => "process",
+            LockKind::MysqlForUpdate => "mysql-for-update",
+            LockKind::MysqlInsertUnique => "mysql-insert-unique",
         }
     }
 
@@ -172,7 +180,18 @@ impl LockKind {
             LockKind::Process => {
                 "your own client program (any language) over the JSON-lines client protocol; real mode only (docs/client-protocol.md)"
             }
+            LockKind::MysqlForUpdate => {
+                "MySQL: BEGIN; SELECT … FOR UPDATE on the lock's row; COMMIT to release; the row lock lives as long as the transaction (the MySQL locks article, docs/mysql.md)"
+            }
+            LockKind::MysqlInsertUnique => {
+                "MySQL: INSERT the lock name under a unique key, duplicate key = busy; DELETE by owner to release; optional age-based cleanup job (the MySQL locks article, docs/mysql.md)"
+            }
         }
+    }
+
+    /// Whether the kind is one of the MySQL locks (its own worlds: a database, not Redis).
+    pub fn is_mysql(self) -> bool {
+        matches!(self, LockKind::MysqlForUpdate | LockKind::MysqlInsertUnique)
     }
 
     /// Whether the kind has a lease of its own when the scenario sets no `ttl_ms`.
@@ -245,7 +264,11 @@ where
             LockKind::Redisson => AnyLock::Redisson(Redisson::new(conns.remove(0), env, config)),
             LockKind::Fenced => AnyLock::Fenced(Fenced::new(conns.remove(0), env, config)),
             LockKind::Redlock => AnyLock::Redlock(Redlock::new(conns, env, config)),
-            LockKind::Process => AnyLock::External(kind),
+            // The MySQL locks run on a database connection, built by their own worlds
+            // (`sql::sim_world`, `sql::real_world`) as `sql::SqlLock`.
+            LockKind::Process | LockKind::MysqlForUpdate | LockKind::MysqlInsertUnique => {
+                AnyLock::External(kind)
+            }
         }
     }
 }

@@ -66,7 +66,7 @@ pub async fn prepare<C: SqlConn>(
     options: &MysqlOptions,
     key: &str,
 ) -> Result<(), SqlError> {
-    options.prepare(conn).await?;
+    options.prepare(conn, key).await?;
     let insert = MysqlForUpdate::<C, ()>::insert_row_sql(options, key);
     match conn.execute(&insert).await {
         Ok(_) => Ok(()),

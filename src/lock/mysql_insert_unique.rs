@@ -35,6 +35,34 @@ impl<C, E> MysqlInsertUnique<C, E> {
     }
 }
 
+impl<C: SqlConn, E> MysqlInsertUnique<C, E> {
+    /// The next fencing token: read the lock's counter row, then compare-and-set it one higher
+    /// (autocommit; a concurrent bump makes the set match no row, and it reads again).
+    async fn next_token(&mut self) -> Result<u64, SqlError> {
+        let table = self.options.fence_table();
+        let key = quote(&self.config.key);
+        loop {
+            let rows = self
+                .conn
+                .query(&format!("SELECT token FROM {table} WHERE name = {key}"))
+                .await?;
+            let Some(crate::sql::Value::Int(t)) = rows.first().and_then(|r| r.first()) else {
+                return Err(SqlError::Unsupported(format!(
+                    "fencing counter row for {key} missing in {table}"
+                )));
+            };
+            let t = *t;
+            let set = format!(
+                "UPDATE {table} SET token = {} WHERE name = {key} AND token = {t}",
+                t + 1
+            );
+            if self.conn.execute(&set).await? == 1 {
+                return Ok(t as u64 + 1);
+            }
+        }
+    }
+}
+
 impl<C, E> Lock for MysqlInsertUnique<C, E>
 where
     C: SqlConn + Sync + 'static,
@@ -58,9 +86,14 @@ where
                         Some(c) => started + c.lease_ms,
                         None => u64::MAX,
                     };
+                    let fencing_token = if self.options.fencing {
+                        Some(self.next_token().await?)
+                    } else {
+                        None
+                    };
                     return Ok(Some(Guard {
                         owner,
-                        fencing_token: None,
+                        fencing_token,
                         acquired_at_ms: started,
                         valid_until_ms,
                     }));

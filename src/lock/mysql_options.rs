@@ -8,7 +8,8 @@ use crate::sql::SqlConn;
 use crate::sql::SqlError;
 
 /// What a locking read does when another transaction holds the row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum WaitMode {
     /// Wait inside the server, up to `innodb_lock_wait_timeout` (error 1205 after it).
     #[default]
@@ -38,6 +39,9 @@ pub struct MysqlOptions {
     pub wait_mode: WaitMode,
     /// The unique-key lock's cleanup job; `None` is the article's lock without one.
     pub cleanup: Option<Cleanup>,
+    /// The unique-key lock hands out a fencing token with each grant: a counter row (in
+    /// `<table>_fence`) bumped by a compare-and-set after the insert.
+    pub fencing: bool,
 }
 
 impl Default for MysqlOptions {
@@ -47,6 +51,7 @@ impl Default for MysqlOptions {
             lock_wait_timeout_s: 50,
             wait_mode: WaitMode::Wait,
             cleanup: None,
+            fencing: false,
         }
     }
 }
@@ -61,12 +66,37 @@ impl MysqlOptions {
         )
     }
 
-    /// Creates the lock table (once, before any client runs); an existing table is kept.
-    pub async fn prepare<C: SqlConn>(&self, conn: &mut C) -> Result<(), SqlError> {
-        match conn.execute(&self.create_table()).await {
-            Ok(_) => Ok(()),
-            Err(e) if e.code() == Some(1050) => Ok(()),
-            Err(e) => Err(e),
+    /// The fencing counter table: one row per lock name with the last token handed out.
+    pub fn fence_table(&self) -> String {
+        format!("{}_fence", self.table)
+    }
+
+    /// Creates the lock table (once, before any client runs); an existing table is kept. With
+    /// `fencing`, also the counter table and the lock's counter row.
+    pub async fn prepare<C: SqlConn>(&self, conn: &mut C, key: &str) -> Result<(), SqlError> {
+        ignore(conn.execute(&self.create_table()).await, 1050)?;
+        if self.fencing {
+            let create = format!(
+                "CREATE TABLE {} (name VARCHAR(64) NOT NULL PRIMARY KEY, token BIGINT) ENGINE=InnoDB",
+                self.fence_table()
+            );
+            ignore(conn.execute(&create).await, 1050)?;
+            let row = format!(
+                "INSERT INTO {} (name, token) VALUES ({}, 0)",
+                self.fence_table(),
+                crate::sql::value::quote(key)
+            );
+            ignore(conn.execute(&row).await, crate::sql::error::ER_DUP_ENTRY)?;
         }
+        Ok(())
+    }
+}
+
+/// `r`, with the server error `code` (the thing already exists) taken as success.
+fn ignore(r: Result<u64, SqlError>, code: u16) -> Result<(), SqlError> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == Some(code) => Ok(()),
+        Err(e) => Err(e),
     }
 }

@@ -38,6 +38,9 @@ pub use super::plan::real_mode_unsupported;
 /// draws of a `[clocks]` table; real runs are not deterministic. A `kind = "process"` lock runs
 /// the scenario's client program, one process per client.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
+    if scenario.lock.kind.is_mysql() {
+        return crate::sql::real_world::run(scenario, seed);
+    }
     run_on(scenario, seed, None)
 }
 
@@ -50,6 +53,12 @@ pub fn run_external(
     seed: u64,
     ext: &ExternalRedis,
 ) -> Result<History, RealError> {
+    if scenario.lock.kind.is_mysql() {
+        return Err(RealError::External(format!(
+            "{}: --redis does not apply to the MySQL locks (they use a spawned MariaDB)",
+            scenario.name
+        )));
+    }
     if let Some(why) = external::refusal(scenario, ext) {
         return Err(RealError::External(why));
     }
@@ -339,16 +348,7 @@ where
             .clone()
             .with_gate(nemesis.gates[c as usize].clone())
             .with_points(points);
-        let plan = ClientPlan {
-            index: c,
-            cycles: scenario.workload.cycles,
-            hold_ms: scenario.workload.hold_ms,
-            think_ms: scenario.workload.think_ms,
-            stop_at_us,
-            workload: scenario.workload.kind,
-            nested: scenario.workload.nested,
-            check_validity_before_write: scenario.lock.check_validity_before_write,
-        };
+        let plan = ClientPlan::for_scenario(scenario, c, stop_at_us);
         let store = Store::new(RoutedConnection::new(storage.clone(), timeouts));
         let late = nemesis.start_delay(c);
         let client: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =

@@ -143,7 +143,7 @@ impl<'a> Spans<'a> {
     /// The span of `key`'s value in the first of `[lock]`, `[redis]`, `[workload]`, `[clocks]`
     /// and the top level that has it (so `kind` is the lock's); the file's start when none has.
     pub fn find(&self, key: &str) -> Range<usize> {
-        ["lock", "redis", "workload", "clocks"]
+        ["lock", "redis", "workload", "clocks", "database"]
             .iter()
             .find_map(|t| self.doc.get(t).and_then(|t| t.get(key)))
             .or_else(|| self.doc.get(key))

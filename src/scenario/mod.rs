@@ -62,6 +62,8 @@ pub struct Scenario {
     pub workload: WorkloadSpec,
     /// Node clocks at the start of the run (offsets and drifts; faults change them later).
     pub clocks: ClocksSpec,
+    /// `[database]`: the MySQL locks' server (docs/mysql.md).
+    pub database: crate::sql::spec::DatabaseSpec,
     /// `[[faults]]`: the fault schedule, in file order.
     pub faults: Vec<Fault>,
     /// `[checks]`: the checkers' settings (liveness bound, minimum throughput).
@@ -148,6 +150,7 @@ impl Scenario {
             redis: raw.redis,
             workload: raw.workload,
             clocks: raw.clocks,
+            database: raw.database.clone().unwrap_or_default(),
             faults: Vec::new(),
             checks: raw.checks,
             lock_points: lock_points.to_vec(),
@@ -155,6 +158,8 @@ impl Scenario {
             path: None,
         };
         validate::numbers(&ctx, &scenario)?;
+        crate::sql::spec::validate(&scenario, raw.database.is_some())
+            .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
         let nodes = scenario.node_names();
         validate::clock_nodes(&ctx, &scenario, &nodes)?;
         let mut faults = Vec::new();
@@ -178,7 +183,10 @@ impl Scenario {
     /// Every node name this scenario's topology has, in a fixed order.
     pub fn node_names(&self) -> Vec<String> {
         let mut v = Vec::new();
-        for m in 0..self.redis.masters {
+        if self.lock.kind.is_mysql() {
+            v.push(crate::sql::spec::SERVER.to_string());
+        }
+        for m in 0..self.redis.masters * u32::from(!self.lock.kind.is_mysql()) {
             v.push(format!("redis-{m}"));
             for r in 0..self.redis.replicas {
                 v.push(format!("redis-{m}-replica-{r}"));

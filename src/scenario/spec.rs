@@ -50,6 +50,17 @@ pub struct LockSpec {
     /// (a path with a `/` is relative to the scenario file's directory).
     #[serde(default)]
     pub command: Option<Vec<String>>,
+    // The MySQL locks' keys (docs/mysql.md); checked in `sql::spec`.
+    /// `innodb_lock_wait_timeout` of the lock's sessions, whole seconds (default 50).
+    pub lock_wait_timeout_s: Option<u64>,
+    /// `mysql-for-update`: `"wait"` (default), `"nowait"` or `"skip-locked"`.
+    pub for_update: Option<crate::lock::mysql_options::WaitMode>,
+    /// `mysql-insert-unique`: the cleanup job deletes lock rows older than this (no job if absent).
+    pub cleanup_lease_ms: Option<u64>,
+    /// `mysql-insert-unique`: how often the cleanup job runs (default: a tenth of the lease).
+    pub cleanup_interval_ms: Option<u64>,
+    /// `mysql-insert-unique`: each grant takes a fencing token from a counter row.
+    pub fencing: Option<bool>,
 }
 
 pub use crate::lock::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS;
@@ -58,6 +69,9 @@ impl LockSpec {
     /// The lease a grant gets: `ttl_ms`, or for a lock with a default lease (Redisson's watchdog
     /// mode) its watchdog timeout.
     pub fn lease_ms(&self) -> u64 {
+        if let Some(ms) = crate::sql::spec::lease_ms(self) {
+            return ms;
+        }
         self.ttl_ms.unwrap_or(
             self.watchdog_timeout_ms
                 .unwrap_or(DEFAULT_WATCHDOG_TIMEOUT_MS),
@@ -333,6 +347,7 @@ pub(super) struct RawScenario {
     pub(super) workload: WorkloadSpec,
     #[serde(default)]
     pub(super) clocks: ClocksSpec,
+    pub(super) database: Option<crate::sql::spec::DatabaseSpec>,
     #[serde(default)]
     pub(super) faults: Vec<Spanned<RawFault>>,
     #[serde(default)]

@@ -94,7 +94,7 @@ fn checks(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
 
 /// Where to point for a key found after deserializing (which loses spans): its value, from the
 /// parser's spans (never by searching the text, which finds comments and strings too).
-fn at(ctx: &Ctx<'_>, key: &str) -> Range<usize> {
+pub(super) fn at(ctx: &Ctx<'_>, key: &str) -> Range<usize> {
     ctx.spans.find(key)
 }
 
@@ -142,7 +142,7 @@ fn lease(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     if lock.ttl_ms == Some(0) {
         return Err(ctx.err(at(ctx, "ttl_ms"), "`ttl_ms` must be at least 1"));
     }
-    if lock.ttl_ms.is_none() && !lock.kind.has_default_lease() {
+    if lock.ttl_ms.is_none() && !lock.kind.has_default_lease() && !lock.kind.is_mysql() {
         return Err(ctx.err(
             at(ctx, "kind"),
             format!(

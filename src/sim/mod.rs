@@ -41,6 +41,9 @@ pub struct SimRun {
 /// Runs `scenario` with `seed` using the lock kind the scenario names.
 pub fn run(scenario: &Scenario, seed: u64) -> SimRun {
     let kind = scenario.lock.kind;
+    if kind.is_mysql() {
+        return crate::sql::sim_world::run(scenario, seed);
+    }
     run_with(scenario, seed, move |config, conns, env| {
         AnyLock::build(kind, config, conns, env)
     })
@@ -148,16 +151,7 @@ where
         };
         let env = SimEnv::new(clocks.clone(), index).with_points(points);
         let lock = make_lock(lock_config.clone(), conns, env.clone());
-        let plan = ClientPlan {
-            index: c as u32,
-            cycles: scenario.workload.cycles,
-            hold_ms: scenario.workload.hold_ms,
-            think_ms: scenario.workload.think_ms,
-            stop_at_us,
-            workload: scenario.workload.kind,
-            nested: scenario.workload.nested,
-            check_validity_before_write: scenario.lock.check_validity_before_write,
-        };
+        let plan = ClientPlan::for_scenario(scenario, c as u32, stop_at_us);
         handles.push(node.spawn(run_client(
             plan,
             lock,

@@ -130,6 +130,11 @@ impl Engine {
         }
     }
 
+    /// Every connected session, in id order.
+    pub fn session_ids(&self) -> Vec<SessionId> {
+        self.sessions.keys().copied().collect()
+    }
+
     /// Whether the session is still connected.
     pub fn is_connected(&self, s: SessionId) -> bool {
         self.sessions.contains_key(&s)

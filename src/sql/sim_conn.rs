@@ -77,7 +77,24 @@ impl SharedEngine {
             server: self.clone(),
             session,
             env,
+            attached: true,
         }
+    }
+
+    /// A server crash: every session is gone and rolled back (committed rows stay, as InnoDB's
+    /// crash recovery keeps them).
+    pub fn crash(&self) {
+        let sessions = self.with_engine(|e| e.session_ids());
+        for s in sessions {
+            self.kill(s);
+        }
+    }
+
+    /// The server closes sessions idle for `wait_timeout_ms`; returns how many it closed.
+    pub fn reap_idle(&self, wait_timeout_ms: u64) -> usize {
+        let now = self.now_ms();
+        self.with_engine(|e| e.reap_idle(now, wait_timeout_ms))
+            .len()
     }
 
     /// Disconnects a session as a dead client would (the server rolls it back).
@@ -143,6 +160,8 @@ pub struct SimSqlConn<E> {
     server: SharedEngine,
     session: SessionId,
     env: E,
+    /// Whether dropping this connection closes the session (see [`SimSqlConn::detach`]).
+    attached: bool,
 }
 
 impl<E> SimSqlConn<E> {
@@ -150,12 +169,27 @@ impl<E> SimSqlConn<E> {
     pub fn session(&self) -> SessionId {
         self.session
     }
+
+    /// The client goes away without the server hearing of it (its socket closes behind a
+    /// partition): the session lives on, idle, until `wait_timeout` closes it.
+    pub fn detach(mut self) {
+        self.attached = false;
+    }
+}
+
+impl<E: Env> SimSqlConn<E> {
+    /// Runs a statement and returns its raw output.
+    pub async fn run(&mut self, sql: &str) -> Result<Output, SqlError> {
+        self.server.run(&self.env, self.session, sql).await
+    }
 }
 
 impl<E> Drop for SimSqlConn<E> {
     /// A dropped connection is a closed socket: the server rolls back and releases its locks.
     fn drop(&mut self) {
-        self.server.kill(self.session);
+        if self.attached {
+            self.server.kill(self.session);
+        }
     }
 }
 

@@ -105,7 +105,10 @@ async fn for_update_contention<C: SqlConn + Sync + 'static>(mut conns: Vec<C>, m
 
 async fn insert_unique_contention<C: SqlConn + Sync + 'static>(mut conns: Vec<C>) {
     let options = MysqlOptions::default();
-    options.prepare(&mut conns[0]).await.unwrap();
+    options
+        .prepare(&mut conns[0], "lockcheck:lock")
+        .await
+        .unwrap();
     let locks: Vec<_> = conns
         .into_iter()
         .map(|c| MysqlInsertUnique::new(c, RealEnv::default(), config(20_000), options.clone()))
@@ -158,7 +161,7 @@ fn insert_unique_is_mutually_exclusive_on_both_databases() {
 /// The article: when the owner dies, its row stays, and nobody gets the lock again.
 async fn owner_crash_sticks<C: SqlConn + Sync + 'static>(mut owner: C, other: C) {
     let options = MysqlOptions::default();
-    options.prepare(&mut owner).await.unwrap();
+    options.prepare(&mut owner, "lockcheck:lock").await.unwrap();
     let mut first =
         MysqlInsertUnique::new(owner, RealEnv::default(), config(1000), options.clone());
     first.acquire().await.unwrap().expect("free lock");
@@ -175,7 +178,7 @@ async fn owner_crash_sticks<C: SqlConn + Sync + 'static>(mut owner: C, other: C)
 /// while the first still holds it.
 async fn age_cleanup_frees_a_live_owner<C: SqlConn + Sync + 'static>(mut a: C, b: C, mut job: C) {
     let options = MysqlOptions::default();
-    options.prepare(&mut a).await.unwrap();
+    options.prepare(&mut a, "lockcheck:lock").await.unwrap();
     let env = RealEnv::default();
     let mut first = MysqlInsertUnique::new(a, env.clone(), config(1000), options.clone());
     let held = first.acquire().await.unwrap().expect("free lock");

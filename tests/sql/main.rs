@@ -4,3 +4,4 @@
 mod differential;
 mod engine;
 mod locks;
+mod scenarios;

@@ -1,0 +1,468 @@
+//! The MySQL locks on a real MariaDB that lockcheck spawns (`real::mariadb`: its own datadir in a
+//! temporary directory, its own free port, never the machine's server on 3306), with the same
+//! lock code, workload and checkers as the simulation.
+//!
+//! Every client reaches the server through its own TCP forwarder ([`CutProxy`]), which is how a
+//! partition is made: while a client is cut off, its forwarder holds every byte (both ways) and
+//! every new connection, without closing anything, so the server sees an idle connection and
+//! closes it only at `wait_timeout` (set with `SET GLOBAL wait_timeout` from `[database]`).
+//! - Client pause: the client stalls at its trigger point (its [`Gate`] closes, as the Redis real
+//!   mode does); its connection and open transaction stay.
+//! - Client crash: the client's task is aborted where it stands, dropping its connection: the
+//!   socket closes and MariaDB rolls the transaction back.
+//! - Crash of `mysql-0`: `SIGKILL`, and after `restart_after_ms` a restart on the same port and
+//!   datadir (InnoDB crash recovery).
+//!
+//! The protected resource lives on a spawned `redis-server`, as in the Redis real mode. Every
+//! process and directory is removed when this returns, on error and on panic (the guards' `Drop`
+//! and the cleanup registry).
+
+use super::spec::SERVER;
+use super::world::{due, paused_client, prepare, SqlLock};
+use super::{RealSqlConn, SqlConn};
+use crate::env::{Gate, PointHook, RealEnv};
+use crate::faults::schedule::{describe_partition, Schedule};
+use crate::history::{EventKind, History, Recorder};
+use crate::lock::LockConfig;
+use crate::real::mariadb::{MariaDb, DATABASE, USER};
+use crate::real::RealError;
+use crate::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
+use crate::resource::Store;
+use crate::scenario::{FaultKind, Scenario, Trigger};
+use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// How often a held byte stream checks whether its partition healed.
+const POLL: Duration = Duration::from_millis(5);
+
+/// A TCP forwarder to the server that a partition can cut without closing anything.
+#[derive(Clone)]
+pub struct CutProxy {
+    port: u16,
+    /// How many partitions cut it now.
+    cuts: Arc<AtomicU32>,
+}
+
+impl CutProxy {
+    /// Binds a free 127.0.0.1 port and forwards every connection to `target` (call inside a
+    /// tokio runtime).
+    pub async fn start(target: u16) -> std::io::Result<CutProxy> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let proxy = CutProxy {
+            port: listener.local_addr()?.port(),
+            cuts: Arc::default(),
+        };
+        let me = proxy.clone();
+        tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                tokio::spawn(me.clone().forward(inbound, target));
+            }
+        });
+        Ok(proxy)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Starts (`true`) or ends (`false`) one partition.
+    pub fn cut(&self, on: bool) {
+        if on {
+            self.cuts.fetch_add(1, Ordering::SeqCst);
+        } else {
+            let _ = self
+                .cuts
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+        }
+    }
+
+    async fn healed(&self) {
+        while self.cuts.load(Ordering::SeqCst) > 0 {
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    async fn forward(self, inbound: TcpStream, target: u16) {
+        self.healed().await;
+        let Ok(outbound) = TcpStream::connect(("127.0.0.1", target)).await else {
+            return;
+        };
+        let (ri, wi) = inbound.into_split();
+        let (ro, wo) = outbound.into_split();
+        tokio::join!(self.pump(ri, wo), self.pump(ro, wi));
+    }
+
+    /// Copies one direction; bytes (and the end of the stream) wait while the link is cut.
+    async fn pump(
+        &self,
+        mut from: tokio::net::tcp::OwnedReadHalf,
+        mut to: tokio::net::tcp::OwnedWriteHalf,
+    ) {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = from.read(&mut buf).await.unwrap_or(0);
+            self.healed().await;
+            if n == 0 || to.write_all(&buf[..n]).await.is_err() {
+                let _ = to.shutdown().await;
+                return;
+            }
+        }
+    }
+}
+
+/// Runs a MySQL scenario on a spawned MariaDB and returns the history.
+pub fn run(scenario: &Scenario, _seed: u64) -> Result<History, RealError> {
+    check_supported(scenario)?;
+    crate::real::install_cleanup_handlers();
+    let db = Arc::new(MariaDb::spawn()?);
+    let storage = RedisServer::spawn(ServerOptions::default())?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| RealError::io("starting the tokio runtime", e))?;
+    let history = rt.block_on(drive(scenario, db.clone(), storage.url()));
+    rt.shutdown_timeout(Duration::from_secs(2));
+    drop(storage);
+    drop(db);
+    history
+}
+
+/// Why a MySQL scenario cannot run on real processes.
+fn check_supported(s: &Scenario) -> Result<(), RealError> {
+    for f in &s.faults {
+        let ok = match (&f.kind, &f.trigger) {
+            (FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }, Trigger::At(_)) => false,
+            (FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }, _) => true,
+            (FaultKind::Crash { .. } | FaultKind::Partition { .. }, _) => true,
+            _ => false,
+        };
+        if !ok {
+            return Err(RealError::Unsupported(format!(
+                "fault {:?} with trigger {:?} has no real-mode recipe for the MySQL locks (client pauses and crashes fire at a client's point, `on = ...`); run it in simulation",
+                f.kind, f.trigger
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `SET GLOBAL wait_timeout`: how long the server keeps an idle connection (new sessions).
+async fn set_wait_timeout(port: u16, s: &Scenario) -> Result<(), super::SqlError> {
+    let mut admin = RealSqlConn::connect(port, USER, DATABASE, Duration::from_secs(10)).await?;
+    admin
+        .execute(&format!(
+            "SET GLOBAL wait_timeout = {}",
+            s.database.wait_timeout_s
+        ))
+        .await?;
+    Ok(())
+}
+
+async fn drive(
+    scenario: &Scenario,
+    db: Arc<MariaDb>,
+    storage_url: String,
+) -> Result<History, RealError> {
+    let sql_err = |what: &str, e: super::SqlError| RealError::Unsupported(format!("{what}: {e}"));
+    let port = db.port();
+    set_wait_timeout(port, scenario)
+        .await
+        .map_err(|e| sql_err("setting wait_timeout", e))?;
+    {
+        let mut admin = RealSqlConn::connect(port, USER, DATABASE, Duration::from_secs(10))
+            .await
+            .map_err(|e| sql_err("connecting to the spawned MariaDB", e))?;
+        prepare(&mut admin, scenario)
+            .await
+            .map_err(|e| sql_err("creating the lock table", e))?;
+    }
+    let rec = Recorder::real();
+    let timeout = super::spec::request_timeout(scenario);
+    let options = super::spec::options(&scenario.lock);
+    let mut proxies = Vec::new();
+    for _ in 0..scenario.workload.clients {
+        proxies.push(
+            CutProxy::start(port)
+                .await
+                .map_err(|e| RealError::io("starting a client's forwarder", e))?,
+        );
+    }
+    let cleanup_job = options.cleanup.map(|cleanup| {
+        let rec = rec.clone();
+        let options = options.clone();
+        tokio::spawn(async move {
+            let env = RealEnv::default();
+            let mut conn = None;
+            loop {
+                tokio::time::sleep(Duration::from_millis(cleanup.interval_ms)).await;
+                if conn.is_none() {
+                    conn = RealSqlConn::connect(port, USER, DATABASE, timeout)
+                        .await
+                        .ok();
+                }
+                let Some(c) = conn.as_mut() else { continue };
+                let now = crate::env::Env::now_ms(&env);
+                let deleted = crate::lock::mysql_insert_unique::cleanup_once(
+                    c,
+                    &options,
+                    cleanup.lease_ms,
+                    now,
+                )
+                .await;
+                if let Ok(n @ 1..) = deleted {
+                    rec.record(
+                        "nemesis",
+                        EventKind::Fault {
+                            what: format!(
+                                "cleanup job deleted {n} lock row(s) older than {} ms",
+                                cleanup.lease_ms
+                            ),
+                        },
+                    );
+                }
+            }
+        })
+    });
+    let nemesis = Nemesis {
+        pending: Schedule::new(scenario.faults.clone()),
+        db: db.clone(),
+        rec: rec.clone(),
+        scenario: Arc::new(scenario.clone()),
+        proxies: Arc::new(proxies),
+        gates: (0..scenario.workload.clients)
+            .map(|_| Gate::default())
+            .collect(),
+        tasks: Arc::default(),
+    };
+    nemesis.start_timed();
+    let timeouts = ConnectionTimeouts {
+        connect: Duration::from_secs(2),
+        response: Duration::from_secs(2),
+    };
+    let storage = Route::new(storage_url);
+    let config = LockConfig::from_spec(&scenario.lock);
+    let stop_at_us = scenario.duration_ms * 1000;
+    let mut tasks = Vec::new();
+    for c in 0..scenario.workload.clients {
+        let points = {
+            let nemesis = nemesis.clone();
+            let rec = rec.clone();
+            PointHook::new(move |p| {
+                let nemesis = nemesis.clone();
+                let rec = rec.clone();
+                async move {
+                    nemesis.reached(c, p).await;
+                    rec.record(&format!("client-{c}"), EventKind::Point { name: p.into() });
+                }
+            })
+        };
+        let env = RealEnv::default()
+            .with_gate(nemesis.gates[c as usize].clone())
+            .with_points(points);
+        let conn =
+            RealSqlConn::connect(nemesis.proxies[c as usize].port(), USER, DATABASE, timeout)
+                .await
+                .map_err(|e| sql_err("connecting a client", e))?;
+        let lock = SqlLock::build(
+            scenario.lock.kind,
+            conn,
+            env.clone(),
+            config.clone(),
+            options.clone(),
+        );
+        let plan = ClientPlan::for_scenario(scenario, c, stop_at_us);
+        let store = Store::new(RoutedConnection::new(storage.clone(), timeouts));
+        let task = tokio::spawn(run_client(
+            plan,
+            lock,
+            env,
+            rec.clone(),
+            nemesis.clone(),
+            store,
+        ));
+        nemesis.tasks.lock().unwrap().push(task.abort_handle());
+        tasks.push(task);
+    }
+    let grace = scenario.lock.wait_ms
+        + scenario.lock.lease_ms()
+        + scenario.workload.hold_ms[1]
+        + timeout.as_millis() as u64
+        + 5_000;
+    let gates = nemesis.gates.clone();
+    let all = async {
+        while !tasks
+            .iter()
+            .zip(&gates)
+            .all(|(t, g)| t.is_finished() || g.is_dead())
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_millis(scenario.duration_ms + grace), all).await;
+    for t in &tasks {
+        t.abort();
+    }
+    if let Some(job) = cleanup_job {
+        job.abort();
+    }
+    // Let a server restart in progress finish before the history is read.
+    nemesis.settle().await;
+    let mut store = Store::new(RoutedConnection::new(storage, timeouts));
+    record_final_state(scenario.workload.kind, &mut store, &rec).await;
+    Ok(rec.snapshot())
+}
+
+/// The fault executor of a real MySQL run.
+#[derive(Clone)]
+struct Nemesis {
+    pending: Schedule,
+    db: Arc<MariaDb>,
+    rec: Recorder,
+    scenario: Arc<Scenario>,
+    proxies: Arc<Vec<CutProxy>>,
+    gates: Vec<Gate>,
+    /// Each client's task, to abort it when the client crashes.
+    tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl Nemesis {
+    fn note(&self, what: String) {
+        self.rec.record("nemesis", EventKind::Fault { what });
+    }
+
+    fn start_timed(&self) {
+        for (at_ms, kind) in self.pending.take_timed() {
+            let me = self.clone();
+            tokio::spawn(async move {
+                let now = Duration::from_micros(me.rec.now_us());
+                tokio::time::sleep(Duration::from_millis(at_ms).saturating_sub(now)).await;
+                me.fire(&kind);
+            });
+        }
+    }
+
+    /// Waits for a server restart in progress.
+    async fn settle(&self) {
+        while self.db.pid().is_none() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Carries out a fault that does not stop the triggering client.
+    fn fire(&self, kind: &FaultKind) {
+        match kind {
+            FaultKind::Partition {
+                nodes,
+                from,
+                for_ms,
+                ..
+            } => {
+                let server_cut = nodes.iter().any(|n| n == SERVER);
+                let clients: Vec<usize> = (0..self.proxies.len())
+                    .filter(|c| {
+                        let name = format!("client-{c}");
+                        if server_cut {
+                            from.is_empty() || from.contains(&name)
+                        } else {
+                            nodes.contains(&name)
+                        }
+                    })
+                    .collect();
+                for &c in &clients {
+                    self.proxies[c].cut(true);
+                }
+                self.note(format!(
+                    "{} (forwarders hold every byte)",
+                    describe_partition(nodes, from, *for_ms)
+                ));
+                let me = self.clone();
+                let for_ms = *for_ms;
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(for_ms)).await;
+                    for &c in &clients {
+                        me.proxies[c].cut(false);
+                    }
+                    me.note("partition healed".into());
+                });
+            }
+            FaultKind::Crash {
+                node,
+                restart_after_ms,
+            } => {
+                let me = self.clone();
+                let node = node.clone();
+                let after = Duration::from_millis(*restart_after_ms);
+                tokio::spawn(async move {
+                    let db = me.db.clone();
+                    let pid = db.pid();
+                    let _ = tokio::task::spawn_blocking(move || db.kill()).await;
+                    me.note(format!("{node} killed (SIGKILL, pid {pid:?})"));
+                    tokio::time::sleep(after).await;
+                    let db = me.db.clone();
+                    match tokio::task::spawn_blocking(move || db.restart()).await {
+                        Ok(Ok(())) => {
+                            let _ = set_wait_timeout(me.db.port(), &me.scenario).await;
+                            me.note(format!("{node} restarted (InnoDB crash recovery)"));
+                        }
+                        other => me.note(format!("{node} restart failed: {other:?}")),
+                    }
+                });
+            }
+            other => self.note(format!("{other:?}: no real-mode recipe here")),
+        }
+    }
+
+    /// The faults `client` triggered at `point`; returns when it may go on (never, if it crashed).
+    async fn fire_at_client(&self, client: u32, point: &str, due: Vec<FaultKind>) {
+        let mut stall = Duration::ZERO;
+        for kind in due {
+            match kind {
+                FaultKind::Pause { client: r, for_ms } => {
+                    let Some(c) = paused_client(&r, Some(client), &self.rec) else {
+                        continue;
+                    };
+                    self.note(format!(
+                        "client-{c} paused for {for_ms} ms at {point} (its transaction stays open)"
+                    ));
+                    stall = stall.max(Duration::from_millis(for_ms));
+                }
+                FaultKind::ClientCrash { .. } => {
+                    self.rec.record(
+                        &format!("client-{client}"),
+                        EventKind::Crashed {
+                            point: point.to_string(),
+                        },
+                    );
+                    self.note(format!(
+                        "client-{client} crashed at {point} (task aborted, its connection closes)"
+                    ));
+                    self.gates[client as usize].kill();
+                    if let Some(t) = self.tasks.lock().unwrap().get(client as usize) {
+                        t.abort();
+                    }
+                    std::future::pending::<()>().await;
+                }
+                other => self.fire(&other),
+            }
+        }
+        if !stall.is_zero() {
+            let gate = &self.gates[client as usize];
+            gate.close();
+            tokio::time::sleep(stall).await;
+            gate.open();
+            self.note(format!("client-{client} resumed"));
+        }
+    }
+}
+
+impl FaultPoints for Nemesis {
+    async fn reached(&self, client: u32, point: &'static str) {
+        let due = due(&self.pending, &self.rec, client, point);
+        self.fire_at_client(client, point, due).await;
+    }
+}

@@ -1,0 +1,517 @@
+//! The MySQL locks in simulation: a madsim node hosts the simulated InnoDB subset, clients reach
+//! it over the simulated network, and the scenario's faults act on both.
+//!
+//! - Each statement is a round trip: the request travels for the link's latency, runs on the
+//!   engine (a locking read may wait there for a row lock, up to `innodb_lock_wait_timeout`), and
+//!   the reply travels back. No answer within the `[database]` request timeout fails the
+//!   statement; the client then drops its connection, as `mysql_async` does (and reconnects on
+//!   its next statement).
+//! - Client pause: the client's node stops; its connection and open transaction stay, so its row
+//!   locks stay held. The server closes it only if it stays idle past `wait_timeout`.
+//! - Client crash: the node dies, its socket closes, the server rolls its transaction back at
+//!   once. A lock row inserted in autocommit stays: it was committed.
+//! - Client partition: nothing passes; the server notices nothing until `wait_timeout` closes the
+//!   idle session. A client whose statement times out hangs up, but behind the cut the server
+//!   does not hear that either.
+//! - Server crash (`crash` of `mysql-0`): every session is gone and rolled back, clients hear a
+//!   reset at once; committed rows survive (InnoDB recovery); the server answers again after
+//!   `restart_after_ms`.
+
+use super::sim_conn::{SharedEngine, SimSqlConn};
+use super::spec::SERVER;
+use super::value::{Output, Value};
+use super::world::{due, paused_client, prepare, SqlLock};
+use super::{SqlConn, SqlError};
+use crate::env::{PointHook, SimEnv};
+use crate::faults::schedule::Schedule;
+use crate::faults::schedule::{describe_partition, partition_links};
+use crate::history::{EventKind, Recorder};
+use crate::lock::LockConfig;
+use crate::resource::Store;
+use crate::scenario::{FaultKind, Scenario};
+use crate::sim::clock::Clocks;
+use crate::sim::network::Network;
+use crate::sim::storage::Storage;
+use crate::sim::SimRun;
+use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
+use madsim::runtime::{Handle, Runtime};
+use madsim::task::NodeId;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The server's node index (clocks, network): first, before the clients.
+const SERVER_NODE: usize = 0;
+
+/// The simulated database server: the engine, whether it is up, and its incarnation.
+#[derive(Clone)]
+pub struct SimDb {
+    engine: SharedEngine,
+    net: Network,
+    state: Arc<Mutex<DbState>>,
+}
+
+#[derive(Default)]
+struct DbState {
+    down: bool,
+    /// Bumped by each crash: connections of an earlier incarnation are reset.
+    incarnation: u64,
+    statements: u64,
+}
+
+impl SimDb {
+    fn new(net: Network, rec: Recorder) -> SimDb {
+        SimDb {
+            engine: SharedEngine::new(move || rec.now_us() / 1000),
+            net,
+            state: Arc::default(),
+        }
+    }
+
+    fn up(&self) -> bool {
+        !self.state.lock().unwrap().down
+    }
+
+    fn incarnation(&self) -> u64 {
+        self.state.lock().unwrap().incarnation
+    }
+
+    /// The server dies: every session is rolled back and gone.
+    fn crash(&self) {
+        {
+            let mut s = self.state.lock().unwrap();
+            s.down = true;
+            s.incarnation += 1;
+        }
+        self.engine.crash();
+    }
+
+    fn restart(&self) {
+        self.state.lock().unwrap().down = false;
+    }
+
+    /// A connection from node `node`, with a response timeout.
+    pub fn connect(&self, node: usize, env: SimEnv, timeout: Duration) -> NetSqlConn {
+        NetSqlConn {
+            db: self.clone(),
+            node,
+            env,
+            timeout,
+            conn: None,
+        }
+    }
+}
+
+/// A client's connection to the simulated server over the simulated network.
+pub struct NetSqlConn {
+    db: SimDb,
+    node: usize,
+    env: SimEnv,
+    timeout: Duration,
+    /// The open session and the server incarnation it belongs to.
+    conn: Option<(SimSqlConn<SimEnv>, u64)>,
+}
+
+impl NetSqlConn {
+    /// One hop of a message: the link's latency; a cut link never delivers it. A crashed server's
+    /// host is still up: it refuses (a reset comes back at once).
+    async fn hop(&mut self, from: usize, to: usize) -> Result<(), SqlError> {
+        madsim::time::sleep(self.db.net.latency()).await;
+        if !self.db.net.reachable(from, to) {
+            std::future::pending::<()>().await;
+        }
+        if !self.db.up() {
+            madsim::time::sleep(self.db.net.latency()).await;
+            self.conn = None;
+            return Err(SqlError::ConnectionLost(
+                "connection refused (server down)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn attempt(&mut self, sql: &str) -> Result<Output, SqlError> {
+        if let Some((_, inc)) = &self.conn {
+            if *inc != self.db.incarnation() {
+                // The server restarted under this connection: the client hears a reset.
+                self.conn = None;
+                return Err(SqlError::ConnectionLost(
+                    "connection reset (server restarted)".into(),
+                ));
+            }
+        }
+        if self.conn.is_none() {
+            self.hop(self.node, SERVER_NODE).await?;
+            let c = self.db.engine.connect(self.env.clone());
+            let inc = self.db.incarnation();
+            self.conn = Some((c, inc));
+            self.hop(SERVER_NODE, self.node).await?;
+        }
+        self.hop(self.node, SERVER_NODE).await?;
+        self.db.state.lock().unwrap().statements += 1;
+        let (conn, _) = self.conn.as_mut().expect("connected above");
+        let out = conn.run(sql).await;
+        if let Err(SqlError::ConnectionLost(_)) = &out {
+            // Killed by the server (wait_timeout, crash): the socket closes, the client hears it.
+            if let Some((c, _)) = self.conn.take() {
+                c.detach();
+            }
+            return out;
+        }
+        self.hop(SERVER_NODE, self.node).await?;
+        out
+    }
+
+    /// The client closes its socket: the server hears it unless the link (or the server) is down.
+    fn hang_up(&mut self) {
+        if let Some((c, inc)) = self.conn.take() {
+            let heard = self.db.net.reachable(self.node, SERVER_NODE)
+                && self.db.up()
+                && inc == self.db.incarnation();
+            if !heard {
+                c.detach();
+            }
+        }
+    }
+
+    async fn statement(&mut self, sql: &str) -> Result<Output, SqlError> {
+        let timeout = self.timeout;
+        match madsim::time::timeout(timeout, self.attempt(sql)).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.hang_up();
+                Err(SqlError::ConnectionLost(format!(
+                    "no answer within {} ms",
+                    timeout.as_millis()
+                )))
+            }
+        }
+    }
+}
+
+impl Drop for NetSqlConn {
+    /// A crashed client's socket closes with its process.
+    fn drop(&mut self) {
+        self.hang_up();
+    }
+}
+
+impl SqlConn for NetSqlConn {
+    async fn query(&mut self, sql: &str) -> Result<Vec<Vec<Value>>, SqlError> {
+        match self.statement(sql).await? {
+            Output::Rows(rows) => Ok(rows),
+            Output::Affected(_) => Ok(Vec::new()),
+        }
+    }
+
+    async fn execute(&mut self, sql: &str) -> Result<u64, SqlError> {
+        match self.statement(sql).await? {
+            Output::Rows(_) => Ok(0),
+            Output::Affected(n) => Ok(n),
+        }
+    }
+}
+
+/// Runs a MySQL scenario with `seed` in simulation.
+pub fn run(scenario: &Scenario, seed: u64) -> SimRun {
+    let mut config = madsim::Config::default();
+    config.net.packet_loss_rate = 0.0;
+    let rt = Runtime::with_seed_and_config(seed, config);
+    rt.block_on(simulate(scenario))
+}
+
+async fn simulate(scenario: &Scenario) -> SimRun {
+    let names = scenario.node_names();
+    let nodes: BTreeMap<String, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), i))
+        .collect();
+    let clocks = Clocks::new(names.len());
+    let net = Network::new(scenario.database.latency_ms);
+    let rec = Recorder::simulated();
+    let db = SimDb::new(net.clone(), rec.clone());
+    let timeout = super::spec::request_timeout(scenario);
+    let options = super::spec::options(&scenario.lock);
+    let handle = Handle::current();
+    // The server's node: its background jobs (wait_timeout, the cleanup job) run there.
+    let server_env = SimEnv::new(clocks.clone(), SERVER_NODE);
+    let server = handle.create_node().name(SERVER).build();
+    {
+        let mut admin = db.connect(SERVER_NODE, server_env.clone(), timeout);
+        let s = scenario.clone();
+        server
+            .spawn(async move {
+                if let Err(e) = prepare(&mut admin, &s).await {
+                    panic!("creating the lock table on the simulated server: {e}");
+                }
+            })
+            .await
+            .expect("set-up task");
+    }
+    {
+        let db = db.clone();
+        let rec = rec.clone();
+        let wait_timeout_ms = scenario.database.wait_timeout_s * 1000;
+        server.spawn(async move {
+            loop {
+                madsim::time::sleep(Duration::from_millis(100)).await;
+                if db.up() {
+                    let n = db.engine.reap_idle(wait_timeout_ms);
+                    if n > 0 {
+                        rec.record(
+                            "nemesis",
+                            EventKind::Fault {
+                                what: format!(
+                                    "{SERVER} closed {n} idle connection(s) (wait_timeout)"
+                                ),
+                            },
+                        );
+                    }
+                }
+            }
+        });
+    }
+    if let Some(cleanup) = options.cleanup {
+        let mut conn = db.connect(SERVER_NODE, server_env.clone(), timeout);
+        let env = server_env.clone();
+        let options = options.clone();
+        let rec = rec.clone();
+        server.spawn(async move {
+            loop {
+                madsim::time::sleep(Duration::from_millis(cleanup.interval_ms)).await;
+                let now = crate::env::Env::now_ms(&env);
+                let deleted = crate::lock::mysql_insert_unique::cleanup_once(
+                    &mut conn,
+                    &options,
+                    cleanup.lease_ms,
+                    now,
+                )
+                .await;
+                if let Ok(n @ 1..) = deleted {
+                    rec.record(
+                        "nemesis",
+                        EventKind::Fault {
+                            what: format!(
+                                "cleanup job deleted {n} lock row(s) older than {} ms",
+                                cleanup.lease_ms
+                            ),
+                        },
+                    );
+                }
+            }
+        });
+    }
+
+    let client_nodes: Vec<_> = (0..scenario.workload.clients)
+        .map(|c| handle.create_node().name(format!("client-{c}")).build())
+        .collect();
+    let nemesis = Nemesis {
+        pending: Schedule::new(scenario.faults.clone()),
+        db: db.clone(),
+        net: net.clone(),
+        rec: rec.clone(),
+        clients: client_nodes.iter().map(|n| n.id()).collect(),
+        nodes,
+        node: handle.create_node().name("nemesis").build().id(),
+    };
+    nemesis.start();
+    let storage = Storage::new(net.clone());
+    let config = LockConfig::from_spec(&scenario.lock);
+    let stop_at_us = scenario.duration_ms * 1000;
+    let mut handles = Vec::new();
+    for (c, node) in client_nodes.iter().enumerate() {
+        let index = SERVER_NODE + 1 + c;
+        let points = {
+            let nemesis = nemesis.clone();
+            let rec = rec.clone();
+            let client = c as u32;
+            PointHook::new(move |p| {
+                let nemesis = nemesis.clone();
+                let rec = rec.clone();
+                async move {
+                    nemesis.reached(client, p).await;
+                    rec.record(
+                        &format!("client-{client}"),
+                        EventKind::Point { name: p.into() },
+                    );
+                }
+            })
+        };
+        let env = SimEnv::new(clocks.clone(), index).with_points(points);
+        let conn = db.connect(index, env.clone(), timeout);
+        let lock = SqlLock::build(
+            scenario.lock.kind,
+            conn,
+            env.clone(),
+            config.clone(),
+            options.clone(),
+        );
+        let plan = ClientPlan::for_scenario(scenario, c as u32, stop_at_us);
+        handles.push(node.spawn(run_client(
+            plan,
+            lock,
+            env,
+            rec.clone(),
+            nemesis.clone(),
+            Store::new(storage.connect(c as u64 + 1)),
+        )));
+    }
+    let grace = scenario.lock.wait_ms
+        + scenario.lock.lease_ms()
+        + scenario.workload.hold_ms[1]
+        + scenario.workload.think_ms[1]
+        + timeout.as_millis() as u64
+        + 5_000;
+    let all = futures::future::join_all(handles);
+    let _ = madsim::time::timeout(Duration::from_millis(scenario.duration_ms + grace), all).await;
+    let mut store = Store::new(storage.connect(0));
+    record_final_state(scenario.workload.kind, &mut store, &rec).await;
+    let counter = store.totals().await.unwrap_or((0, 0));
+    let statements = db.state.lock().unwrap().statements;
+    let run = SimRun {
+        history: rec.take(),
+        counter,
+        commands: statements,
+    };
+    handle.kill(server.id());
+    handle.kill(nemesis.node);
+    for node in &client_nodes {
+        handle.kill(node.id());
+    }
+    run
+}
+
+/// The fault executor of a simulated MySQL run.
+#[derive(Clone)]
+struct Nemesis {
+    pending: Schedule,
+    db: SimDb,
+    net: Network,
+    rec: Recorder,
+    clients: Vec<NodeId>,
+    nodes: BTreeMap<String, usize>,
+    node: NodeId,
+}
+
+impl Nemesis {
+    fn start(&self) {
+        for (at_ms, kind) in self.pending.take_timed() {
+            let delay = Duration::from_micros((at_ms * 1000).saturating_sub(self.rec.now_us()));
+            if delay.is_zero() {
+                self.fire(&kind, None, "at_ms");
+                continue;
+            }
+            let me = self.clone();
+            self.later(delay, async move { me.fire(&kind, None, "at_ms") });
+        }
+    }
+
+    fn later<F: Future<Output = ()> + Send + 'static>(&self, delay: Duration, task: F) {
+        let node = Handle::current().get_node(self.node).expect("nemesis node");
+        node.spawn(async move {
+            madsim::time::sleep(delay).await;
+            task.await
+        });
+    }
+
+    fn note(&self, what: String) {
+        self.rec.record("nemesis", EventKind::Fault { what });
+    }
+
+    fn fire(&self, kind: &FaultKind, holder: Option<u32>, point: &str) {
+        match kind {
+            FaultKind::ClientCrash { client } => {
+                let c = *client;
+                self.rec.record(
+                    &format!("client-{c}"),
+                    EventKind::Crashed {
+                        point: point.to_string(),
+                    },
+                );
+                self.note(format!(
+                    "client-{c} crashed at {point} (its connection closes)"
+                ));
+                let me = self.clone();
+                self.later(Duration::ZERO, async move {
+                    Handle::current().kill(me.clients[c as usize]);
+                });
+            }
+            FaultKind::Pause { client, for_ms } => {
+                let Some(c) = paused_client(client, holder, &self.rec) else {
+                    self.note("pause of the holder skipped: nobody holds the lock".into());
+                    return;
+                };
+                Handle::current().pause(self.clients[c as usize]);
+                self.note(format!(
+                    "client-{c} paused for {for_ms} ms (its transaction stays open)"
+                ));
+                let me = self.clone();
+                self.later(Duration::from_millis(*for_ms), async move {
+                    Handle::current().resume(me.clients[c as usize]);
+                    me.note(format!("client-{c} resumed"));
+                });
+            }
+            FaultKind::Partition {
+                nodes,
+                from,
+                for_ms,
+                direction,
+            } => {
+                let links = partition_links(&self.nodes, nodes, from, *direction);
+                for &(a, b) in &links {
+                    self.net.cut(a, b);
+                }
+                self.note(describe_partition(nodes, from, *for_ms));
+                let me = self.clone();
+                self.later(Duration::from_millis(*for_ms), async move {
+                    for &(a, b) in &links {
+                        me.net.heal(a, b);
+                    }
+                    me.note("partition healed".into());
+                });
+            }
+            FaultKind::Crash {
+                node,
+                restart_after_ms,
+            } => {
+                self.db.crash();
+                self.note(format!(
+                    "{node} crashed (open transactions rolled back, committed rows kept)"
+                ));
+                let me = self.clone();
+                let node = node.clone();
+                self.later(Duration::from_millis(*restart_after_ms), async move {
+                    me.db.restart();
+                    me.note(format!("{node} restarted"));
+                });
+            }
+            other => self.note(format!("{other:?}: not modelled for the MySQL locks")),
+        }
+    }
+
+    async fn fire_due(&self, due: Vec<FaultKind>, client: u32, point: &str) {
+        let mut crashed = false;
+        let mut paused = false;
+        for kind in due {
+            crashed |= matches!(kind, FaultKind::ClientCrash { .. });
+            paused |= matches!(&kind, FaultKind::Pause { client: r, .. }
+                if paused_client(r, Some(client), &self.rec) == Some(client));
+            self.fire(&kind, Some(client), point);
+        }
+        if crashed {
+            std::future::pending::<()>().await;
+        }
+        if paused {
+            madsim::task::yield_now().await;
+        }
+    }
+}
+
+impl FaultPoints for Nemesis {
+    async fn reached(&self, client: u32, point: &'static str) {
+        let due = due(&self.pending, &self.rec, client, point);
+        self.fire_due(due, client, point).await;
+    }
+}
