@@ -180,6 +180,8 @@ fn jobs_or_all(jobs: Option<usize>) -> usize {
 }
 
 fn main() {
+    // A panic or Ctrl-C anywhere kills every server and client program this run started.
+    lockcheck::real::install_cleanup_handlers();
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Run {

@@ -46,7 +46,8 @@ macro_rules! real {
             for f in lockcheck::runner::scenario_files(&dir).unwrap() {
                 // Redlock's scenarios have their own real-mode tests (redlock_real.rs).
                 let s = Scenario::load(&f).unwrap();
-                if s.lock.kind == lockcheck::lock::LockKind::Redlock {
+                // The MySQL locks' real runs are in tests/sql/scenarios.rs.
+                if s.lock.kind == lockcheck::lock::LockKind::Redlock || s.lock.kind.is_mysql() {
                     continue;
                 }
                 let stem = f.file_stem().unwrap().to_str().unwrap().to_string();

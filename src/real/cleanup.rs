@@ -109,8 +109,7 @@ extern "C" fn on_fatal_signal(signal: libc::c_int) {
 }
 
 /// Installs the panic hook and the `SIGINT`/`SIGTERM`/`SIGHUP` handlers that kill
-/// every child lockcheck started. Idempotent; call it once at the start of any
-/// program that runs real mode (the CLI does).
+/// every child lockcheck started. Idempotent; the `lockcheck` binary calls it first thing.
 ///
 /// The panic hook kills the children on *any* panic, even one a caller later
 /// catches (a panicking tokio task, say): a panic means lockcheck or the lock under
@@ -118,10 +117,10 @@ extern "C" fn on_fatal_signal(signal: libc::c_int) {
 /// is worse than losing them. The previous hook runs afterwards, so the panic
 /// message is still printed.
 ///
-/// The signal handlers replace the default action (terminate) and exit with
-/// `128 + signal`, as a shell reports a process killed by that signal. Install
-/// them before anything that wants to observe these signals itself (such as
-/// `tokio::signal`), which then chains to them.
+/// The library's runs install only the signal handlers ([`install_signal_handlers`]): in a
+/// program that runs several real worlds at once (a test binary, whose failing assertions are
+/// panics), a process-wide hook would kill every other run's servers whenever one test fails,
+/// and unwinding already drops (and so kills) the panicking run's own servers.
 pub fn install_cleanup_handlers() {
     static INSTALLED: Once = Once::new();
     INSTALLED.call_once(|| {
@@ -130,6 +129,20 @@ pub fn install_cleanup_handlers() {
             kill_all_children();
             previous(info);
         }));
+    });
+    install_signal_handlers();
+}
+
+/// Installs the `SIGINT`/`SIGTERM`/`SIGHUP` handlers that kill every child lockcheck started.
+/// Idempotent; every real run calls it.
+///
+/// The signal handlers replace the default action (terminate) and exit with
+/// `128 + signal`, as a shell reports a process killed by that signal. Install
+/// them before anything that wants to observe these signals itself (such as
+/// `tokio::signal`), which then chains to them.
+pub fn install_signal_handlers() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             // SAFETY: a zeroed sigaction is a valid starting point; the handler is
             // an `extern "C" fn(c_int)` that only calls async-signal-safe functions.

@@ -44,7 +44,9 @@ pub mod witness;
 pub mod world;
 
 pub use blackhole::BlackHole;
-pub use cleanup::{install_cleanup_handlers, kill_all_children, registered_children};
+pub use cleanup::{
+    install_cleanup_handlers, install_signal_handlers, kill_all_children, registered_children,
+};
 pub use client_process::{ClientCommand, ClientProcess};
 pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use error::RealError;

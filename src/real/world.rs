@@ -135,7 +135,7 @@ where
 {
     check_supported(scenario)?;
     let clocks = server_clocks(scenario, seed)?;
-    super::cleanup::install_cleanup_handlers();
+    super::cleanup::install_signal_handlers();
     // Spawn from this (long-lived) thread: the servers' parent-death signal is tied to it.
     let mut groups = Vec::new();
     let mut server_opts = Vec::new();

@@ -117,7 +117,7 @@ impl CutProxy {
 /// Runs a MySQL scenario on a spawned MariaDB and returns the history.
 pub fn run(scenario: &Scenario, _seed: u64) -> Result<History, RealError> {
     check_supported(scenario)?;
-    crate::real::install_cleanup_handlers();
+    crate::real::install_signal_handlers();
     let db = Arc::new(MariaDb::spawn()?);
     let storage = RedisServer::spawn(ServerOptions::default())?;
     let rt = tokio::runtime::Builder::new_multi_thread()

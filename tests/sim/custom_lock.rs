@@ -98,6 +98,7 @@ mod own_lock_both_ways;
 
 #[test]
 fn a_custom_lock_runs_unchanged_in_simulation_and_on_real_servers() {
+    let _one_at_a_time = crate::common::real_servers_one_at_a_time();
     for text in own_lock_both_ways::SCENARIOS {
         let s = Scenario::parse("inline.toml", text).unwrap();
         for real in [false, true] {

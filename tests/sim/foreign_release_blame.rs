@@ -76,6 +76,7 @@ fn the_pair_the_server_saw_is_blamed_on_all_30_seeds() {
 /// pairs.
 #[test]
 fn real_servers_blame_the_pair_their_monitor_saw() {
+    let _one_at_a_time = crate::common::real_servers_one_at_a_time();
     let s = scenario();
     for seed in 1..=3 {
         let history = lockcheck::real::world::run(&s, seed)

@@ -294,6 +294,7 @@ impl FakeDb {
 
 #[test]
 fn simulated_innodb_matches_mariadb() {
+    let _turn = crate::mariadb_turn();
     let db = MariaDb::spawn().unwrap();
     block_on(async {
         let mut c = real_conn(&db).await;
@@ -324,6 +325,7 @@ fn simulated_innodb_matches_mariadb() {
 /// Sequences that once told the two databases apart, kept as regression cases.
 #[test]
 fn regression_sequences() {
+    let _turn = crate::mariadb_turn();
     let db = MariaDb::spawn().unwrap();
     block_on(async {
         let mut c = real_conn(&db).await;

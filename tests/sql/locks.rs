@@ -130,6 +130,7 @@ fn for_update_is_mutually_exclusive_on_the_simulated_database() {
 
 #[test]
 fn for_update_is_mutually_exclusive_on_mariadb() {
+    let _turn = crate::mariadb_turn();
     let db = MariaDb::spawn().unwrap();
     for mode in [WaitMode::Wait, WaitMode::Nowait, WaitMode::SkipLocked] {
         block_on(async {
@@ -148,6 +149,7 @@ fn insert_unique_is_mutually_exclusive_on_both_databases() {
     block_on(insert_unique_contention(
         (0..3).map(|_| db.connect(RealEnv::default())).collect(),
     ));
+    let _turn = crate::mariadb_turn();
     let db = MariaDb::spawn().unwrap();
     block_on(async {
         let mut conns = Vec::new();
@@ -223,6 +225,7 @@ fn article_claims_hold_on_the_simulated_database() {
 
 #[test]
 fn article_claims_hold_on_mariadb() {
+    let _turn = crate::mariadb_turn();
     let db = MariaDb::spawn().unwrap();
     block_on(async {
         owner_crash_sticks(real_conn(&db).await, real_conn(&db).await).await;
@@ -244,6 +247,7 @@ fn article_claims_hold_on_mariadb() {
 
 #[test]
 fn mariadb_pause_crash_and_restart() {
+    let _turn = crate::mariadb_turn();
     let db = MariaDb::spawn().unwrap();
     let dir = db.dir().to_path_buf();
     assert_ne!(db.port(), 3306);

@@ -5,3 +5,11 @@ mod differential;
 mod engine;
 mod locks;
 mod scenarios;
+
+/// One MariaDB-backed test at a time in this binary: real runs are timing-sensitive on 2 cores,
+/// and `scenarios`' check that no data directory of this process is left behind can only count
+/// while no other test of the process has a server running.
+fn mariadb_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -28,10 +28,8 @@ fn sim_seed(name: &str, seed: u64) -> Outcome {
     Outcome::judge(&s, Mode::Sim, seed, lockcheck::sim::run(&s, seed).history)
 }
 
-/// The real-mode tests take turns: three MariaDBs recovering at once on two cores miss the
-/// timings the crash and partition tests rely on.
-static REAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
+/// `name` on a spawned MariaDB. The real-mode tests take turns ([`crate::mariadb_turn`]): three
+/// MariaDBs recovering at once on two cores miss the timings the crash and partition tests rely on.
 fn real(name: &str) -> Outcome {
     let s = scenario(name);
     let history = lockcheck::real::world::run(&s, s.seed).unwrap();
@@ -124,7 +122,7 @@ fn leftovers() -> (usize, usize) {
 
 #[test]
 fn mysql_scenarios_reach_their_verdicts_on_real_mariadb() {
-    let _turn = REAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = crate::mariadb_turn();
     for name in SCENARIOS {
         let o = real(name);
         assert_expected(name, &o);
@@ -138,7 +136,7 @@ fn mysql_scenarios_reach_their_verdicts_on_real_mariadb() {
 
 #[test]
 fn a_partition_is_noticed_by_the_server_only_at_wait_timeout() {
-    let _turn = REAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = crate::mariadb_turn();
     // A FOR UPDATE holder is cut off from the server for 4 s; wait_timeout is 1 s: the server
     // closes its idle session at ~1 s and rolls back, the other client gets the row while the
     // partitioned one still believes it holds: two holders, in both worlds.
@@ -176,7 +174,7 @@ for_ms = 2500
 
 #[test]
 fn a_server_crash_rolls_back_the_holder_and_frees_the_row() {
-    let _turn = REAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = crate::mariadb_turn();
     // The server dies under a FOR UPDATE holder and comes back 500 ms later (real MariaDB: up to
     // ~2 s with crash recovery on a loaded machine, within the 3 s hold): the transaction is
     // gone (rolled back), the holder's COMMIT fails, and the lock row is free again. The holder
