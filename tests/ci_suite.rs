@@ -3,20 +3,9 @@
 
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn lockcheck(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run lockcheck");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+mod common;
+use common::lockcheck;
 
 /// A fresh directory under the test target's tmp dir.
 fn fresh_dir(name: &str) -> PathBuf {

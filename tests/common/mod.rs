@@ -45,7 +45,6 @@ pub fn lockcheck(args: &[&str]) -> (i32, String, String) {
 /// Serializes the tests of one binary that spawn real servers. Real runs are timing-sensitive on
 /// a 2-core machine, and a test that counts the process's live children (none may outlive a
 /// run) can only do so while no other real run is in flight.
-#[allow(dead_code)] // only the binaries with real runs use it
 pub fn real_servers_one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
