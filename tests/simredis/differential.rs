@@ -32,6 +32,35 @@ mod server {
         }
     }
 
+    /// Whether the server on `stream` is process `pid` (`INFO server`'s `process_id`).
+    fn serves_pid(mut stream: TcpStream, pid: u32) -> bool {
+        use std::io::{Read, Write};
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+        if stream
+            .write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+            .is_err()
+        {
+            return false;
+        }
+        let mut reply = Vec::new();
+        let mut buf = [0u8; 4096];
+        let want = format!("process_id:{pid}\r\n");
+        while let Ok(n) = stream.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            reply.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&reply);
+            if text.contains(&want) {
+                return true;
+            }
+            if text.contains("process_id:") && text.contains("run_id:") {
+                return false;
+            }
+        }
+        false
+    }
+
     fn free_port() -> u16 {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
         l.local_addr().expect("local addr").port()
@@ -79,8 +108,13 @@ mod server {
                 if let Ok(Some(_)) = server.child.try_wait() {
                     break; // exited: port taken, try another
                 }
-                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return server;
+                if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
+                    // Another test's server may have taken the port between the probe and our
+                    // bind (ours then exits): only the server whose pid answers is ours.
+                    if serves_pid(stream, server.child.id()) {
+                        return server;
+                    }
+                    break;
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
