@@ -264,10 +264,20 @@ async fn drive(
         let env = RealEnv::default()
             .with_gate(nemesis.gates[c as usize].clone())
             .with_points(points);
-        let conn =
-            RealSqlConn::connect(nemesis.proxies[c as usize].port(), USER, DATABASE, timeout)
-                .await
-                .map_err(|e| sql_err("connecting a client", e))?;
+        // Set-up, before the workload's clock matters: a server that has just started (or a
+        // forwarder that has just bound) can drop the first handshake; a few tries absorb it.
+        let port = nemesis.proxies[c as usize].port();
+        let mut attempt = 0;
+        let conn = loop {
+            match RealSqlConn::connect(port, USER, DATABASE, timeout).await {
+                Ok(conn) => break conn,
+                Err(e) if attempt >= 4 => return Err(sql_err("connecting a client", e)),
+                Err(_) => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+                }
+            }
+        };
         let lock = SqlLock::build(
             scenario.lock.kind,
             conn,
