@@ -15,112 +15,24 @@ use std::time::{SystemTime, UNIX_EPOCH};
 // ---------------------------------------------------------------------------------------
 // A spawned redis-server that is killed when dropped (also when a test panics).
 
+/// Servers for the comparison: lockcheck's own spawner (a free port, a verified pid, killed and
+/// cleaned up on drop), so this harness shares its guarantees instead of repeating them.
 mod server {
-    use std::net::{TcpListener, TcpStream};
-    use std::process::{Child, Command, Stdio};
-    use std::time::{Duration, Instant};
+    pub use lockcheck::real::RedisServer;
+    use lockcheck::real::ServerOptions;
 
-    pub struct RedisServer {
-        child: Child,
-        pub port: u16,
-    }
-
-    impl Drop for RedisServer {
-        fn drop(&mut self) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-
-    /// Whether the server on `stream` is process `pid` (`INFO server`'s `process_id`).
-    fn serves_pid(mut stream: TcpStream, pid: u32) -> bool {
-        use std::io::{Read, Write};
-        let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-        if stream
-            .write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
-            .is_err()
-        {
-            return false;
-        }
-        let mut reply = Vec::new();
-        let mut buf = [0u8; 4096];
-        let want = format!("process_id:{pid}\r\n");
-        while let Ok(n) = stream.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            reply.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&reply);
-            if text.contains(&want) {
-                return true;
-            }
-            if text.contains("process_id:") && text.contains("run_id:") {
-                return false;
-            }
-        }
-        false
-    }
-
-    fn free_port() -> u16 {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-        l.local_addr().expect("local addr").port()
-    }
-
-    /// Starts `redis-server` on a free 127.0.0.1 port with persistence off and waits until it
-    /// accepts connections.
+    /// Starts `redis-server` with persistence off and waits until it answers.
     pub fn spawn() -> RedisServer {
         spawn_with(&[])
     }
 
     /// [`spawn`] with extra server arguments.
     pub fn spawn_with(extra: &[&str]) -> RedisServer {
-        let version = Command::new("redis-server").arg("--version").output();
-        match version {
-            Ok(out) if out.status.success() => {}
-            _ => panic!(
-                "redis-server is not on PATH: the differential tests need a real Redis 7.0 \
-                 (Debian/Ubuntu: apt-get install redis-server)"
-            ),
-        }
-        for _attempt in 0..5 {
-            let port = free_port();
-            let child = Command::new("redis-server")
-                .args([
-                    "--port",
-                    &port.to_string(),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--daemonize",
-                    "no",
-                ])
-                .args(extra)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn redis-server");
-            let mut server = RedisServer { child, port };
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = server.child.try_wait() {
-                    break; // exited: port taken, try another
-                }
-                if let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) {
-                    // Another test's server may have taken the port between the probe and our
-                    // bind (ours then exits): only the server whose pid answers is ours.
-                    if serves_pid(stream, server.child.id()) {
-                        return server;
-                    }
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let _ = server.child.kill();
-        }
-        panic!("redis-server did not start");
+        RedisServer::spawn(ServerOptions {
+            extra_args: extra.iter().map(|a| a.to_string()).collect(),
+            ..ServerOptions::default()
+        })
+        .unwrap_or_else(|e| panic!("the differential tests need a real Redis 7.0: {e}"))
     }
 }
 
@@ -169,7 +81,7 @@ impl Diff {
             .build()
             .expect("tokio runtime");
         let client =
-            redis::Client::open(format!("redis://127.0.0.1:{}/", server.port)).expect("client");
+            redis::Client::open(format!("redis://127.0.0.1:{}/", server.port())).expect("client");
         let conn = rt
             .block_on(client.get_multiplexed_async_connection())
             .expect("connect to redis-server");
@@ -838,7 +750,7 @@ fn replication_effects_match_the_real_stream() {
         "--enable-debug-command",
         "yes",
     ]);
-    let port = server.port;
+    let port = server.port();
     let mut d = Diff::with_server(server);
     // Only lazy expiry: the real server's background sweep runs at times the engine cannot
     // know, so it is switched off (the engine's sweep is tested on its own).
@@ -987,7 +899,7 @@ fn replica_reads_writes_and_expired_keys() {
         "--enable-debug-command",
         "yes",
     ]);
-    let mport = master.port.to_string();
+    let mport = master.port().to_string();
     let replica = server::spawn_with(&["--replicaof", "127.0.0.1", &mport]);
     let mut m = Diff::with_server(master);
     let mut r = Diff::with_server(replica);
