@@ -153,15 +153,24 @@ fn engine_pairs(n: u64) -> f64 {
 
 fn main() {
     // `cargo bench` passes `--bench`. A lock kind's name instead runs only that kind's cycles, long
-    // enough to profile (20 runs of the table's size): `cargo bench --bench sim -- set-nx-px`.
-    if let Some(only) = std::env::args().skip(1).find(|a| !a.starts_with('-')) {
+    // enough to profile (20 runs of the table's size): `cargo bench --bench sim -- set-nx-px`; a
+    // number after it sets the runs (`-- set-nx-px 1` under callgrind, whose instruction counts
+    // do not depend on other load on the machine).
+    let words: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    if let Some(only) = words.first() {
+        let runs: u32 = words
+            .get(1)
+            .map_or(20, |n| n.parse().expect("a number of runs"));
         let kind = *LockKind::ALL
             .iter()
             .find(|k| k.name() == only)
             .unwrap_or_else(|| panic!("no lock kind named {only}"));
         let masters = if kind == LockKind::Redlock { 5 } else { 1 };
         let (mut cycles, mut secs) = (0, 0.0);
-        for _ in 0..20 {
+        for _ in 0..runs {
             let (c, s, _) = lock_cycles(kind, 4, 0, masters, 10_000);
             cycles += c;
             secs += s;

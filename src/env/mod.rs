@@ -8,6 +8,7 @@
 
 mod real;
 mod sim;
+pub mod wakeup;
 
 pub use real::{Gate, RealEnv};
 pub use sim::SimEnv;

@@ -1,9 +1,11 @@
 //! The simulated environment: madsim's timers and RNG, and this node's own skewed clocks (wall
 //! and monotonic).
 
+use super::wakeup::{self, Wakeup};
 use super::{Env, PointHook, TaskHandle};
 use crate::sim::clock::Clocks;
 use std::future::Future;
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
 /// A simulated node's environment. Must be used inside a madsim runtime, on the node it belongs to.
@@ -42,7 +44,7 @@ impl Env for SimEnv {
 
     fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send {
         // A drifting clock measures `d` in more or less true time.
-        madsim::time::sleep(self.clocks.true_duration(self.node, d))
+        Wakeup::new(madsim::time::sleep(self.clocks.true_duration(self.node, d)))
     }
 
     fn spawn<F>(&self, task: F) -> TaskHandle
@@ -55,6 +57,41 @@ impl Env for SimEnv {
 
     fn random_u64(&self) -> u64 {
         madsim::rand::random::<u64>()
+    }
+
+    /// As [`Env::timeout`] (the task first, then the timer), but the timer is armed only when
+    /// needed: not while the task has armed a [`Wakeup`] that wakes it by the deadline, and then
+    /// once (a madsim `Sleep` adds a timer on every pending poll). See [`super::wakeup`].
+    fn timeout<F>(&self, d: Duration, task: F) -> impl Future<Output = Option<F::Output>> + Send
+    where
+        F: Future + Send,
+    {
+        // A drifting clock measures `d` in more or less true time.
+        let timer = Wakeup::new(madsim::time::sleep(self.clocks.true_duration(self.node, d)));
+        async move {
+            let mut task = std::pin::pin!(task);
+            let mut timer = std::pin::pin!(timer);
+            let mut armed: Option<Waker> = None;
+            std::future::poll_fn(|cx| {
+                let (polled, woken_at) = wakeup::watch(|| task.as_mut().poll(cx));
+                if let Poll::Ready(out) = polled {
+                    return Poll::Ready(Some(out));
+                }
+                if timer.is_elapsed() {
+                    return Poll::Ready(None);
+                }
+                let task_wakes_in_time = woken_at.is_some_and(|t| t <= timer.sleep_deadline());
+                let is_armed = armed.as_ref().is_some_and(|w| w.will_wake(cx.waker()));
+                if !task_wakes_in_time && !is_armed {
+                    if timer.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(None);
+                    }
+                    armed = Some(cx.waker().clone());
+                }
+                Poll::Pending
+            })
+            .await
+        }
     }
 
     fn point(&self, name: &'static str) -> impl Future<Output = ()> + Send {

@@ -78,6 +78,18 @@ impl TrueTime {
     pub fn instant(&self) -> madsim::time::Instant {
         self.handle.now_instant()
     }
+
+    /// `madsim::time::sleep(d)` without its thread-local lookup of the runtime (every simulated
+    /// request sleeps), as a [`Wakeup`](crate::env::wakeup::Wakeup) so a timeout around the
+    /// request knows when it wakes.
+    pub fn sleep(&self, d: Duration) -> crate::env::wakeup::Wakeup {
+        crate::env::wakeup::Wakeup::new(self.handle.sleep(d))
+    }
+
+    /// `madsim::time::sleep_until(deadline)`, likewise.
+    pub fn sleep_until(&self, deadline: madsim::time::Instant) -> crate::env::wakeup::Wakeup {
+        crate::env::wakeup::Wakeup::new(self.handle.sleep_until(deadline))
+    }
 }
 
 impl Clocks {

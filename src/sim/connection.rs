@@ -87,7 +87,7 @@ impl SimConnection {
             });
             return self.time_out(deadline, Unreachable::NoReplyInTime).await;
         }
-        madsim::time::sleep(there).await;
+        self.time.sleep(there).await;
         for args in cmds {
             let is_wait = args
                 .first()
@@ -114,7 +114,7 @@ impl SimConnection {
             // Executed, but the reply would arrive after the client stopped waiting.
             return self.time_out(deadline, Unreachable::NoReplyInTime).await;
         }
-        madsim::time::sleep(back).await;
+        self.time.sleep(back).await;
         if !self.cluster.reachable(server, self.node) {
             return self.time_out(deadline, Unreachable::Partitioned).await;
         }
@@ -160,7 +160,7 @@ impl SimConnection {
                 // The client's response timeout fires before the server answers.
                 return Err(Unreachable::NoReplyInTime);
             }
-            madsim::time::sleep(Duration::from_millis(1)).await;
+            self.time.sleep(Duration::from_millis(1)).await;
         }
     }
 
@@ -188,7 +188,7 @@ impl SimConnection {
             if now >= deadline {
                 return Err(Unreachable::NoReplyInTime);
             }
-            madsim::time::sleep(Duration::from_millis(1)).await;
+            self.time.sleep(Duration::from_millis(1)).await;
             let reply = self.cluster.execute(self.node, server, self.id, args)?;
             if reply != Value::Nil {
                 return Ok(reply);
@@ -201,7 +201,7 @@ impl SimConnection {
         deadline: madsim::time::Instant,
         why: Unreachable,
     ) -> redis::RedisResult<T> {
-        madsim::time::sleep_until(deadline).await;
+        self.time.sleep_until(deadline).await;
         let what = match why {
             Unreachable::Dead => "server is down",
             Unreachable::Partitioned => "network partition",
