@@ -32,6 +32,7 @@ use std::time::Duration;
 /// What a simulated run produced.
 #[derive(Clone, Debug)]
 pub struct SimRun {
+    /// Every event of the run, in true time: what the checkers judge.
     pub history: History,
     /// The protected counter's final value and the number of writes the storage accepted.
     pub counter: (u64, u64),
