@@ -44,11 +44,12 @@
 //! `clients` (2), `ttl` (3), `time_bound` (8), `pauses` (1), `failover`
 //! (false), `storage_check` (true), `tick_ms` (100).
 
+use crate::key;
 use crate::params::{self, ParamSpec, Params};
 use crate::properties;
 use crate::report::{Expectation, PropertyKind};
 use crate::runner::{needs_writes, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, pause_fault, Fault, Scenario};
+use crate::scenario::{failover_lag, fault_time, pause_fault, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
@@ -66,11 +67,7 @@ pub struct Fencing {
     pub property: &'static str,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Key {
-    pub holder: u8,
-    pub expires: u8,
-}
+pub use crate::key::Key;
 
 /// A node's two keys: the lock and the token counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -210,15 +207,10 @@ impl Model for Fencing {
         match action {
             Tick => {
                 s.t += 1;
-                for d in [&mut s.master, &mut s.replica] {
-                    if matches!(d.key, Some(k) if s.t >= k.expires) {
-                        d.key = None;
-                    }
-                }
+                key::expire(&mut s.master.key, s.t);
+                key::expire(&mut s.replica.key, s.t);
                 if let Some(p) = &mut s.pending {
-                    if matches!(p.key, Some(k) if s.t >= k.expires) {
-                        p.key = None;
-                    }
+                    key::expire(&mut p.key, s.t);
                 }
                 for c in s.clients.iter_mut().take(self.clients as usize) {
                     if c.phase == Phase::Holding && !c.paused && s.t >= c.valid_until {
@@ -256,8 +248,7 @@ impl Model for Fencing {
                 s.storage.accept(c.grant, c.token);
             }
             Release(i) => {
-                if matches!(s.master.key, Some(k) if k.holder == i) {
-                    s.master.key = None;
+                if key::release(&mut s.master.key, i) {
                     self.wrote(&mut s);
                 }
                 Self::done(&mut s.clients[i as usize]);
@@ -281,14 +272,7 @@ impl Model for Fencing {
     crate::runner::checked_by_runner!();
 }
 
-fn holders(s: &FencingState) -> usize {
-    s.clients
-        .iter()
-        .filter(|c| c.phase == Phase::Holding)
-        .count()
-}
-
-properties::lock_state!(FencingState, holders);
+properties::lock_state!(FencingState, |c: &Client| c.phase == Phase::Holding);
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -319,13 +303,13 @@ impl LockModel for Fencing {
 
     fn from_params(p: &Params) -> Result<Self, ModelError> {
         Ok(Fencing {
-            clients: p.int("clients", 1, MAX_CLIENTS as u8)?,
-            ttl: p.int("ttl", 1, 50)?,
-            time_bound: p.int("time_bound", 0, 100)?,
+            clients: p.clients(MAX_CLIENTS)?,
+            ttl: p.ttl()?,
+            time_bound: p.time_bound()?,
             pauses: p.int("pauses", 0, 3)?,
             failover: p.bool("failover")?,
             storage_check: p.bool("storage_check")?,
-            tick_ms: p.int("tick_ms", 1, 250)? as u64,
+            tick_ms: p.tick_ms()?,
             property: Self::DEFAULT_PROPERTY,
         })
     }
@@ -361,7 +345,7 @@ impl LockModel for Fencing {
             "no_stale_write" => two && (self.failover || (pause && !self.storage_check)),
             "tokens_increase" => two && self.failover,
             "mutual_exclusion" => two && (self.failover || pause),
-            _ => !two,
+            _ => return properties::handover_expected(self.clients, 1),
         };
         if violated {
             Violated
@@ -379,16 +363,7 @@ impl LockModel for Fencing {
     }
 
     fn facts(&self, s: &FencingState) -> Vec<(String, String)> {
-        let data = |d: &Data| {
-            format!(
-                "{}, token counter {}",
-                match d.key {
-                    Some(k) => format!("key client-{} until {}", k.holder, k.expires),
-                    None => "no key".to_string(),
-                },
-                d.counter
-            )
-        };
+        let data = |d: &Data| format!("{}, token counter {}", key::fact(d.key), d.counter);
         let mut f = vec![("clock".to_string(), s.t.to_string())];
         if s.failed_over {
             f.push(("redis-0".to_string(), "DOWN".to_string()));
@@ -473,42 +448,25 @@ impl LockModel for Fencing {
 
     fn scenario(&self, property: &str, path: &Path<Self>) -> Result<Scenario, String> {
         let tick = self.tick_ms;
-        let last = path.last().map(|(s, _)| s.t as u32).unwrap_or(0);
+        let base = Scenario::counterexample(self, property, path, "fenced", self.ttl, self.clients);
         let mut faults = Vec::new();
-        let mut lag = (5, 20);
+        let mut lag = base.replication_lag_ms;
         let mut replicated = false;
         for (i, (s, a)) in path.iter().enumerate() {
             match a {
                 Some(FencingAction::Replicate) => replicated = true,
                 Some(FencingAction::Failover) => {
                     let at = fault_time(s.t as u32, tick);
-                    if !replicated {
-                        lag = (at + tick, at + tick);
-                    } else if s.pending.is_some() {
-                        return Err("the trace needs one write replicated and a later one not; the scenario has one replication-lag range for all writes".to_string());
-                    }
+                    lag = failover_lag(lag, replicated, s.pending.is_none(), at, tick)?;
                     faults.push(Fault::Failover { at_ms: at });
                 }
                 Some(FencingAction::Pause(c)) => {
-                    faults.push(pause_fault(
-                        &path[i..],
-                        FencingAction::Resume(*c),
-                        |s| s.t,
-                        last,
-                        tick,
-                    ));
+                    faults.push(pause_fault(self, &path[i..], FencingAction::Resume(*c)))
                 }
                 _ => {}
             }
         }
-        let ttl_ms = self.ttl as u64 * tick;
-        let duration_ms = (last as u64 + self.ttl as u64 + 2) * tick;
-        let mut expect_checks = vec![("mutual_exclusion", "violation")];
-        if property == "no_stale_write" {
-            expect_checks.push(("resource", "violation"));
-        }
         Ok(Scenario {
-            name: format!("model-fencing-{}", property.replace('_', "-")),
             about: format!(
                 "From the fencing model ({} steps): a fenced lock (SET NX PX + INCR token) on a master with a lagging replica; {}",
                 path.len() - 1,
@@ -518,25 +476,11 @@ impl LockModel for Fencing {
                     "the holder pauses past its lease and a second client acquires."
                 }
             ),
-            notes: vec![format!(
-                "Generated by lockcheck-models from a BFS counterexample; 1 model tick = {tick} ms, faults half a tick into their tick."
-            )],
-            expect: "violation",
-            expect_checks,
-            seed: 1,
-            duration_ms,
-            lock_kind: "fenced",
-            ttl_ms,
-            wait_ms: duration_ms,
-            masters: 1,
             replicas: 1,
             replication_lag_ms: lag,
             failover_detect_ms: tick / 5,
-            clients: self.clients as u32,
-            cycles: 1,
-            hold_ms: (ttl_ms - tick / 2, ttl_ms - tick / 2),
-            think_ms: (0, 0),
             faults,
+            ..base
         })
     }
 }

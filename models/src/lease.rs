@@ -42,11 +42,12 @@
 //!   with a pause and a clock jump (`mutual_exclusion` is still violated:
 //!   fencing protects the storage, not the critical section).
 
+use crate::key;
 use crate::params::{self, ParamSpec, Params};
 use crate::properties;
 use crate::report::Expectation;
 use crate::runner::{needs_writes, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, pause_fault, Fault, Scenario};
+use crate::scenario::{fault_time, generated_note, pause_fault, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
@@ -118,14 +119,7 @@ const IDLE: Client = Client {
     grant: 0,
 };
 
-/// The lock key on the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Key {
-    pub holder: u8,
-    /// Expiry on the server's clock.
-    pub expires: u8,
-}
-
+pub use crate::key::Key;
 pub use crate::properties::Storage;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -169,11 +163,8 @@ impl Lease {
     }
 
     fn drop_expired(&self, s: &mut LeaseState) {
-        if let Some(k) = s.key {
-            if self.server_clock(s) >= k.expires {
-                s.key = None;
-            }
-        }
+        let now = self.server_clock(s);
+        key::expire(&mut s.key, now);
     }
 
     fn finish(&self, c: &mut Client) {
@@ -271,9 +262,7 @@ impl Model for Lease {
                 s.storage.accept(c.grant, c.token);
             }
             LeaseAction::Release(i) => {
-                if matches!(s.key, Some(k) if k.holder == i) {
-                    s.key = None;
-                }
+                key::release(&mut s.key, i);
                 self.finish(&mut s.clients[i as usize]);
             }
             LeaseAction::Pause(i) => {
@@ -296,14 +285,7 @@ impl Model for Lease {
     }
 }
 
-fn holders(s: &LeaseState) -> usize {
-    s.clients
-        .iter()
-        .filter(|c| c.phase == Phase::Holding)
-        .count()
-}
-
-properties::lock_state!(LeaseState, holders);
+properties::lock_state!(LeaseState, |c: &Client| c.phase == Phase::Holding);
 
 const PARAMS: &[ParamSpec] = &[
     params::CLIENTS,
@@ -335,14 +317,14 @@ impl LockModel for Lease {
 
     fn from_params(p: &Params) -> Result<Self, ModelError> {
         Ok(Lease {
-            clients: p.int("clients", 1, MAX_CLIENTS as u8)?,
-            ttl: p.int("ttl", 1, 50)?,
-            time_bound: p.int("time_bound", 0, 100)?,
+            clients: p.clients(MAX_CLIENTS)?,
+            ttl: p.ttl()?,
+            time_bound: p.time_bound()?,
             cycles: p.int("cycles", 1, 5)?,
             pauses: p.int("pauses", 0, 5)?,
             jump: p.int("jump", 0, 50)?,
             fencing: p.bool("fencing")?,
-            tick_ms: p.int("tick_ms", 1, 250)? as u64,
+            tick_ms: p.tick_ms()?,
             property: Self::DEFAULT_PROPERTY,
         })
     }
@@ -364,7 +346,7 @@ impl LockModel for Lease {
         match property {
             "mutual_exclusion" if unsafe_ => Expectation::Violated,
             "no_stale_write" if unsafe_ && !self.fencing => Expectation::Violated,
-            "handover" if !two && self.cycles < 2 => Expectation::Violated,
+            "handover" => properties::handover_expected(self.clients, self.cycles),
             _ => Expectation::Holds,
         }
     }
@@ -460,20 +442,16 @@ impl LockModel for Lease {
 
     fn scenario(&self, property: &str, path: &Path<Self>) -> Result<Scenario, String> {
         let tick = self.tick_ms;
-        let last = path.last().map(|(s, _)| s.t as u32).unwrap_or(0);
+        let lock_kind = if self.fencing { "fenced" } else { "set-nx-px" };
+        let base =
+            Scenario::counterexample(self, property, path, lock_kind, self.ttl, self.clients);
         let mut faults = Vec::new();
         for (i, (s, a)) in path.iter().enumerate() {
             match a {
+                // The pause lasts until the trace resumes the client, or
+                // one tick past the end of the trace.
                 Some(LeaseAction::Pause(c)) => {
-                    // The pause lasts until the trace resumes the client, or
-                    // one tick past the end of the trace.
-                    faults.push(pause_fault(
-                        &path[i..],
-                        LeaseAction::Resume(*c),
-                        |s| s.t,
-                        last,
-                        tick,
-                    ));
+                    faults.push(pause_fault(self, &path[i..], LeaseAction::Resume(*c)))
                 }
                 Some(LeaseAction::ClockJump) => faults.push(Fault::ClockJump {
                     node: "redis-0".to_string(),
@@ -483,12 +461,6 @@ impl LockModel for Lease {
                 _ => {}
             }
         }
-        let ttl_ms = self.ttl as u64 * tick;
-        let duration_ms = (last as u64 + self.ttl as u64 + 2) * tick;
-        let mut expect_checks = vec![("mutual_exclusion", "violation")];
-        if property == "no_stale_write" {
-            expect_checks.push(("resource", "violation"));
-        }
         Ok(Scenario {
             name: format!(
                 "model-lease-{}{}",
@@ -496,33 +468,22 @@ impl LockModel for Lease {
                 property.replace('_', "-")
             ),
             about: format!(
-                "From the lease model ({} steps): a SET NX PX lease of {ttl_ms} ms on one Redis; {}",
+                "From the lease model ({} steps): a SET NX PX lease of {} ms on one Redis; {}",
                 path.len() - 1,
+                base.ttl_ms,
                 if self.jump > 0 && self.pauses == 0 {
                     "the server clock jumps forward, the key expires early and a second client acquires while the first still holds."
                 } else {
                     "the holder pauses longer than its lease, the key expires and a second client acquires while the first still believes it holds."
                 }
             ),
-            notes: vec![format!(
-                "Generated by lockcheck-models from a BFS counterexample; 1 model tick = {tick} ms, faults half a tick into their tick. hold_ms is shorter than the lease so only the fault breaks the lock."
+            notes: vec![generated_note(
+                tick,
+                " hold_ms is shorter than the lease so only the fault breaks the lock.",
             )],
-            expect: "violation",
-            expect_checks,
-            seed: 1,
-            duration_ms,
-            lock_kind: if self.fencing { "fenced" } else { "set-nx-px" },
-            ttl_ms,
-            wait_ms: duration_ms,
-            masters: 1,
-            replicas: 0,
-            replication_lag_ms: (5, 20),
-            failover_detect_ms: 1000,
-            clients: self.clients as u32,
             cycles: self.cycles as u32,
-            hold_ms: (ttl_ms - tick / 2, ttl_ms - tick / 2),
-            think_ms: (0, 0),
             faults,
+            ..base
         })
     }
 }

@@ -27,7 +27,9 @@
 //! an earlier one, so registering several would lose the shortest trace.
 //!
 //! The three shared properties and the protected storage live in
-//! [`properties`], so each model file holds only its design.
+//! [`properties`], the string lock key that four of the designs set in
+//! [`key`], and what every counterexample scenario shares in
+//! [`scenario`], so each model file holds only its design.
 //!
 //! Threads: [`RunOptions::threads`] `0` runs DFS proofs on every core and
 //! BFS on one, because only a single-threaded BFS guarantees the shortest
@@ -63,6 +65,7 @@
 pub mod clock;
 pub mod failover;
 pub mod fencing;
+pub mod key;
 pub mod lease;
 mod params;
 pub mod properties;

@@ -90,11 +90,12 @@
 //! per refused node).
 
 use crate::clock::Clock;
+use crate::key;
 use crate::params::{self, ParamSpec, Params};
 use crate::properties;
 use crate::report::Expectation;
 use crate::runner::{needs_writes, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, pause_fault, Fault, Scenario};
+use crate::scenario::{fault_time, generated_note, pause_fault, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
@@ -135,12 +136,7 @@ pub struct Redlock {
     pub property: &'static str,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Key {
-    pub holder: u8,
-    /// Expiry on the node's clock.
-    pub expires: u8,
-}
+pub use crate::key::Key;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
@@ -202,6 +198,26 @@ pub struct RedlockState {
 
 const PACKED: usize = 7 + 5 * MAX_NODES + 10 * MAX_CLIENTS;
 
+impl Client {
+    /// Every field as a byte, in declaration order: the client's part of
+    /// the packed state that is hashed, and the order in which symmetry
+    /// reduction sorts clients.
+    fn bytes(&self) -> [u8; 10] {
+        [
+            self.phase as u8,
+            self.paused as u8,
+            self.cycles,
+            self.attempts,
+            self.start,
+            self.next,
+            self.got,
+            self.valid_until,
+            self.clock,
+            self.grant,
+        ]
+    }
+}
+
 impl RedlockState {
     fn pack(&self) -> [u8; PACKED] {
         let mut b = [0u8; PACKED];
@@ -224,18 +240,7 @@ impl RedlockState {
             i += 5;
         }
         for c in &self.clients {
-            b[i..i + 10].copy_from_slice(&[
-                c.phase as u8,
-                c.paused as u8,
-                c.cycles,
-                c.attempts,
-                c.start,
-                c.next,
-                c.got,
-                c.valid_until,
-                c.clock,
-                c.grant,
-            ]);
+            b[i..i + 10].copy_from_slice(&c.bytes());
             i += 10;
         }
         b
@@ -323,9 +328,7 @@ impl Redlock {
     fn drop_expired(&self, s: &mut RedlockState) {
         for n in 0..self.nodes as usize {
             let now = self.node_clock(s, n);
-            if matches!(s.nodes[n].key, Some(k) if now >= k.expires) {
-                s.nodes[n].key = None;
-            }
+            key::expire(&mut s.nodes[n].key, now);
             if s.nodes[n].refuse_until != 0 && now >= s.nodes[n].refuse_until {
                 s.nodes[n].refuse_until = 0;
             }
@@ -334,9 +337,7 @@ impl Redlock {
 
     fn unlock_all(&self, s: &mut RedlockState, i: u8) {
         for n in 0..self.nodes as usize {
-            if matches!(s.nodes[n].key, Some(k) if k.holder == i) {
-                s.nodes[n].key = None;
-            }
+            key::release(&mut s.nodes[n].key, i);
         }
     }
 
@@ -555,11 +556,7 @@ impl Model for Redlock {
     crate::runner::checked_by_runner!();
 }
 
-fn holders(s: &RedlockState) -> usize {
-    s.clients.iter().filter(|c| Redlock::holding(c)).count()
-}
-
-properties::lock_state!(RedlockState, holders);
+properties::lock_state!(RedlockState, Redlock::holding);
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -655,22 +652,8 @@ const PARAMS: &[ParamSpec] = &[
 /// Clients sorted by their state, key holders renamed to match: states
 /// that differ only by which client is which get one representative.
 fn representative(s: &RedlockState) -> RedlockState {
-    let key = |c: &Client| {
-        [
-            c.phase as u8,
-            c.paused as u8,
-            c.cycles,
-            c.attempts,
-            c.start,
-            c.next,
-            c.got,
-            c.valid_until,
-            c.clock,
-            c.grant,
-        ]
-    };
     let mut order = [0u8, 1, 2];
-    order.sort_by_key(|&i| key(&s.clients[i as usize]));
+    order.sort_by_key(|&i| s.clients[i as usize].bytes());
     let mut new_index = [0u8; MAX_CLIENTS];
     let mut r = *s;
     for (new, &old) in order.iter().enumerate() {
@@ -700,12 +683,12 @@ impl LockModel for Redlock {
                 expected: "3 or 5".into(),
             });
         }
-        let clients = p.int("clients", 1, MAX_CLIENTS as u8)?;
+        let clients = p.clients(MAX_CLIENTS)?;
         Ok(Redlock {
             nodes,
             clients,
-            ttl: p.int("ttl", 1, 50)?,
-            time_bound: p.int("time_bound", 0, 100)?,
+            ttl: p.ttl()?,
+            time_bound: p.time_bound()?,
             cycles: p.int("cycles", 1, 3)?,
             allowance: p.int("allowance", 0, 50)?,
             drift_period: p.int("drift_period", 0, 100)?,
@@ -722,7 +705,7 @@ impl LockModel for Redlock {
             recheck_after_acquire: p.bool("recheck_after_acquire")?,
             check_validity_before_write: p.bool("check_validity_before_write")?,
             symmetry: p.bool("symmetry")?,
-            tick_ms: p.int("tick_ms", 1, 250)? as u64,
+            tick_ms: p.tick_ms()?,
             property: Self::DEFAULT_PROPERTY,
         })
     }
@@ -738,13 +721,7 @@ impl LockModel for Redlock {
     fn expected(&self, property: &str) -> Expectation {
         use Expectation::*;
         if property == "handover" {
-            // A second grant needs a second client (or cycle) and the time
-            // for the first lease to be released: always reachable here.
-            return if self.clients >= 2 || self.cycles >= 2 {
-                Holds
-            } else {
-                Violated
-            };
+            return properties::handover_expected(self.clients, self.cycles);
         }
         if self.clients < 2 {
             return Holds;
@@ -795,10 +772,7 @@ impl LockModel for Redlock {
         for n in 0..self.nodes as usize {
             let node = &s.nodes[n];
             let v = {
-                let key = match node.key {
-                    Some(k) => format!("key client-{} until {}", k.holder, k.expires),
-                    None => "no key".to_string(),
-                };
+                let key = key::fact(node.key);
                 let refuse = if node.refuse_until > 0 {
                     format!(", refuses grants until {}", node.refuse_until)
                 } else {
@@ -925,7 +899,8 @@ impl LockModel for Redlock {
             return Err("the redlock lock kind re-checks the elapsed time after acquiring; the trace needs a client that does not".to_string());
         }
         let tick = self.tick_ms;
-        let last = path.last().map(|(s, _)| s.t as u32).unwrap_or(0);
+        let base =
+            Scenario::counterexample(self, property, path, "redlock", self.ttl, self.clients);
         let mut faults = Vec::new();
         for n in 0..self.fast_nodes.min(self.nodes) {
             faults.push(Fault::ClockDrift {
@@ -956,24 +931,19 @@ impl LockModel for Redlock {
                     // The model restarts at once; the simulator takes a moment.
                     restart_after_ms: tick / 10,
                 }),
-                Some(Pause(c)) => {
-                    faults.push(pause_fault(&path[i..], Resume(c), |s| s.t, last, tick));
-                }
+                Some(Pause(c)) => faults.push(pause_fault(self, &path[i..], Resume(c))),
                 _ => {}
             }
-        }
-        let ttl_ms = self.ttl as u64 * tick;
-        let duration_ms = (last as u64 + self.ttl as u64 + 2) * tick;
-        let mut expect_checks = vec![("mutual_exclusion", "violation")];
-        if property == "no_stale_write" {
-            expect_checks.push(("resource", "violation"));
         }
         let hold = (self.ttl.saturating_sub(self.allowance) as u64 * tick)
             .saturating_sub(tick / 2)
             .max(1);
-        let mut notes = vec![format!(
-            "Generated by lockcheck-models from a BFS counterexample; 1 model tick = {tick} ms, faults half a tick into their tick. The lock's drift allowance in the model was {} ms; hold_ms stays inside the validity.",
-            self.allowance as u64 * tick
+        let mut notes = vec![generated_note(
+            tick,
+            &format!(
+                " The lock's drift allowance in the model was {} ms; hold_ms stays inside the validity.",
+                self.allowance as u64 * tick
+            ),
         )];
         let split = path.iter().any(|(s, a)| {
             matches!(a, Some(Lock(i)) if {
@@ -988,27 +958,17 @@ impl LockModel for Redlock {
         Ok(Scenario {
             name: format!("model-redlock-{}-{}", self.nodes, property.replace('_', "-")),
             about: format!(
-                "From the redlock model ({} steps): Redlock over {} masters with a {ttl_ms} ms lease; two clients hold a majority at once.",
+                "From the redlock model ({} steps): Redlock over {} masters with a {} ms lease; two clients hold a majority at once.",
                 path.len() - 1,
-                self.nodes
+                self.nodes,
+                base.ttl_ms
             ),
             notes,
-            expect: "violation",
-            expect_checks,
-            seed: 1,
-            duration_ms,
-            lock_kind: "redlock",
-            ttl_ms,
-            wait_ms: duration_ms,
             masters: self.nodes as u32,
-            replicas: 0,
-            replication_lag_ms: (5, 20),
-            failover_detect_ms: 1000,
-            clients: self.clients as u32,
             cycles: self.cycles as u32,
             hold_ms: (hold, hold),
-            think_ms: (0, 0),
             faults,
+            ..base
         })
     }
 }
