@@ -515,9 +515,7 @@ impl LockModel for Failover {
         properties::standard(properties::MUTEX_ABOUT)
     }
 
-    fn select(&mut self, property: &'static str) {
-        self.property = property;
-    }
+    crate::runner::common_fields!();
 
     fn expected(&self, property: &str) -> Expectation {
         if property == "handover" {
@@ -539,14 +537,6 @@ impl LockModel for Failover {
         } else {
             Expectation::Holds
         }
-    }
-
-    fn tick_ms(&self) -> u64 {
-        self.tick_ms
-    }
-
-    fn tick_of(&self, s: &FailoverState) -> u32 {
-        s.t as u32
     }
 
     fn facts(&self, s: &FailoverState) -> Vec<(String, String)> {

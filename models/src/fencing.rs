@@ -333,9 +333,7 @@ impl LockModel for Fencing {
         all
     }
 
-    fn select(&mut self, property: &'static str) {
-        self.property = property;
-    }
+    crate::runner::common_fields!();
 
     fn expected(&self, property: &str) -> Expectation {
         use Expectation::*;
@@ -352,14 +350,6 @@ impl LockModel for Fencing {
         } else {
             Holds
         }
-    }
-
-    fn tick_ms(&self) -> u64 {
-        self.tick_ms
-    }
-
-    fn tick_of(&self, s: &FencingState) -> u32 {
-        s.t as u32
     }
 
     fn facts(&self, s: &FencingState) -> Vec<(String, String)> {

@@ -333,9 +333,7 @@ impl LockModel for Lease {
         properties::standard(properties::MUTEX_ABOUT_PAUSED)
     }
 
-    fn select(&mut self, property: &'static str) {
-        self.property = property;
-    }
+    crate::runner::common_fields!();
 
     fn expected(&self, property: &str) -> Expectation {
         let two = self.clients >= 2;
@@ -349,14 +347,6 @@ impl LockModel for Lease {
             "handover" => properties::handover_expected(self.clients, self.cycles),
             _ => Expectation::Holds,
         }
-    }
-
-    fn tick_ms(&self) -> u64 {
-        self.tick_ms
-    }
-
-    fn tick_of(&self, s: &LeaseState) -> u32 {
-        s.t as u32
     }
 
     fn facts(&self, s: &LeaseState) -> Vec<(String, String)> {

@@ -83,9 +83,23 @@ pub use runner::effective_threads;
 
 use std::fmt;
 
+/// Call `$then!` with every model type, in the order [`model_names`] lists
+/// them: the one list of models, so that a new one is added in one place.
+macro_rules! every_model {
+    ($then:ident $(, $($args:tt)*)?) => {
+        $then!($($($args)*;)? lease::Lease, failover::Failover, redlock::Redlock, redisson::Redisson, fencing::Fencing)
+    };
+}
+
 /// The models, by the name [`run`] takes.
 pub fn model_names() -> &'static [&'static str] {
-    &["lease", "failover", "redlock", "redisson", "fencing"]
+    macro_rules! names {
+        ($($model:ty),+) => {{
+            const NAMES: &[&str] = &[$(<$model as runner::LockModel>::NAME),+];
+            NAMES
+        }};
+    }
+    every_model!(names)
 }
 
 /// How to run a model.
@@ -196,32 +210,25 @@ fn unknown(name: &str) -> ModelError {
     }
 }
 
+/// Evaluate `$body` with `$m` standing for the model named `$name`, or
+/// return the unknown-model error.
 macro_rules! dispatch {
     ($name:expr, $m:ident => $body:expr) => {
-        match $name {
-            "lease" => {
-                type $m = lease::Lease;
-                $body
-            }
-            "failover" => {
-                type $m = failover::Failover;
-                $body
-            }
-            "redlock" => {
-                type $m = redlock::Redlock;
-                $body
-            }
-            "redisson" => {
-                type $m = redisson::Redisson;
-                $body
-            }
-            "fencing" => {
-                type $m = fencing::Fencing;
-                $body
-            }
-            other => Err(unknown(other)),
-        }
+        every_model!(dispatch_to, $name, $m, $body)
     };
+}
+
+/// [`dispatch`]'s expansion over the list of models.
+macro_rules! dispatch_to {
+    ($name:expr, $m:ident, $body:expr; $($model:ty),+) => {{
+        let name: &str = $name;
+        $(if name == <$model as runner::LockModel>::NAME {
+            type $m = $model;
+            $body
+        } else)+ {
+            Err(unknown(name))
+        }
+    }};
 }
 
 /// The parameters and properties of a model.

@@ -356,9 +356,7 @@ impl LockModel for Redisson {
         all
     }
 
-    fn select(&mut self, property: &'static str) {
-        self.property = property;
-    }
+    crate::runner::common_fields!();
 
     fn expected(&self, property: &str) -> Expectation {
         use Expectation::*;
@@ -375,14 +373,6 @@ impl LockModel for Redisson {
             "reentered" if self.max_depth < 2 => Violated,
             _ => Holds,
         }
-    }
-
-    fn tick_ms(&self) -> u64 {
-        self.tick_ms
-    }
-
-    fn tick_of(&self, s: &RedissonState) -> u32 {
-        s.t as u32
     }
 
     fn facts(&self, s: &RedissonState) -> Vec<(String, String)> {

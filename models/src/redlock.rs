@@ -714,9 +714,7 @@ impl LockModel for Redlock {
         properties::standard(properties::MUTEX_ABOUT_PAUSED)
     }
 
-    fn select(&mut self, property: &'static str) {
-        self.property = property;
-    }
+    crate::runner::common_fields!();
 
     fn expected(&self, property: &str) -> Expectation {
         use Expectation::*;
@@ -750,10 +748,6 @@ impl LockModel for Redlock {
         }
     }
 
-    fn tick_ms(&self) -> u64 {
-        self.tick_ms
-    }
-
     fn symmetry(&self) -> Option<fn(&RedlockState) -> RedlockState> {
         let same_clocks = self.client_clock != ClientClock::Drift
             || self.drift_period == 0
@@ -761,10 +755,6 @@ impl LockModel for Redlock {
             || self.slow_clients == self.clients;
         (self.symmetry && same_clocks)
             .then_some(representative as fn(&RedlockState) -> RedlockState)
-    }
-
-    fn tick_of(&self, s: &RedlockState) -> u32 {
-        s.t as u32
     }
 
     fn facts(&self, s: &RedlockState) -> Vec<(String, String)> {
