@@ -4,7 +4,7 @@
 //! Bundled scenarios test the failures someone already thought of; explore starts from a
 //! scenario with no faults at all and finds the schedule itself. The space is the scenario's
 //! `[explore]` table ([`space`]), the cases come from a proptest strategy ([`strategy`]), the
-//! search and proptest's shrinking run in [`search`], the finding is written by [`emit`] and
+//! search and proptest's shrinking run in [`mod@search`], the finding is written by [`emit`] and
 //! printed by [`report`].
 
 mod artifacts;

@@ -1,4 +1,4 @@
-//! Scenario input before it becomes a [`Scenario`](crate::scenario::Scenario): reading the file
+//! Scenario input before it becomes a [`Scenario`]: reading the file
 //! (a regular file, of bounded size, in UTF-8), the position of every key and value (from the
 //! TOML parser's spans, never by searching the text), and the ranges numbers must stay in so that
 //! no file can make lockcheck hang, overflow or take the machine's memory.
