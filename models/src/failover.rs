@@ -73,25 +73,37 @@ use crate::scenario::{failover_lag, fault_time, generated_note, Fault, Scenario}
 use crate::ModelError;
 use stateright::{Model, Property};
 
+/// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
 pub const MAX_CLIENTS: usize = 3;
+/// Replicas per master at most: `WAIT 1` with two replicas is what lets the failover promote the
+/// one that did not acknowledge.
 pub const MAX_REPLICAS: usize = 2;
 const NODES: usize = MAX_REPLICAS + 1;
 
 #[derive(Clone, Debug)]
+/// The model's configuration (see the module docs).
 pub struct Failover {
+    /// Clients competing for the lock.
     pub clients: u8,
+    /// The lease (`PX`), in ticks.
     pub ttl: u8,
+    /// True time stops at this tick: the bound within which a proof holds.
     pub time_bound: u8,
+    /// Acquisitions per client.
     pub cycles: u8,
+    /// Replicas of the master.
     pub replicas: u8,
     /// `WAIT <wait> <timeout>` after acquiring; 0: no `WAIT`.
     pub wait: u8,
+    /// `WAIT`'s timeout, in ticks.
     pub wait_timeout: u8,
     /// A client whose `WAIT` timed out short of `wait` acks proceeds anyway.
     pub proceed_on_timeout: bool,
     /// Replicas' clocks run this many ticks ahead of true time.
     pub replica_skew: u8,
+    /// Simulated milliseconds per tick in the scenario file.
     pub tick_ms: u64,
+    /// The one registered property (`""`: all, for the Explorer).
     pub property: &'static str,
 }
 
@@ -102,13 +114,18 @@ pub use crate::key::Key;
 /// A replicated effect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
+    /// `SET` with the absolute expiry the master computed (`PXAT`).
     Set(Key),
+    /// `DEL` by a release or a client that gave up.
     Del,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// One Redis node: the master or a replica.
 pub struct Node {
+    /// Running (a failed master is down until it rejoins).
     pub up: bool,
+    /// The lock key as this node has it.
     pub key: Option<Key>,
     /// Replicas: the master's writes not yet applied here, collapsed to
     /// their net effect (one key, so the last write decides).
@@ -116,18 +133,26 @@ pub struct Node {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Where a client is in its cycles.
 pub enum Phase {
+    /// Not holding; may acquire.
     Idle,
     /// `SET` succeeded; `WAIT` has not returned.
     Waiting,
+    /// `WAIT` returned (or there is none): the client is in its critical section.
     Holding,
+    /// Used up its cycles.
     Done,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// One client of the lock.
 pub struct Client {
+    /// Where it is in its cycles.
     pub phase: Phase,
+    /// Acquisitions completed.
     pub cycles: u8,
+    /// True time of its `SET`: its lease ends `ttl` later on its clock.
     pub acquired_at: u8,
     /// The master it acquired on.
     pub master: u8,
@@ -140,19 +165,31 @@ pub struct Client {
 pub use crate::properties::Storage;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A state of the failover model.
 pub struct FailoverState {
+    /// True time (ticks).
     pub t: u8,
+    /// The node that is master now.
     pub master: u8,
+    /// The one failover has happened.
     pub failed_over: bool,
+    /// The master and its replicas (only the first `replicas + 1` take part).
     pub nodes: [Node; NODES],
+    /// Leases granted so far (true order, ghost state).
     pub grants: u8,
+    /// The clients (only the first `clients` take part).
     pub clients: [Client; MAX_CLIENTS],
+    /// The protected storage.
     pub storage: Storage,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A step of the failover model.
 pub enum FailoverAction {
+    /// True time advances one tick: keys expire on each node's clock, holders whose lease ran out
+    /// leave.
     Tick,
+    /// `SET lock c NX PX ttl` on the current master.
     Acquire(u8),
     /// `WAIT` returns with enough acknowledgements.
     WaitOk(u8),
@@ -160,7 +197,9 @@ pub enum FailoverAction {
     WaitTimeout(u8),
     /// `WAIT` fails: the master it was sent to died.
     WaitError(u8),
+    /// The holder writes to the storage.
     Write(u8),
+    /// Compare-and-delete on the current master, and leave the critical section.
     Release(u8),
     /// The next log entry reaches replica node `n`.
     Replicate(u8),

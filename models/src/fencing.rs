@@ -53,17 +53,28 @@ use crate::scenario::{failover_lag, fault_time, pause_fault, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
+/// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
 pub const MAX_CLIENTS: usize = 3;
 
 #[derive(Clone, Debug)]
+/// The model's configuration (see the module docs).
 pub struct Fencing {
+    /// Clients competing for the lock, one lease each.
     pub clients: u8,
+    /// The lease (`PX`), in ticks.
     pub ttl: u8,
+    /// True time stops at this tick: the bound within which a proof holds.
     pub time_bound: u8,
+    /// Stop-the-world pauses of a holder the checker may use.
     pub pauses: u8,
+    /// The master may die once and its lagging replica be promoted: what sends the token counter
+    /// back.
     pub failover: bool,
+    /// The storage rejects a token lower than the highest it accepted (Kleppmann's check).
     pub storage_check: bool,
+    /// Simulated milliseconds per tick in the scenario file.
     pub tick_ms: u64,
+    /// The one registered property (`""`: all, for the Explorer).
     pub property: &'static str,
 }
 
@@ -72,22 +83,33 @@ pub use crate::key::Key;
 /// A node's two keys: the lock and the token counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Data {
+    /// The lock key, if set.
     pub key: Option<Key>,
+    /// The `INCR` counter the fencing tokens come from.
     pub counter: u8,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Where a client is in its one lease.
 pub enum Phase {
+    /// Not holding; may acquire.
     Idle,
+    /// Between a successful acquire and release (or the lease running out on its clock).
     Holding,
+    /// Its lease is over.
     Done,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// One client of the lock.
 pub struct Client {
+    /// Where it is in its lease.
     pub phase: Phase,
+    /// Stopped (GC): it notices nothing, not even that its lease ran out.
     pub paused: bool,
+    /// Lease end on the client's clock (true time).
     pub valid_until: u8,
+    /// The fencing token its acquire returned; its writes carry it.
     pub token: u8,
     /// Ghost: which grant this lease is.
     pub grant: u8,
@@ -96,33 +118,48 @@ pub struct Client {
 pub use crate::properties::Storage;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A state of the fencing model.
 pub struct FencingState {
+    /// True time (ticks).
     pub t: u8,
     /// The master's data (after a failover: the promoted replica's).
     pub master: Data,
+    /// The replica's data, as far as replication has carried it.
     pub replica: Data,
     /// The master's newest write not yet applied on the replica.
     pub pending: Option<Data>,
+    /// The one failover has happened.
     pub failed_over: bool,
+    /// The clients (only the first `clients` take part).
     pub clients: [Client; MAX_CLIENTS],
+    /// Leases granted so far (true order, ghost state).
     pub grants: u8,
     /// Ghost: the highest token ever handed out.
     pub max_issued: u8,
     /// Ghost: a lease got a token not above an earlier lease's.
     pub token_reused: bool,
+    /// Pauses used so far.
     pub pauses: u8,
+    /// The protected storage.
     pub storage: Storage,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A step of the fencing model.
 pub enum FencingAction {
+    /// True time advances one tick: keys expire, running holders whose lease ran out leave.
     Tick,
     /// `SET lock c NX PX ttl` + `INCR token`.
     Acquire(u8),
+    /// The holder writes to the storage with its token.
     Write(u8),
+    /// Compare-and-delete, and leave the critical section.
     Release(u8),
+    /// A stop-the-world pause of the holder starts.
     Pause(u8),
+    /// The paused client resumes.
     Resume(u8),
+    /// The replica applies the master's newest write (the lock key and the counter together).
     Replicate,
     /// The master dies; the replica is promoted.
     Failover,

@@ -57,13 +57,21 @@ pub const MAX_CLIENTS: usize = 3;
 /// The model's configuration (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Lease {
+    /// Clients competing for the lock.
     pub clients: u8,
+    /// The lease (`PX`), in ticks.
     pub ttl: u8,
+    /// True time stops at this tick: the bound within which a proof holds.
     pub time_bound: u8,
+    /// Acquisitions per client.
     pub cycles: u8,
+    /// Stop-the-world pauses of a holder the checker may use.
     pub pauses: u8,
+    /// How far the server's clock may jump forward, once (0: never).
     pub jump: u8,
+    /// `INCR` a fencing token on acquire; the storage rejects lower tokens.
     pub fencing: bool,
+    /// Simulated milliseconds per tick in the scenario file.
     pub tick_ms: u64,
     /// The one registered property (`""`: all, for the Explorer).
     pub property: &'static str,
@@ -86,6 +94,7 @@ impl Default for Lease {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Where a client is in its cycles.
 pub enum Phase {
     /// Not holding; may acquire if it has cycles left.
     Idle,
@@ -96,8 +105,11 @@ pub enum Phase {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// One client of the lock.
 pub struct Client {
+    /// Where it is in its cycles.
     pub phase: Phase,
+    /// Stopped (GC): it notices nothing, not even that its lease ran out.
     pub paused: bool,
     /// Acquisitions completed.
     pub cycles: u8,
@@ -123,11 +135,13 @@ pub use crate::key::Key;
 pub use crate::properties::Storage;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A state of the lease model.
 pub struct LeaseState {
     /// True time.
     pub t: u8,
     /// Server clock jump applied so far.
     pub jumped: u8,
+    /// The lock key on `redis-0`, if set and not expired.
     pub key: Option<Key>,
     /// The `INCR` counter that makes fencing tokens.
     pub counter: u8,
@@ -135,11 +149,14 @@ pub struct LeaseState {
     pub grants: u8,
     /// Pauses used so far.
     pub pauses: u8,
+    /// The clients (only the first `clients` take part).
     pub clients: [Client; MAX_CLIENTS],
+    /// The protected storage.
     pub storage: Storage,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A step of the lease model.
 pub enum LeaseAction {
     /// True time advances one tick; running holders whose lease ran out on
     /// their clock leave the critical section.
@@ -152,6 +169,7 @@ pub enum LeaseAction {
     Release(u8),
     /// A stop-the-world pause starts.
     Pause(u8),
+    /// The paused client resumes.
     Resume(u8),
     /// The server's clock jumps forward by `jump` ticks.
     ClockJump,

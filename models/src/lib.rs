@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! Stateright models of the Redis lock designs lockcheck tests.
 //!
 //! Each model is a plain [`stateright::Model`] with explicit discrete time:
@@ -108,6 +109,8 @@ pub struct RunOptions {
     /// The property to check; `None`: the model's default
     /// (`mutual_exclusion`, or `no_stale_write` for `fencing`).
     pub property: Option<String>,
+    /// Breadth-first for the shortest counterexample, depth-first for exhaustive proofs in less
+    /// memory.
     pub strategy: Strategy,
     /// Stop exploring below this depth (number of steps).
     pub max_depth: Option<usize>,
@@ -138,26 +141,43 @@ impl Default for RunOptions {
 /// choices.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ModelError {
+    /// No model has this name.
     UnknownModel {
+        /// The name asked for.
         name: String,
+        /// The model names there are.
         valid: Vec<String>,
     },
+    /// The model has no property of this name.
     UnknownProperty {
+        /// The model asked for.
         model: String,
+        /// The property asked for.
         name: String,
+        /// The model's properties.
         valid: Vec<String>,
     },
+    /// The model has no parameter of this name (a typo must not silently run the defaults).
     UnknownParam {
+        /// The model asked for.
         model: String,
+        /// The parameter given.
         name: String,
+        /// The model's parameters.
         valid: Vec<String>,
     },
+    /// A parameter's value does not parse or is out of range.
     BadParam {
+        /// The model asked for.
         model: String,
+        /// The parameter.
         name: String,
+        /// The value given.
         value: String,
+        /// What the parameter takes (a range, `true or false`, a list of words).
         expected: String,
     },
+    /// stateright's Explorer could not be served (the address cannot be bound).
     Explorer(String),
 }
 
@@ -196,10 +216,13 @@ impl std::error::Error for ModelError {}
 /// What the CLI shows for `lockcheck model <name> --help`-style listings.
 #[derive(Clone, Debug)]
 pub struct ModelInfo {
+    /// The name [`run`] takes.
     pub name: &'static str,
+    /// The parameters `--param` accepts, with defaults and help.
     pub params: &'static [ParamSpec],
     /// `(name, kind, meaning)`.
     pub properties: Vec<(&'static str, PropertyKind, &'static str)>,
+    /// The property checked when none is named.
     pub default_property: &'static str,
 }
 

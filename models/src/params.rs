@@ -9,8 +9,11 @@ use crate::ModelError;
 /// One tunable parameter of a model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamSpec {
+    /// The name `--param` uses.
     pub name: &'static str,
+    /// The value in force when the parameter is not given.
     pub default: &'static str,
+    /// One line for the CLI's help.
     pub help: &'static str,
 }
 

@@ -52,40 +52,57 @@ use crate::scenario::{generated_note, pause_fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
+/// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
 pub const MAX_CLIENTS: usize = 3;
 
 #[derive(Clone, Debug)]
+/// The model's configuration (see the module docs).
 pub struct Redisson {
+    /// Clients competing for the lock.
     pub clients: u8,
+    /// The lease (`lockWatchdogTimeout`), in ticks; the watchdog renews every `lease / 3`.
     pub lease: u8,
+    /// True time stops at this tick: the bound within which a proof holds.
     pub time_bound: u8,
+    /// Lock/unlock cycles per client.
     pub cycles: u8,
+    /// Stop-the-world pauses of a holder the checker may use.
     pub pauses: u8,
+    /// Longest pause in ticks (0: unbounded): how long a pause the watchdog survives.
     pub max_pause: u8,
+    /// Deepest re-entry.
     pub max_depth: u8,
+    /// Simulated milliseconds per tick in the scenario file.
     pub tick_ms: u64,
+    /// The one registered property (`""`: all, for the Explorer).
     pub property: &'static str,
 }
 
 /// The lock hash: one field (the holder) and its count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
+    /// The client whose field it is (`uuid:threadId` in Redisson).
     pub holder: u8,
+    /// The hold count: re-entries add one, releases take one away.
     pub count: u8,
     /// Expiry on the server's clock.
     pub expires: u8,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// One client of the lock.
 pub struct Client {
     /// The client's own hold count (0: not holding).
     pub depth: u8,
+    /// Stopped (GC), its watchdog thread with it.
     pub paused: bool,
+    /// When the pause started, to end it by `max_pause`.
     pub paused_since: u8,
     /// The watchdog runs.
     pub watchdog: bool,
     /// Next renewal on the client's clock.
     pub next_renew: u8,
+    /// Lock/unlock cycles completed.
     pub cycles: u8,
     /// Acquire-script calls so far (at most `cycles * max_depth`: keeps
     /// the space finite when a key that expired is re-created by re-entry).
@@ -97,29 +114,40 @@ pub struct Client {
 pub use crate::properties::Storage;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A state of the redisson model.
 pub struct RedissonState {
+    /// True time (ticks); the server's clock.
     pub t: u8,
+    /// The lock hash, if it exists.
     pub key: Option<Key>,
+    /// The clients (only the first `clients` take part).
     pub clients: [Client; MAX_CLIENTS],
     /// Key creations so far.
     pub grants: u8,
+    /// Pauses used so far.
     pub pauses: u8,
     /// Some client re-entered with the server's count at 2 or more.
     pub reentered: bool,
+    /// The protected storage.
     pub storage: Storage,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A step of the redisson model.
 pub enum RedissonAction {
+    /// True time advances one tick; an expired key is gone.
     Tick,
     /// The acquire script (first acquisition or re-entry).
     Acquire(u8),
     /// The watchdog's renewal script.
     Renew(u8),
+    /// The holder writes to the storage.
     Write(u8),
     /// The release script (one level).
     Release(u8),
+    /// A stop-the-world pause of the holder (and its watchdog) starts.
     Pause(u8),
+    /// The paused client resumes.
     Resume(u8),
 }
 

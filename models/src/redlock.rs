@@ -99,47 +99,79 @@ use crate::scenario::{fault_time, generated_note, pause_fault, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
+/// Masters at most: Redlock is run over 3 or 5.
 pub const MAX_NODES: usize = 5;
+/// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
 pub const MAX_CLIENTS: usize = 3;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How clients read time (`client_clock`).
 pub enum ClientClock {
+    /// True time.
     Exact,
+    /// The first `slow_clients` clients lose a tick per `drift_period`: a bounded rate error, the
+    /// case antirez's drift allowance is for.
     Drift,
+    /// The clock advances only by explicit steps, never past true time: an arbitrarily slow clock,
+    /// as in specl's Redlock example.
     Lag,
 }
 
 #[derive(Clone, Debug)]
+/// The model's configuration (see the module docs).
 pub struct Redlock {
+    /// Independent masters (3 or 5).
     pub nodes: u8,
+    /// Clients competing for the lock.
     pub clients: u8,
+    /// The lease (`PX`), in ticks.
     pub ttl: u8,
+    /// True time stops at this tick: the bound within which a proof holds.
     pub time_bound: u8,
+    /// Successful acquisitions per client.
     pub cycles: u8,
+    /// Clock drift allowance in ticks, subtracted from the validity time.
     pub allowance: u8,
+    /// Drifting clocks gain or lose one tick per this many ticks (0: no drift).
     pub drift_period: u8,
+    /// How many nodes (from `redis-0`) have a fast clock.
     pub fast_nodes: u8,
+    /// With `client_clock = drift`: how many clients (from `client-0`) have a slow clock.
     pub slow_clients: u8,
+    /// How clients read time.
     pub client_clock: ClientClock,
+    /// Size of a server clock jump, in ticks.
     pub jump: u8,
+    /// How many forward server clock jumps the checker may use (Kleppmann's first scenario).
     pub jumps: u8,
+    /// How many node crashes (keys lost: no persistence) the checker may use.
     pub crashes: u8,
+    /// A restarted node refuses to grant for a TTL on its clock (antirez's delayed restart).
     pub restart_delay: bool,
+    /// Stop-the-world pauses of a holder the checker may use.
     pub pauses: u8,
     /// Failed attempts a client may follow with another.
     pub retries: u8,
+    /// After counting the majority, check that the elapsed time left some validity (antirez's
+    /// answer to slow acquisitions).
     pub recheck_after_acquire: bool,
+    /// Check the lease on the client's clock before each write: narrows the stale-write window, but
+    /// a pause can still fall between check and write.
     pub check_validity_before_write: bool,
     /// DFS treats interchangeable clients as one (see [`LockModel::symmetry`]).
     pub symmetry: bool,
+    /// Simulated milliseconds per tick in the scenario file.
     pub tick_ms: u64,
+    /// The one registered property (`""`: all, for the Explorer).
     pub property: &'static str,
 }
 
 pub use crate::key::Key;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// One independent master.
 pub struct Node {
+    /// The lock key on this master, if set and not expired on its clock.
     pub key: Option<Key>,
     /// Clock jumps applied so far (ticks).
     pub jumped: u8,
@@ -148,20 +180,28 @@ pub struct Node {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Where a client is in its cycles.
 pub enum Phase {
+    /// Not acquiring; may start.
     Idle,
     /// Sending `SET NX PX` to the nodes in order.
     Acquiring,
+    /// Got a majority in time: in its critical section.
     Holding,
     /// Checked its validity; about to write.
     Checked,
+    /// Used up its cycles or its retries.
     Done,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// One client of the lock.
 pub struct Client {
+    /// Where it is in its cycles.
     pub phase: Phase,
+    /// Stopped (GC): it notices nothing, not even that its validity ran out.
     pub paused: bool,
+    /// Acquisitions completed.
     pub cycles: u8,
     /// Failed attempts so far.
     pub attempts: u8,
@@ -186,13 +226,21 @@ pub use crate::properties::Storage;
 /// was a third of the run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RedlockState {
+    /// True time (ticks).
     pub t: u8,
+    /// The masters (only the first `nodes` take part).
     pub nodes: [Node; MAX_NODES],
+    /// The clients (only the first `clients` take part).
     pub clients: [Client; MAX_CLIENTS],
+    /// Leases granted so far (true order, ghost state).
     pub grants: u8,
+    /// Pauses used so far.
     pub pauses: u8,
+    /// Clock jumps used so far.
     pub jumps: u8,
+    /// Crashes used so far.
     pub crashes: u8,
+    /// The protected storage.
     pub storage: Storage,
 }
 
@@ -254,7 +302,10 @@ impl std::hash::Hash for RedlockState {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A step of the redlock model.
 pub enum RedlockAction {
+    /// True time advances one tick: keys expire on each node's clock, holders whose validity ran
+    /// out on their clock leave.
     Tick,
     /// `SET lock c NX PX ttl` on the client's next node; from idle, note
     /// the clock first (start acquiring). Noting the clock and sending the
@@ -266,12 +317,17 @@ pub enum RedlockAction {
     Finish(u8),
     /// Check validity before a write.
     Check(u8),
+    /// The holder writes to the storage.
     Write(u8),
+    /// Compare-and-delete on every node, and leave the critical section.
     Release(u8),
+    /// A stop-the-world pause of the holder starts.
     Pause(u8),
+    /// The paused client resumes.
     Resume(u8),
     /// `client_clock=lag`: the client's clock advances one tick.
     ClockAdvance(u8),
+    /// The node's clock jumps forward by `jump` ticks.
     ClockJump(u8),
     /// The node crashes and restarts at once, without its keys (no
     /// persistence); with `restart_delay` it then refuses grants for a TTL.

@@ -39,7 +39,9 @@ use std::fmt::Write as _;
 /// A scenario file, as the contract in docs/design.md ("Scenario files") has it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
+    /// The scenario's name (`model-<model>-<property>`).
     pub name: String,
+    /// One sentence: what the trace shows.
     pub about: String,
     /// Lines written as `#` comments right after the header.
     pub notes: Vec<String>,
@@ -47,19 +49,33 @@ pub struct Scenario {
     pub expect: &'static str,
     /// Extra per-check expectations, e.g. `("resource", "violation")`.
     pub expect_checks: Vec<(&'static str, &'static str)>,
+    /// The simulation seed.
     pub seed: u64,
+    /// Simulated run length (ms): the trace plus one lease and a margin.
     pub duration_ms: u64,
+    /// The lockcheck lock kind that implements the model's design.
     pub lock_kind: &'static str,
+    /// The lease (ms).
     pub ttl_ms: u64,
+    /// How long a client keeps trying to acquire (ms).
     pub wait_ms: u64,
+    /// Independent masters.
     pub masters: u32,
+    /// Replicas per master.
     pub replicas: u32,
+    /// Replication delay range (ms): how long a write takes to reach a replica.
     pub replication_lag_ms: (u64, u64),
+    /// How long after a master dies its replica is promoted (ms).
     pub failover_detect_ms: u64,
+    /// Clients in the workload.
     pub clients: u32,
+    /// Acquisitions per client.
     pub cycles: u32,
+    /// Critical-section length range (ms).
     pub hold_ms: (u64, u64),
+    /// Pause between a client's cycles (ms).
     pub think_ms: (u64, u64),
+    /// The fault schedule, at absolute times.
     pub faults: Vec<Fault>,
 }
 
@@ -72,38 +88,60 @@ pub enum Fault {
     /// Kill the master of shard `master`, promote its replica after
     /// `failover_detect_ms`.
     Failover {
+        /// When the master dies (ms).
         at_ms: u64,
     },
     /// A stop-the-world pause of a client.
     Pause {
+        /// `holder`, or `client-<c>` when the paused client holds nothing then.
         client: String,
+        /// When the pause starts (ms).
         at_ms: u64,
+        /// How long the client is stopped (ms).
         for_ms: u64,
     },
+    /// A node's clock steps.
     ClockJump {
+        /// The node whose clock jumps.
         node: String,
+        /// When it jumps (ms).
         at_ms: u64,
+        /// The step (ms; negative goes back).
         by_ms: i64,
     },
+    /// A node's clock runs at the wrong rate.
     ClockDrift {
+        /// The node whose clock drifts.
         node: String,
+        /// When the drift starts (ms).
         at_ms: u64,
+        /// The rate error (ppm; positive runs fast).
         ppm: i64,
     },
+    /// A Redis node crashes and restarts without its keys.
     Crash {
+        /// The node that crashes.
         node: String,
+        /// When it crashes (ms).
         at_ms: u64,
+        /// How long it stays down (ms).
         restart_after_ms: u64,
     },
+    /// Nodes lose the network to other nodes.
     Partition {
+        /// The nodes on one side of the cut.
         nodes: Vec<String>,
+        /// The nodes on the other side; empty: everyone else.
         from: Vec<String>,
+        /// When the partition starts (ms).
         at_ms: u64,
+        /// How long it lasts (ms).
         for_ms: u64,
     },
 }
 
 impl Fault {
+    /// When the fault fires (ms): the scenario lists faults in this order.
     pub fn at_ms(&self) -> u64 {
         match self {
             Fault::Failover { at_ms }
