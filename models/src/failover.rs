@@ -80,8 +80,8 @@ pub const MAX_CLIENTS: usize = 3;
 pub const MAX_REPLICAS: usize = 2;
 const NODES: usize = MAX_REPLICAS + 1;
 
-#[derive(Clone, Debug)]
 /// The model's configuration (see the module docs).
+#[derive(Clone, Debug)]
 pub struct Failover {
     /// Clients competing for the lock.
     pub clients: u8,
@@ -120,8 +120,8 @@ pub enum Op {
     Del,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// One Redis node: the master or a replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
     /// Running (a failed master is down until it rejoins).
     pub up: bool,
@@ -132,8 +132,8 @@ pub struct Node {
     pub pending: Option<Op>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// Where a client is in its cycles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
     /// Not holding; may acquire.
     Idle,
@@ -145,8 +145,8 @@ pub enum Phase {
     Done,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// One client of the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Client {
     /// Where it is in its cycles.
     pub phase: Phase,
@@ -164,8 +164,8 @@ pub struct Client {
 
 pub use crate::properties::Storage;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// A state of the failover model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FailoverState {
     /// True time (ticks).
     pub t: u8,
@@ -183,8 +183,8 @@ pub struct FailoverState {
     pub storage: Storage,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// A step of the failover model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FailoverAction {
     /// True time advances one tick: keys expire on each node's clock, holders whose lease ran out
     /// leave.

@@ -56,8 +56,8 @@ use stateright::{Model, Property};
 /// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
 pub const MAX_CLIENTS: usize = 3;
 
-#[derive(Clone, Debug)]
 /// The model's configuration (see the module docs).
+#[derive(Clone, Debug)]
 pub struct Fencing {
     /// Clients competing for the lock, one lease each.
     pub clients: u8,
@@ -89,8 +89,8 @@ pub struct Data {
     pub counter: u8,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// Where a client is in its one lease.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
     /// Not holding; may acquire.
     Idle,
@@ -100,8 +100,8 @@ pub enum Phase {
     Done,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// One client of the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Client {
     /// Where it is in its lease.
     pub phase: Phase,
@@ -117,8 +117,8 @@ pub struct Client {
 
 pub use crate::properties::Storage;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// A state of the fencing model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FencingState {
     /// True time (ticks).
     pub t: u8,
@@ -144,8 +144,8 @@ pub struct FencingState {
     pub storage: Storage,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// A step of the fencing model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FencingAction {
     /// True time advances one tick: keys expire, running holders whose lease ran out leave.
     Tick,

@@ -93,8 +93,8 @@ impl Default for Lease {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// Where a client is in its cycles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
     /// Not holding; may acquire if it has cycles left.
     Idle,
@@ -104,8 +104,8 @@ pub enum Phase {
     Done,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// One client of the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Client {
     /// Where it is in its cycles.
     pub phase: Phase,
@@ -134,8 +134,8 @@ const IDLE: Client = Client {
 pub use crate::key::Key;
 pub use crate::properties::Storage;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// A state of the lease model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LeaseState {
     /// True time.
     pub t: u8,
@@ -155,8 +155,8 @@ pub struct LeaseState {
     pub storage: Storage,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// A step of the lease model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LeaseAction {
     /// True time advances one tick; running holders whose lease ran out on
     /// their clock leave the critical section.

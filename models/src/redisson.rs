@@ -55,8 +55,8 @@ use stateright::{Model, Property};
 /// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
 pub const MAX_CLIENTS: usize = 3;
 
-#[derive(Clone, Debug)]
 /// The model's configuration (see the module docs).
+#[derive(Clone, Debug)]
 pub struct Redisson {
     /// Clients competing for the lock.
     pub clients: u8,
@@ -89,8 +89,8 @@ pub struct Key {
     pub expires: u8,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// One client of the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Client {
     /// The client's own hold count (0: not holding).
     pub depth: u8,
@@ -113,8 +113,8 @@ pub struct Client {
 
 pub use crate::properties::Storage;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// A state of the redisson model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RedissonState {
     /// True time (ticks); the server's clock.
     pub t: u8,
@@ -132,8 +132,8 @@ pub struct RedissonState {
     pub storage: Storage,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// A step of the redisson model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RedissonAction {
     /// True time advances one tick; an expired key is gone.
     Tick,

@@ -104,8 +104,8 @@ pub const MAX_NODES: usize = 5;
 /// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
 pub const MAX_CLIENTS: usize = 3;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 /// How clients read time (`client_clock`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientClock {
     /// True time.
     Exact,
@@ -117,8 +117,8 @@ pub enum ClientClock {
     Lag,
 }
 
-#[derive(Clone, Debug)]
 /// The model's configuration (see the module docs).
+#[derive(Clone, Debug)]
 pub struct Redlock {
     /// Independent masters (3 or 5).
     pub nodes: u8,
@@ -168,8 +168,8 @@ pub struct Redlock {
 
 pub use crate::key::Key;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// One independent master.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
     /// The lock key on this master, if set and not expired on its clock.
     pub key: Option<Key>,
@@ -179,8 +179,8 @@ pub struct Node {
     pub refuse_until: u8,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// Where a client is in its cycles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
     /// Not acquiring; may start.
     Idle,
@@ -194,8 +194,8 @@ pub enum Phase {
     Done,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// One client of the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Client {
     /// Where it is in its cycles.
     pub phase: Phase,
@@ -301,8 +301,8 @@ impl std::hash::Hash for RedlockState {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 /// A step of the redlock model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RedlockAction {
     /// True time advances one tick: keys expire on each node's clock, holders whose validity ran
     /// out on their clock leave.

@@ -38,8 +38,8 @@ pub enum PropertyKind {
 /// Breadth-first (shortest counterexample) or depth-first (less memory).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Strategy {
-    #[default]
     /// Breadth-first: the shortest counterexample, on one thread.
+    #[default]
     Bfs,
     /// Depth-first: exhaustive proofs in less memory, on every core.
     Dfs,
