@@ -571,11 +571,7 @@ impl LockModel for Failover {
             let skew = self.replica_skew > 0 && self.time_bound + self.replica_skew >= self.ttl;
             timeout || other_replica || skew
         };
-        if breaks {
-            Expectation::Violated
-        } else {
-            Expectation::Holds
-        }
+        Expectation::violated_if(breaks)
     }
 
     fn facts(&self, s: &FailoverState) -> Vec<(String, String)> {

@@ -373,7 +373,6 @@ impl LockModel for Fencing {
     crate::runner::common_fields!();
 
     fn expected(&self, property: &str) -> Expectation {
-        use Expectation::*;
         let two = self.clients >= 2;
         let pause = self.pauses > 0 && self.time_bound >= self.ttl;
         let violated = match property {
@@ -382,11 +381,7 @@ impl LockModel for Fencing {
             "mutual_exclusion" => two && (self.failover || pause),
             _ => return properties::handover_expected(self.clients, 1),
         };
-        if violated {
-            Violated
-        } else {
-            Holds
-        }
+        Expectation::violated_if(violated)
     }
 
     fn facts(&self, s: &FencingState) -> Vec<(String, String)> {

@@ -797,11 +797,7 @@ impl LockModel for Redlock {
                 clock_breaks || pause_holding || (slow_acquire && !self.check_validity_before_write)
             }
         };
-        if violated {
-            Violated
-        } else {
-            Holds
-        }
+        Expectation::violated_if(violated)
     }
 
     fn symmetry(&self) -> Option<fn(&RedlockState) -> RedlockState> {

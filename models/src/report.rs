@@ -16,6 +16,16 @@ pub enum Expectation {
 }
 
 impl Expectation {
+    /// `Violated` when a model's reasoning about its configuration says the
+    /// property breaks, else `Holds`: how the models' `expected` ends.
+    pub fn violated_if(violated: bool) -> Expectation {
+        if violated {
+            Expectation::Violated
+        } else {
+            Expectation::Holds
+        }
+    }
+
     /// The word text and JSON reports use.
     pub fn as_str(self) -> &'static str {
         match self {
