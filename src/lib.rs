@@ -141,6 +141,7 @@ pub mod verdict {
     pub use crate::check::Verdict;
 }
 pub mod workload;
+pub mod world;
 
 // What a user of the library needs, at the crate root: a scenario, a lock and its seams, the
 // judged outcome.

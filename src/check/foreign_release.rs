@@ -32,6 +32,8 @@ pub struct ForeignRelease {
 }
 
 impl ForeignRelease {
+    /// The checker for a deployment of `masters` independent masters: the scenario's count,
+    /// so that a quorum lock's releases are judged against the masters it really spans.
     pub fn for_masters(masters: u32) -> ForeignRelease {
         ForeignRelease { masters }
     }

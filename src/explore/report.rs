@@ -13,9 +13,13 @@ use std::time::Duration;
 
 /// What the report says about a finding: the replayed scenario and where it was written.
 pub struct Written<'a> {
+    /// The minimal scenario as parsed back from the file.
     pub scenario: &'a Scenario,
+    /// Its replay, whose timeline the report prints.
     pub outcome: &'a SeedsOutcome,
+    /// The file's text, printed so the finding can be read without opening it.
     pub text: &'a str,
+    /// Where the file was written, for the `lockcheck run` line that replays it.
     pub out: &'a Path,
 }
 

@@ -125,9 +125,12 @@ pub fn write_run(
 /// One row of a suite's index.
 #[derive(Clone, Debug)]
 pub struct IndexRow {
+    /// The case as JUnit has it (scenario, mode, result, time): the index and the JUnit file
+    /// report the same cases.
     pub case: Case,
     /// The verdict over the seeds (`violation`/`safe`), empty for a skipped case.
     pub verdict: String,
+    /// The verdict the scenario expects, beside the one it got.
     pub expected: String,
     /// The page's file name, relative to the index.
     pub page: Option<String>,

@@ -12,14 +12,13 @@ use lockcheck::verdict::{Mode, Outcome};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 
-/// Real runs of this binary one at a time: their timing matters, and the leftover checks must
-/// not see another test's live programs.
+/// Client-program runs one at a time, and never beside another real test that takes the same
+/// turn: their timing matters, and the leftover checks must not see another test's live programs.
 fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+    crate::common::real_servers_one_at_a_time()
 }
 
 fn root() -> &'static Path {

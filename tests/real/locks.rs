@@ -44,7 +44,7 @@ macro_rules! real {
             let covered = [$($name,)* "failover-lock-loss", "gc-pause-lease-expiry", "set-nx-px-no-faults", "redisson-watchdog-pause-40s"];
             let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
             for f in lockcheck::runner::scenario_files(&dir).unwrap() {
-                // Redlock's scenarios have their own real-mode tests (redlock_real.rs).
+                // Redlock's scenarios have their own real-mode tests (redlock.rs).
                 let s = Scenario::load(&f).unwrap();
                 // The MySQL locks' real runs are in tests/sql/scenarios.rs.
                 if s.lock.kind == lockcheck::lock::LockKind::Redlock || s.lock.kind.is_mysql() {
