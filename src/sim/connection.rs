@@ -27,6 +27,8 @@ pub struct SimConnection {
     id: ClientId,
     timeout: Duration,
     time: TrueTime,
+    /// The argument vectors of the last command, kept for the next one (see `fill_args`).
+    args: Vec<Vec<u8>>,
 }
 
 impl SimConnection {
@@ -46,6 +48,7 @@ impl SimConnection {
             id,
             timeout,
             time: TrueTime::start(),
+            args: Vec::new(),
         }
     }
 
@@ -69,7 +72,7 @@ impl SimConnection {
     /// abandoned request does (only its reply is dropped).
     async fn round_trip(
         &self,
-        cmds: &[Vec<Vec<u8>>],
+        cmds: &[&[Vec<u8>]],
         mut sink: impl FnMut(Value),
     ) -> redis::RedisResult<()> {
         let start = self.time.instant();
@@ -78,7 +81,7 @@ impl SimConnection {
         let there = self.net.latency();
         if start + there > deadline {
             let late = self.clone();
-            let cmds = cmds.to_vec();
+            let cmds: Vec<Vec<Vec<u8>>> = cmds.iter().map(|c| c.to_vec()).collect();
             madsim::task::spawn(async move {
                 madsim::time::sleep(there).await;
                 for args in &cmds {
@@ -119,13 +122,6 @@ impl SimConnection {
             return self.time_out(deadline, Unreachable::Partitioned).await;
         }
         Ok(())
-    }
-
-    async fn request(&self, args: Vec<Vec<u8>>) -> redis::RedisResult<Value> {
-        let mut out = Value::Nil;
-        self.round_trip(std::slice::from_ref(&args), |v| out = v)
-            .await?;
-        Ok(out)
     }
 
     /// `WAIT numreplicas timeout`: blocks (server side) until enough replicas acknowledged this
@@ -216,19 +212,46 @@ impl SimConnection {
 }
 
 fn cmd_args(cmd: &Cmd) -> Vec<Vec<u8>> {
-    cmd.args_iter()
-        .map(|a| match a {
-            redis::Arg::Simple(b) => b.to_vec(),
+    let mut args = Vec::new();
+    let n = fill_args(&mut args, cmd);
+    args.truncate(n);
+    args
+}
+
+/// Copies `cmd`'s arguments into `buf`, reusing its vectors; returns how many there are (the
+/// first that many of `buf`). Every simulated command goes through here.
+fn fill_args(buf: &mut Vec<Vec<u8>>, cmd: &Cmd) -> usize {
+    let mut n = 0;
+    for a in cmd.args_iter() {
+        let bytes: &[u8] = match a {
+            redis::Arg::Simple(b) => b,
             // A cursor argument (SCAN family); the locks never use one.
-            _ => b"0".to_vec(),
-        })
-        .collect()
+            _ => b"0",
+        };
+        match buf.get_mut(n) {
+            Some(to) => {
+                to.clear();
+                to.extend_from_slice(bytes);
+            }
+            None => buf.push(bytes.to_vec()),
+        }
+        n += 1;
+    }
+    n
 }
 
 impl redis::aio::ConnectionLike for SimConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        let args = cmd_args(cmd);
-        Box::pin(self.request(args))
+        let mut args = std::mem::take(&mut self.args);
+        let n = fill_args(&mut args, cmd);
+        Box::pin(async move {
+            let mut out = Value::Nil;
+            let done = self
+                .round_trip(std::slice::from_ref(&&args[..n]), |v| out = v)
+                .await;
+            self.args = args;
+            done.map(|()| out)
+        })
     }
 
     fn req_packed_commands<'a>(
@@ -249,6 +272,7 @@ impl redis::aio::ConnectionLike for SimConnection {
             .collect();
         Box::pin(async move {
             let mut out = Vec::with_capacity(cmds.len());
+            let cmds: Vec<&[Vec<u8>]> = cmds.iter().map(Vec::as_slice).collect();
             self.round_trip(&cmds, |v| out.push(v)).await?;
             Ok(out.into_iter().skip(offset).take(count).collect())
         })

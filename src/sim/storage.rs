@@ -162,9 +162,15 @@ pub fn fenced_write(
     token: &[u8],
 ) -> Value {
     let now = super::clock::EPOCH_MS;
+    // One argument buffer for every step, refilled in place (no allocation after the first).
+    let mut buf: Vec<Vec<u8>> = Vec::with_capacity(3);
     let mut run = |args: &[&[u8]]| {
-        let args: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
-        engine.execute(now, id, &args).reply
+        buf.resize_with(args.len(), Vec::new);
+        for (to, from) in buf.iter_mut().zip(args) {
+            to.clear();
+            to.extend_from_slice(from);
+        }
+        engine.execute(now, id, &buf).reply
     };
     if !token.is_empty() {
         if let Value::BulkString(highest) = run(&[b"GET", &keys[1]]) {

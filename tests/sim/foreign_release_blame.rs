@@ -16,6 +16,14 @@ fn scenario() -> Scenario {
 fn blamed(history: &History) -> BTreeSet<(u64, u64)> {
     let r = ForeignRelease::for_masters(1).check(history);
     assert_eq!(r.verdict, Verdict::Violation, "{}", history.render());
+    pairs(&r)
+}
+
+/// The (remover, owner) pairs a check result blamed (none if it found no foreign release).
+fn pairs(r: &lockcheck::check::CheckResult) -> BTreeSet<(u64, u64)> {
+    if r.verdict != Verdict::Violation {
+        return BTreeSet::new();
+    }
     r.evidence["releases"]
         .as_array()
         .unwrap()
@@ -63,7 +71,9 @@ fn the_pair_the_server_saw_is_blamed_on_all_30_seeds() {
         inferred
             .events
             .retain(|e| !matches!(e.kind, EventKind::LockEntriesWatched { .. }));
-        if blamed(&inferred) != truth {
+        // Inference may also miss a removal altogether (a release whose DEL was late after a
+        // pause that began before any other grant): that is as wrong as blaming another pair.
+        if pairs(&ForeignRelease::for_masters(1).check(&inferred)) != truth {
             inferred_wrong += 1;
         }
     }
