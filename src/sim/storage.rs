@@ -7,19 +7,10 @@
 //! The counter's fenced write is the one storage command every lock cycle makes, so the node runs
 //! it natively ([`fenced_write`]: the script's steps as plain commands on the same engine) instead
 //! of through Lua; `tests/sim/fenced_write_native.rs` checks it against the script, reply and state.
-//!
-//! A request costs its client one madsim timer, not two: it is queued with its arrival time, the
-//! client sleeps for the whole round trip, and whoever wakes first runs every queued request that
-//! has arrived by then, in arrival order ([`Node::deliver`]). That is the same as running each on
-//! arrival, because nothing else touches the storage and its replies do not depend on the clock:
-//! a request sent now arrives at least 1 ms later, so when a client wakes every request that has
-//! arrived is already queued. Timers were most of a simulated lock cycle's cost.
 
 use super::network::Network;
 use crate::simredis::{Engine, Role};
-use madsim::time::Instant;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
-use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
 
 /// The storage node (shared by every client's connection).
@@ -27,7 +18,6 @@ use std::sync::{Arc, Mutex};
 pub struct Storage {
     node: Arc<Mutex<Node>>,
     net: Network,
-    time: super::clock::TrueTime,
 }
 
 /// The storage server's state.
@@ -37,35 +27,16 @@ struct Node {
     /// `EVALSHA` of it must answer `NOSCRIPT` as Redis does, so the client's round trips, and the
     /// history's timing, stay those of the script path.
     fenced_loaded: bool,
-    /// Requests on the wire, in arrival order (arrival time, then send order).
-    in_flight: std::collections::VecDeque<InFlight>,
-    /// Replies of requests that arrived and ran, until their client collects them (by ticket).
-    replies: FxHashMap<u64, Value>,
-    /// The next request's ticket (send order).
-    next_ticket: u64,
-}
-
-/// A request sent to the storage that has not run yet.
-struct InFlight {
-    arrival: Instant,
-    ticket: u64,
-    id: u64,
-    args: Vec<Vec<u8>>,
 }
 
 impl Storage {
-    /// An empty storage node on `net`; call inside the madsim runtime (it keeps its time handle).
     pub fn new(net: Network) -> Storage {
         Storage {
             node: Arc::new(Mutex::new(Node {
                 engine: Engine::new(Role::Master),
                 fenced_loaded: false,
-                in_flight: Default::default(),
-                replies: FxHashMap::default(),
-                next_ticket: 0,
             })),
             net,
-            time: super::clock::TrueTime::start(),
         }
     }
 
@@ -77,54 +48,12 @@ impl Storage {
         }
     }
 
-    /// Puts a request of client `id` on the wire, to arrive at `arrival`; returns its ticket.
-    fn send(&self, arrival: Instant, id: u64, args: Vec<Vec<u8>>) -> u64 {
+    fn execute(&self, id: u64, args: &[Vec<u8>]) -> Value {
         let mut node = self.node.lock().unwrap();
-        let ticket = node.next_ticket;
-        node.next_ticket += 1;
-        // Later arrivals are the common case: look for the place from the back.
-        let at = node
-            .in_flight
-            .iter()
-            .rposition(|r| r.arrival <= arrival)
-            .map_or(0, |i| i + 1);
-        node.in_flight.insert(
-            at,
-            InFlight {
-                arrival,
-                ticket,
-                id,
-                args,
-            },
-        );
-        ticket
-    }
-
-    /// Runs every request that has arrived by now, then takes the reply of `ticket` (which has
-    /// arrived: its client slept past its arrival).
-    fn collect(&self, ticket: u64) -> Value {
-        let mut node = self.node.lock().unwrap();
-        node.deliver(self.time.instant());
-        node.replies.remove(&ticket).unwrap_or(Value::Nil)
-    }
-}
-
-impl Node {
-    /// Runs the requests that have arrived by `now`, in arrival order, keeping their replies.
-    fn deliver(&mut self, now: Instant) {
-        while self.in_flight.front().is_some_and(|r| r.arrival <= now) {
-            let r = self.in_flight.pop_front().expect("checked");
-            let reply = self.execute(r.id, &r.args);
-            self.replies.insert(r.ticket, reply);
-        }
-    }
-
-    fn execute(&mut self, id: u64, args: &[Vec<u8>]) -> Value {
         let Node {
             engine,
             fenced_loaded,
-            ..
-        } = self;
+        } = &mut *node;
         if *fenced_loaded && is_fenced_write(args) {
             return fenced_write(engine, id, &args[3..6], &args[6], &args[7]);
         }
@@ -200,15 +129,11 @@ pub struct StorageConnection {
 }
 
 impl StorageConnection {
-    /// One round trip: one timer for both ways (see the module's doc).
     async fn request(&self, args: Vec<Vec<u8>>) -> redis::RedisResult<Value> {
-        let there = self.storage.net.latency();
-        let back = self.storage.net.latency();
-        let ticket = self
-            .storage
-            .send(self.storage.time.instant() + there, self.id, args);
-        self.storage.time.sleep(there + back).await;
-        Ok(self.storage.collect(ticket))
+        madsim::time::sleep(self.storage.net.latency()).await;
+        let reply = self.storage.execute(self.id, &args);
+        madsim::time::sleep(self.storage.net.latency()).await;
+        Ok(reply)
     }
 }
 
