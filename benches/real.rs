@@ -48,7 +48,7 @@ fn lockcheck_rate(clients: u32, cycles: u32) -> (f64, u64) {
     // made a 1,000-cycle run look up to a sixth slower than its clients were.
     let clients = || history.events.iter().filter(|e| e.client().is_some());
     let first = clients().next().map_or(0, |e| e.at_us);
-    let last = clients().last().map_or(0, |e| e.at_us);
+    let last = clients().next_back().map_or(0, |e| e.at_us);
     (writes as f64 / ((last - first) as f64 / 1e6), writes)
 }
 
