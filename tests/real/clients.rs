@@ -121,21 +121,10 @@ fn every_client_library_scenario_reaches_its_expected_verdict() {
     for f in &files {
         let s = Scenario::load(f).unwrap();
         let name = s.name.clone();
-        // Real runs are not deterministic: under heavy load (a 2-core machine shared by several
-        // builds) pottery's clock-jump run has once in three missed its window. A verdict counts
-        // as wrong only if three runs in a row miss it.
-        let mut o = run_real(s.clone(), &name);
-        for _ in 1..3 {
-            if o.verdict() == s.expect {
-                break;
-            }
-            println!(
-                "{name}: {} (expected {}); running it again",
-                o.verdict(),
-                s.expect
-            );
-            o = run_real(s.clone(), &name);
-        }
+        // One run each, no reruns: each scenario's fault is placed so that its verdict does not
+        // depend on how the machine schedules the programs (see the clock-jump scenarios'
+        // comment on why their jumps are timed rather than fired at `acquired`).
+        let o = run_real(s.clone(), &name);
         let faults = fault_lines(&o);
         println!(
             "{name}: {} ({} sections) {faults:?}",
