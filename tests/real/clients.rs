@@ -5,10 +5,11 @@
 //!
 //! Needs the pinned client libraries: `scripts/install-clients.sh` (`.ci/run` runs it).
 
+use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::history::EventKind;
 use lockcheck::real::{ClientCommand, ClientProcess, FakeTime, RedisServer, ServerOptions};
-use lockcheck::scenario::{Scenario, Verdict};
-use lockcheck::verdict::{Mode, Outcome};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
