@@ -70,7 +70,14 @@ fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome
     if let Some(ext) = &opts.redis {
         let history = crate::real::world::run_external(scenario, seed, ext)
             .map_err(|e| BadInput(e.to_string()))?;
-        return Ok(Outcome::judge(scenario, Mode::Real, seed, history));
+        let mut outcome = Outcome::judge(scenario, Mode::Real, seed, history);
+        let shown: Vec<String> = ext
+            .urls
+            .iter()
+            .map(|u| crate::real::external::redact(u))
+            .collect();
+        outcome.redis = Some(shown.join(","));
+        return Ok(outcome);
     }
     if !real && scenario.lock.kind == crate::lock::LockKind::Process {
         return Err(BadInput(format!(

@@ -420,6 +420,13 @@ fn external_redis_keeps_its_keys_and_loses_lockcheck_s() {
         lockcheck(&["run", "scenarios/set-nx-px-no-faults.toml", "--redis", &url]);
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains("SAFE"), "{out}");
+    // The replay command points at the same server, not at servers lockcheck would spawn.
+    assert!(
+        out.contains(&format!(
+            "replay: lockcheck run scenarios/set-nx-px-no-faults.toml --seed 1 --redis {url}"
+        )),
+        "{out}"
+    );
     let used = commands_processed(&mut conn) - before;
     assert!(
         used > 100,
