@@ -12,6 +12,7 @@
 //!   socket closes and MariaDB rolls the transaction back.
 //! - Crash of `mysql-0`: `SIGKILL`, and after `restart_after_ms` a restart on the same port and
 //!   datadir (InnoDB crash recovery).
+//! - Pause of `mysql-0`: `SIGSTOP` of `mariadbd`, `SIGCONT` after `for_ms`.
 //!
 //! The protected resource lives on a spawned `redis-server`, as in the Redis real mode. Every
 //! process and directory is removed when this returns, on error and on panic (the guards' `Drop`
@@ -138,7 +139,12 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
         let ok = match (&f.kind, &f.trigger) {
             (FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }, Trigger::At(_)) => false,
             (FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }, _) => true,
-            (FaultKind::Crash { .. } | FaultKind::Partition { .. }, _) => true,
+            (
+                FaultKind::Crash { .. }
+                | FaultKind::Partition { .. }
+                | FaultKind::ServerPause { .. },
+                _,
+            ) => true,
             _ => false,
         };
         if !ok {
@@ -423,8 +429,38 @@ impl Nemesis {
                     }
                 });
             }
+            FaultKind::ServerPause { node, for_ms } => {
+                let me = self.clone();
+                let node = node.clone();
+                let for_ms = *for_ms;
+                tokio::spawn(async move { me.pause_server(node, for_ms).await });
+            }
             other => self.note(format!("{other:?}: no real-mode recipe here")),
         }
+    }
+
+    /// `SIGSTOP`s the server and returns once it is stopped; `SIGCONT` follows after `for_ms`.
+    async fn pause_server(&self, node: String, for_ms: u64) {
+        let db = self.db.clone();
+        let pid = db.pid();
+        match tokio::task::spawn_blocking(move || db.pause()).await {
+            Ok(Ok(())) => self.note(format!(
+                "{node} paused for {for_ms} ms (SIGSTOP, pid {pid:?})"
+            )),
+            other => {
+                self.note(format!("{node} pause failed: {other:?}"));
+                return;
+            }
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(for_ms)).await;
+            let db = me.db.clone();
+            match tokio::task::spawn_blocking(move || db.resume()).await {
+                Ok(Ok(())) => me.note(format!("{node} resumed (SIGCONT)")),
+                other => me.note(format!("{node} resume failed: {other:?}")),
+            }
+        });
     }
 
     /// The faults `client` triggered at `point`; returns when it may go on (never, if it crashed).
@@ -457,6 +493,9 @@ impl Nemesis {
                     }
                     std::future::pending::<()>().await;
                 }
+                // The triggering client goes on only once the server is stopped, so what it
+                // sends next meets the pause (as the simulated server's pause is immediate).
+                FaultKind::ServerPause { node, for_ms } => self.pause_server(node, for_ms).await,
                 other => self.fire(&other),
             }
         }
