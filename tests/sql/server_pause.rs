@@ -251,3 +251,38 @@ fn a_server_pause_leaves_the_insert_lock_stuck_on_real_mariadb() {
     );
     assert_stuck_by_its_own_insert(&o);
 }
+
+/// `node` on a pause names a server; only the MySQL server has a model of being stopped.
+#[test]
+fn a_server_pause_names_the_mysql_server_only() {
+    let mysql = |fault: &str| {
+        Scenario::parse(
+            "pause.toml",
+            &format!(
+                "name = \"p\"\nexpect = \"safe\"\nduration_ms = 1000\n[lock]\nkind = \"mysql-for-update\"\n\
+                 [workload]\nclients = 2\n[[faults]]\nkind = \"pause\"\nat_ms = 10\nfor_ms = 100\n{fault}\n"
+            ),
+        )
+    };
+    let ok = mysql("node = \"mysql-0\"").unwrap();
+    assert_eq!(
+        ok.faults[0].kind,
+        lockcheck::scenario::FaultKind::ServerPause {
+            node: "mysql-0".into(),
+            for_ms: 100
+        }
+    );
+    let client = mysql("node = \"client-1\"").unwrap_err().to_string();
+    assert!(client.contains("a client is paused with `client = 1`"), "{client}");
+    let both = mysql("node = \"mysql-0\"\nclient = 0").unwrap_err().to_string();
+    assert!(both.contains("either `client`"), "{both}");
+    let redis = Scenario::parse(
+        "pause.toml",
+        "name = \"p\"\nexpect = \"safe\"\nduration_ms = 1000\n[lock]\nkind = \"set-nx-px\"\n\
+         ttl_ms = 100\n[workload]\nclients = 2\n[[faults]]\nkind = \"pause\"\nnode = \"redis-0\"\n\
+         at_ms = 10\nfor_ms = 100\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(redis.contains("modelled for the MySQL locks"), "{redis}");
+}
