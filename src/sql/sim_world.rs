@@ -26,20 +26,22 @@
 use super::sim_conn::{SharedEngine, SimSqlConn};
 use super::spec::SERVER;
 use super::value::{Output, Value};
-use super::world::{due, paused_client, prepare, SqlLock};
+use super::world::{
+    cleanup_pass, client_run, due, grace_ms, paused_client, point_hook, prepare,
+    record_client_crash,
+};
 use super::{SqlConn, SqlError};
-use crate::env::{PointHook, SimEnv};
+use crate::env::SimEnv;
 use crate::faults::schedule::Schedule;
 use crate::faults::schedule::{describe_partition, partition_links};
 use crate::history::{EventKind, Recorder};
-use crate::lock::LockConfig;
 use crate::resource::Store;
 use crate::scenario::{FaultKind, Scenario};
 use crate::sim::clock::Clocks;
 use crate::sim::network::Network;
 use crate::sim::storage::Storage;
 use crate::sim::SimRun;
-use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
+use crate::workload::{record_final_state, FaultPoints};
 use madsim::runtime::{Handle, Runtime};
 use madsim::task::NodeId;
 use std::collections::BTreeMap;
@@ -376,24 +378,7 @@ async fn simulate(scenario: &Scenario) -> SimRun {
             loop {
                 madsim::time::sleep(Duration::from_millis(cleanup.interval_ms)).await;
                 let now = crate::env::Env::now_ms(&env);
-                let deleted = crate::lock::mysql_insert_unique::cleanup_once(
-                    &mut conn,
-                    &options,
-                    cleanup.lease_ms,
-                    now,
-                )
-                .await;
-                if let Ok(n @ 1..) = deleted {
-                    rec.record(
-                        "nemesis",
-                        EventKind::Fault {
-                            what: format!(
-                                "cleanup job deleted {n} lock row(s) older than {} ms",
-                                cleanup.lease_ms
-                            ),
-                        },
-                    );
-                }
+                cleanup_pass(&mut conn, &options, cleanup, now, &rec).await;
             }
         });
     }
@@ -412,52 +397,18 @@ async fn simulate(scenario: &Scenario) -> SimRun {
     };
     nemesis.start();
     let storage = Storage::new(net.clone());
-    let config = LockConfig::from_spec(&scenario.lock);
-    let stop_at_us = scenario.duration_ms * 1000;
     let mut handles = Vec::new();
     for (c, node) in client_nodes.iter().enumerate() {
         let index = SERVER_NODE + 1 + c;
-        let points = {
-            let nemesis = nemesis.clone();
-            let rec = rec.clone();
-            let client = c as u32;
-            PointHook::new(move |p| {
-                let nemesis = nemesis.clone();
-                let rec = rec.clone();
-                async move {
-                    nemesis.reached(client, p).await;
-                    rec.record(
-                        &format!("client-{client}"),
-                        EventKind::Point { name: p.into() },
-                    );
-                }
-            })
-        };
+        let points = point_hook(&nemesis, &rec, c as u32);
         let env = SimEnv::new(clocks.clone(), index).with_points(points);
         let conn = db.connect(index, env.clone(), timeout);
-        let lock = SqlLock::build(
-            scenario.lock.kind,
-            conn,
-            env.clone(),
-            config.clone(),
-            options.clone(),
-        );
-        let plan = ClientPlan::for_scenario(scenario, c as u32, stop_at_us);
-        handles.push(node.spawn(run_client(
-            plan,
-            lock,
-            env,
-            rec.clone(),
-            nemesis.clone(),
-            Store::new(storage.connect(c as u64 + 1)),
+        let store = Store::new(storage.connect(c as u64 + 1));
+        handles.push(node.spawn(client_run(
+            scenario, c as u32, conn, env, &rec, &nemesis, store,
         )));
     }
-    let grace = scenario.lock.wait_ms
-        + scenario.lock.lease_ms()
-        + scenario.workload.hold_ms[1]
-        + scenario.workload.think_ms[1]
-        + timeout.as_millis() as u64
-        + 5_000;
+    let grace = grace_ms(scenario, timeout);
     let all = futures::future::join_all(handles);
     let _ = madsim::time::timeout(Duration::from_millis(scenario.duration_ms + grace), all).await;
     let mut store = Store::new(storage.connect(0));
@@ -518,15 +469,7 @@ impl Nemesis {
         match kind {
             FaultKind::ClientCrash { client } => {
                 let c = *client;
-                self.rec.record(
-                    &format!("client-{c}"),
-                    EventKind::Crashed {
-                        point: point.to_string(),
-                    },
-                );
-                self.note(format!(
-                    "client-{c} crashed at {point} (its connection closes)"
-                ));
+                record_client_crash(&self.rec, c, point, "its connection closes");
                 let me = self.clone();
                 self.later(Duration::ZERO, async move {
                     Handle::current().kill(me.clients[c as usize]);

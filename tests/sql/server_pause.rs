@@ -273,8 +273,13 @@ fn a_server_pause_names_the_mysql_server_only() {
         }
     );
     let client = mysql("node = \"client-1\"").unwrap_err().to_string();
-    assert!(client.contains("a client is paused with `client = 1`"), "{client}");
-    let both = mysql("node = \"mysql-0\"\nclient = 0").unwrap_err().to_string();
+    assert!(
+        client.contains("a client is paused with `client = 1`"),
+        "{client}"
+    );
+    let both = mysql("node = \"mysql-0\"\nclient = 0")
+        .unwrap_err()
+        .to_string();
     assert!(both.contains("either `client`"), "{both}");
     let redis = Scenario::parse(
         "pause.toml",
