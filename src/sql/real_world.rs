@@ -18,10 +18,10 @@
 //! process and directory is removed when this returns, on error and on panic (the guards' `Drop`
 //! and the cleanup registry).
 
+use super::lock::prepare;
 use super::spec::SERVER;
 use super::world::{
-    cleanup_pass, client_run, due, grace_ms, paused_client, point_hook, prepare,
-    record_client_crash,
+    cleanup_pass, client_run, due, grace_ms, paused_client, point_hook, record_client_crash,
 };
 use super::{RealSqlConn, SqlConn};
 use crate::env::{Gate, RealEnv};

@@ -23,12 +23,12 @@
 //!   lock waits whose deadline passed fail with 1205 at once, as on a real MariaDB
 //!   (`tests/sql/server_pause.rs`).
 
+use super::lock::prepare;
 use super::sim_conn::{SharedEngine, SimSqlConn};
 use super::spec::SERVER;
 use super::value::{Output, Value};
 use super::world::{
-    cleanup_pass, client_run, due, grace_ms, paused_client, point_hook, prepare,
-    record_client_crash,
+    cleanup_pass, client_run, due, grace_ms, paused_client, point_hook, record_client_crash,
 };
 use super::{SqlConn, SqlError};
 use crate::env::SimEnv;

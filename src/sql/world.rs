@@ -1,17 +1,17 @@
-//! What the simulated and the real MySQL worlds share: the lock a client runs, the table set-up,
-//! a client's named-point hook, the cleanup job's pass, how long a run may overrun, and the
-//! bookkeeping of which fault a client's step triggers and what the history says of it.
+//! What the simulated and the real MySQL worlds share: a client's run and its named-point hook,
+//! the cleanup job's pass, how long a run may overrun, and the bookkeeping of which fault a
+//! client's step triggers and what the history says of it.
 
 use crate::env::{Env, PointHook};
 use crate::faults::schedule::Schedule;
 use crate::history::{EventKind, Recorder};
-use crate::lock::mysql_for_update::{self, MysqlForUpdate};
-use crate::lock::mysql_insert_unique::{self, MysqlInsertUnique};
+use crate::lock::mysql_insert_unique;
 use crate::lock::mysql_options::{Cleanup, MysqlOptions};
-use crate::lock::{Guard, Lock, LockConfig, LockError, LockKind};
+use crate::lock::LockConfig;
 use crate::resource::Store;
 use crate::scenario::{ClientRef, FaultKind, Scenario};
-use crate::sql::{SqlConn, SqlError};
+use crate::sql::lock::SqlLock;
+use crate::sql::SqlConn;
 use crate::workload::{run_client, ClientPlan, FaultPoints};
 use std::future::Future;
 use std::time::Duration;
@@ -120,60 +120,6 @@ pub fn record_client_crash(rec: &Recorder, client: u32, point: &str, how: &str) 
             what: format!("client-{client} crashed at {point} ({how})"),
         },
     );
-}
-
-/// One of the two MySQL locks, chosen by the scenario's kind.
-pub enum SqlLock<C, E> {
-    ForUpdate(MysqlForUpdate<C, E>),
-    InsertUnique(MysqlInsertUnique<C, E>),
-}
-
-impl<C, E> SqlLock<C, E> {
-    /// The lock of `kind` (a MySQL kind) for one client, on its own connection.
-    pub fn build(
-        kind: LockKind,
-        conn: C,
-        env: E,
-        config: LockConfig,
-        options: MysqlOptions,
-    ) -> Self {
-        match kind {
-            LockKind::MysqlForUpdate => {
-                SqlLock::ForUpdate(MysqlForUpdate::new(conn, env, config, options))
-            }
-            _ => SqlLock::InsertUnique(MysqlInsertUnique::new(conn, env, config, options)),
-        }
-    }
-}
-
-impl<C, E> Lock for SqlLock<C, E>
-where
-    C: SqlConn + Sync + 'static,
-    E: Env,
-{
-    async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
-        match self {
-            SqlLock::ForUpdate(l) => l.acquire().await,
-            SqlLock::InsertUnique(l) => l.acquire().await,
-        }
-    }
-
-    async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
-        match self {
-            SqlLock::ForUpdate(l) => l.release(guard).await,
-            SqlLock::InsertUnique(l) => l.release(guard).await,
-        }
-    }
-}
-
-/// Creates what the scenario's lock needs before any client runs: its table, and the lock's row
-/// (`FOR UPDATE`) or fencing counter row.
-pub async fn prepare<C: SqlConn>(conn: &mut C, s: &Scenario) -> Result<(), SqlError> {
-    let options = super::spec::options(&s.lock);
-    match s.lock.kind {
-        LockKind::MysqlForUpdate => mysql_for_update::prepare(conn, &options, &s.lock.key).await,
-        _ => options.prepare(conn, &s.lock.key).await,
-    }
 }
 
 /// The client a pause hits: the named one, the triggering client, or the current holder.
