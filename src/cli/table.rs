@@ -76,6 +76,7 @@ pub fn fault_label(s: &Scenario) -> String {
                 };
                 format!("GC pause{who} {vs}{at}")
             }
+            FaultKind::ServerPause { .. } => format!("server pause{at}"),
             FaultKind::ClientCrash { .. } if at.is_empty() => "client crash while holding".into(),
             FaultKind::ClientCrash { .. } => format!("client crash{at}"),
             FaultKind::Crash { .. } => "Redis crash".to_string(),

@@ -12,24 +12,27 @@
 //!   socket closes and MariaDB rolls the transaction back.
 //! - Crash of `mysql-0`: `SIGKILL`, and after `restart_after_ms` a restart on the same port and
 //!   datadir (InnoDB crash recovery).
+//! - Pause of `mysql-0`: `SIGSTOP` of `mariadbd`, `SIGCONT` after `for_ms`.
 //!
 //! The protected resource lives on a spawned `redis-server`, as in the Redis real mode. Every
 //! process and directory is removed when this returns, on error and on panic (the guards' `Drop`
 //! and the cleanup registry).
 
+use super::lock::prepare;
 use super::spec::SERVER;
-use super::world::{due, paused_client, prepare, SqlLock};
+use super::world::{
+    cleanup_pass, client_run, due, grace_ms, paused_client, point_hook, record_client_crash,
+};
 use super::{RealSqlConn, SqlConn};
-use crate::env::{Gate, PointHook, RealEnv};
+use crate::env::{Gate, RealEnv};
 use crate::faults::schedule::{describe_partition, Schedule};
 use crate::history::{EventKind, History, Recorder};
-use crate::lock::LockConfig;
 use crate::real::mariadb::{MariaDb, DATABASE, USER};
 use crate::real::RealError;
 use crate::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
 use crate::resource::Store;
 use crate::scenario::{FaultKind, Scenario, Trigger};
-use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
+use crate::workload::{record_final_state, FaultPoints};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -138,7 +141,12 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
         let ok = match (&f.kind, &f.trigger) {
             (FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }, Trigger::At(_)) => false,
             (FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }, _) => true,
-            (FaultKind::Crash { .. } | FaultKind::Partition { .. }, _) => true,
+            (
+                FaultKind::Crash { .. }
+                | FaultKind::Partition { .. }
+                | FaultKind::ServerPause { .. },
+                _,
+            ) => true,
             _ => false,
         };
         if !ok {
@@ -207,24 +215,7 @@ async fn drive(
                 }
                 let Some(c) = conn.as_mut() else { continue };
                 let now = crate::env::Env::now_ms(&env);
-                let deleted = crate::lock::mysql_insert_unique::cleanup_once(
-                    c,
-                    &options,
-                    cleanup.lease_ms,
-                    now,
-                )
-                .await;
-                if let Ok(n @ 1..) = deleted {
-                    rec.record(
-                        "nemesis",
-                        EventKind::Fault {
-                            what: format!(
-                                "cleanup job deleted {n} lock row(s) older than {} ms",
-                                cleanup.lease_ms
-                            ),
-                        },
-                    );
-                }
+                cleanup_pass(c, &options, cleanup, now, &rec).await;
             }
         })
     });
@@ -245,22 +236,9 @@ async fn drive(
         response: Duration::from_secs(2),
     };
     let storage = Route::new(storage_url);
-    let config = LockConfig::from_spec(&scenario.lock);
-    let stop_at_us = scenario.duration_ms * 1000;
     let mut tasks = Vec::new();
     for c in 0..scenario.workload.clients {
-        let points = {
-            let nemesis = nemesis.clone();
-            let rec = rec.clone();
-            PointHook::new(move |p| {
-                let nemesis = nemesis.clone();
-                let rec = rec.clone();
-                async move {
-                    nemesis.reached(c, p).await;
-                    rec.record(&format!("client-{c}"), EventKind::Point { name: p.into() });
-                }
-            })
-        };
+        let points = point_hook(&nemesis, &rec, c);
         let env = RealEnv::default()
             .with_gate(nemesis.gates[c as usize].clone())
             .with_points(points);
@@ -278,31 +256,12 @@ async fn drive(
                 }
             }
         };
-        let lock = SqlLock::build(
-            scenario.lock.kind,
-            conn,
-            env.clone(),
-            config.clone(),
-            options.clone(),
-        );
-        let plan = ClientPlan::for_scenario(scenario, c, stop_at_us);
         let store = Store::new(RoutedConnection::new(storage.clone(), timeouts));
-        let task = tokio::spawn(run_client(
-            plan,
-            lock,
-            env,
-            rec.clone(),
-            nemesis.clone(),
-            store,
-        ));
+        let task = tokio::spawn(client_run(scenario, c, conn, env, &rec, &nemesis, store));
         nemesis.tasks.lock().unwrap().push(task.abort_handle());
         tasks.push(task);
     }
-    let grace = scenario.lock.wait_ms
-        + scenario.lock.lease_ms()
-        + scenario.workload.hold_ms[1]
-        + timeout.as_millis() as u64
-        + 5_000;
+    let grace = grace_ms(scenario, timeout);
     let gates = nemesis.gates.clone();
     let all = async {
         while !tasks
@@ -423,8 +382,38 @@ impl Nemesis {
                     }
                 });
             }
+            FaultKind::ServerPause { node, for_ms } => {
+                let me = self.clone();
+                let node = node.clone();
+                let for_ms = *for_ms;
+                tokio::spawn(async move { me.pause_server(node, for_ms).await });
+            }
             other => self.note(format!("{other:?}: no real-mode recipe here")),
         }
+    }
+
+    /// `SIGSTOP`s the server and returns once it is stopped; `SIGCONT` follows after `for_ms`.
+    async fn pause_server(&self, node: String, for_ms: u64) {
+        let db = self.db.clone();
+        let pid = db.pid();
+        match tokio::task::spawn_blocking(move || db.pause()).await {
+            Ok(Ok(())) => self.note(format!(
+                "{node} paused for {for_ms} ms (SIGSTOP, pid {pid:?})"
+            )),
+            other => {
+                self.note(format!("{node} pause failed: {other:?}"));
+                return;
+            }
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(for_ms)).await;
+            let db = me.db.clone();
+            match tokio::task::spawn_blocking(move || db.resume()).await {
+                Ok(Ok(())) => me.note(format!("{node} resumed (SIGCONT)")),
+                other => me.note(format!("{node} resume failed: {other:?}")),
+            }
+        });
     }
 
     /// The faults `client` triggered at `point`; returns when it may go on (never, if it crashed).
@@ -442,21 +431,21 @@ impl Nemesis {
                     stall = stall.max(Duration::from_millis(for_ms));
                 }
                 FaultKind::ClientCrash { .. } => {
-                    self.rec.record(
-                        &format!("client-{client}"),
-                        EventKind::Crashed {
-                            point: point.to_string(),
-                        },
+                    record_client_crash(
+                        &self.rec,
+                        client,
+                        point,
+                        "task aborted, its connection closes",
                     );
-                    self.note(format!(
-                        "client-{client} crashed at {point} (task aborted, its connection closes)"
-                    ));
                     self.gates[client as usize].kill();
                     if let Some(t) = self.tasks.lock().unwrap().get(client as usize) {
                         t.abort();
                     }
                     std::future::pending::<()>().await;
                 }
+                // The triggering client goes on only once the server is stopped, so what it
+                // sends next meets the pause (as the simulated server's pause is immediate).
+                FaultKind::ServerPause { node, for_ms } => self.pause_server(node, for_ms).await,
                 other => self.fire(&other),
             }
         }
