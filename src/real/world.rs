@@ -345,7 +345,7 @@ impl world::World for RealWorld {
         &self.nemesis
     }
 
-    fn connections(&mut self, c: u32) -> Vec<RoutedConnection> {
+    fn connections(&mut self, c: u32, _env: &RealEnv) -> Vec<RoutedConnection> {
         self.nemesis.routes[c as usize]
             .iter()
             .map(|r| {

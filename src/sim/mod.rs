@@ -187,7 +187,7 @@ impl world::World for SimWorld {
         &self.nemesis
     }
 
-    fn connections(&mut self, c: u32) -> Vec<SimConnection> {
+    fn connections(&mut self, c: u32, _env: &SimEnv) -> Vec<SimConnection> {
         (0..self.groups)
             .map(|g| {
                 SimConnection::new(

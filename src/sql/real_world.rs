@@ -19,12 +19,11 @@
 //! and the cleanup registry).
 
 use super::lock::prepare;
+use super::lock::SqlLock;
 use super::spec::SERVER;
-use super::world::{
-    cleanup_pass, client_run, due, grace_ms, paused_client, point_hook, record_client_crash,
-};
+use super::world::{cleanup_pass, due, paused_client, record_client_crash};
 use super::{RealSqlConn, SqlConn};
-use crate::env::{Gate, RealEnv};
+use crate::env::{Gate, PointHook, RealEnv};
 use crate::faults::schedule::{describe_partition, Schedule};
 use crate::history::{EventKind, History, Recorder};
 use crate::real::mariadb::{MariaDb, DATABASE, USER};
@@ -32,7 +31,8 @@ use crate::real::RealError;
 use crate::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
 use crate::resource::Store;
 use crate::scenario::{FaultKind, Scenario, Trigger};
-use crate::workload::{record_final_state, FaultPoints};
+use crate::workload::FaultPoints;
+use crate::world;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -231,19 +231,10 @@ async fn drive(
         tasks: Arc::default(),
     };
     nemesis.start_timed();
-    let timeouts = ConnectionTimeouts {
-        connect: Duration::from_secs(2),
-        response: Duration::from_secs(2),
-    };
-    let storage = Route::new(storage_url);
-    let mut tasks = Vec::new();
+    // Set-up, before the workload's clock matters: a server that has just started (or a
+    // forwarder that has just bound) can drop the first handshake; a few tries absorb it.
+    let mut conns = Vec::new();
     for c in 0..scenario.workload.clients {
-        let points = point_hook(&nemesis, &rec, c);
-        let env = RealEnv::default()
-            .with_gate(nemesis.gates[c as usize].clone())
-            .with_points(points);
-        // Set-up, before the workload's clock matters: a server that has just started (or a
-        // forwarder that has just bound) can drop the first handshake; a few tries absorb it.
         let port = nemesis.proxies[c as usize].port();
         let mut attempt = 0;
         let conn = loop {
@@ -256,34 +247,104 @@ async fn drive(
                 }
             }
         };
-        let store = Store::new(RoutedConnection::new(storage.clone(), timeouts));
-        let task = tokio::spawn(client_run(scenario, c, conn, env, &rec, &nemesis, store));
-        nemesis.tasks.lock().unwrap().push(task.abort_handle());
-        tasks.push(task);
+        conns.push(Some(conn));
     }
-    let grace = grace_ms(scenario, timeout);
-    let gates = nemesis.gates.clone();
-    let all = async {
-        while !tasks
-            .iter()
-            .zip(&gates)
-            .all(|(t, g)| t.is_finished() || g.is_dead())
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let mut world = SqlRealWorld {
+        rec: rec.clone(),
+        nemesis: nemesis.clone(),
+        conns,
+        storage: Route::new(storage_url),
+        timeouts: ConnectionTimeouts {
+            connect: Duration::from_secs(2),
+            response: Duration::from_secs(2),
+        },
+        tasks: Vec::new(),
+        cleanup_job,
     };
-    let _ = tokio::time::timeout(Duration::from_millis(scenario.duration_ms + grace), all).await;
-    for t in &tasks {
-        t.abort();
-    }
-    if let Some(job) = cleanup_job {
-        job.abort();
-    }
-    // Let a server restart in progress finish before the history is read.
-    nemesis.settle().await;
-    let mut store = Store::new(RoutedConnection::new(storage, timeouts));
-    record_final_state(scenario.workload.kind, &mut store, &rec).await;
+    let grace = Duration::from_millis(world::grace_ms(scenario, timeout.as_millis() as u64));
+    world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
+        SqlLock::build(scenario.lock.kind, conn, env, config, options.clone())
+    })
+    .await;
     Ok(rec.snapshot())
+}
+
+/// The real database world's side of a run ([`world::World`]): clients are tokio tasks, each
+/// with one connection to the spawned MariaDB through its own forwarder (so a partition can cut
+/// it); the protected resource lives on a spawned `redis-server`, as for the Redis locks.
+struct SqlRealWorld {
+    rec: Recorder,
+    nemesis: Nemesis,
+    /// Each client's connection, made before the run (see `drive`), taken when its lock is built.
+    conns: Vec<Option<RealSqlConn>>,
+    storage: Arc<Route>,
+    timeouts: ConnectionTimeouts,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    cleanup_job: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl world::World for SqlRealWorld {
+    type Conns = RealSqlConn;
+    type Env = RealEnv;
+    type StoreConn = RoutedConnection;
+    type Nemesis = Nemesis;
+
+    fn recorder(&self) -> &Recorder {
+        &self.rec
+    }
+
+    fn nemesis(&self) -> &Nemesis {
+        &self.nemesis
+    }
+
+    fn client_env(&mut self, c: u32, points: PointHook) -> RealEnv {
+        RealEnv::default()
+            .with_gate(self.nemesis.gates[c as usize].clone())
+            .with_points(points)
+    }
+
+    fn connections(&mut self, c: u32, _env: &RealEnv) -> RealSqlConn {
+        self.conns[c as usize]
+            .take()
+            .expect("one connection per client")
+    }
+
+    fn store(&mut self, _id: u64) -> Store<RoutedConnection> {
+        Store::new(RoutedConnection::new(self.storage.clone(), self.timeouts))
+    }
+
+    fn spawn_client(&mut self, _c: u32, run: world::ClientRun) {
+        let task = tokio::spawn(run);
+        self.nemesis.tasks.lock().unwrap().push(task.abort_handle());
+        self.tasks.push(task);
+    }
+
+    /// Crashed clients never finish: stop waiting once every live one has; then stop the rest.
+    async fn wait_clients(&mut self, limit: Duration) {
+        let gates = self.nemesis.gates.clone();
+        let tasks = &self.tasks;
+        let all = async {
+            while !tasks
+                .iter()
+                .zip(&gates)
+                .all(|(t, g)| t.is_finished() || g.is_dead())
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, all).await;
+        for t in &self.tasks {
+            t.abort();
+        }
+        if let Some(job) = &self.cleanup_job {
+            job.abort();
+        }
+    }
+
+    /// Lets a server restart in progress finish before the history is read.
+    async fn settle(&self) {
+        self.nemesis.settle().await;
+    }
 }
 
 /// The fault executor of a real MySQL run.

@@ -24,14 +24,13 @@
 //!   (`tests/sql/server_pause.rs`).
 
 use super::lock::prepare;
+use super::lock::SqlLock;
 use super::sim_conn::{SharedEngine, SimSqlConn};
 use super::spec::SERVER;
 use super::value::{Output, Value};
-use super::world::{
-    cleanup_pass, client_run, due, grace_ms, paused_client, point_hook, record_client_crash,
-};
+use super::world::{cleanup_pass, due, paused_client, record_client_crash};
 use super::{SqlConn, SqlError};
-use crate::env::SimEnv;
+use crate::env::{PointHook, SimEnv};
 use crate::faults::schedule::Schedule;
 use crate::faults::schedule::{describe_partition, partition_links};
 use crate::history::{EventKind, Recorder};
@@ -39,11 +38,12 @@ use crate::resource::Store;
 use crate::scenario::{FaultKind, Scenario};
 use crate::sim::clock::Clocks;
 use crate::sim::network::Network;
-use crate::sim::storage::Storage;
+use crate::sim::storage::{Storage, StorageConnection};
 use crate::sim::SimRun;
-use crate::workload::{record_final_state, FaultPoints};
-use madsim::runtime::{Handle, Runtime};
-use madsim::task::NodeId;
+use crate::workload::FaultPoints;
+use crate::world;
+use madsim::runtime::{Handle, NodeHandle, Runtime};
+use madsim::task::{JoinHandle, NodeId};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -396,23 +396,22 @@ async fn simulate(scenario: &Scenario) -> SimRun {
         node: handle.create_node().name("nemesis").build().id(),
     };
     nemesis.start();
-    let storage = Storage::new(net.clone());
-    let mut handles = Vec::new();
-    for (c, node) in client_nodes.iter().enumerate() {
-        let index = SERVER_NODE + 1 + c;
-        let points = point_hook(&nemesis, &rec, c as u32);
-        let env = SimEnv::new(clocks.clone(), index).with_points(points);
-        let conn = db.connect(index, env.clone(), timeout);
-        let store = Store::new(storage.connect(c as u64 + 1));
-        handles.push(node.spawn(client_run(
-            scenario, c as u32, conn, env, &rec, &nemesis, store,
-        )));
-    }
-    let grace = grace_ms(scenario, timeout);
-    let all = futures::future::join_all(handles);
-    let _ = madsim::time::timeout(Duration::from_millis(scenario.duration_ms + grace), all).await;
-    let mut store = Store::new(storage.connect(0));
-    record_final_state(scenario.workload.kind, &mut store, &rec).await;
+    let mut world = SqlSimWorld {
+        db: db.clone(),
+        clocks,
+        rec: rec.clone(),
+        nemesis: nemesis.clone(),
+        storage: Storage::new(net.clone()),
+        client_nodes,
+        timeout,
+        handles: Vec::new(),
+    };
+    let grace = Duration::from_millis(world::grace_ms(scenario, timeout.as_millis() as u64));
+    let options = super::spec::options(&scenario.lock);
+    let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
+        SqlLock::build(scenario.lock.kind, conn, env, config, options.clone())
+    })
+    .await;
     let counter = store.totals().await.unwrap_or((0, 0));
     let statements = db.state.lock().unwrap().statements;
     let run = SimRun {
@@ -422,10 +421,67 @@ async fn simulate(scenario: &Scenario) -> SimRun {
     };
     handle.kill(server.id());
     handle.kill(nemesis.node);
-    for node in &client_nodes {
+    for node in &world.client_nodes {
         handle.kill(node.id());
     }
     run
+}
+
+/// The simulated database world's side of a run ([`world::World`]): clients are madsim nodes,
+/// each with one connection to the simulated server over the simulated network; the protected
+/// resource lives on the simulated storage node, as for the Redis locks.
+struct SqlSimWorld {
+    db: SimDb,
+    clocks: Clocks,
+    rec: Recorder,
+    nemesis: Nemesis,
+    storage: Storage,
+    client_nodes: Vec<NodeHandle>,
+    timeout: Duration,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl SqlSimWorld {
+    /// Client `c`'s node index (clocks, network): the server comes first.
+    fn index(c: u32) -> usize {
+        SERVER_NODE + 1 + c as usize
+    }
+}
+
+impl world::World for SqlSimWorld {
+    type Conns = NetSqlConn;
+    type Env = SimEnv;
+    type StoreConn = StorageConnection;
+    type Nemesis = Nemesis;
+
+    fn recorder(&self) -> &Recorder {
+        &self.rec
+    }
+
+    fn nemesis(&self) -> &Nemesis {
+        &self.nemesis
+    }
+
+    fn client_env(&mut self, c: u32, points: PointHook) -> SimEnv {
+        SimEnv::new(self.clocks.clone(), Self::index(c)).with_points(points)
+    }
+
+    fn connections(&mut self, c: u32, env: &SimEnv) -> NetSqlConn {
+        self.db.connect(Self::index(c), env.clone(), self.timeout)
+    }
+
+    fn store(&mut self, id: u64) -> Store<StorageConnection> {
+        Store::new(self.storage.connect(id))
+    }
+
+    fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
+        self.handles.push(self.client_nodes[c as usize].spawn(run));
+    }
+
+    async fn wait_clients(&mut self, limit: Duration) {
+        let all = futures::future::join_all(std::mem::take(&mut self.handles));
+        let _ = madsim::time::timeout(limit, all).await;
+    }
 }
 
 /// The fault executor of a simulated MySQL run.

@@ -13,8 +13,8 @@ use lockcheck::env::RealEnv;
 use lockcheck::history::EventKind;
 use lockcheck::real::mariadb::{self, MariaDb};
 use lockcheck::scenario::Scenario;
-use lockcheck::Verdict;
 use lockcheck::sql::{RealSqlConn, SharedEngine, SqlConn, SqlError};
+use lockcheck::Verdict;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
