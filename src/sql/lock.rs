@@ -11,7 +11,9 @@ use crate::sql::{SqlConn, SqlError};
 
 /// One of the two MySQL locks, chosen by the scenario's kind.
 pub enum SqlLock<C, E> {
+    /// `kind = "mysql-for-update"`: a row lock held by an open transaction.
     ForUpdate(MysqlForUpdate<C, E>),
+    /// `kind = "mysql-insert-unique"`: a row inserted under a unique key.
     InsertUnique(MysqlInsertUnique<C, E>),
 }
 

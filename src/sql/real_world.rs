@@ -68,6 +68,7 @@ impl CutProxy {
         Ok(proxy)
     }
 
+    /// The forwarder's port: the client connects here instead of to MariaDB.
     pub fn port(&self) -> u16 {
         self.port
     }
