@@ -23,7 +23,9 @@ pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
 /// Simulation or real `redis-server` processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// Simulated Redis inside one madsim runtime: deterministic, every fault available.
     Sim,
+    /// `redis-server` processes lockcheck spawns: real timing, only the faults with a recipe.
     Real,
 }
 

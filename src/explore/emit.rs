@@ -6,7 +6,8 @@
 //! found run to the same trace hash, because the scenario it parses is the one the search ran.
 
 use super::search::Found;
-use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Trigger, Verdict};
+use crate::check::Verdict;
+use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Trigger};
 use toml_edit::{value, Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table};
 
 /// The found scenario's text, from the input scenario's text.

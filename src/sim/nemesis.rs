@@ -41,6 +41,8 @@ impl SimNemesis {
         self.node
     }
 
+    /// The nemesis of one run: the scenario's faults and every part of the deployment they can
+    /// hit (servers, clocks, links, client nodes).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         faults: Vec<Fault>,

@@ -3,7 +3,8 @@
 //! is left.
 
 use lockcheck::check::judge::{Mode, Outcome};
-use lockcheck::scenario::{Scenario, Verdict};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use std::path::Path;
 
 const SCENARIOS: [&str; 6] = [

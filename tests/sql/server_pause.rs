@@ -12,8 +12,9 @@ use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::RealEnv;
 use lockcheck::history::EventKind;
 use lockcheck::real::mariadb::{self, MariaDb};
-use lockcheck::scenario::{Scenario, Verdict};
+use lockcheck::scenario::Scenario;
 use lockcheck::sql::{RealSqlConn, SharedEngine, SqlConn, SqlError};
+use lockcheck::Verdict;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
