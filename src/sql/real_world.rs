@@ -152,8 +152,8 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
         };
         if !ok {
             return Err(RealError::Unsupported(format!(
-                "fault {:?} with trigger {:?} has no real-mode recipe for the MySQL locks (client pauses and crashes fire at a client's point, `on = ...`); run it in simulation",
-                f.kind, f.trigger
+                "fault {} has no real-mode recipe for the MySQL locks (client pauses and crashes fire at a client's point, `on = ...`); run it in simulation",
+                crate::explore::emit::fault_table(f).into_inline_table()
             )));
         }
     }

@@ -189,13 +189,14 @@ pub fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
                     ));
                 }
             }
-            other => {
+            _ => {
                 return Err((
                     Some("faults"),
                     format!(
-                        "fault {other:?} is not modelled for the MySQL locks; they take client \
+                        "fault {} is not modelled for the MySQL locks; they take client \
                          `pause`, client `crash`, `crash` of `{SERVER}` (with `restart_after_ms`), \
-                         `pause` of `{SERVER}` and `partition`"
+                         `pause` of `{SERVER}` and `partition`",
+                        crate::explore::emit::fault_table(f).into_inline_table()
                     ),
                 ))
             }
