@@ -2,6 +2,7 @@
 
 use super::clients::ClientNames;
 use super::commands::{self, Ctx, Db, Expiry, ENGINE};
+use super::functions::Functions;
 use super::lua::{LuaHost, Sha};
 use super::num::parse_i64;
 use super::reply::{self, bulk};
@@ -54,6 +55,8 @@ pub struct Engine {
     transactions: BTreeMap<ClientId, Transaction>,
     watches: Watches,
     names: ClientNames,
+    /// FUNCTION libraries: data that replicates, unlike the script cache.
+    functions: Functions,
     /// Whether known scripts run natively ([`super::native`]); off only to compare with Lua.
     native_scripts: bool,
     /// Script calls the native path answered (so tests can see it was taken).
@@ -70,6 +73,7 @@ impl Engine {
             transactions: BTreeMap::new(),
             watches: Watches::default(),
             names: ClientNames::default(),
+            functions: Functions::default(),
             native_scripts: true,
             native_runs: 0,
         }
@@ -160,7 +164,7 @@ impl Engine {
             if spec.flags & ENGINE != 0 {
                 // Effects replication never sends scripts; accepted for completeness. Client
                 // state (subscriptions, transactions) has no meaning in the master's stream.
-                if matches!(spec.name, "eval" | "evalsha" | "script") {
+                if matches!(spec.name, "eval" | "evalsha" | "script" | "function") {
                     let _ = self.engine_command(&mut ctx, 0, spec.name, cmd, Role::Master);
                 }
             } else {
@@ -255,6 +259,11 @@ impl Engine {
     /// The absolute expiry of a stored key, in this node's clock (for tests and reports).
     pub fn expire_at(&self, key: &[u8]) -> Option<i64> {
         self.db.keys.expire_at(key)
+    }
+
+    /// Whether a FUNCTION library registered a function of this name (case-insensitively).
+    pub fn function_exists(&self, name: &str) -> bool {
+        self.functions.exists(name)
     }
 
     /// Whether a script with this sha1 is cached.
@@ -353,6 +362,10 @@ impl Engine {
                 Value::Okay
             }
             "client" => self.names.command(client, args),
+            "hello" => self.names.hello(client, args, role),
+            "function" => self.functions.command(ctx, args, role),
+            "fcall" => self.functions.fcall(&mut self.db, ctx, args, role, false),
+            "fcall_ro" => self.functions.fcall(&mut self.db, ctx, args, role, true),
             "unwatch" => {
                 self.watches.unwatch(client);
                 Value::Okay
