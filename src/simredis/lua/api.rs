@@ -88,15 +88,19 @@ pub(super) fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     r.raw_set("REDIS_VERSION", "7.0.15")?;
     r.raw_set(
         "setresp",
-        lua.create_function(|_, args: MultiValue| -> mlua::Result<()> {
+        lua.create_function(|lua, args: MultiValue| -> mlua::Result<()> {
             if args.len() != 1 {
                 return raise(Raised::Reply(
                     "ERR redis.setresp() requires one argument.".into(),
                 ));
             }
             match args.front().and_then(lua_number).map(|n| n as i64) {
-                // RESP3 conversions are not simulated; lock scripts do not use them.
-                Some(2) | Some(3) => Ok(()),
+                // Under 3, nulls reach Lua as nil and booleans reply 1/0; the RESP3 shapes of
+                // maps, sets and doubles from redis.call are not simulated (RESP2 shapes).
+                Some(v @ (2 | 3)) => {
+                    lua.app_data_mut::<RunState>().expect("run state").resp = v as u8;
+                    Ok(())
+                }
                 _ => raise(Raised::Reply("ERR RESP version must be 2 or 3.".into())),
             }
         })?,
@@ -206,6 +210,7 @@ pub(super) fn redis_call(
         Err(m) => fail(error_table_text(&m)),
         Ok(v) => match reply::error_text(&v) {
             Some(text) => fail(reply_error_table_text(&text)),
+            None if v == Value::Nil && resp3(lua) => Ok(LuaValue::Nil),
             None => redis_to_lua(lua, v),
         },
     }
@@ -230,4 +235,10 @@ pub(super) fn script_call(st: &mut RunState, argv: &[Vec<u8>]) -> Result<Value, 
         return Err("-READONLY You can't write against a read only replica.".into());
     }
     Ok((spec.run)(&mut st.db, &mut st.ctx, argv))
+}
+
+/// Whether the running script switched to RESP3 (`redis.setresp(3)`).
+fn resp3(lua: &Lua) -> bool {
+    lua.app_data_ref::<RunState>()
+        .is_some_and(|st| st.resp == 3)
 }

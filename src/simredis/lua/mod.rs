@@ -30,6 +30,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 mod api;
+mod bit;
+mod cjson;
 mod convert;
 mod errors;
 mod library;
@@ -65,6 +67,9 @@ struct RunState {
     mega_instructions: u32,
     /// The running script declared `#!lua flags=no-writes`.
     no_writes: bool,
+    /// The protocol the running script chose with `redis.setresp` (2 at every start): under 3,
+    /// a command's null reaches Lua as nil, and a returned boolean replies 1 or 0.
+    resp: u8,
     /// The running function's name (FCALL): error texts name it where a script shows its sha.
     function: Option<String>,
     /// Functions registered so far by the library being loaded (FUNCTION LOAD); `None` when
@@ -179,6 +184,7 @@ impl LuaHost {
             rand48: RAND48_INIT,
             mega_instructions: 0,
             no_writes: false,
+            resp: 2,
             function: None,
             loading: None,
         });
@@ -254,6 +260,9 @@ impl LuaHost {
             let t: Table = real.raw_get(lib)?;
             g.raw_set(lib, proxy(&t)?)?;
         }
+        // The libraries Redis bundles, read-only like the standard ones.
+        g.raw_set("bit", proxy(&bit::bit_table(&lua)?)?)?;
+        g.raw_set("cjson", proxy(&cjson::cjson_table(&lua)?)?)?;
         let math: Table = real.raw_get("math")?;
         math.raw_set("random", lua.create_function(math_random)?)?;
         math.raw_set("randomseed", lua.create_function(math_randomseed)?)?;
@@ -429,7 +438,10 @@ impl LuaHost {
         // Convert while the run state is in place: a returned table's metamethods may still
         // run script code.
         let reply = match result {
-            Ok((true, v)) => lua_to_redis(&v, 0),
+            Ok((true, v)) => {
+                let resp = self.lua.app_data_ref::<RunState>().map_or(2, |st| st.resp);
+                lua_to_redis(&v, 0, resp)
+            }
             Ok((false, LuaValue::String(msg))) => reply::error(&msg.to_string_lossy()),
             Ok((false, other)) => reply::error(&format!(
                 "ERR Error running script {}",
@@ -452,6 +464,7 @@ impl LuaHost {
         st.mega_instructions = 0;
         st.no_writes = no_writes;
         st.function = None;
+        st.resp = 2;
     }
 
     fn set_array(&self, name: &str, items: &[Vec<u8>]) -> mlua::Result<()> {
