@@ -29,13 +29,29 @@ pub(super) fn check_number(
     arg_error(lua, i, fname, &format!("number expected, got {got}"))
 }
 
-/// `luaL_argerror`: `<where>bad argument #<n> to '<fname>' (<msg>)`.
-pub(super) fn arg_error<T>(lua: &Lua, i: usize, fname: &str, msg: &str) -> mlua::Result<T> {
-    raise(Raised::Text(format!(
-        "{}bad argument #{} to '{fname}' ({msg})",
-        where_(lua, 1),
-        i + 1
-    )))
+/// `luaL_argerror` for argument `i` (0-based): `<where>bad argument #<n> to '<name>' (<msg>)`,
+/// where the name is the one the caller used (`'?'` when called through `pcall`, as in Lua).
+pub(super) fn arg_error<T>(lua: &Lua, i: usize, _fname: &str, msg: &str) -> mlua::Result<T> {
+    argerror_n(lua, i as i64 + 1, msg)
+}
+
+/// `luaL_argerror` with Lua's 1-based argument number (0 is allowed, as lua_cmsgpack uses it).
+pub(super) fn argerror_n<T>(lua: &Lua, n: i64, msg: &str) -> mlua::Result<T> {
+    let (name, method) = lua
+        .inspect_stack(0, |d| {
+            let names = d.names();
+            (
+                names.name.map(|n| n.into_owned()),
+                names.name_what == Some("method"),
+            )
+        })
+        .unwrap_or((None, false));
+    let name = name.unwrap_or_else(|| "?".into());
+    let text = match (method, n - i64::from(method)) {
+        (true, 0) => format!("calling '{name}' on bad self ({msg})"),
+        (_, n) => format!("bad argument #{n} to '{name}' ({msg})"),
+    };
+    raise(Raised::Text(format!("{}{text}", where_(lua, 1))))
 }
 
 /// LuaBitOp's `barg`: the number's low 32 bits after adding 2^52+2^51 (round half to even).

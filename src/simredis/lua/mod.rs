@@ -32,10 +32,12 @@ use std::fmt;
 mod api;
 mod bit;
 mod cjson;
+mod cmsgpack;
 mod convert;
 mod errors;
 mod library;
 mod random;
+mod structlib;
 use api::*;
 use convert::*;
 use errors::*;
@@ -263,6 +265,8 @@ impl LuaHost {
         // The libraries Redis bundles, read-only like the standard ones.
         g.raw_set("bit", proxy(&bit::bit_table(&lua)?)?)?;
         g.raw_set("cjson", proxy(&cjson::cjson_table(&lua)?)?)?;
+        g.raw_set("cmsgpack", proxy(&cmsgpack::cmsgpack_table(&lua)?)?)?;
+        g.raw_set("struct", proxy(&structlib::struct_table(&lua)?)?)?;
         let math: Table = real.raw_get("math")?;
         math.raw_set("random", lua.create_function(math_random)?)?;
         math.raw_set("randomseed", lua.create_function(math_randomseed)?)?;
