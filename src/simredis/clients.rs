@@ -19,17 +19,10 @@ pub struct ClientNames {
 impl ClientNames {
     /// `CLIENT <sub> ...`, with Redis 7.0.15's arity and error texts.
     pub fn command(&mut self, client: ClientId, args: &[Vec<u8>]) -> Value {
-        let sub = args[1].to_ascii_lowercase();
-        let (arity, full) = match sub.as_slice() {
-            b"id" => (2, "client|id"),
-            b"setname" => (3, "client|setname"),
-            b"getname" => (2, "client|getname"),
-            _ => return reply::unknown_subcommand(&args[0], &args[1]),
-        };
-        if args.len() != arity {
-            return reply::arity(full);
+        if let Some(refused) = Self::refuse(args) {
+            return refused;
         }
-        match sub.as_slice() {
+        match args[1].to_ascii_lowercase().as_slice() {
             b"id" => Value::Int(client as i64),
             b"getname" => self.names.get(&client).map_or(Value::Nil, |n| bulk(n)),
             _ => {
@@ -39,6 +32,17 @@ impl ClientNames {
                 Value::Okay
             }
         }
+    }
+
+    /// What processCommand refuses before CLIENT runs (also when MULTI would queue it).
+    pub fn refuse(args: &[Vec<u8>]) -> Option<Value> {
+        let (arity, full) = match args[1].to_ascii_lowercase().as_slice() {
+            b"id" => (2, "client|id"),
+            b"setname" => (3, "client|setname"),
+            b"getname" => (2, "client|getname"),
+            _ => return Some(reply::unknown_subcommand(&args[0], &args[1])),
+        };
+        (args.len() != arity).then(|| reply::arity(full))
     }
 
     fn set_name(&mut self, client: ClientId, name: &[u8]) -> Result<(), Value> {

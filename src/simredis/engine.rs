@@ -282,6 +282,13 @@ impl Engine {
             None => Some(reply::unknown_command(args)),
             Some(s) if !s.arity_ok(args.len()) => Some(reply::arity(s.name)),
             Some(s) if self.role == Role::Replica && s.is_write() => Some(reply::readonly()),
+            // Container commands: the subcommand is checked before MULTI queues it.
+            Some(s) if in_tx => match s.name {
+                "function" => Functions::refuse(args, self.role),
+                "script" => script_refuse(args),
+                "client" => ClientNames::refuse(args),
+                _ => None,
+            },
             Some(_) => None,
         };
         if let Some(err) = refused {
@@ -447,19 +454,10 @@ impl Engine {
 
     /// SCRIPT LOAD / EXISTS / FLUSH / KILL / HELP.
     fn script(&mut self, args: &[Vec<u8>]) -> Value {
-        let sub = args[1].to_ascii_lowercase();
-        let (arity, full): (i32, &str) = match sub.as_slice() {
-            b"load" => (3, "script|load"),
-            b"exists" => (-3, "script|exists"),
-            b"flush" => (-2, "script|flush"),
-            b"kill" => (2, "script|kill"),
-            b"help" => (2, "script|help"),
-            _ => return reply::unknown_subcommand(&args[0], &args[1]),
-        };
-        let n = args.len() as i32;
-        if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
-            return reply::arity(full);
+        if let Some(refused) = script_refuse(args) {
+            return refused;
         }
+        let sub = args[1].to_ascii_lowercase();
         match sub.as_slice() {
             b"load" => match self.lua.load(&args[2]) {
                 Ok(sha) => bulk(&sha),
@@ -491,6 +489,20 @@ impl Engine {
             ),
         }
     }
+}
+
+/// What processCommand refuses before SCRIPT runs (also when MULTI would queue it).
+fn script_refuse(args: &[Vec<u8>]) -> Option<Value> {
+    let (arity, full): (i32, &str) = match args[1].to_ascii_lowercase().as_slice() {
+        b"load" => (3, "script|load"),
+        b"exists" => (-3, "script|exists"),
+        b"flush" => (-2, "script|flush"),
+        b"kill" => (2, "script|kill"),
+        b"help" => (2, "script|help"),
+        _ => return Some(reply::unknown_subcommand(&args[0], &args[1])),
+    };
+    let n = args.len() as i32;
+    ((arity > 0 && n != arity) || (arity < 0 && n < -arity)).then(|| reply::arity(full))
 }
 
 /// How a script is invoked: EVAL or EVALSHA, and whether by a `_RO` form (which may not write).

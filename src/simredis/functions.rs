@@ -94,24 +94,10 @@ impl Functions {
     /// `FUNCTION <sub> ...`. `role` refuses the writing subcommands on a replica (the master's
     /// stream applies them with [`Role::Master`]).
     pub fn command(&mut self, ctx: &mut Ctx, args: &[Vec<u8>], role: Role) -> Value {
+        if let Some(refused) = Self::refuse(args, role) {
+            return refused;
+        }
         let sub = args[1].to_ascii_lowercase();
-        let (arity, full, writes): (i32, &str, bool) = match sub.as_slice() {
-            b"load" => (-3, "function|load", true),
-            b"delete" => (3, "function|delete", true),
-            b"flush" => (-2, "function|flush", true),
-            b"list" => (-2, "function|list", false),
-            b"stats" => (2, "function|stats", false),
-            b"kill" => (2, "function|kill", false),
-            b"help" => (2, "function|help", false),
-            _ => return reply::unknown_subcommand(&args[0], &args[1]),
-        };
-        let n = args.len() as i32;
-        if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
-            return reply::arity(full);
-        }
-        if writes && role == Role::Replica {
-            return reply::readonly();
-        }
         match sub.as_slice() {
             b"load" => self.load(ctx, args),
             b"delete" => {
@@ -163,6 +149,27 @@ impl Functions {
                     .collect(),
             ),
         }
+    }
+
+    /// What Redis's processCommand refuses before FUNCTION runs (also when MULTI would queue
+    /// it): an unknown subcommand, its arity, a writing subcommand on a replica.
+    pub fn refuse(args: &[Vec<u8>], role: Role) -> Option<Value> {
+        let sub = args[1].to_ascii_lowercase();
+        let (arity, full, writes): (i32, &str, bool) = match sub.as_slice() {
+            b"load" => (-3, "function|load", true),
+            b"delete" => (3, "function|delete", true),
+            b"flush" => (-2, "function|flush", true),
+            b"list" => (-2, "function|list", false),
+            b"stats" => (2, "function|stats", false),
+            b"kill" => (2, "function|kill", false),
+            b"help" => (2, "function|help", false),
+            _ => return Some(reply::unknown_subcommand(&args[0], &args[1])),
+        };
+        let n = args.len() as i32;
+        if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
+            return Some(reply::arity(full));
+        }
+        (writes && role == Role::Replica).then(reply::readonly)
     }
 
     /// FUNCTION LOAD [REPLACE] <payload> (functionsCreateWithLibraryCtx's order of checks).

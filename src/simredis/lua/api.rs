@@ -249,7 +249,10 @@ fn resp3(lua: &Lua) -> bool {
 /// type is taken from the command: HGETALL is a map, SMEMBERS a set, ZSCORE, ZINCRBY and
 /// ZADD INCR a double, ZRANGE/ZRANGEBYSCORE WITHSCORES pairs of member and double.
 fn resp3_to_lua(lua: &Lua, argv: &[Vec<u8>], v: Value) -> mlua::Result<LuaValue> {
-    let name = argv.first().map(|a| a.to_ascii_lowercase()).unwrap_or_default();
+    let name = argv
+        .first()
+        .map(|a| a.to_ascii_lowercase())
+        .unwrap_or_default();
     let withscores = argv.iter().any(|a| a.eq_ignore_ascii_case(b"withscores"));
     let double = |b: &[u8]| -> mlua::Result<LuaValue> {
         let t = lua.create_table()?;
@@ -271,7 +274,10 @@ fn resp3_to_lua(lua: &Lua, argv: &[Vec<u8>], v: Value) -> mlua::Result<LuaValue>
             let m = lua.create_table()?;
             for kv in items.chunks(2) {
                 if let [k, v] = kv {
-                    m.raw_set(resp3_to_lua(lua, &[], k.clone())?, resp3_to_lua(lua, &[], v.clone())?)?;
+                    m.raw_set(
+                        resp3_to_lua(lua, &[], k.clone())?,
+                        resp3_to_lua(lua, &[], v.clone())?,
+                    )?;
                 }
             }
             wrap("map", m)

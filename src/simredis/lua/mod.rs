@@ -37,6 +37,7 @@ mod convert;
 mod errors;
 mod library;
 mod random;
+mod readonly;
 mod structlib;
 use api::*;
 use convert::*;
@@ -215,6 +216,9 @@ impl LuaHost {
                 where_(lua, 1)
             )))
         })?;
+        // Every proxy and the table it stands for, for the functions that see through them
+        // (readonly.rs).
+        let proxies = lua.create_table()?;
         let proxy = |inner: &Table| -> mlua::Result<Table> {
             let p = lua.create_table()?;
             let mt = lua.create_table()?;
@@ -222,6 +226,7 @@ impl LuaHost {
             mt.raw_set("__newindex", &readonly)?;
             mt.raw_set("__metatable", false)?;
             p.set_metatable(Some(mt))?;
+            proxies.raw_set(&p, inner)?;
             Ok(p)
         };
 
@@ -262,6 +267,11 @@ impl LuaHost {
             let t: Table = real.raw_get(lib)?;
             g.raw_set(lib, proxy(&t)?)?;
         }
+        // A string's metatable indexes the `string` scripts see (so that
+        // `getmetatable('').__index == string`), and scripts get it read-only.
+        let string_mt: Table = lua.load("return getmetatable('')").call(())?;
+        string_mt.raw_set("__index", g.raw_get::<Table>("string")?)?;
+        readonly::install(&lua, &g, &proxies, &proxy(&string_mt)?)?;
         // The libraries Redis bundles, read-only like the standard ones.
         g.raw_set("bit", proxy(&bit::bit_table(&lua)?)?)?;
         g.raw_set("cjson", proxy(&cjson::cjson_table(&lua)?)?)?;
