@@ -110,8 +110,9 @@ impl Diff {
         let out = self.engine.execute(now_ms(), 1, args);
         self.effects.extend(out.effects);
         let mut sim = out.reply;
-        // HELLO's `id` is the connection's number, which the two servers assign differently.
-        if args[0].eq_ignore_ascii_case(b"hello") {
+        // HELLO's `id` (also inside an EXEC reply) is the connection's number, which the two
+        // servers assign differently.
+        if args[0].eq_ignore_ascii_case(b"hello") || args[0].eq_ignore_ascii_case(b"exec") {
             mask_hello_id(&mut real);
             mask_hello_id(&mut sim);
         }

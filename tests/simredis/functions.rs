@@ -152,3 +152,15 @@ fn hello_answers_redis_fields_with_this_connection_and_role() {
         "NOPROTO unsupported protocol version"
     );
 }
+
+#[test]
+fn names_differing_only_in_case_are_refused_where_redis_7_0_15_crashes() {
+    let mut e = Engine::new(Role::Master);
+    let lib = "#!lua name=l\nredis.register_function('f', function() return 1 end)\nredis.register_function('F', function() return 2 end)";
+    let out = e.execute(1_000, 1, &args(&["FUNCTION", "LOAD", lib]));
+    assert_eq!(
+        err_text(&out.reply),
+        "ERR Error registering functions: ERR Function already exists in the library"
+    );
+    assert!(!e.function_exists("f"));
+}

@@ -188,7 +188,10 @@ fn register_function(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
     let name = String::from_utf8_lossy(&name).into_owned();
     let mut st = lua.app_data_mut::<RunState>().expect("run state");
     let loading = st.loading.as_mut().expect("checked above");
-    if loading.iter().any(|f| f.name == name) {
+    // Redis 7.0.15 checks this case-sensitively and then crashes on an assertion
+    // (functions.c:291) when 'f' and 'F' meet in its case-insensitive function table; the
+    // simulator refuses the second name instead.
+    if loading.iter().any(|f| f.name.eq_ignore_ascii_case(&name)) {
         drop(st);
         return fail("Function already exists in the library");
     }

@@ -4,7 +4,7 @@
 //! Why it exists: Redis marks the global table and the library tables read-only inside its
 //! Lua (`lua_enablereadonlytable`), so `rawset(_G, k, v)` and `setmetatable(string, t)` fail
 //! with `Attempt to modify a readonly table` (no position: it comes from C), `rawget(_G,
-//! 'redis')` finds the library, and `getmetatable(_G)` is nil. The simulator cannot patch Lua;
+//! 'redis')` finds the library, and `getmetatable(redis)` is nil. The simulator cannot patch Lua;
 //! its read-only tables are empty proxies whose metatable forwards reads (`mod.rs`). Without
 //! these four replacements a script could write through a proxy with `rawset`, or see its
 //! metatable, where Redis refuses — the differential test found exactly that.
@@ -112,7 +112,14 @@ pub(super) fn install(
             let v = any_arg(lua, &args, 0)?;
             Ok(match v {
                 LuaValue::String(_) => LuaValue::Table(smt.clone()),
-                LuaValue::Table(t) if !p.raw_get::<LuaValue>(&t)?.is_nil() => LuaValue::Nil,
+                // A read-only table's own metatable: the globals have one (the
+                // nonexistent-variable error), the libraries none (measured on 7.0.15).
+                LuaValue::Table(t) if !p.raw_get::<LuaValue>(&t)?.is_nil() => {
+                    match p.raw_get::<Table>(&t)?.metatable() {
+                        Some(m) => LuaValue::Table(m),
+                        None => LuaValue::Nil,
+                    }
+                }
                 LuaValue::Table(t) => match t.metatable() {
                     None => LuaValue::Nil,
                     Some(m) => match m.raw_get::<LuaValue>("__metatable")? {

@@ -145,7 +145,7 @@ fn pack(lua: &Lua, args: MultiValue) -> mlua::Result<mlua::String> {
             b'b' | b'B' | b'h' | b'H' | b'l' | b'L' | b'T' | b'i' | b'I' => {
                 let n = check_number(lua, &args, arg, "pack")?;
                 arg += 1;
-                let mut value: u64 = if n < 0.0 { n as i64 as u64 } else { n as u64 };
+                let mut value: u64 = if n < 0.0 { cvt(n) as u64 } else { c_u64(n) };
                 let mut le = Vec::with_capacity(size);
                 for _ in 0..size {
                     le.push((value & 0xff) as u8);
@@ -198,6 +198,26 @@ fn pack(lua: &Lua, args: MultiValue) -> mlua::Result<mlua::String> {
         total += size;
     }
     lua.create_string(out)
+}
+
+/// x86-64's double → int64 conversion (cvttsd2si): out of range is i64::MIN.
+fn cvt(n: f64) -> i64 {
+    if n >= -9.223_372_036_854_776e18 && n < 9.223_372_036_854_776e18 {
+        n as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// C's `(unsigned long long)n` as gcc compiles it on x86-64 (what redis-server does with a
+/// number too large for it: 1e20 packs as 0, not as all ones).
+fn c_u64(n: f64) -> u64 {
+    const TWO63: f64 = 9.223_372_036_854_776e18;
+    if n < TWO63 {
+        cvt(n) as u64
+    } else {
+        (cvt(n - TWO63) as u64) ^ (1 << 63)
+    }
 }
 
 fn getinteger(b: &[u8], big: bool, signed: bool) -> f64 {

@@ -39,7 +39,8 @@ pub const LIBRARIES: &[&str] = &[
     "#!lua name=bad\nredis.register_function{callback=function() end}",
     "#!lua name=bad\nredis.register_function{function_name='f'}",
     "#!lua name=bad\nredis.register_function{function_name='f', callback=function() end, flags='no-writes'}",
-    "#!lua name=bad\nredis.register_function('f', function() end)\nredis.register_function('F', function() end)",
+    // Not here: one library registering 'f' and 'F' crashes redis-server 7.0.15 (assertion
+    // at functions.c:291); tests/simredis/functions.rs pins what the simulator does instead.
     "#!lua name=bad\nlocal t = nil\nt.x = 1",
 ];
 
