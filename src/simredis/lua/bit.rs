@@ -68,10 +68,15 @@ fn ret(v: i32) -> LuaValue {
     LuaValue::Number(f64::from(v))
 }
 
+/// Named operations of the library, by arity.
+type Unary = (&'static str, fn(i32) -> i32);
+type Binary = (&'static str, fn(i32, i32) -> i32);
+type Shift = (&'static str, fn(i32, u32) -> i32);
+
 /// Builds the `bit` table.
 pub(super) fn bit_table(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    let unary: [(&str, fn(i32) -> i32); 3] = [
+    let unary: [Unary; 3] = [
         ("tobit", |x| x),
         ("bnot", |x| !x),
         ("bswap", |x| x.swap_bytes()),
@@ -84,7 +89,7 @@ pub(super) fn bit_table(lua: &Lua) -> mlua::Result<Table> {
             })?,
         )?;
     }
-    let folds: [(&str, fn(i32, i32) -> i32); 3] = [
+    let folds: [Binary; 3] = [
         ("band", |a, b| a & b),
         ("bor", |a, b| a | b),
         ("bxor", |a, b| a ^ b),
@@ -101,7 +106,7 @@ pub(super) fn bit_table(lua: &Lua) -> mlua::Result<Table> {
             })?,
         )?;
     }
-    let shifts: [(&str, fn(i32, u32) -> i32); 5] = [
+    let shifts: [Shift; 5] = [
         ("lshift", |x, n| ((x as u32) << n) as i32),
         ("rshift", |x, n| ((x as u32) >> n) as i32),
         ("arshift", |x, n| x >> n),

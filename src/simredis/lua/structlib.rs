@@ -202,7 +202,7 @@ fn pack(lua: &Lua, args: MultiValue) -> mlua::Result<mlua::String> {
 
 /// x86-64's double → int64 conversion (cvttsd2si): out of range is i64::MIN.
 fn cvt(n: f64) -> i64 {
-    if n >= -9.223_372_036_854_776e18 && n < 9.223_372_036_854_776e18 {
+    if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&n) {
         n as i64
     } else {
         i64::MIN
