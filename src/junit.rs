@@ -15,10 +15,18 @@ use std::time::Duration;
 pub enum CaseResult {
     /// The verdicts were what the scenario expects.
     Passed,
-    /// A verdict differs from its expectation: `summary` says which, `replay` reproduces it.
-    Failed { summary: String, replay: String },
-    /// The scenario did not run in this mode (for example no real-mode recipe).
-    Skipped { reason: String },
+    /// A verdict differs from its expectation.
+    Failed {
+        /// Which verdict differs, in one line: the JUnit failure message.
+        summary: String,
+        /// The command that reproduces the run, so a CI failure can be replayed locally.
+        replay: String,
+    },
+    /// The scenario did not run in this mode.
+    Skipped {
+        /// Why not (for example no real-mode recipe), so a skip is never silent.
+        reason: String,
+    },
 }
 
 /// One test case: a scenario run in one mode (`sim` or `real`).
@@ -28,6 +36,7 @@ pub struct Case {
     pub scenario: String,
     /// `sim` or `real`: the JUnit class name, so CI groups cases by mode.
     pub mode: String,
+    /// Passed, failed or skipped, with what CI shows for each.
     pub result: CaseResult,
     /// Wall time the run took.
     pub time: Duration,

@@ -134,13 +134,8 @@ pub mod simredis;
 pub mod sql;
 pub mod subscription;
 pub mod suite;
-/// The judge's old path, kept so code written against `lockcheck::verdict::…` still compiles:
-/// judging now lives with the checkers, in [`check::judge`].
-pub mod verdict {
-    pub use crate::check::judge::*;
-    pub use crate::check::Verdict;
-}
 pub mod workload;
+pub mod world;
 
 // What a user of the library needs, at the crate root: a scenario, a lock and its seams, the
 // judged outcome.
@@ -150,14 +145,3 @@ pub use env::Env;
 pub use history::History;
 pub use lock::{Guard, Lock, LockConfig, LockError, LockKind};
 pub use scenario::{Scenario, ScenarioError};
-
-// The command modules' paths before they moved into `cli/`, kept so code written against them
-// still compiles.
-#[doc(hidden)]
-pub use cli::list as catalog;
-#[doc(hidden)]
-pub use cli::model as model_cmd;
-#[doc(hidden)]
-pub use cli::run as runner;
-#[doc(hidden)]
-pub use cli::{report, table};

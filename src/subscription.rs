@@ -16,6 +16,8 @@ use std::future::Future;
 
 /// A connection that can open a subscription on the same server(s).
 pub trait Subscribe {
+    /// The world's subscriber connection (simulated or a real one), so a lock's waiting code is
+    /// the same text in both.
     type Subscription: Subscription;
     /// A new, not yet subscribed subscription (a separate connection, as Redis requires).
     fn subscription(&self) -> Self::Subscription;

@@ -19,6 +19,7 @@ pub struct Clock {
 }
 
 impl Clock {
+    /// True time: no offset, no drift, no jumps.
     pub const EXACT: Clock = Clock {
         offset: 0,
         drift: 0,

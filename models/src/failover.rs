@@ -64,72 +64,95 @@
 //! `on_wait_timeout` (`proceed` | `give-up`), `replica_skew` (0 ticks ahead),
 //! `tick_ms` (100).
 
+use crate::key;
 use crate::params::{self, ParamSpec, Params};
 use crate::properties;
 use crate::report::Expectation;
 use crate::runner::{needs_writes, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, Fault, Scenario};
+use crate::scenario::{failover_lag, fault_time, generated_note, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
+/// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
 pub const MAX_CLIENTS: usize = 3;
+/// Replicas per master at most: `WAIT 1` with two replicas is what lets the failover promote the
+/// one that did not acknowledge.
 pub const MAX_REPLICAS: usize = 2;
 const NODES: usize = MAX_REPLICAS + 1;
 
+/// The model's configuration (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Failover {
+    /// Clients competing for the lock.
     pub clients: u8,
+    /// The lease (`PX`), in ticks.
     pub ttl: u8,
+    /// True time stops at this tick: the bound within which a proof holds.
     pub time_bound: u8,
+    /// Acquisitions per client.
     pub cycles: u8,
+    /// Replicas of the master.
     pub replicas: u8,
     /// `WAIT <wait> <timeout>` after acquiring; 0: no `WAIT`.
     pub wait: u8,
+    /// `WAIT`'s timeout, in ticks.
     pub wait_timeout: u8,
     /// A client whose `WAIT` timed out short of `wait` acks proceeds anyway.
     pub proceed_on_timeout: bool,
     /// Replicas' clocks run this many ticks ahead of true time.
     pub replica_skew: u8,
+    /// Simulated milliseconds per tick in the scenario file.
     pub tick_ms: u64,
+    /// The one registered property (`""`: all, for the Explorer).
     pub property: &'static str,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Key {
-    pub holder: u8,
-    /// Absolute expiry (`PXAT`), compared with each node's own clock.
-    pub expires: u8,
-}
+/// The lock key; its expiry is absolute (`PXAT`), compared with each
+/// node's own clock.
+pub use crate::key::Key;
 
 /// A replicated effect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
+    /// `SET` with the absolute expiry the master computed (`PXAT`).
     Set(Key),
+    /// `DEL` by a release or a client that gave up.
     Del,
 }
 
+/// One Redis node: the master or a replica.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
+    /// Running (a failed master is down until it rejoins).
     pub up: bool,
+    /// The lock key as this node has it.
     pub key: Option<Key>,
     /// Replicas: the master's writes not yet applied here, collapsed to
     /// their net effect (one key, so the last write decides).
     pub pending: Option<Op>,
 }
 
+/// Where a client is in its cycles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
+    /// Not holding; may acquire.
     Idle,
     /// `SET` succeeded; `WAIT` has not returned.
     Waiting,
+    /// `WAIT` returned (or there is none): the client is in its critical section.
     Holding,
+    /// Used up its cycles.
     Done,
 }
 
+/// One client of the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Client {
+    /// Where it is in its cycles.
     pub phase: Phase,
+    /// Acquisitions completed.
     pub cycles: u8,
+    /// True time of its `SET`: its lease ends `ttl` later on its clock.
     pub acquired_at: u8,
     /// The master it acquired on.
     pub master: u8,
@@ -141,20 +164,32 @@ pub struct Client {
 
 pub use crate::properties::Storage;
 
+/// A state of the failover model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FailoverState {
+    /// True time (ticks).
     pub t: u8,
+    /// The node that is master now.
     pub master: u8,
+    /// The one failover has happened.
     pub failed_over: bool,
+    /// The master and its replicas (only the first `replicas + 1` take part).
     pub nodes: [Node; NODES],
+    /// Leases granted so far (true order, ghost state).
     pub grants: u8,
+    /// The clients (only the first `clients` take part).
     pub clients: [Client; MAX_CLIENTS],
+    /// The protected storage.
     pub storage: Storage,
 }
 
+/// A step of the failover model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FailoverAction {
+    /// True time advances one tick: keys expire on each node's clock, holders whose lease ran out
+    /// leave.
     Tick,
+    /// `SET lock c NX PX ttl` on the current master.
     Acquire(u8),
     /// `WAIT` returns with enough acknowledgements.
     WaitOk(u8),
@@ -162,7 +197,9 @@ pub enum FailoverAction {
     WaitTimeout(u8),
     /// `WAIT` fails: the master it was sent to died.
     WaitError(u8),
+    /// The holder writes to the storage.
     Write(u8),
+    /// Compare-and-delete on the current master, and leave the critical section.
     Release(u8),
     /// The next log entry reaches replica node `n`.
     Replicate(u8),
@@ -198,9 +235,7 @@ impl Failover {
     fn drop_expired(&self, s: &mut FailoverState) {
         for n in 0..self.nodes() {
             let now = self.clock(s, n);
-            if matches!(s.nodes[n].key, Some(k) if now >= k.expires) {
-                s.nodes[n].key = None;
-            }
+            key::expire(&mut s.nodes[n].key, now);
         }
     }
 
@@ -246,8 +281,7 @@ impl Failover {
 
     fn release_key(&self, s: &mut FailoverState, i: u8) {
         let m = s.master as usize;
-        if matches!(s.nodes[m].key, Some(k) if k.holder == i) {
-            s.nodes[m].key = None;
+        if key::release(&mut s.nodes[m].key, i) {
             self.append(s, Op::Del);
         }
     }
@@ -447,14 +481,7 @@ impl Model for Failover {
     crate::runner::checked_by_runner!();
 }
 
-fn holders(s: &FailoverState) -> usize {
-    s.clients
-        .iter()
-        .filter(|c| c.phase == Phase::Holding)
-        .count()
-}
-
-properties::lock_state!(FailoverState, holders);
+properties::lock_state!(FailoverState, |c: &Client| c.phase == Phase::Holding);
 
 fn node_name(n: usize) -> String {
     if n == 0 {
@@ -509,16 +536,16 @@ impl LockModel for Failover {
     fn from_params(p: &Params) -> Result<Self, ModelError> {
         let replicas = p.int("replicas", 1, MAX_REPLICAS as u8)?;
         Ok(Failover {
-            clients: p.int("clients", 1, MAX_CLIENTS as u8)?,
-            ttl: p.int("ttl", 1, 50)?,
-            time_bound: p.int("time_bound", 0, 100)?,
+            clients: p.clients(MAX_CLIENTS)?,
+            ttl: p.ttl()?,
+            time_bound: p.time_bound()?,
             cycles: p.int("cycles", 1, 2)?,
             replicas,
             wait: p.int("wait", 0, replicas)?,
             wait_timeout: p.int("wait_timeout", 1, 50)?,
             proceed_on_timeout: p.choice("on_wait_timeout", &["proceed", "give-up"])? == 0,
             replica_skew: p.int("replica_skew", 0, 50)?,
-            tick_ms: p.int("tick_ms", 1, 250)? as u64,
+            tick_ms: p.tick_ms()?,
             property: Self::DEFAULT_PROPERTY,
         })
     }
@@ -527,17 +554,11 @@ impl LockModel for Failover {
         properties::standard(properties::MUTEX_ABOUT)
     }
 
-    fn select(&mut self, property: &'static str) {
-        self.property = property;
-    }
+    crate::runner::common_fields!();
 
     fn expected(&self, property: &str) -> Expectation {
         if property == "handover" {
-            return if self.clients >= 2 || self.cycles >= 2 {
-                Expectation::Holds
-            } else {
-                Expectation::Violated
-            };
+            return properties::handover_expected(self.clients, self.cycles);
         }
         if self.clients < 2 {
             return Expectation::Holds;
@@ -550,19 +571,7 @@ impl LockModel for Failover {
             let skew = self.replica_skew > 0 && self.time_bound + self.replica_skew >= self.ttl;
             timeout || other_replica || skew
         };
-        if breaks {
-            Expectation::Violated
-        } else {
-            Expectation::Holds
-        }
-    }
-
-    fn tick_ms(&self) -> u64 {
-        self.tick_ms
-    }
-
-    fn tick_of(&self, s: &FailoverState) -> u32 {
-        s.t as u32
+        Expectation::violated_if(breaks)
     }
 
     fn facts(&self, s: &FailoverState) -> Vec<(String, String)> {
@@ -580,10 +589,7 @@ impl LockModel for Failover {
                     Some(Op::Set(k)) => format!("replica, SET client-{} not yet applied", k.holder),
                 }
             };
-            let key = match node.key {
-                Some(k) => format!("key client-{} until {}", k.holder, k.expires),
-                None => "no key".to_string(),
-            };
+            let key = key::fact(node.key);
             f.push((
                 node_name(n),
                 if node.up {
@@ -658,10 +664,11 @@ impl LockModel for Failover {
 
     fn scenario(&self, property: &str, path: &Path<Self>) -> Result<Scenario, String> {
         let tick = self.tick_ms;
-        let last = path.last().map(|(s, _)| s.t as u32).unwrap_or(0);
+        let base =
+            Scenario::counterexample(self, property, path, "set-nx-px", self.ttl, self.clients);
         let mut faults = Vec::new();
         let mut replicated = false;
-        let mut lag = (5, 20);
+        let mut lag = base.replication_lag_ms;
         for (s, a) in path {
             match a {
                 Some(FailoverAction::Replicate(_)) => replicated = true,
@@ -676,21 +683,15 @@ impl LockModel for Failover {
                     let caught_up = (0..self.nodes())
                         .filter(|&r| r != s.master as usize && s.nodes[r].up)
                         .all(|r| s.nodes[r].pending.is_none());
-                    if !replicated {
-                        // Nothing reached the replica before the master died:
-                        // a replication lag longer than the time to failover.
-                        let l = at + tick;
-                        lag = (l, l);
-                    } else if !caught_up {
-                        return Err("the trace needs one write replicated and a later one not; the scenario has one replication-lag range for all writes".to_string());
-                    }
+                    lag = failover_lag(lag, replicated, caught_up, at, tick)?;
                     faults.push(Fault::Failover { at_ms: at });
                 }
                 _ => {}
             }
         }
-        let mut notes = vec![format!(
-            "Generated by lockcheck-models from a BFS counterexample; 1 model tick = {tick} ms, faults half a tick into their tick. hold_ms is shorter than the lease so only the failover breaks the lock."
+        let mut notes = vec![generated_note(
+            tick,
+            " hold_ms is shorter than the lease so only the failover breaks the lock.",
         )];
         if self.wait > 0 {
             notes.push(format!(
@@ -710,17 +711,11 @@ impl LockModel for Failover {
                 });
             }
         }
-        let ttl_ms = self.ttl as u64 * tick;
-        let duration_ms = (last as u64 + self.ttl as u64 + 2) * tick;
-        let mut expect_checks = vec![("mutual_exclusion", "violation")];
-        if property == "no_stale_write" {
-            expect_checks.push(("resource", "violation"));
-        }
         Ok(Scenario {
-            name: format!("model-failover-{}", property.replace('_', "-")),
             about: format!(
-                "From the failover model ({} steps): the master grants a {ttl_ms} ms lease and dies; the promoted replica {} and a second client acquires while the first still holds.",
+                "From the failover model ({} steps): the master grants a {} ms lease and dies; the promoted replica {} and a second client acquires while the first still holds.",
                 path.len() - 1,
+                base.ttl_ms,
                 if self.replica_skew > 0 && replicated {
                     "has the key but its clock runs ahead, so the key expires early,"
                 } else {
@@ -728,22 +723,12 @@ impl LockModel for Failover {
                 }
             ),
             notes,
-            expect: "violation",
-            expect_checks,
-            seed: 1,
-            duration_ms,
-            lock_kind: "set-nx-px",
-            ttl_ms,
-            wait_ms: duration_ms,
-            masters: 1,
             replicas: self.replicas as u32,
             replication_lag_ms: lag,
             failover_detect_ms: tick / 5,
-            clients: self.clients as u32,
             cycles: self.cycles as u32,
-            hold_ms: (ttl_ms - tick / 2, ttl_ms - tick / 2),
-            think_ms: (0, 0),
             faults,
+            ..base
         })
     }
 }

@@ -44,53 +44,72 @@
 //! `clients` (2), `ttl` (3), `time_bound` (8), `pauses` (1), `failover`
 //! (false), `storage_check` (true), `tick_ms` (100).
 
+use crate::key;
 use crate::params::{self, ParamSpec, Params};
 use crate::properties;
 use crate::report::{Expectation, PropertyKind};
 use crate::runner::{needs_writes, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, pause_fault, Fault, Scenario};
+use crate::scenario::{failover_lag, fault_time, pause_fault, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
+/// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
 pub const MAX_CLIENTS: usize = 3;
 
+/// The model's configuration (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Fencing {
+    /// Clients competing for the lock, one lease each.
     pub clients: u8,
+    /// The lease (`PX`), in ticks.
     pub ttl: u8,
+    /// True time stops at this tick: the bound within which a proof holds.
     pub time_bound: u8,
+    /// Stop-the-world pauses of a holder the checker may use.
     pub pauses: u8,
+    /// The master may die once and its lagging replica be promoted: what sends the token counter
+    /// back.
     pub failover: bool,
+    /// The storage rejects a token lower than the highest it accepted (Kleppmann's check).
     pub storage_check: bool,
+    /// Simulated milliseconds per tick in the scenario file.
     pub tick_ms: u64,
+    /// The one registered property (`""`: all, for the Explorer).
     pub property: &'static str,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Key {
-    pub holder: u8,
-    pub expires: u8,
-}
+pub use crate::key::Key;
 
 /// A node's two keys: the lock and the token counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Data {
+    /// The lock key, if set.
     pub key: Option<Key>,
+    /// The `INCR` counter the fencing tokens come from.
     pub counter: u8,
 }
 
+/// Where a client is in its one lease.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
+    /// Not holding; may acquire.
     Idle,
+    /// Between a successful acquire and release (or the lease running out on its clock).
     Holding,
+    /// Its lease is over.
     Done,
 }
 
+/// One client of the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Client {
+    /// Where it is in its lease.
     pub phase: Phase,
+    /// Stopped (GC): it notices nothing, not even that its lease ran out.
     pub paused: bool,
+    /// Lease end on the client's clock (true time).
     pub valid_until: u8,
+    /// The fencing token its acquire returned; its writes carry it.
     pub token: u8,
     /// Ghost: which grant this lease is.
     pub grant: u8,
@@ -98,34 +117,49 @@ pub struct Client {
 
 pub use crate::properties::Storage;
 
+/// A state of the fencing model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FencingState {
+    /// True time (ticks).
     pub t: u8,
     /// The master's data (after a failover: the promoted replica's).
     pub master: Data,
+    /// The replica's data, as far as replication has carried it.
     pub replica: Data,
     /// The master's newest write not yet applied on the replica.
     pub pending: Option<Data>,
+    /// The one failover has happened.
     pub failed_over: bool,
+    /// The clients (only the first `clients` take part).
     pub clients: [Client; MAX_CLIENTS],
+    /// Leases granted so far (true order, ghost state).
     pub grants: u8,
     /// Ghost: the highest token ever handed out.
     pub max_issued: u8,
     /// Ghost: a lease got a token not above an earlier lease's.
     pub token_reused: bool,
+    /// Pauses used so far.
     pub pauses: u8,
+    /// The protected storage.
     pub storage: Storage,
 }
 
+/// A step of the fencing model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FencingAction {
+    /// True time advances one tick: keys expire, running holders whose lease ran out leave.
     Tick,
     /// `SET lock c NX PX ttl` + `INCR token`.
     Acquire(u8),
+    /// The holder writes to the storage with its token.
     Write(u8),
+    /// Compare-and-delete, and leave the critical section.
     Release(u8),
+    /// A stop-the-world pause of the holder starts.
     Pause(u8),
+    /// The paused client resumes.
     Resume(u8),
+    /// The replica applies the master's newest write (the lock key and the counter together).
     Replicate,
     /// The master dies; the replica is promoted.
     Failover,
@@ -210,15 +244,10 @@ impl Model for Fencing {
         match action {
             Tick => {
                 s.t += 1;
-                for d in [&mut s.master, &mut s.replica] {
-                    if matches!(d.key, Some(k) if s.t >= k.expires) {
-                        d.key = None;
-                    }
-                }
+                key::expire(&mut s.master.key, s.t);
+                key::expire(&mut s.replica.key, s.t);
                 if let Some(p) = &mut s.pending {
-                    if matches!(p.key, Some(k) if s.t >= k.expires) {
-                        p.key = None;
-                    }
+                    key::expire(&mut p.key, s.t);
                 }
                 for c in s.clients.iter_mut().take(self.clients as usize) {
                     if c.phase == Phase::Holding && !c.paused && s.t >= c.valid_until {
@@ -256,8 +285,7 @@ impl Model for Fencing {
                 s.storage.accept(c.grant, c.token);
             }
             Release(i) => {
-                if matches!(s.master.key, Some(k) if k.holder == i) {
-                    s.master.key = None;
+                if key::release(&mut s.master.key, i) {
                     self.wrote(&mut s);
                 }
                 Self::done(&mut s.clients[i as usize]);
@@ -281,14 +309,7 @@ impl Model for Fencing {
     crate::runner::checked_by_runner!();
 }
 
-fn holders(s: &FencingState) -> usize {
-    s.clients
-        .iter()
-        .filter(|c| c.phase == Phase::Holding)
-        .count()
-}
-
-properties::lock_state!(FencingState, holders);
+properties::lock_state!(FencingState, |c: &Client| c.phase == Phase::Holding);
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -319,13 +340,13 @@ impl LockModel for Fencing {
 
     fn from_params(p: &Params) -> Result<Self, ModelError> {
         Ok(Fencing {
-            clients: p.int("clients", 1, MAX_CLIENTS as u8)?,
-            ttl: p.int("ttl", 1, 50)?,
-            time_bound: p.int("time_bound", 0, 100)?,
+            clients: p.clients(MAX_CLIENTS)?,
+            ttl: p.ttl()?,
+            time_bound: p.time_bound()?,
             pauses: p.int("pauses", 0, 3)?,
             failover: p.bool("failover")?,
             storage_check: p.bool("storage_check")?,
-            tick_ms: p.int("tick_ms", 1, 250)? as u64,
+            tick_ms: p.tick_ms()?,
             property: Self::DEFAULT_PROPERTY,
         })
     }
@@ -349,46 +370,22 @@ impl LockModel for Fencing {
         all
     }
 
-    fn select(&mut self, property: &'static str) {
-        self.property = property;
-    }
+    crate::runner::common_fields!();
 
     fn expected(&self, property: &str) -> Expectation {
-        use Expectation::*;
         let two = self.clients >= 2;
         let pause = self.pauses > 0 && self.time_bound >= self.ttl;
         let violated = match property {
             "no_stale_write" => two && (self.failover || (pause && !self.storage_check)),
             "tokens_increase" => two && self.failover,
             "mutual_exclusion" => two && (self.failover || pause),
-            _ => !two,
+            _ => return properties::handover_expected(self.clients, 1),
         };
-        if violated {
-            Violated
-        } else {
-            Holds
-        }
-    }
-
-    fn tick_ms(&self) -> u64 {
-        self.tick_ms
-    }
-
-    fn tick_of(&self, s: &FencingState) -> u32 {
-        s.t as u32
+        Expectation::violated_if(violated)
     }
 
     fn facts(&self, s: &FencingState) -> Vec<(String, String)> {
-        let data = |d: &Data| {
-            format!(
-                "{}, token counter {}",
-                match d.key {
-                    Some(k) => format!("key client-{} until {}", k.holder, k.expires),
-                    None => "no key".to_string(),
-                },
-                d.counter
-            )
-        };
+        let data = |d: &Data| format!("{}, token counter {}", key::fact(d.key), d.counter);
         let mut f = vec![("clock".to_string(), s.t.to_string())];
         if s.failed_over {
             f.push(("redis-0".to_string(), "DOWN".to_string()));
@@ -473,42 +470,25 @@ impl LockModel for Fencing {
 
     fn scenario(&self, property: &str, path: &Path<Self>) -> Result<Scenario, String> {
         let tick = self.tick_ms;
-        let last = path.last().map(|(s, _)| s.t as u32).unwrap_or(0);
+        let base = Scenario::counterexample(self, property, path, "fenced", self.ttl, self.clients);
         let mut faults = Vec::new();
-        let mut lag = (5, 20);
+        let mut lag = base.replication_lag_ms;
         let mut replicated = false;
         for (i, (s, a)) in path.iter().enumerate() {
             match a {
                 Some(FencingAction::Replicate) => replicated = true,
                 Some(FencingAction::Failover) => {
                     let at = fault_time(s.t as u32, tick);
-                    if !replicated {
-                        lag = (at + tick, at + tick);
-                    } else if s.pending.is_some() {
-                        return Err("the trace needs one write replicated and a later one not; the scenario has one replication-lag range for all writes".to_string());
-                    }
+                    lag = failover_lag(lag, replicated, s.pending.is_none(), at, tick)?;
                     faults.push(Fault::Failover { at_ms: at });
                 }
                 Some(FencingAction::Pause(c)) => {
-                    faults.push(pause_fault(
-                        &path[i..],
-                        FencingAction::Resume(*c),
-                        |s| s.t,
-                        last,
-                        tick,
-                    ));
+                    faults.push(pause_fault(self, &path[i..], FencingAction::Resume(*c)))
                 }
                 _ => {}
             }
         }
-        let ttl_ms = self.ttl as u64 * tick;
-        let duration_ms = (last as u64 + self.ttl as u64 + 2) * tick;
-        let mut expect_checks = vec![("mutual_exclusion", "violation")];
-        if property == "no_stale_write" {
-            expect_checks.push(("resource", "violation"));
-        }
         Ok(Scenario {
-            name: format!("model-fencing-{}", property.replace('_', "-")),
             about: format!(
                 "From the fencing model ({} steps): a fenced lock (SET NX PX + INCR token) on a master with a lagging replica; {}",
                 path.len() - 1,
@@ -518,25 +498,11 @@ impl LockModel for Fencing {
                     "the holder pauses past its lease and a second client acquires."
                 }
             ),
-            notes: vec![format!(
-                "Generated by lockcheck-models from a BFS counterexample; 1 model tick = {tick} ms, faults half a tick into their tick."
-            )],
-            expect: "violation",
-            expect_checks,
-            seed: 1,
-            duration_ms,
-            lock_kind: "fenced",
-            ttl_ms,
-            wait_ms: duration_ms,
-            masters: 1,
             replicas: 1,
             replication_lag_ms: lag,
             failover_detect_ms: tick / 5,
-            clients: self.clients as u32,
-            cycles: 1,
-            hold_ms: (ttl_ms - tick / 2, ttl_ms - tick / 2),
-            think_ms: (0, 0),
             faults,
+            ..base
         })
     }
 }

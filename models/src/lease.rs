@@ -42,11 +42,12 @@
 //!   with a pause and a clock jump (`mutual_exclusion` is still violated:
 //!   fencing protects the storage, not the critical section).
 
+use crate::key;
 use crate::params::{self, ParamSpec, Params};
 use crate::properties;
 use crate::report::Expectation;
 use crate::runner::{needs_writes, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, pause_fault, Fault, Scenario};
+use crate::scenario::{fault_time, generated_note, pause_fault, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
@@ -56,13 +57,21 @@ pub const MAX_CLIENTS: usize = 3;
 /// The model's configuration (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Lease {
+    /// Clients competing for the lock.
     pub clients: u8,
+    /// The lease (`PX`), in ticks.
     pub ttl: u8,
+    /// True time stops at this tick: the bound within which a proof holds.
     pub time_bound: u8,
+    /// Acquisitions per client.
     pub cycles: u8,
+    /// Stop-the-world pauses of a holder the checker may use.
     pub pauses: u8,
+    /// How far the server's clock may jump forward, once (0: never).
     pub jump: u8,
+    /// `INCR` a fencing token on acquire; the storage rejects lower tokens.
     pub fencing: bool,
+    /// Simulated milliseconds per tick in the scenario file.
     pub tick_ms: u64,
     /// The one registered property (`""`: all, for the Explorer).
     pub property: &'static str,
@@ -84,6 +93,7 @@ impl Default for Lease {
     }
 }
 
+/// Where a client is in its cycles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
     /// Not holding; may acquire if it has cycles left.
@@ -94,9 +104,12 @@ pub enum Phase {
     Done,
 }
 
+/// One client of the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Client {
+    /// Where it is in its cycles.
     pub phase: Phase,
+    /// Stopped (GC): it notices nothing, not even that its lease ran out.
     pub paused: bool,
     /// Acquisitions completed.
     pub cycles: u8,
@@ -118,22 +131,17 @@ const IDLE: Client = Client {
     grant: 0,
 };
 
-/// The lock key on the server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Key {
-    pub holder: u8,
-    /// Expiry on the server's clock.
-    pub expires: u8,
-}
-
+pub use crate::key::Key;
 pub use crate::properties::Storage;
 
+/// A state of the lease model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LeaseState {
     /// True time.
     pub t: u8,
     /// Server clock jump applied so far.
     pub jumped: u8,
+    /// The lock key on `redis-0`, if set and not expired.
     pub key: Option<Key>,
     /// The `INCR` counter that makes fencing tokens.
     pub counter: u8,
@@ -141,10 +149,13 @@ pub struct LeaseState {
     pub grants: u8,
     /// Pauses used so far.
     pub pauses: u8,
+    /// The clients (only the first `clients` take part).
     pub clients: [Client; MAX_CLIENTS],
+    /// The protected storage.
     pub storage: Storage,
 }
 
+/// A step of the lease model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum LeaseAction {
     /// True time advances one tick; running holders whose lease ran out on
@@ -158,6 +169,7 @@ pub enum LeaseAction {
     Release(u8),
     /// A stop-the-world pause starts.
     Pause(u8),
+    /// The paused client resumes.
     Resume(u8),
     /// The server's clock jumps forward by `jump` ticks.
     ClockJump,
@@ -169,11 +181,8 @@ impl Lease {
     }
 
     fn drop_expired(&self, s: &mut LeaseState) {
-        if let Some(k) = s.key {
-            if self.server_clock(s) >= k.expires {
-                s.key = None;
-            }
-        }
+        let now = self.server_clock(s);
+        key::expire(&mut s.key, now);
     }
 
     fn finish(&self, c: &mut Client) {
@@ -271,9 +280,7 @@ impl Model for Lease {
                 s.storage.accept(c.grant, c.token);
             }
             LeaseAction::Release(i) => {
-                if matches!(s.key, Some(k) if k.holder == i) {
-                    s.key = None;
-                }
+                key::release(&mut s.key, i);
                 self.finish(&mut s.clients[i as usize]);
             }
             LeaseAction::Pause(i) => {
@@ -296,14 +303,7 @@ impl Model for Lease {
     }
 }
 
-fn holders(s: &LeaseState) -> usize {
-    s.clients
-        .iter()
-        .filter(|c| c.phase == Phase::Holding)
-        .count()
-}
-
-properties::lock_state!(LeaseState, holders);
+properties::lock_state!(LeaseState, |c: &Client| c.phase == Phase::Holding);
 
 const PARAMS: &[ParamSpec] = &[
     params::CLIENTS,
@@ -335,14 +335,14 @@ impl LockModel for Lease {
 
     fn from_params(p: &Params) -> Result<Self, ModelError> {
         Ok(Lease {
-            clients: p.int("clients", 1, MAX_CLIENTS as u8)?,
-            ttl: p.int("ttl", 1, 50)?,
-            time_bound: p.int("time_bound", 0, 100)?,
+            clients: p.clients(MAX_CLIENTS)?,
+            ttl: p.ttl()?,
+            time_bound: p.time_bound()?,
             cycles: p.int("cycles", 1, 5)?,
             pauses: p.int("pauses", 0, 5)?,
             jump: p.int("jump", 0, 50)?,
             fencing: p.bool("fencing")?,
-            tick_ms: p.int("tick_ms", 1, 250)? as u64,
+            tick_ms: p.tick_ms()?,
             property: Self::DEFAULT_PROPERTY,
         })
     }
@@ -351,9 +351,7 @@ impl LockModel for Lease {
         properties::standard(properties::MUTEX_ABOUT_PAUSED)
     }
 
-    fn select(&mut self, property: &'static str) {
-        self.property = property;
-    }
+    crate::runner::common_fields!();
 
     fn expected(&self, property: &str) -> Expectation {
         let two = self.clients >= 2;
@@ -364,17 +362,9 @@ impl LockModel for Lease {
         match property {
             "mutual_exclusion" if unsafe_ => Expectation::Violated,
             "no_stale_write" if unsafe_ && !self.fencing => Expectation::Violated,
-            "handover" if !two && self.cycles < 2 => Expectation::Violated,
+            "handover" => properties::handover_expected(self.clients, self.cycles),
             _ => Expectation::Holds,
         }
-    }
-
-    fn tick_ms(&self) -> u64 {
-        self.tick_ms
-    }
-
-    fn tick_of(&self, s: &LeaseState) -> u32 {
-        s.t as u32
     }
 
     fn facts(&self, s: &LeaseState) -> Vec<(String, String)> {
@@ -460,20 +450,16 @@ impl LockModel for Lease {
 
     fn scenario(&self, property: &str, path: &Path<Self>) -> Result<Scenario, String> {
         let tick = self.tick_ms;
-        let last = path.last().map(|(s, _)| s.t as u32).unwrap_or(0);
+        let lock_kind = if self.fencing { "fenced" } else { "set-nx-px" };
+        let base =
+            Scenario::counterexample(self, property, path, lock_kind, self.ttl, self.clients);
         let mut faults = Vec::new();
         for (i, (s, a)) in path.iter().enumerate() {
             match a {
+                // The pause lasts until the trace resumes the client, or
+                // one tick past the end of the trace.
                 Some(LeaseAction::Pause(c)) => {
-                    // The pause lasts until the trace resumes the client, or
-                    // one tick past the end of the trace.
-                    faults.push(pause_fault(
-                        &path[i..],
-                        LeaseAction::Resume(*c),
-                        |s| s.t,
-                        last,
-                        tick,
-                    ));
+                    faults.push(pause_fault(self, &path[i..], LeaseAction::Resume(*c)))
                 }
                 Some(LeaseAction::ClockJump) => faults.push(Fault::ClockJump {
                     node: "redis-0".to_string(),
@@ -483,12 +469,6 @@ impl LockModel for Lease {
                 _ => {}
             }
         }
-        let ttl_ms = self.ttl as u64 * tick;
-        let duration_ms = (last as u64 + self.ttl as u64 + 2) * tick;
-        let mut expect_checks = vec![("mutual_exclusion", "violation")];
-        if property == "no_stale_write" {
-            expect_checks.push(("resource", "violation"));
-        }
         Ok(Scenario {
             name: format!(
                 "model-lease-{}{}",
@@ -496,33 +476,22 @@ impl LockModel for Lease {
                 property.replace('_', "-")
             ),
             about: format!(
-                "From the lease model ({} steps): a SET NX PX lease of {ttl_ms} ms on one Redis; {}",
+                "From the lease model ({} steps): a SET NX PX lease of {} ms on one Redis; {}",
                 path.len() - 1,
+                base.ttl_ms,
                 if self.jump > 0 && self.pauses == 0 {
                     "the server clock jumps forward, the key expires early and a second client acquires while the first still holds."
                 } else {
                     "the holder pauses longer than its lease, the key expires and a second client acquires while the first still believes it holds."
                 }
             ),
-            notes: vec![format!(
-                "Generated by lockcheck-models from a BFS counterexample; 1 model tick = {tick} ms, faults half a tick into their tick. hold_ms is shorter than the lease so only the fault breaks the lock."
+            notes: vec![generated_note(
+                tick,
+                " hold_ms is shorter than the lease so only the fault breaks the lock.",
             )],
-            expect: "violation",
-            expect_checks,
-            seed: 1,
-            duration_ms,
-            lock_kind: if self.fencing { "fenced" } else { "set-nx-px" },
-            ttl_ms,
-            wait_ms: duration_ms,
-            masters: 1,
-            replicas: 0,
-            replication_lag_ms: (5, 20),
-            failover_detect_ms: 1000,
-            clients: self.clients as u32,
             cycles: self.cycles as u32,
-            hold_ms: (ttl_ms - tick / 2, ttl_ms - tick / 2),
-            think_ms: (0, 0),
             faults,
+            ..base
         })
     }
 }

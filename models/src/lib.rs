@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! Stateright models of the Redis lock designs lockcheck tests.
 //!
 //! Each model is a plain [`stateright::Model`] with explicit discrete time:
@@ -27,7 +28,9 @@
 //! an earlier one, so registering several would lose the shortest trace.
 //!
 //! The three shared properties and the protected storage live in
-//! [`properties`], so each model file holds only its design.
+//! [`properties`], the string lock key that four of the designs set in
+//! [`key`], and what every counterexample scenario shares in
+//! [`scenario`], so each model file holds only its design.
 //!
 //! Threads: [`RunOptions::threads`] `0` runs DFS proofs on every core and
 //! BFS on one, because only a single-threaded BFS guarantees the shortest
@@ -63,6 +66,7 @@
 pub mod clock;
 pub mod failover;
 pub mod fencing;
+pub mod key;
 pub mod lease;
 mod params;
 pub mod properties;
@@ -80,9 +84,23 @@ pub use runner::effective_threads;
 
 use std::fmt;
 
+/// Call `$then!` with every model type, in the order [`model_names`] lists
+/// them: the one list of models, so that a new one is added in one place.
+macro_rules! every_model {
+    ($then:ident $(, $($args:tt)*)?) => {
+        $then!($($($args)*;)? lease::Lease, failover::Failover, redlock::Redlock, redisson::Redisson, fencing::Fencing)
+    };
+}
+
 /// The models, by the name [`run`] takes.
 pub fn model_names() -> &'static [&'static str] {
-    &["lease", "failover", "redlock", "redisson", "fencing"]
+    macro_rules! names {
+        ($($model:ty),+) => {{
+            const NAMES: &[&str] = &[$(<$model as runner::LockModel>::NAME),+];
+            NAMES
+        }};
+    }
+    every_model!(names)
 }
 
 /// How to run a model.
@@ -91,6 +109,8 @@ pub struct RunOptions {
     /// The property to check; `None`: the model's default
     /// (`mutual_exclusion`, or `no_stale_write` for `fencing`).
     pub property: Option<String>,
+    /// Breadth-first for the shortest counterexample, depth-first for exhaustive proofs in less
+    /// memory.
     pub strategy: Strategy,
     /// Stop exploring below this depth (number of steps).
     pub max_depth: Option<usize>,
@@ -121,26 +141,43 @@ impl Default for RunOptions {
 /// choices.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ModelError {
+    /// No model has this name.
     UnknownModel {
+        /// The name asked for.
         name: String,
+        /// The model names there are.
         valid: Vec<String>,
     },
+    /// The model has no property of this name.
     UnknownProperty {
+        /// The model asked for.
         model: String,
+        /// The property asked for.
         name: String,
+        /// The model's properties.
         valid: Vec<String>,
     },
+    /// The model has no parameter of this name (a typo must not silently run the defaults).
     UnknownParam {
+        /// The model asked for.
         model: String,
+        /// The parameter given.
         name: String,
+        /// The model's parameters.
         valid: Vec<String>,
     },
+    /// A parameter's value does not parse or is out of range.
     BadParam {
+        /// The model asked for.
         model: String,
+        /// The parameter.
         name: String,
+        /// The value given.
         value: String,
+        /// What the parameter takes (a range, `true or false`, a list of words).
         expected: String,
     },
+    /// stateright's Explorer could not be served (the address cannot be bound).
     Explorer(String),
 }
 
@@ -179,10 +216,13 @@ impl std::error::Error for ModelError {}
 /// What the CLI shows for `lockcheck model <name> --help`-style listings.
 #[derive(Clone, Debug)]
 pub struct ModelInfo {
+    /// The name [`run`] takes.
     pub name: &'static str,
+    /// The parameters `--param` accepts, with defaults and help.
     pub params: &'static [ParamSpec],
     /// `(name, kind, meaning)`.
     pub properties: Vec<(&'static str, PropertyKind, &'static str)>,
+    /// The property checked when none is named.
     pub default_property: &'static str,
 }
 
@@ -193,32 +233,25 @@ fn unknown(name: &str) -> ModelError {
     }
 }
 
+/// Evaluate `$body` with `$m` standing for the model named `$name`, or
+/// return the unknown-model error.
 macro_rules! dispatch {
     ($name:expr, $m:ident => $body:expr) => {
-        match $name {
-            "lease" => {
-                type $m = lease::Lease;
-                $body
-            }
-            "failover" => {
-                type $m = failover::Failover;
-                $body
-            }
-            "redlock" => {
-                type $m = redlock::Redlock;
-                $body
-            }
-            "redisson" => {
-                type $m = redisson::Redisson;
-                $body
-            }
-            "fencing" => {
-                type $m = fencing::Fencing;
-                $body
-            }
-            other => Err(unknown(other)),
-        }
+        every_model!(dispatch_to, $name, $m, $body)
     };
+}
+
+/// [`dispatch`]'s expansion over the list of models.
+macro_rules! dispatch_to {
+    ($name:expr, $m:ident, $body:expr; $($model:ty),+) => {{
+        let name: &str = $name;
+        $(if name == <$model as runner::LockModel>::NAME {
+            type $m = $model;
+            $body
+        } else)+ {
+            Err(unknown(name))
+        }
+    }};
 }
 
 /// The parameters and properties of a model.

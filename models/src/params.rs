@@ -9,8 +9,11 @@ use crate::ModelError;
 /// One tunable parameter of a model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamSpec {
+    /// The name `--param` uses.
     pub name: &'static str,
+    /// The value in force when the parameter is not given.
     pub default: &'static str,
+    /// One line for the CLI's help.
     pub help: &'static str,
 }
 
@@ -129,6 +132,26 @@ impl<'a> Params<'a> {
             .iter()
             .position(|c| *c == v)
             .ok_or_else(|| self.bad(name, format!("one of: {}", choices.join(", "))))
+    }
+
+    /// `clients`: from 1 to `max`, the size of the model's client array.
+    pub(crate) fn clients(&self, max: usize) -> Result<u8, ModelError> {
+        self.int("clients", 1, max as u8)
+    }
+
+    /// `ttl`: a lease of 1 to 50 ticks.
+    pub(crate) fn ttl(&self) -> Result<u8, ModelError> {
+        self.int("ttl", 1, 50)
+    }
+
+    /// `time_bound`: true time stops at a tick from 0 to 100.
+    pub(crate) fn time_bound(&self) -> Result<u8, ModelError> {
+        self.int("time_bound", 0, 100)
+    }
+
+    /// `tick_ms`: 1 to 250 simulated milliseconds per tick.
+    pub(crate) fn tick_ms(&self) -> Result<u64, ModelError> {
+        Ok(self.int("tick_ms", 1, 250)? as u64)
     }
 
     /// Every parameter with the value in force, in table order.

@@ -13,7 +13,7 @@
 //!   catches a vacuous model (one where the lock can never change hands
 //!   would satisfy the safety properties trivially).
 
-use crate::report::PropertyKind;
+use crate::report::{Expectation, PropertyKind};
 use crate::runner::{LockModel, PropInfo};
 use stateright::Property;
 
@@ -73,13 +73,17 @@ pub(crate) trait LockState {
     fn grants(&self) -> u8;
 }
 
-/// Implement [`LockState`] for a model state with `storage` and `grants`
-/// fields, counting holders with the model's function `$holders`.
+/// Implement [`LockState`] for a model state with `clients`, `storage` and
+/// `grants` fields; `$in_critical_section` says whether one client is in
+/// its critical section (each model's phases say it differently).
 macro_rules! lock_state {
-    ($state:ty, $holders:path) => {
+    ($state:ty, $in_critical_section:expr) => {
         impl $crate::properties::LockState for $state {
             fn holders(&self) -> usize {
-                $holders(self)
+                self.clients
+                    .iter()
+                    .filter(|c| $in_critical_section(*c))
+                    .count()
             }
             fn storage(&self) -> &$crate::properties::Storage {
                 &self.storage
@@ -131,6 +135,17 @@ where
             Property::sometimes("handover", |_, s: &M::State| s.grants() >= 2),
         ),
     ]
+}
+
+/// The verdict `handover` should reach: a second lease needs a second
+/// client or a second cycle of the one client, and every model leaves
+/// enough time for the first lease to end.
+pub(crate) fn handover_expected(clients: u8, cycles: u8) -> Expectation {
+    if clients >= 2 || cycles >= 2 {
+        Expectation::Holds
+    } else {
+        Expectation::Violated
+    }
 }
 
 #[cfg(test)]

@@ -48,44 +48,61 @@ use crate::params::{self, ParamSpec, Params};
 use crate::properties;
 use crate::report::{Expectation, PropertyKind};
 use crate::runner::{needs_writes, LockModel, Path, PropInfo};
-use crate::scenario::{pause_fault, Scenario};
+use crate::scenario::{generated_note, pause_fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
+/// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
 pub const MAX_CLIENTS: usize = 3;
 
+/// The model's configuration (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Redisson {
+    /// Clients competing for the lock.
     pub clients: u8,
+    /// The lease (`lockWatchdogTimeout`), in ticks; the watchdog renews every `lease / 3`.
     pub lease: u8,
+    /// True time stops at this tick: the bound within which a proof holds.
     pub time_bound: u8,
+    /// Lock/unlock cycles per client.
     pub cycles: u8,
+    /// Stop-the-world pauses of a holder the checker may use.
     pub pauses: u8,
+    /// Longest pause in ticks (0: unbounded): how long a pause the watchdog survives.
     pub max_pause: u8,
+    /// Deepest re-entry.
     pub max_depth: u8,
+    /// Simulated milliseconds per tick in the scenario file.
     pub tick_ms: u64,
+    /// The one registered property (`""`: all, for the Explorer).
     pub property: &'static str,
 }
 
 /// The lock hash: one field (the holder) and its count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
+    /// The client whose field it is (`uuid:threadId` in Redisson).
     pub holder: u8,
+    /// The hold count: re-entries add one, releases take one away.
     pub count: u8,
     /// Expiry on the server's clock.
     pub expires: u8,
 }
 
+/// One client of the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Client {
     /// The client's own hold count (0: not holding).
     pub depth: u8,
+    /// Stopped (GC), its watchdog thread with it.
     pub paused: bool,
+    /// When the pause started, to end it by `max_pause`.
     pub paused_since: u8,
     /// The watchdog runs.
     pub watchdog: bool,
     /// Next renewal on the client's clock.
     pub next_renew: u8,
+    /// Lock/unlock cycles completed.
     pub cycles: u8,
     /// Acquire-script calls so far (at most `cycles * max_depth`: keeps
     /// the space finite when a key that expired is re-created by re-entry).
@@ -96,30 +113,41 @@ pub struct Client {
 
 pub use crate::properties::Storage;
 
+/// A state of the redisson model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RedissonState {
+    /// True time (ticks); the server's clock.
     pub t: u8,
+    /// The lock hash, if it exists.
     pub key: Option<Key>,
+    /// The clients (only the first `clients` take part).
     pub clients: [Client; MAX_CLIENTS],
     /// Key creations so far.
     pub grants: u8,
+    /// Pauses used so far.
     pub pauses: u8,
     /// Some client re-entered with the server's count at 2 or more.
     pub reentered: bool,
+    /// The protected storage.
     pub storage: Storage,
 }
 
+/// A step of the redisson model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RedissonAction {
+    /// True time advances one tick; an expired key is gone.
     Tick,
     /// The acquire script (first acquisition or re-entry).
     Acquire(u8),
     /// The watchdog's renewal script.
     Renew(u8),
+    /// The holder writes to the storage.
     Write(u8),
     /// The release script (one level).
     Release(u8),
+    /// A stop-the-world pause of the holder (and its watchdog) starts.
     Pause(u8),
+    /// The paused client resumes.
     Resume(u8),
 }
 
@@ -295,11 +323,7 @@ impl Model for Redisson {
     crate::runner::checked_by_runner!();
 }
 
-fn holders(s: &RedissonState) -> usize {
-    s.clients.iter().filter(|c| c.depth > 0).count()
-}
-
-properties::lock_state!(RedissonState, holders);
+properties::lock_state!(RedissonState, |c: &Client| c.depth > 0);
 
 const PARAMS: &[ParamSpec] = &[
     params::CLIENTS,
@@ -335,14 +359,14 @@ impl LockModel for Redisson {
 
     fn from_params(p: &Params) -> Result<Self, ModelError> {
         Ok(Redisson {
-            clients: p.int("clients", 1, MAX_CLIENTS as u8)?,
+            clients: p.clients(MAX_CLIENTS)?,
             lease: p.int("lease", 1, 60)?,
-            time_bound: p.int("time_bound", 0, 100)?,
+            time_bound: p.time_bound()?,
             cycles: p.int("cycles", 1, 3)?,
             pauses: p.int("pauses", 0, 3)?,
             max_pause: p.int("max_pause", 0, 100)?,
             max_depth: p.int("max_depth", 1, 4)?,
-            tick_ms: p.int("tick_ms", 1, 250)? as u64,
+            tick_ms: p.tick_ms()?,
             property: Self::DEFAULT_PROPERTY,
         })
     }
@@ -360,9 +384,7 @@ impl LockModel for Redisson {
         all
     }
 
-    fn select(&mut self, property: &'static str) {
-        self.property = property;
-    }
+    crate::runner::common_fields!();
 
     fn expected(&self, property: &str) -> Expectation {
         use Expectation::*;
@@ -375,18 +397,10 @@ impl LockModel for Redisson {
             && self.clients >= 2;
         match property {
             "mutual_exclusion" | "no_stale_write" if long_pause => Violated,
-            "handover" if self.clients < 2 && self.cycles < 2 => Violated,
+            "handover" => properties::handover_expected(self.clients, self.cycles),
             "reentered" if self.max_depth < 2 => Violated,
             _ => Holds,
         }
-    }
-
-    fn tick_ms(&self) -> u64 {
-        self.tick_ms
-    }
-
-    fn tick_of(&self, s: &RedissonState) -> u32 {
-        s.t as u32
     }
 
     fn facts(&self, s: &RedissonState) -> Vec<(String, String)> {
@@ -457,51 +471,30 @@ impl LockModel for Redisson {
 
     fn scenario(&self, property: &str, path: &Path<Self>) -> Result<Scenario, String> {
         let tick = self.tick_ms;
-        let last = path.last().map(|(s, _)| s.t as u32).unwrap_or(0);
+        let base =
+            Scenario::counterexample(self, property, path, "redisson", self.lease, self.clients);
         let mut faults = Vec::new();
         for (i, (_, a)) in path.iter().enumerate() {
             if let Some(RedissonAction::Pause(c)) = a {
-                faults.push(pause_fault(
-                    &path[i..],
-                    RedissonAction::Resume(*c),
-                    |s| s.t,
-                    last,
-                    tick,
-                ));
+                faults.push(pause_fault(self, &path[i..], RedissonAction::Resume(*c)));
             }
         }
-        let ttl_ms = self.lease as u64 * tick;
-        let duration_ms = (last as u64 + self.lease as u64 + 2) * tick;
-        let mut expect_checks = vec![("mutual_exclusion", "violation")];
-        if property == "no_stale_write" {
-            expect_checks.push(("resource", "violation"));
-        }
         Ok(Scenario {
-            name: format!("model-redisson-{}", property.replace('_', "-")),
             about: format!(
-                "From the redisson model ({} steps): the holder of a Redisson lock (lease {ttl_ms} ms, watchdog every {} ms) pauses longer than the lease; the watchdog pauses with it, the key expires and a second client acquires.",
+                "From the redisson model ({} steps): the holder of a Redisson lock (lease {} ms, watchdog every {} ms) pauses longer than the lease; the watchdog pauses with it, the key expires and a second client acquires.",
                 path.len() - 1,
+                base.ttl_ms,
                 self.period() as u64 * tick
             ),
-            notes: vec![format!(
-                "Generated by lockcheck-models from a BFS counterexample; 1 model tick = {tick} ms, faults half a tick into their tick. Without the pause the watchdog keeps a critical section of hold_ms safe."
+            notes: vec![generated_note(
+                tick,
+                " Without the pause the watchdog keeps a critical section of hold_ms safe.",
             )],
-            expect: "violation",
-            expect_checks,
-            seed: 1,
-            duration_ms,
-            lock_kind: "redisson",
-            ttl_ms,
-            wait_ms: duration_ms,
-            masters: 1,
-            replicas: 0,
-            replication_lag_ms: (5, 20),
-            failover_detect_ms: 1000,
-            clients: self.clients as u32,
             cycles: self.cycles as u32,
-            hold_ms: (ttl_ms, ttl_ms),
-            think_ms: (0, 0),
+            // The watchdog keeps the key alive: a holder may hold a whole lease.
+            hold_ms: (base.ttl_ms, base.ttl_ms),
             faults,
+            ..base
         })
     }
 }

@@ -90,60 +90,88 @@
 //! per refused node).
 
 use crate::clock::Clock;
+use crate::key;
 use crate::params::{self, ParamSpec, Params};
 use crate::properties;
 use crate::report::Expectation;
 use crate::runner::{needs_writes, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, pause_fault, Fault, Scenario};
+use crate::scenario::{fault_time, generated_note, pause_fault, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 
+/// Masters at most: Redlock is run over 3 or 5.
 pub const MAX_NODES: usize = 5;
+/// Clients are fixed-size arrays so states stay `Copy` and cheap to hash.
 pub const MAX_CLIENTS: usize = 3;
 
+/// How clients read time (`client_clock`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClientClock {
+    /// True time.
     Exact,
+    /// The first `slow_clients` clients lose a tick per `drift_period`: a bounded rate error, the
+    /// case antirez's drift allowance is for.
     Drift,
+    /// The clock advances only by explicit steps, never past true time: an arbitrarily slow clock,
+    /// as in specl's Redlock example.
     Lag,
 }
 
+/// The model's configuration (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Redlock {
+    /// Independent masters (3 or 5).
     pub nodes: u8,
+    /// Clients competing for the lock.
     pub clients: u8,
+    /// The lease (`PX`), in ticks.
     pub ttl: u8,
+    /// True time stops at this tick: the bound within which a proof holds.
     pub time_bound: u8,
+    /// Successful acquisitions per client.
     pub cycles: u8,
+    /// Clock drift allowance in ticks, subtracted from the validity time.
     pub allowance: u8,
+    /// Drifting clocks gain or lose one tick per this many ticks (0: no drift).
     pub drift_period: u8,
+    /// How many nodes (from `redis-0`) have a fast clock.
     pub fast_nodes: u8,
+    /// With `client_clock = drift`: how many clients (from `client-0`) have a slow clock.
     pub slow_clients: u8,
+    /// How clients read time.
     pub client_clock: ClientClock,
+    /// Size of a server clock jump, in ticks.
     pub jump: u8,
+    /// How many forward server clock jumps the checker may use (Kleppmann's first scenario).
     pub jumps: u8,
+    /// How many node crashes (keys lost: no persistence) the checker may use.
     pub crashes: u8,
+    /// A restarted node refuses to grant for a TTL on its clock (antirez's delayed restart).
     pub restart_delay: bool,
+    /// Stop-the-world pauses of a holder the checker may use.
     pub pauses: u8,
     /// Failed attempts a client may follow with another.
     pub retries: u8,
+    /// After counting the majority, check that the elapsed time left some validity (antirez's
+    /// answer to slow acquisitions).
     pub recheck_after_acquire: bool,
+    /// Check the lease on the client's clock before each write: narrows the stale-write window, but
+    /// a pause can still fall between check and write.
     pub check_validity_before_write: bool,
     /// DFS treats interchangeable clients as one (see [`LockModel::symmetry`]).
     pub symmetry: bool,
+    /// Simulated milliseconds per tick in the scenario file.
     pub tick_ms: u64,
+    /// The one registered property (`""`: all, for the Explorer).
     pub property: &'static str,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Key {
-    pub holder: u8,
-    /// Expiry on the node's clock.
-    pub expires: u8,
-}
+pub use crate::key::Key;
 
+/// One independent master.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Node {
+    /// The lock key on this master, if set and not expired on its clock.
     pub key: Option<Key>,
     /// Clock jumps applied so far (ticks).
     pub jumped: u8,
@@ -151,21 +179,29 @@ pub struct Node {
     pub refuse_until: u8,
 }
 
+/// Where a client is in its cycles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
+    /// Not acquiring; may start.
     Idle,
     /// Sending `SET NX PX` to the nodes in order.
     Acquiring,
+    /// Got a majority in time: in its critical section.
     Holding,
     /// Checked its validity; about to write.
     Checked,
+    /// Used up its cycles or its retries.
     Done,
 }
 
+/// One client of the lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Client {
+    /// Where it is in its cycles.
     pub phase: Phase,
+    /// Stopped (GC): it notices nothing, not even that its validity ran out.
     pub paused: bool,
+    /// Acquisitions completed.
     pub cycles: u8,
     /// Failed attempts so far.
     pub attempts: u8,
@@ -190,17 +226,45 @@ pub use crate::properties::Storage;
 /// was a third of the run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RedlockState {
+    /// True time (ticks).
     pub t: u8,
+    /// The masters (only the first `nodes` take part).
     pub nodes: [Node; MAX_NODES],
+    /// The clients (only the first `clients` take part).
     pub clients: [Client; MAX_CLIENTS],
+    /// Leases granted so far (true order, ghost state).
     pub grants: u8,
+    /// Pauses used so far.
     pub pauses: u8,
+    /// Clock jumps used so far.
     pub jumps: u8,
+    /// Crashes used so far.
     pub crashes: u8,
+    /// The protected storage.
     pub storage: Storage,
 }
 
 const PACKED: usize = 7 + 5 * MAX_NODES + 10 * MAX_CLIENTS;
+
+impl Client {
+    /// Every field as a byte, in declaration order: the client's part of
+    /// the packed state that is hashed, and the order in which symmetry
+    /// reduction sorts clients.
+    fn bytes(&self) -> [u8; 10] {
+        [
+            self.phase as u8,
+            self.paused as u8,
+            self.cycles,
+            self.attempts,
+            self.start,
+            self.next,
+            self.got,
+            self.valid_until,
+            self.clock,
+            self.grant,
+        ]
+    }
+}
 
 impl RedlockState {
     fn pack(&self) -> [u8; PACKED] {
@@ -224,18 +288,7 @@ impl RedlockState {
             i += 5;
         }
         for c in &self.clients {
-            b[i..i + 10].copy_from_slice(&[
-                c.phase as u8,
-                c.paused as u8,
-                c.cycles,
-                c.attempts,
-                c.start,
-                c.next,
-                c.got,
-                c.valid_until,
-                c.clock,
-                c.grant,
-            ]);
+            b[i..i + 10].copy_from_slice(&c.bytes());
             i += 10;
         }
         b
@@ -248,8 +301,11 @@ impl std::hash::Hash for RedlockState {
     }
 }
 
+/// A step of the redlock model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RedlockAction {
+    /// True time advances one tick: keys expire on each node's clock, holders whose validity ran
+    /// out on their clock leave.
     Tick,
     /// `SET lock c NX PX ttl` on the client's next node; from idle, note
     /// the clock first (start acquiring). Noting the clock and sending the
@@ -261,12 +317,17 @@ pub enum RedlockAction {
     Finish(u8),
     /// Check validity before a write.
     Check(u8),
+    /// The holder writes to the storage.
     Write(u8),
+    /// Compare-and-delete on every node, and leave the critical section.
     Release(u8),
+    /// A stop-the-world pause of the holder starts.
     Pause(u8),
+    /// The paused client resumes.
     Resume(u8),
     /// `client_clock=lag`: the client's clock advances one tick.
     ClockAdvance(u8),
+    /// The node's clock jumps forward by `jump` ticks.
     ClockJump(u8),
     /// The node crashes and restarts at once, without its keys (no
     /// persistence); with `restart_delay` it then refuses grants for a TTL.
@@ -323,9 +384,7 @@ impl Redlock {
     fn drop_expired(&self, s: &mut RedlockState) {
         for n in 0..self.nodes as usize {
             let now = self.node_clock(s, n);
-            if matches!(s.nodes[n].key, Some(k) if now >= k.expires) {
-                s.nodes[n].key = None;
-            }
+            key::expire(&mut s.nodes[n].key, now);
             if s.nodes[n].refuse_until != 0 && now >= s.nodes[n].refuse_until {
                 s.nodes[n].refuse_until = 0;
             }
@@ -334,9 +393,7 @@ impl Redlock {
 
     fn unlock_all(&self, s: &mut RedlockState, i: u8) {
         for n in 0..self.nodes as usize {
-            if matches!(s.nodes[n].key, Some(k) if k.holder == i) {
-                s.nodes[n].key = None;
-            }
+            key::release(&mut s.nodes[n].key, i);
         }
     }
 
@@ -555,11 +612,7 @@ impl Model for Redlock {
     crate::runner::checked_by_runner!();
 }
 
-fn holders(s: &RedlockState) -> usize {
-    s.clients.iter().filter(|c| Redlock::holding(c)).count()
-}
-
-properties::lock_state!(RedlockState, holders);
+properties::lock_state!(RedlockState, Redlock::holding);
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -655,22 +708,8 @@ const PARAMS: &[ParamSpec] = &[
 /// Clients sorted by their state, key holders renamed to match: states
 /// that differ only by which client is which get one representative.
 fn representative(s: &RedlockState) -> RedlockState {
-    let key = |c: &Client| {
-        [
-            c.phase as u8,
-            c.paused as u8,
-            c.cycles,
-            c.attempts,
-            c.start,
-            c.next,
-            c.got,
-            c.valid_until,
-            c.clock,
-            c.grant,
-        ]
-    };
     let mut order = [0u8, 1, 2];
-    order.sort_by_key(|&i| key(&s.clients[i as usize]));
+    order.sort_by_key(|&i| s.clients[i as usize].bytes());
     let mut new_index = [0u8; MAX_CLIENTS];
     let mut r = *s;
     for (new, &old) in order.iter().enumerate() {
@@ -700,12 +739,12 @@ impl LockModel for Redlock {
                 expected: "3 or 5".into(),
             });
         }
-        let clients = p.int("clients", 1, MAX_CLIENTS as u8)?;
+        let clients = p.clients(MAX_CLIENTS)?;
         Ok(Redlock {
             nodes,
             clients,
-            ttl: p.int("ttl", 1, 50)?,
-            time_bound: p.int("time_bound", 0, 100)?,
+            ttl: p.ttl()?,
+            time_bound: p.time_bound()?,
             cycles: p.int("cycles", 1, 3)?,
             allowance: p.int("allowance", 0, 50)?,
             drift_period: p.int("drift_period", 0, 100)?,
@@ -722,7 +761,7 @@ impl LockModel for Redlock {
             recheck_after_acquire: p.bool("recheck_after_acquire")?,
             check_validity_before_write: p.bool("check_validity_before_write")?,
             symmetry: p.bool("symmetry")?,
-            tick_ms: p.int("tick_ms", 1, 250)? as u64,
+            tick_ms: p.tick_ms()?,
             property: Self::DEFAULT_PROPERTY,
         })
     }
@@ -731,20 +770,12 @@ impl LockModel for Redlock {
         properties::standard(properties::MUTEX_ABOUT_PAUSED)
     }
 
-    fn select(&mut self, property: &'static str) {
-        self.property = property;
-    }
+    crate::runner::common_fields!();
 
     fn expected(&self, property: &str) -> Expectation {
         use Expectation::*;
         if property == "handover" {
-            // A second grant needs a second client (or cycle) and the time
-            // for the first lease to be released: always reachable here.
-            return if self.clients >= 2 || self.cycles >= 2 {
-                Holds
-            } else {
-                Violated
-            };
+            return properties::handover_expected(self.clients, self.cycles);
         }
         if self.clients < 2 {
             return Holds;
@@ -766,15 +797,7 @@ impl LockModel for Redlock {
                 clock_breaks || pause_holding || (slow_acquire && !self.check_validity_before_write)
             }
         };
-        if violated {
-            Violated
-        } else {
-            Holds
-        }
-    }
-
-    fn tick_ms(&self) -> u64 {
-        self.tick_ms
+        Expectation::violated_if(violated)
     }
 
     fn symmetry(&self) -> Option<fn(&RedlockState) -> RedlockState> {
@@ -786,19 +809,12 @@ impl LockModel for Redlock {
             .then_some(representative as fn(&RedlockState) -> RedlockState)
     }
 
-    fn tick_of(&self, s: &RedlockState) -> u32 {
-        s.t as u32
-    }
-
     fn facts(&self, s: &RedlockState) -> Vec<(String, String)> {
         let mut f = Vec::new();
         for n in 0..self.nodes as usize {
             let node = &s.nodes[n];
             let v = {
-                let key = match node.key {
-                    Some(k) => format!("key client-{} until {}", k.holder, k.expires),
-                    None => "no key".to_string(),
-                };
+                let key = key::fact(node.key);
                 let refuse = if node.refuse_until > 0 {
                     format!(", refuses grants until {}", node.refuse_until)
                 } else {
@@ -925,7 +941,8 @@ impl LockModel for Redlock {
             return Err("the redlock lock kind re-checks the elapsed time after acquiring; the trace needs a client that does not".to_string());
         }
         let tick = self.tick_ms;
-        let last = path.last().map(|(s, _)| s.t as u32).unwrap_or(0);
+        let base =
+            Scenario::counterexample(self, property, path, "redlock", self.ttl, self.clients);
         let mut faults = Vec::new();
         for n in 0..self.fast_nodes.min(self.nodes) {
             faults.push(Fault::ClockDrift {
@@ -956,24 +973,19 @@ impl LockModel for Redlock {
                     // The model restarts at once; the simulator takes a moment.
                     restart_after_ms: tick / 10,
                 }),
-                Some(Pause(c)) => {
-                    faults.push(pause_fault(&path[i..], Resume(c), |s| s.t, last, tick));
-                }
+                Some(Pause(c)) => faults.push(pause_fault(self, &path[i..], Resume(c))),
                 _ => {}
             }
-        }
-        let ttl_ms = self.ttl as u64 * tick;
-        let duration_ms = (last as u64 + self.ttl as u64 + 2) * tick;
-        let mut expect_checks = vec![("mutual_exclusion", "violation")];
-        if property == "no_stale_write" {
-            expect_checks.push(("resource", "violation"));
         }
         let hold = (self.ttl.saturating_sub(self.allowance) as u64 * tick)
             .saturating_sub(tick / 2)
             .max(1);
-        let mut notes = vec![format!(
-            "Generated by lockcheck-models from a BFS counterexample; 1 model tick = {tick} ms, faults half a tick into their tick. The lock's drift allowance in the model was {} ms; hold_ms stays inside the validity.",
-            self.allowance as u64 * tick
+        let mut notes = vec![generated_note(
+            tick,
+            &format!(
+                " The lock's drift allowance in the model was {} ms; hold_ms stays inside the validity.",
+                self.allowance as u64 * tick
+            ),
         )];
         let split = path.iter().any(|(s, a)| {
             matches!(a, Some(Lock(i)) if {
@@ -988,27 +1000,17 @@ impl LockModel for Redlock {
         Ok(Scenario {
             name: format!("model-redlock-{}-{}", self.nodes, property.replace('_', "-")),
             about: format!(
-                "From the redlock model ({} steps): Redlock over {} masters with a {ttl_ms} ms lease; two clients hold a majority at once.",
+                "From the redlock model ({} steps): Redlock over {} masters with a {} ms lease; two clients hold a majority at once.",
                 path.len() - 1,
-                self.nodes
+                self.nodes,
+                base.ttl_ms
             ),
             notes,
-            expect: "violation",
-            expect_checks,
-            seed: 1,
-            duration_ms,
-            lock_kind: "redlock",
-            ttl_ms,
-            wait_ms: duration_ms,
             masters: self.nodes as u32,
-            replicas: 0,
-            replication_lag_ms: (5, 20),
-            failover_detect_ms: 1000,
-            clients: self.clients as u32,
             cycles: self.cycles as u32,
             hold_ms: (hold, hold),
-            think_ms: (0, 0),
             faults,
+            ..base
         })
     }
 }

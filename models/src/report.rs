@@ -16,6 +16,17 @@ pub enum Expectation {
 }
 
 impl Expectation {
+    /// `Violated` when a model's reasoning about its configuration says the
+    /// property breaks, else `Holds`: how the models' `expected` ends.
+    pub fn violated_if(violated: bool) -> Expectation {
+        if violated {
+            Expectation::Violated
+        } else {
+            Expectation::Holds
+        }
+    }
+
+    /// The word text and JSON reports use.
     pub fn as_str(self) -> &'static str {
         match self {
             Expectation::Holds => "holds",
@@ -28,19 +39,24 @@ impl Expectation {
 /// reachability check (an example is a success).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PropertyKind {
+    /// An invariant: a counterexample is a failure.
     Always,
+    /// A reachability check: an example is a success, and none means the model is vacuous.
     Sometimes,
 }
 
 /// Breadth-first (shortest counterexample) or depth-first (less memory).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Strategy {
+    /// Breadth-first: the shortest counterexample, on one thread.
     #[default]
     Bfs,
+    /// Depth-first: exhaustive proofs in less memory, on every core.
     Dfs,
 }
 
 impl Strategy {
+    /// The word text and JSON reports use.
     pub fn as_str(self) -> &'static str {
         match self {
             Strategy::Bfs => "bfs",
@@ -69,26 +85,34 @@ pub enum Finding {
     /// Invariant: no counterexample in the explored space. Reachability: an
     /// example was found (it is in [`ModelReport::witness`]).
     Holds {
+        /// States generated, duplicates included.
         states: usize,
+        /// Distinct states: the size of what the proof covered.
         unique_states: usize,
+        /// Wall time of the check (depends on the machine).
         secs: f64,
     },
     /// Invariant: a counterexample (the shortest, with BFS on one thread).
     /// Reachability: no example exists (the trace is empty).
     Violated {
+        /// The steps from the initial state to the violation.
         trace: Vec<Step>,
+        /// Wall time of the check (depends on the machine).
         secs: f64,
+        /// States generated before the violation was found.
         states: usize,
     },
 }
 
 impl Finding {
+    /// Held or violated, to compare with the model's declared expectation.
     pub fn verdict(&self) -> Expectation {
         match self {
             Finding::Holds { .. } => Expectation::Holds,
             Finding::Violated { .. } => Expectation::Violated,
         }
     }
+    /// Wall time of the check, whichever the finding.
     pub fn secs(&self) -> f64 {
         match self {
             Finding::Holds { secs, .. } | Finding::Violated { secs, .. } => *secs,
@@ -99,14 +123,19 @@ impl Finding {
 /// The result of [`crate::run`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelReport {
+    /// The model checked.
     pub model: String,
+    /// The property checked (one per run).
     pub property: String,
+    /// Invariant or reachability: decides whether a trace is a failure or an example.
     pub property_kind: PropertyKind,
     /// One sentence saying what the property means.
     pub property_about: String,
     /// Every parameter with the value in force.
     pub params: Vec<(String, String)>,
+    /// How the state space was searched.
     pub strategy: Strategy,
+    /// Checker threads used (BFS traces are shortest only on one).
     pub threads: usize,
     /// `--max-depth`, if one was given.
     pub max_depth: Option<usize>,
@@ -114,6 +143,7 @@ pub struct ModelReport {
     pub depth_reached: usize,
     /// The model's declared expectation for this configuration.
     pub expected: Expectation,
+    /// What the checker found.
     pub outcome: Finding,
     /// Unique states seen (also for violations).
     pub unique_states: usize,

@@ -280,6 +280,27 @@ macro_rules! checked_by_runner {
 }
 pub(crate) use checked_by_runner;
 
+/// The [`LockModel`] methods that read what every model keeps in fields of
+/// the same names, for its `impl LockModel`: the selected property in
+/// `property`, the scenario's tick length in `tick_ms`, and true time in
+/// its state's `t`.
+macro_rules! common_fields {
+    () => {
+        fn select(&mut self, property: &'static str) {
+            self.property = property;
+        }
+
+        fn tick_ms(&self) -> u64 {
+            self.tick_ms
+        }
+
+        fn tick_of(&self, s: &Self::State) -> u32 {
+            s.t as u32
+        }
+    };
+}
+pub(crate) use common_fields;
+
 /// The Explorer's view of a step: the action in words, then the facts of
 /// the state it leads to.
 pub(crate) fn format_step<M: LockModel>(

@@ -33,12 +33,15 @@
 //! which client wins the first acquire, so an index could name the wrong
 //! one), otherwise `client-<c>`.
 
+use crate::runner::{LockModel, Path};
 use std::fmt::Write as _;
 
 /// A scenario file, as the contract in docs/design.md ("Scenario files") has it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
+    /// The scenario's name (`model-<model>-<property>`).
     pub name: String,
+    /// One sentence: what the trace shows.
     pub about: String,
     /// Lines written as `#` comments right after the header.
     pub notes: Vec<String>,
@@ -46,19 +49,33 @@ pub struct Scenario {
     pub expect: &'static str,
     /// Extra per-check expectations, e.g. `("resource", "violation")`.
     pub expect_checks: Vec<(&'static str, &'static str)>,
+    /// The simulation seed.
     pub seed: u64,
+    /// Simulated run length (ms): the trace plus one lease and a margin.
     pub duration_ms: u64,
+    /// The lockcheck lock kind that implements the model's design.
     pub lock_kind: &'static str,
+    /// The lease (ms).
     pub ttl_ms: u64,
+    /// How long a client keeps trying to acquire (ms).
     pub wait_ms: u64,
+    /// Independent masters.
     pub masters: u32,
+    /// Replicas per master.
     pub replicas: u32,
+    /// Replication delay range (ms): how long a write takes to reach a replica.
     pub replication_lag_ms: (u64, u64),
+    /// How long after a master dies its replica is promoted (ms).
     pub failover_detect_ms: u64,
+    /// Clients in the workload.
     pub clients: u32,
+    /// Acquisitions per client.
     pub cycles: u32,
+    /// Critical-section length range (ms).
     pub hold_ms: (u64, u64),
+    /// Pause between a client's cycles (ms).
     pub think_ms: (u64, u64),
+    /// The fault schedule, at absolute times.
     pub faults: Vec<Fault>,
 }
 
@@ -71,38 +88,60 @@ pub enum Fault {
     /// Kill the master of shard `master`, promote its replica after
     /// `failover_detect_ms`.
     Failover {
+        /// When the master dies (ms).
         at_ms: u64,
     },
     /// A stop-the-world pause of a client.
     Pause {
+        /// `holder`, or `client-<c>` when the paused client holds nothing then.
         client: String,
+        /// When the pause starts (ms).
         at_ms: u64,
+        /// How long the client is stopped (ms).
         for_ms: u64,
     },
+    /// A node's clock steps.
     ClockJump {
+        /// The node whose clock jumps.
         node: String,
+        /// When it jumps (ms).
         at_ms: u64,
+        /// The step (ms; negative goes back).
         by_ms: i64,
     },
+    /// A node's clock runs at the wrong rate.
     ClockDrift {
+        /// The node whose clock drifts.
         node: String,
+        /// When the drift starts (ms).
         at_ms: u64,
+        /// The rate error (ppm; positive runs fast).
         ppm: i64,
     },
+    /// A Redis node crashes and restarts without its keys.
     Crash {
+        /// The node that crashes.
         node: String,
+        /// When it crashes (ms).
         at_ms: u64,
+        /// How long it stays down (ms).
         restart_after_ms: u64,
     },
+    /// Nodes lose the network to other nodes.
     Partition {
+        /// The nodes on one side of the cut.
         nodes: Vec<String>,
+        /// The nodes on the other side; empty: everyone else.
         from: Vec<String>,
+        /// When the partition starts (ms).
         at_ms: u64,
+        /// How long it lasts (ms).
         for_ms: u64,
     },
 }
 
 impl Fault {
+    /// When the fault fires (ms): the scenario lists faults in this order.
     pub fn at_ms(&self) -> u64 {
         match self {
             Fault::Failover { at_ms }
@@ -121,25 +160,102 @@ pub fn fault_time(tick: u32, tick_ms: u64) -> u64 {
 }
 
 /// The pause fault of a counterexample whose client pauses in the first
-/// step of `rest`: it lasts until the trace takes `resume` (the same
-/// client's resume), or one tick past `last`, the trace's final true time.
-/// `t` reads a state's true time.
-pub(crate) fn pause_fault<S, A: PartialEq>(
-    rest: &[(S, Option<A>)],
-    resume: A,
-    t: impl Fn(&S) -> u8,
-    last: u32,
-    tick: u64,
-) -> Fault {
-    let at = rest.first().map_or(last, |(s, _)| t(s) as u32);
+/// step of `rest` (a suffix of the trace): it lasts until the trace takes
+/// `resume` (the same client's resume), or one tick past the trace's final
+/// true time.
+pub(crate) fn pause_fault<M: LockModel>(m: &M, rest: &Path<M>, resume: M::Action) -> Fault {
+    let last = last_tick(m, rest);
+    let at = rest.first().map_or(last, |(s, _)| m.tick_of(s));
     let end = rest
         .iter()
         .find(|(_, a)| a.as_ref() == Some(&resume))
-        .map_or(last + 1, |(s, _)| t(s) as u32);
+        .map_or(last + 1, |(s, _)| m.tick_of(s));
     Fault::Pause {
         client: "holder".to_string(),
-        at_ms: fault_time(at, tick),
-        for_ms: (end - at) as u64 * tick,
+        at_ms: fault_time(at, m.tick_ms()),
+        for_ms: (end - at) as u64 * m.tick_ms(),
+    }
+}
+
+/// The replication lag a scenario needs for a failover the trace takes at
+/// `at_ms`, given the `lag` it has so far. A scenario has one lag range
+/// for every write, so it can say "nothing reached the replica before the
+/// failover" (`replicated` false: a lag that outlasts the failover) or
+/// "everything did" (`caught_up`: the lag so far), but not that one write
+/// was replicated and a later one was not.
+pub(crate) fn failover_lag(
+    lag: (u64, u64),
+    replicated: bool,
+    caught_up: bool,
+    at_ms: u64,
+    tick_ms: u64,
+) -> Result<(u64, u64), String> {
+    if !replicated {
+        Ok((at_ms + tick_ms, at_ms + tick_ms))
+    } else if caught_up {
+        Ok(lag)
+    } else {
+        Err("the trace needs one write replicated and a later one not; the scenario has one replication-lag range for all writes".to_string())
+    }
+}
+
+/// The true time (ticks) at which a trace, or a suffix of one, ends.
+pub(crate) fn last_tick<M: LockModel>(m: &M, path: &Path<M>) -> u32 {
+    path.last().map_or(0, |(s, _)| m.tick_of(s))
+}
+
+/// The first note of every generated scenario: where it came from and how
+/// model time maps to scenario time. `more` (empty, or starting with a
+/// space) is what the model adds about its trace.
+pub(crate) fn generated_note(tick_ms: u64, more: &str) -> String {
+    format!("Generated by lockcheck-models from a BFS counterexample; 1 model tick = {tick_ms} ms, faults half a tick into their tick.{more}")
+}
+
+impl Scenario {
+    /// What every model's counterexample scenario has in common, for a
+    /// model's `scenario` to complete with `Scenario { .., ..base }`: a
+    /// trace of `property` that expects the violation (and, for
+    /// `no_stale_write`, the resource checker's), `clients` clients with
+    /// one cycle each that hold half a tick less than the lease of `lease`
+    /// ticks, one master without replicas, and a run as long as the trace
+    /// plus one lease and a margin. The model supplies `about`, and
+    /// whatever else its design changes (deployment, faults, notes).
+    pub(crate) fn counterexample<M: LockModel>(
+        m: &M,
+        property: &str,
+        path: &Path<M>,
+        lock_kind: &'static str,
+        lease: u8,
+        clients: u8,
+    ) -> Scenario {
+        let tick = m.tick_ms();
+        let ttl_ms = lease as u64 * tick;
+        let duration_ms = (last_tick(m, path) as u64 + lease as u64 + 2) * tick;
+        let mut expect_checks = vec![("mutual_exclusion", "violation")];
+        if property == "no_stale_write" {
+            expect_checks.push(("resource", "violation"));
+        }
+        Scenario {
+            name: format!("model-{}-{}", M::NAME, property.replace('_', "-")),
+            about: String::new(),
+            notes: vec![generated_note(tick, "")],
+            expect: "violation",
+            expect_checks,
+            seed: 1,
+            duration_ms,
+            lock_kind,
+            ttl_ms,
+            wait_ms: duration_ms,
+            masters: 1,
+            replicas: 0,
+            replication_lag_ms: (5, 20),
+            failover_detect_ms: 1000,
+            clients: clients as u32,
+            cycles: 1,
+            hold_ms: (ttl_ms - tick / 2, ttl_ms - tick / 2),
+            think_ms: (0, 0),
+            faults: Vec::new(),
+        }
     }
 }
 

@@ -19,8 +19,8 @@
 //! whose reply was still in flight when the release began is not counted: a violation is certain.
 
 use super::{grants, CheckResult, Checker, GrantIndex};
+use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History};
-use crate::scenario::Verdict;
 use std::collections::BTreeMap;
 
 /// The foreign-release checker.
@@ -32,6 +32,8 @@ pub struct ForeignRelease {
 }
 
 impl ForeignRelease {
+    /// The checker for a deployment of `masters` independent masters: the scenario's count,
+    /// so that a quorum lock's releases are judged against the masters it really spans.
     pub fn for_masters(masters: u32) -> ForeignRelease {
         ForeignRelease { masters }
     }

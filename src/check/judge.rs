@@ -23,7 +23,9 @@ pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
 /// Simulation or real `redis-server` processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// Simulated Redis inside one madsim runtime: deterministic, every fault available.
     Sim,
+    /// `redis-server` processes lockcheck spawns: real timing, only the faults with a recipe.
     Real,
 }
 
@@ -54,6 +56,9 @@ pub struct Outcome {
     pub trace_hash: String,
     /// The run itself, for the report's timeline and `--history`.
     pub history: History,
+    /// Where a real run's servers were, when lockcheck did not start them: the `--redis` URLs
+    /// (passwords shown as `***`), so the replay command points at the same servers.
+    pub redis: Option<String>,
 }
 
 impl Outcome {
@@ -71,6 +76,7 @@ impl Outcome {
             checks,
             trace_hash: history.trace_hash(),
             history,
+            redis: None,
         }
     }
 
@@ -85,12 +91,12 @@ impl Outcome {
             .path
             .clone()
             .unwrap_or_else(|| "<scenario.toml>".into());
-        let real = if self.mode == Mode::Real {
-            " --real"
-        } else {
-            ""
+        let target = match (&self.redis, self.mode) {
+            (Some(urls), _) => format!(" --redis {urls}"),
+            (None, Mode::Real) => " --real".into(),
+            (None, Mode::Sim) => String::new(),
         };
-        format!("lockcheck run {path} --seed {}{real}", self.seed)
+        format!("lockcheck run {path} --seed {}{target}", self.seed)
     }
 }
 

@@ -34,6 +34,7 @@ pub const CHECK_NAMES: &[&str] = &[
 /// The outcome of one check.
 #[derive(Clone, Debug, Serialize)]
 pub struct CheckResult {
+    /// Whether the property held; the judge compares it with the scenario's expectation.
     pub verdict: Verdict,
     /// One line a human reads first.
     pub summary: String,
@@ -48,6 +49,7 @@ pub struct CheckResult {
 pub trait Checker {
     /// The name used in `expect_checks` and in the JSON `checks` object.
     fn name(&self) -> &'static str;
+    /// Read the whole history and decide, with the evidence a reader needs to see why.
     fn check(&self, history: &History) -> CheckResult;
 }
 

@@ -6,24 +6,30 @@
 //! finds every overlapping pair in O(n log n + k) for k pairs.
 
 use super::{CheckResult, Checker};
+use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History};
-use crate::scenario::Verdict;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One critical section and the acquisition that led to it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Section {
+    /// The client that held the section.
     pub client: u32,
     /// True time the acquire returned (µs).
     pub acquired_us: u64,
+    /// True time the client entered its critical section (µs).
     pub enter_us: u64,
     /// True time of exit (µs); `None` when the history ended inside the section.
     pub exit_us: Option<u64>,
+    /// The owner token the lock stored for this grant, to tell which release removed whose entry.
     pub owner: String,
+    /// The grant's fencing token, when the lock hands one out.
     pub fencing_token: Option<u64>,
-    /// The client's clock when it acquired, and where it believed its lease ended (its clock).
+    /// The client's clock when it acquired (ms).
     pub acquired_at_ms: u64,
+    /// Where the client believed its lease ended, on its own clock (ms): the evidence sets this
+    /// belief beside the overlap, to show whether the holder knew its lease had run out.
     pub valid_until_ms: u64,
 }
 
@@ -36,10 +42,13 @@ impl Section {
 /// Two holders at once.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Overlap {
+    /// The section entered first.
     pub first: Section,
+    /// The section entered while the first was still open.
     pub second: Section,
-    /// True time the overlap starts and ends (µs).
+    /// True time the overlap starts (µs).
     pub from_us: u64,
+    /// True time the overlap ends (µs): when the earlier of the two sections closes.
     pub to_us: u64,
 }
 

@@ -16,8 +16,8 @@
 //! themselves.
 
 use super::{grants, CheckResult, Checker, GrantIndex};
+use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History};
-use crate::scenario::Verdict;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -27,15 +27,22 @@ pub struct Resource;
 /// One write as the storage saw it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Write {
+    /// The writing client.
     pub client: u32,
+    /// True time of the write (µs).
     pub at_us: u64,
     /// When the writer's grant was made (µs); 0 if the history has none.
     pub granted_us: u64,
+    /// The token the write carried, which a fencing storage compares with the highest it saw.
     pub fencing_token: Option<u64>,
+    /// The storage's sequence number for an accepted write: its own order of writes, which
+    /// decides staleness independently of the clients' clocks.
     pub seq: Option<u64>,
+    /// Whether the storage applied the write (a fencing storage refuses older tokens).
     pub accepted: bool,
-    /// Counter writes: what it read and wrote.
+    /// Counter writes: the value read before the write, to count the updates it overwrote.
     pub read: Option<u64>,
+    /// Counter writes: the value written.
     pub wrote: Option<u64>,
 }
 

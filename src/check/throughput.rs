@@ -15,6 +15,8 @@ use crate::scenario::Scenario;
 
 /// The throughput checker: the least share of `capacity` cycles that must complete.
 pub struct Throughput {
+    /// The scenario's `[checks] min_throughput`: below this share of `capacity`, the lock
+    /// stalled the workload (a liveness failure the other checkers do not see).
     pub min_share: f64,
     /// Cycles the workload could complete (see the module doc).
     pub capacity: u64,

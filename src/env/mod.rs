@@ -30,6 +30,8 @@ pub struct NamedPoint {
 }
 
 impl NamedPoint {
+    /// A point for a `POINTS` table; `const` so locks and the workload declare theirs as
+    /// constants that `lockcheck list` and scenario validation read without running anything.
     pub const fn new(name: &'static str, about: &'static str) -> NamedPoint {
         NamedPoint { name, about }
     }
@@ -45,6 +47,8 @@ pub struct PointHook {
 type BoxedUnit = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 impl PointHook {
+    /// A hook that runs `f` with the point's name each time the client reaches one; the world
+    /// gives it the nemesis's schedule, so a point-triggered pause or crash happens right there.
     pub fn new<F, Fut>(f: F) -> PointHook
     where
         F: Fn(&'static str) -> Fut + Send + Sync + 'static,

@@ -214,6 +214,8 @@ impl Gate {
         self.inner.lock().unwrap().dead
     }
 
+    /// Whether the client may run now (not paused, not crashed), for code that must not block
+    /// to find out.
     pub fn is_open(&self) -> bool {
         !self.inner.lock().unwrap().paused
     }

@@ -28,6 +28,7 @@ impl SeedSet {
         self.len
     }
 
+    /// Whether the set holds no seed (an empty shard, say).
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

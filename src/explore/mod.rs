@@ -4,7 +4,7 @@
 //! Bundled scenarios test the failures someone already thought of; explore starts from a
 //! scenario with no faults at all and finds the schedule itself. The space is the scenario's
 //! `[explore]` table ([`space`]), the cases come from a proptest strategy ([`strategy`]), the
-//! search and proptest's shrinking run in [`search`], the finding is written by [`emit`] and
+//! search and proptest's shrinking run in [`mod@search`], the finding is written by [`emit`] and
 //! printed by [`report`].
 
 mod artifacts;
@@ -17,10 +17,11 @@ pub mod strategy;
 pub use search::{search, Found, SearchOptions, SearchResult};
 pub use space::{ExploreSpec, Space};
 
+use crate::check::judge::{Mode, Outcome, SeedsOutcome};
+use crate::check::CHECK_NAMES;
+use crate::cli::run::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
 use crate::exec::Shard;
-use crate::runner::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
-use crate::scenario::{Scenario, CHECK_NAMES};
-use crate::verdict::{Mode, Outcome, SeedsOutcome};
+use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -34,14 +35,24 @@ pub const MAX_SHRINK_STEPS: u32 = 2_000;
 /// Options of `lockcheck explore`.
 #[derive(Clone, Debug)]
 pub struct ExploreOptions {
+    /// `--cases`: how many cases to draw, the search's budget.
     pub cases: u64,
+    /// `--seed`: with `cases`, it fixes every case drawn, so a search can be repeated.
     pub seed: u64,
+    /// `--time-limit`: stop drawing cases after this long (the result then depends on speed).
     pub time_limit: Option<Duration>,
+    /// `--check`: only this checker's violations count (default: any checker's).
     pub check: Option<String>,
+    /// `--json`: print one JSON object instead of text, for scripts.
     pub json: bool,
+    /// `--out`: where to write the minimal scenario (default: [`default_out`]).
     pub out: Option<PathBuf>,
+    /// `--jobs`: worker threads; the output is the same for any value.
     pub jobs: usize,
+    /// `--shard`: the slice of the cases this process tries, to split a search across machines.
     pub shard: Shard,
+    /// `--keep-going`: run the whole budget and count every violating case (the first is still
+    /// the one shrunk and written), to see how common the violation is.
     pub keep_going: bool,
     /// `--junit FILE` / `--report DIR`.
     pub artifacts: crate::suite::Artifacts,
@@ -75,8 +86,11 @@ pub fn default_out(input: &Path) -> PathBuf {
 
 /// A finding written to disk and replayed from the file.
 pub struct Replayed {
+    /// The scenario file's text as written.
     pub text: String,
+    /// The written file parsed back, as `lockcheck run` would read it.
     pub scenario: Scenario,
+    /// The replay's judged run: the proof that the file reproduces the finding.
     pub outcome: SeedsOutcome,
 }
 

@@ -8,9 +8,10 @@
 
 use super::space::Space;
 use super::strategy::{cases, Case};
+use crate::check::judge::{Mode, Outcome};
+use crate::check::Verdict;
 use crate::exec::{run_ordered, Shard};
-use crate::scenario::{Scenario, Verdict};
-use crate::verdict::{Mode, Outcome};
+use crate::scenario::Scenario;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::time::{Duration, Instant};
@@ -22,7 +23,9 @@ pub struct SearchOptions {
     pub cases: u64,
     /// The search seed: with `cases`, it fixes every case drawn.
     pub seed: u64,
+    /// Worker threads; the result is the same for any count.
     pub jobs: usize,
+    /// The slice of the cases this search tries.
     pub shard: Shard,
     /// Stop drawing new cases after this long (the result then depends on the machine's speed).
     pub time_limit: Option<Duration>,
@@ -42,23 +45,32 @@ pub struct Found {
     pub index: u64,
     /// The check it violates (the one shrinking preserved).
     pub check: String,
+    /// The shrunk case: the fewest faults and smallest numbers that still violate `check`.
     pub case: Case,
-    /// The shrunk case as a scenario, and its judged run.
+    /// The shrunk case as a scenario.
     pub scenario: Scenario,
+    /// The shrunk scenario's judged run.
     pub outcome: Outcome,
+    /// Shrink steps proptest took (bounded by [`SearchOptions::max_shrink_steps`]).
     pub shrink_steps: u32,
+    /// Wall time until the first violating case finished: how hard the violation was to hit.
     pub time_to_first: Duration,
+    /// Wall time spent shrinking.
     pub shrink_time: Duration,
 }
 
 /// What a search did.
 #[derive(Clone, Debug)]
 pub struct SearchResult {
+    /// Cases run.
     pub tried: u64,
+    /// Cases that violated (more than one only with `keep_going`).
     pub violating: u64,
     /// Distinct trace hashes among the cases tried: how varied the search was.
     pub distinct_traces: u64,
+    /// The minimal violating case; `None`: the budget ran out without one.
     pub found: Option<Found>,
+    /// Wall time of the whole search (standard error only: it depends on the machine).
     pub elapsed: Duration,
     /// Stopped by `--time-limit` before the budget ran out.
     pub timed_out: bool,
@@ -110,7 +122,7 @@ fn violated(outcome: &Outcome, check: Option<&str>) -> Option<String> {
     let v = |name: &str| outcome.checks.get(name).map(|c| c.verdict) == Some(Verdict::Violation);
     match check {
         Some(c) => v(c).then(|| c.to_string()),
-        None => crate::scenario::CHECK_NAMES
+        None => crate::check::CHECK_NAMES
             .iter()
             .find(|c| v(c))
             .map(|c| c.to_string()),

@@ -56,16 +56,27 @@ pub struct ExploreSpec {
 /// The resolved space one search draws from: every range known, every name checked.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Space {
+    /// Faults per schedule: from 0 to this.
     pub max_faults: usize,
+    /// The fault kinds to draw, each one of [`EXPLORE_FAULTS`] that applies to the cluster.
     pub faults: Vec<&'static str>,
+    /// The named points pauses and client crashes may fire at, the lock's and the workload's.
     pub points: Vec<String>,
+    /// Length of a GC pause (ms, both ends included), as [`ExploreSpec::pause_ms`] resolved.
     pub pause_ms: [u64; 2],
+    /// How long a crashed Redis node stays down (ms).
     pub restart_ms: [u64; 2],
+    /// Length of a partition (ms).
     pub partition_ms: [u64; 2],
+    /// A clock jump's step (ms; negative jumps back).
     pub clock_jump_ms: [i64; 2],
+    /// A clock's rate error (ppm).
     pub clock_drift_ppm: [i64; 2],
+    /// Clients in the workload.
     pub clients: [u32; 2],
+    /// Cycles per client.
     pub cycles: [u32; 2],
+    /// Critical-section length (ms).
     pub hold_ms: [u64; 2],
     /// Times (`at_ms`, `after_ms`) are drawn below the scenario's duration.
     pub duration_ms: u64,

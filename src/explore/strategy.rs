@@ -18,8 +18,13 @@ const SLOTS: u32 = 64;
 /// When a drawn fault fires.
 #[derive(Clone, Debug, PartialEq)]
 pub enum When {
-    /// At a named point (index into the space's points), at or after `after_ms`.
-    Point { point: usize, after_ms: u64 },
+    /// At a named point, at or after `after_ms`.
+    Point {
+        /// Index into the space's points.
+        point: usize,
+        /// True time before which passing the point does not fire the fault (ms).
+        after_ms: u64,
+    },
     /// At a true time.
     At(u64),
 }
@@ -27,34 +32,53 @@ pub enum When {
 /// A drawn fault, before it is mapped onto a case's clients and nodes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Drawn {
-    /// `client`: `None` is the holder, else a client slot.
+    /// A stop-the-world pause of a client (a GC pause).
     Pause {
+        /// `None` is the holder, else a client slot.
         client: Option<u32>,
+        /// How long the client is stopped (ms).
         for_ms: u64,
     },
+    /// The master of a group dies and its replica is promoted.
     Failover {
+        /// The master group.
         master: u32,
     },
+    /// A Redis node crashes and later restarts empty.
     Crash {
+        /// A node slot.
         node: u32,
+        /// How long it stays down (ms).
         restart_after_ms: u64,
     },
+    /// A client dies for good, leaving whatever it holds to its lease.
     ClientCrash {
+        /// A client slot.
         client: u32,
     },
+    /// A Redis node loses the network.
     Partition {
+        /// A node slot.
         node: u32,
-        /// `None`: cut off from everyone.
+        /// `None`: cut off from everyone; else the node slot on the other side.
         from: Option<u32>,
+        /// Which way messages are dropped.
         direction: Direction,
+        /// How long the partition lasts (ms).
         for_ms: u64,
     },
+    /// A Redis node's clock steps (an NTP correction, an operator's `date`).
     ClockJump {
+        /// A node slot.
         node: u32,
+        /// The step (ms; negative goes back).
         by_ms: i64,
     },
+    /// A Redis node's clock runs at the wrong rate.
     ClockDrift {
+        /// A node slot.
         node: u32,
+        /// The rate error (ppm).
         ppm: i64,
     },
 }
@@ -62,10 +86,15 @@ pub enum Drawn {
 /// One explore case: everything proptest draws and shrinks.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Case {
+    /// The fault schedule, each fault with its trigger.
     pub faults: Vec<(When, Drawn)>,
+    /// Clients in the workload.
     pub clients: u32,
+    /// Cycles per client.
     pub cycles: u32,
+    /// Critical-section length range (ms).
     pub hold_ms: [u64; 2],
+    /// The simulation seed: shrinks last, since a different seed is a different run altogether.
     pub seed: u64,
 }
 

@@ -31,6 +31,8 @@ pub struct Fenced<C, E> {
 }
 
 impl<C, E> Fenced<C, E> {
+    /// One client's fenced lock: it talks to Redis over `conn` and reads time from `env`, its
+    /// node's clock, so each client computes its validity time as a real client would.
     pub fn new(conn: C, env: E, config: LockConfig) -> Self {
         Fenced { conn, env, config }
     }

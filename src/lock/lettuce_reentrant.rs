@@ -43,6 +43,8 @@ pub struct LettuceReentrant<C, E> {
 }
 
 impl<C, E> LettuceReentrant<C, E> {
+    /// One client's reentrant lock, holding nothing yet: the hold count lives in the client, so
+    /// every client needs its own instance over its own `conn` and `env`.
     pub fn new(conn: C, env: E, config: LockConfig) -> Self {
         LettuceReentrant {
             conn,

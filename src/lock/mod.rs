@@ -52,6 +52,8 @@ pub struct Guard {
 /// A lock operation failed in a way the caller should see (not "the lock was busy").
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
+    /// A Redis command failed (connection lost, timeout, a script error): the client cannot
+    /// know whether its command took effect, which is what a checker must allow for.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
     /// A database lock's SQL call failed with something other than "busy".
@@ -60,6 +62,9 @@ pub enum LockError {
     /// A client program (`kind = "process"`) broke the protocol, failed, or did not answer.
     #[error("lock client: {0}")]
     Client(String),
+    /// The lock has no such operation (`renew` on a lock without one, any call on a kind whose
+    /// lock is an external program), so a caller that needs it fails loudly instead of silently
+    /// doing something else.
     #[error("this lock does not support {0}")]
     Unsupported(&'static str),
 }
@@ -231,12 +236,19 @@ pub enum AnyLock<C, E>
 where
     C: Subscribe,
 {
+    /// `set-nx-px`: [`SetNxPx`].
     SetNxPx(SetNxPx<C, E>),
+    /// `set-ex-nx-del`: [`SetExNxDel`].
     SetExNxDel(SetExNxDel<C, E>),
+    /// `naive-setnx-expire`: [`NaiveSetnxExpire`].
     NaiveSetnxExpire(NaiveSetnxExpire<C, E>),
+    /// `lettuce-reentrant`: [`LettuceReentrant`].
     LettuceReentrant(LettuceReentrant<C, E>),
+    /// `redisson`: [`Redisson`].
     Redisson(Redisson<C, E>),
+    /// `fenced`: [`Fenced`].
     Fenced(Fenced<C, E>),
+    /// `redlock`: [`Redlock`].
     Redlock(Redlock<C, E>),
     /// A kind that has no in-process implementation (`process`: its lock is a separate program
     /// that only real mode starts). Every call fails with [`LockError::Unsupported`].

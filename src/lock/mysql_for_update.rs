@@ -26,6 +26,9 @@ pub struct MysqlForUpdate<C, E> {
 }
 
 impl<C, E> MysqlForUpdate<C, E> {
+    /// One client's lock over its own database session `conn` (the row lock belongs to the
+    /// session's transaction, so clients cannot share one); `options` names the lock table
+    /// and the session's lock-wait behaviour.
     pub fn new(conn: C, env: E, config: LockConfig, options: MysqlOptions) -> Self {
         MysqlForUpdate {
             conn,

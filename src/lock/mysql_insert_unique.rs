@@ -25,6 +25,8 @@ pub struct MysqlInsertUnique<C, E> {
 }
 
 impl<C, E> MysqlInsertUnique<C, E> {
+    /// One client's lock over the database session `conn`; `options` names the lock table and
+    /// the cleanup job, if any, that deletes old rows.
     pub fn new(conn: C, env: E, config: LockConfig, options: MysqlOptions) -> Self {
         MysqlInsertUnique {
             conn,

@@ -23,7 +23,10 @@ pub enum WaitMode {
 /// The unique-key lock's cleanup job: delete lock rows older than `lease_ms`, every `interval_ms`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cleanup {
+    /// Age after which a row counts as abandoned (the lock's only lease: without cleanup, a
+    /// dead owner's row stays forever).
     pub lease_ms: u64,
+    /// How often the job runs; a dead owner's row can outlive `lease_ms` by up to this much.
     pub interval_ms: u64,
 }
 

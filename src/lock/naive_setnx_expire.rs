@@ -42,6 +42,8 @@ pub struct NaiveSetnxExpire<C, E> {
 }
 
 impl<C, E: Env> NaiveSetnxExpire<C, E> {
+    /// One client's lock over `conn`, with `env` its node's clock and timers (the 2 ms retry
+    /// pause, the gap between `SETNX` and `EXPIRE` where a fault can fire).
     pub fn new(conn: C, env: E, config: LockConfig) -> Self {
         NaiveSetnxExpire { conn, env, config }
     }

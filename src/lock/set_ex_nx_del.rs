@@ -17,6 +17,7 @@ pub struct SetExNxDel<C, E> {
 }
 
 impl<C, E> SetExNxDel<C, E> {
+    /// One client's lock over `conn`; `env` supplies the random value and the retry pauses.
     pub fn new(conn: C, env: E, config: LockConfig) -> Self {
         SetExNxDel { conn, env, config }
     }

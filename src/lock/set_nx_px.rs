@@ -22,6 +22,8 @@ pub struct SetNxPx<C, E> {
 }
 
 impl<C, E> SetNxPx<C, E> {
+    /// One client's lock over `conn`; `env` supplies the owner token, the clock its validity
+    /// time is computed on, and the retry pauses.
     pub fn new(conn: C, env: E, config: LockConfig) -> Self {
         SetNxPx { conn, env, config }
     }

@@ -136,6 +136,8 @@ pub enum RealError {
     #[error("{0}")]
     External(String),
 
+    /// A real-mode setting cannot be used as given (an empty client `command`, say): caught
+    /// before anything is spawned, so no half-started deployment is left behind.
     #[error("invalid option: {what}")]
     InvalidOption {
         /// What is wrong with it.

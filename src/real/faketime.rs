@@ -45,9 +45,14 @@ pub enum FakeTime {
     /// The clock runs `rate` times as fast as real time, starting at the true time
     /// (`FAKETIME='+0 x<rate>'`). `Rate(10.0)`: a `PX 10000` key lives 1 real second.
     Rate(f64),
-    /// The clock starts `offset_ms` off the true time and runs `rate` times as fast
+    /// The clock starts off the true time and runs at its own rate
     /// (`FAKETIME='<+|-><seconds> x<rate>'`): a wrong and drifting clock. It cannot jump.
-    Skewed { offset_ms: i64, rate: f64 },
+    Skewed {
+        /// How far the clock starts from the true time (ms; negative: behind).
+        offset_ms: i64,
+        /// How many times as fast as real time the clock runs (1.0: no drift).
+        rate: f64,
+    },
     /// The clock starts at the true time and jumps by
     /// [`crate::real::RedisServer::jump_clock`].
     Jumpable,

@@ -28,7 +28,7 @@ use crate::lock::LockConfig;
 use crate::lock::{Lock, LockKind, ProcessLock};
 use crate::resource::Store;
 use crate::scenario::Scenario;
-use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
+use crate::world;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -244,14 +244,32 @@ where
     };
     nemesis.hold_back_replication()?;
     let witness = watch_entries(scenario, &clients, &groups, &rec);
-    let history = rt.block_on(drive(
-        scenario,
-        rec.clone(),
-        nemesis.clone(),
-        Route::new(storage.url()),
-        clients,
-        pipes,
-    ));
+    let world = RealWorld {
+        rec: rec.clone(),
+        nemesis: nemesis.clone(),
+        storage: Route::new(storage.url()),
+        timeouts: ConnectionTimeouts {
+            connect: Duration::from_millis(scenario.redis.request_timeout_ms),
+            response: Duration::from_millis(scenario.redis.request_timeout_ms),
+        },
+        tasks: Vec::new(),
+    };
+    let history = match clients {
+        Clients::InProcess(make) => rt.block_on(drive(scenario, world, |_, config, conns, env| {
+            make(config, conns, env)
+        })),
+        Clients::Programs => {
+            let mut pipes = pipes;
+            let processes = nemesis.processes.clone();
+            rt.block_on(drive(scenario, world, move |c, config, _conns, env| {
+                let (stdin, stdout) = pipes[c as usize].take().expect("one program per client");
+                let process = processes[c as usize]
+                    .clone()
+                    .expect("one program per client");
+                ProcessLock::new(process, stdin, stdout, env, config)
+            }))
+        }
+    };
     let history = match witness.map(Witness::finish) {
         // The witness vouched: add its `LockEntriesWatched` to the history.
         Some(Ok(())) => rec.snapshot(),
@@ -269,9 +287,6 @@ where
     drop(storage);
     Ok(history)
 }
-
-/// A client program's stdin and stdout.
-type Pipes = (std::process::ChildStdin, std::process::ChildStdout);
 
 /// Starts the servers' witness of the lock entry ([`Witness`]) on every master, when it can
 /// follow them: in-process clients (which name their connections), masters without replicas (no
@@ -305,87 +320,56 @@ fn watch_entries<F>(
     }
 }
 
-async fn drive<L, F>(
-    scenario: &Scenario,
+/// The real Redis world's side of a run ([`world::World`]): clients are tokio tasks on routed
+/// TCP connections (one route per client per master, which a partition or failover redirects),
+/// the protected resource lives on the storage `redis-server`.
+struct RealWorld {
     rec: Recorder,
     nemesis: RealNemesis,
     storage: Arc<Route>,
-    clients: Clients<F>,
-    mut pipes: Vec<Option<Pipes>>,
-) -> History
-where
-    L: Lock + 'static,
-    F: Fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
-{
-    // Timed faults: those at 0 are the starting state, in place before any client runs.
-    nemesis.start_timed();
-    let timeouts = ConnectionTimeouts {
-        connect: Duration::from_millis(scenario.redis.request_timeout_ms),
-        response: Duration::from_millis(scenario.redis.request_timeout_ms),
-    };
-    let config = LockConfig::from_spec(&scenario.lock);
-    let stop_at_us = scenario.duration_ms * 1000;
-    let mut tasks = Vec::new();
-    for c in 0..scenario.workload.clients {
-        let conns: Vec<RoutedConnection> = nemesis.routes[c as usize]
+    timeouts: ConnectionTimeouts,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl world::World for RealWorld {
+    type Conns = Vec<RoutedConnection>;
+    type Env = RealEnv;
+    type StoreConn = RoutedConnection;
+    type Nemesis = RealNemesis;
+
+    fn recorder(&self) -> &Recorder {
+        &self.rec
+    }
+
+    fn nemesis(&self) -> &RealNemesis {
+        &self.nemesis
+    }
+
+    fn connections(&mut self, c: u32, _env: &RealEnv) -> Vec<RoutedConnection> {
+        self.nemesis.routes[c as usize]
             .iter()
-            .map(|r| RoutedConnection::new(r.clone(), timeouts).named(client_connection_name(c)))
-            .collect();
-        let points = {
-            let nemesis = nemesis.clone();
-            let rec = rec.clone();
-            PointHook::new(move |p| {
-                let nemesis = nemesis.clone();
-                let rec = rec.clone();
-                async move {
-                    nemesis.reached(c, p).await;
-                    // A lock's own points are part of the history: they time its steps.
-                    rec.record(&format!("client-{c}"), EventKind::Point { name: p.into() });
-                }
+            .map(|r| {
+                RoutedConnection::new(r.clone(), self.timeouts).named(client_connection_name(c))
             })
-        };
-        let env = nemesis.client_envs[c as usize]
+            .collect()
+    }
+
+    fn client_env(&mut self, c: u32, points: PointHook) -> RealEnv {
+        self.nemesis.client_envs[c as usize]
             .clone()
-            .with_gate(nemesis.gates[c as usize].clone())
-            .with_points(points);
-        let plan = ClientPlan::for_scenario(scenario, c, stop_at_us);
-        let store = Store::new(RoutedConnection::new(storage.clone(), timeouts));
-        let late = nemesis.start_delay(c);
-        let client: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
-            match (&clients, nemesis.processes.get(c as usize)) {
-                (Clients::InProcess(make), _) => {
-                    let lock = make(config.clone(), conns, env.clone());
-                    Box::pin(run_client(
-                        plan,
-                        lock,
-                        env,
-                        rec.clone(),
-                        nemesis.clone(),
-                        store,
-                    ))
-                }
-                (Clients::Programs, Some(Some(process))) => {
-                    let (stdin, stdout) = pipes[c as usize].take().expect("one program per client");
-                    let lock = ProcessLock::new(
-                        process.clone(),
-                        stdin,
-                        stdout,
-                        env.clone(),
-                        config.clone(),
-                    );
-                    Box::pin(run_client(
-                        plan,
-                        lock,
-                        env,
-                        rec.clone(),
-                        nemesis.clone(),
-                        store,
-                    ))
-                }
-                (Clients::Programs, _) => Box::pin(async {}),
-            };
-        let rec = rec.clone();
-        tasks.push(tokio::spawn(async move {
+            .with_gate(self.nemesis.gates[c as usize].clone())
+            .with_points(points)
+    }
+
+    fn store(&mut self, _id: u64) -> Store<RoutedConnection> {
+        Store::new(RoutedConnection::new(self.storage.clone(), self.timeouts))
+    }
+
+    /// A client paused at `at_ms = 0` starts late: its pause is its start delay.
+    fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
+        let late = self.nemesis.start_delay(c);
+        let rec = self.rec.clone();
+        self.tasks.push(tokio::spawn(async move {
             if !late.is_zero() {
                 let ms = late.as_millis();
                 rec.record(
@@ -402,26 +386,47 @@ where
                     },
                 );
             }
-            client.await
+            run.await
         }));
     }
-    let grace =
-        scenario.lock.wait_ms + scenario.lock.lease_ms() + scenario.workload.hold_ms[1] + 5_000;
-    // Crashed clients never finish: stop waiting once every live one has.
-    let gates = nemesis.gates.clone();
-    let all = async move {
-        while !tasks
-            .iter()
-            .zip(&gates)
-            .all(|(t, g)| t.is_finished() || g.is_dead())
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    let _ = tokio::time::timeout(Duration::from_millis(scenario.duration_ms + grace), all).await;
-    // Let an in-flight failover finish recording before the history is read.
-    nemesis.settle().await;
-    let mut store = Store::new(RoutedConnection::new(storage, timeouts));
-    record_final_state(scenario.workload.kind, &mut store, &rec).await;
-    rec.snapshot()
+
+    /// Crashed clients never finish: stop waiting once every live one has.
+    async fn wait_clients(&mut self, limit: Duration) {
+        let tasks = std::mem::take(&mut self.tasks);
+        let gates = self.nemesis.gates.clone();
+        let all = async move {
+            while !tasks
+                .iter()
+                .zip(&gates)
+                .all(|(t, g)| t.is_finished() || g.is_dead())
+            {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, all).await;
+    }
+
+    /// Lets an in-flight failover finish recording before the history is read.
+    async fn settle(&self) {
+        self.nemesis.settle().await;
+    }
+}
+
+/// Runs the clients in the real world: timed faults first (those at 0 are the starting state, in
+/// place before any client runs), then the one assembly of [`world::run_clients`].
+async fn drive<L, F>(scenario: &Scenario, mut world: RealWorld, make_lock: F) -> History
+where
+    L: Lock + 'static,
+    F: FnMut(u32, LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
+{
+    world.nemesis.start_timed();
+    let grace = world::grace_ms(scenario, scenario.redis.request_timeout_ms);
+    world::run_clients(
+        &mut world,
+        scenario,
+        Duration::from_millis(grace),
+        make_lock,
+    )
+    .await;
+    world.rec.snapshot()
 }

@@ -9,10 +9,10 @@ pub mod model;
 pub mod page;
 pub mod timeline;
 
+use crate::check::judge::SeedsOutcome;
 use crate::history::fmt_ms;
 use crate::junit::{Case, CaseResult};
 use crate::scenario::Scenario;
-use crate::verdict::SeedsOutcome;
 use page::{esc, table};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -125,9 +125,12 @@ pub fn write_run(
 /// One row of a suite's index.
 #[derive(Clone, Debug)]
 pub struct IndexRow {
+    /// The case as JUnit has it (scenario, mode, result, time): the index and the JUnit file
+    /// report the same cases.
     pub case: Case,
     /// The verdict over the seeds (`violation`/`safe`), empty for a skipped case.
     pub verdict: String,
+    /// The verdict the scenario expects, beside the one it got.
     pub expected: String,
     /// The page's file name, relative to the index.
     pub page: Option<String>,
@@ -200,7 +203,7 @@ pub fn write(path: &Path, html: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::{Mode, Outcome};
+    use crate::check::judge::{Mode, Outcome};
 
     #[test]
     fn run_page_is_self_contained_and_names_the_verdict() {

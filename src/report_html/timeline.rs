@@ -21,7 +21,9 @@ pub struct Span {
     pub kind: &'static str,
     /// Row inside the lane (0 at the top).
     pub row: u8,
+    /// True time the bar starts (µs).
     pub from_us: u64,
+    /// True time the bar ends (µs).
     pub to_us: u64,
     /// Hover text.
     pub title: String,
@@ -32,9 +34,11 @@ pub struct Span {
 pub struct Mark {
     /// CSS class: write, rejected, crash, clock.
     pub kind: &'static str,
+    /// True time of the mark (µs).
     pub at_us: u64,
     /// Short text drawn beside the mark (a fencing token, for writes).
     pub label: String,
+    /// Hover text: the event in full.
     pub title: String,
 }
 
@@ -47,34 +51,49 @@ pub struct Lane {
     pub kind: &'static str,
     /// A note beside the name (a clock offset, for instance).
     pub note: String,
+    /// What lasts: waiting, holding, a lease, a pause, a node's role.
     pub spans: Vec<Span>,
+    /// What happens at an instant: writes, crashes, clock notes.
     pub marks: Vec<Mark>,
 }
 
 /// Two holders at once, between two client lanes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct OverlapBand {
+    /// The lane of the holder that entered first.
     pub first: String,
+    /// The lane of the holder that entered while the first still held.
     pub second: String,
+    /// True time the overlap starts (µs).
     pub from_us: u64,
+    /// True time the overlap ends (µs).
     pub to_us: u64,
+    /// Hover text: which clients overlapped, from when to when.
     pub title: String,
 }
 
 /// A fault, drawn as a numbered line across every lane.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FaultMark {
+    /// The fault's number, from 1 in the order the faults fired: the label drawn on its line,
+    /// short enough not to cover the lanes.
     pub n: usize,
+    /// True time the fault fired (µs).
     pub at_us: u64,
+    /// The fault as the history recorded it (hover text).
     pub what: String,
 }
 
 /// Everything the timeline draws.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Timeline {
+    /// True time the history ends (µs): the right edge of the drawing.
     pub end_us: u64,
+    /// One lane per client, then one per Redis node.
     pub lanes: Vec<Lane>,
+    /// Every pair of overlapping critical sections, drawn across the two lanes.
     pub overlaps: Vec<OverlapBand>,
+    /// Every fault, in the order it fired.
     pub faults: Vec<FaultMark>,
 }
 
@@ -396,7 +415,7 @@ fn node_fault(what: &str, at: u64, open: &mut Open, lanes: &mut Lanes) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::{Mode, Outcome};
+    use crate::check::judge::{Mode, Outcome};
 
     fn failover() -> (Scenario, History) {
         let s = Scenario::load(std::path::Path::new(concat!(

@@ -23,8 +23,12 @@ pub static FENCED_WRITE: LazyLock<redis::Script> =
 pub static FENCED_INSERT: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("scripts/fenced_insert.lua")));
 
+/// The read-modify-write counter the holders increment.
 pub const COUNTER_KEY: &str = "lockcheck:resource:counter";
+/// The highest fencing token the storage has accepted: the fenced scripts refuse a lower one.
 pub const HIGHEST_TOKEN_KEY: &str = "lockcheck:resource:highest-token";
+/// The storage's write counter: each accepted write takes the next number, so checkers see the
+/// order the storage applied writes in, whatever order the replies arrived in.
 pub const SEQ_KEY: &str = "lockcheck:resource:seq";
 
 /// The key of a user's address rows (a hash: address id -> "1" if default, else "0").
@@ -39,6 +43,8 @@ pub struct Store<C> {
 }
 
 impl<C: ConnectionLike + Send> Store<C> {
+    /// A client of the storage over `conn`, a connection to the storage node, never to the
+    /// lock's Redis: the damage is measured where a user would see it.
     pub fn new(conn: C) -> Self {
         Store { conn }
     }

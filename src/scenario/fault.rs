@@ -13,16 +13,27 @@ use super::Scenario;
 pub enum Trigger {
     /// At this true time (ms since the simulation started).
     At(u64),
-    /// At the first successful acquire at or after this true time (by the named client, if the
+    /// At the first successful acquire at or after `after_ms` (by the named client, if the
     /// fault names one).
-    Acquired { after_ms: u64 },
+    Acquired {
+        /// True time (ms) before which an acquire does not fire the fault.
+        after_ms: u64,
+    },
     /// The first time a client (the named one, if the fault names one) reaches the named point at
-    /// or after this true time: a workload point (`after_read`, `before_release`) or one of the
-    /// lock's own (`after_setnx` of `naive-setnx-expire`).
-    Point { point: String, after_ms: u64 },
-    /// When a holder, at or after this true time, is about to write to the protected resource
+    /// or after `after_ms`.
+    Point {
+        /// A workload point (`after_read`, `before_release`) or one of the lock's own
+        /// (`after_setnx` of `naive-setnx-expire`).
+        point: String,
+        /// True time (ms) before which reaching the point does not fire the fault.
+        after_ms: u64,
+    },
+    /// When a holder, at or after `after_ms`, is about to write to the protected resource
     /// (after its validity check, if it makes one): `on = "before_write"`.
-    BeforeWrite { after_ms: u64 },
+    BeforeWrite {
+        /// True time (ms) before which a write does not fire the fault.
+        after_ms: u64,
+    },
 }
 
 impl Trigger {
@@ -74,27 +85,71 @@ pub struct Fault {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FaultKind {
     /// Kill the master of group `master` and promote its first replica after `failover_detect_ms`.
-    Failover { master: u32 },
+    Failover {
+        /// The master group (from 0): `redis-<master>` dies.
+        master: u32,
+    },
     /// A stop-the-world pause (GC) of a client for `for_ms`.
-    Pause { client: ClientRef, for_ms: u64 },
+    Pause {
+        /// The paused client: a named one, or whoever holds the lock when the fault fires.
+        client: ClientRef,
+        /// How long the client is stopped (ms).
+        for_ms: u64,
+    },
+    /// A server process stopped for `for_ms` (`SIGSTOP`, then `SIGCONT`: a VM freeze, a debugger,
+    /// a stalled disk): it answers nothing and its own timers stand still while clients' timers
+    /// run on. Written `kind = "pause"` with `node`; modelled for the MySQL locks' `mysql-0`.
+    ServerPause {
+        /// The stopped server.
+        node: String,
+        /// How long it stays stopped (ms).
+        for_ms: u64,
+    },
     /// Cut `nodes` off from `from` (everyone when empty) for `for_ms`, in `direction`.
     Partition {
+        /// The nodes on one side of the cut.
         nodes: Vec<String>,
+        /// The nodes on the other side; empty: everyone else.
         from: Vec<String>,
+        /// How long the partition lasts (ms).
         for_ms: u64,
+        /// Which way messages are dropped.
         direction: Direction,
     },
     /// Step a node's clocks, wall and monotonic, by `by_ms` (negative: backwards).
-    ClockJump { node: String, by_ms: i64 },
+    ClockJump {
+        /// The node whose clocks jump.
+        node: String,
+        /// The step (ms; negative goes back).
+        by_ms: i64,
+    },
     /// Step a node's wall clock alone by `by_ms` (an NTP step, an operator): its monotonic clock
     /// goes on. Redis expires keys on its wall clock.
-    WallClockJump { node: String, by_ms: i64 },
+    WallClockJump {
+        /// The node whose wall clock jumps.
+        node: String,
+        /// The step (ms; negative goes back).
+        by_ms: i64,
+    },
     /// Set a node's clock rate error in parts per million.
-    ClockDrift { node: String, ppm: i64 },
+    ClockDrift {
+        /// The node whose clock drifts.
+        node: String,
+        /// The rate error (ppm; positive runs fast).
+        ppm: i64,
+    },
     /// Crash a Redis node; it restarts empty (no persistence) after `restart_after_ms`.
-    Crash { node: String, restart_after_ms: u64 },
+    Crash {
+        /// The Redis node that crashes.
+        node: String,
+        /// How long it stays down (ms) before it restarts without its keys.
+        restart_after_ms: u64,
+    },
     /// A client process dies (at its named point): it never releases and never comes back.
-    ClientCrash { client: u32 },
+    ClientCrash {
+        /// The client (from 0) that dies.
+        client: u32,
+    },
 }
 
 /// Which way a partition cuts the links between `nodes` and the others (`from`).
@@ -147,7 +202,7 @@ pub const FAULT_KINDS: &[&str] = &[
 fn keys_of(kind: &str) -> &'static [&'static str] {
     match kind {
         "failover" => &["master"],
-        "pause" => &["client", "for_ms"],
+        "pause" => &["client", "node", "for_ms"],
         "partition" => &["nodes", "from", "for_ms", "direction"],
         "clock_jump" | "wall_clock_jump" => &["node", "by_ms"],
         "clock_drift" => &["node", "ppm"],
@@ -358,6 +413,9 @@ impl Table<'_> {
     }
 
     fn pause(&self) -> Result<FaultKind, ScenarioError> {
+        if let Some(node) = &self.raw.node {
+            return self.server_pause(node);
+        }
         let clients = self.scenario.workload.clients;
         let client = match &self.raw.client {
             None => ClientRef::Holder,
@@ -378,6 +436,41 @@ impl Table<'_> {
         };
         Ok(FaultKind::Pause {
             client,
+            for_ms: *self.required("for_ms", &self.raw.for_ms)?,
+        })
+    }
+
+    /// `kind = "pause"` with `node`: a server process is stopped. Only the MySQL locks' server
+    /// has a model of what a stopped server does; a client is paused with `client`.
+    fn server_pause(&self, node: &Spanned<String>) -> Result<FaultKind, ScenarioError> {
+        if let Some(c) = &self.raw.client {
+            return Err(self.ctx.err(
+                c.span(),
+                "a pause names either `client` (a client process) or `node` (a server), not both",
+            ));
+        }
+        let name = self.node(node)?;
+        if name.starts_with("client-") {
+            return Err(self.ctx.err(
+                node.span(),
+                format!(
+                    "a client is paused with `client = {}`; `node` names a server",
+                    name.trim_start_matches("client-")
+                ),
+            ));
+        }
+        if !self.scenario.lock.kind.is_mysql() {
+            return Err(self.ctx.err(
+                node.span(),
+                format!(
+                    "a server pause is modelled for the MySQL locks' `{}` only; pause a client \
+                     with `client`, or cut `{name}` off with a `partition`",
+                    crate::sql::spec::SERVER
+                ),
+            ));
+        }
+        Ok(FaultKind::ServerPause {
+            node: name,
             for_ms: *self.required("for_ms", &self.raw.for_ms)?,
         })
     }

@@ -1,4 +1,4 @@
-//! Scenario input before it becomes a [`Scenario`](crate::scenario::Scenario): reading the file
+//! Scenario input before it becomes a [`Scenario`]: reading the file
 //! (a regular file, of bounded size, in UTF-8), the position of every key and value (from the
 //! TOML parser's spans, never by searching the text), and the ranges numbers must stay in so that
 //! no file can make lockcheck hang, overflow or take the machine's memory.
@@ -39,7 +39,9 @@ pub const COUNT_LIMITS: &[(&str, i64, i64)] = &[
 /// what.
 #[derive(Debug)]
 pub struct InputError {
+    /// Byte range of the offending text, which the caller turns into `file:line:col`.
     pub span: Option<Range<usize>>,
+    /// What is wrong and what to write instead, in one line.
     pub message: String,
 }
 
@@ -97,10 +99,13 @@ pub fn read_file(path: &Path) -> Result<String, ReadError> {
 pub enum ReadError {
     /// The file is missing, not a regular file, too large or unreadable (no position).
     Io(String),
-    /// Invalid UTF-8 at byte `offset`; `before` is the valid text up to it.
+    /// Invalid UTF-8 at byte `offset`.
     Utf8 {
+        /// The valid text up to the bad byte, to compute the line and column from.
         before: String,
+        /// Where the bad byte is.
         offset: usize,
+        /// The bad byte itself, for the message.
         byte: u8,
     },
 }

@@ -77,11 +77,14 @@ struct State {
     holders: [Vec<Vec<u8>>; 2],
 }
 
-/// Topology parameters.
+/// Topology parameters: the scenario's `[redis]` table as the cluster needs it.
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
+    /// Independent master groups (Redlock's N); one for every other lock.
     pub masters: u32,
+    /// Replicas per master, each fed asynchronously: the reason a failover can lose a lock.
     pub replicas: u32,
+    /// The range a replicated write's delay is drawn from, so a failover can land inside it.
     pub replication_lag_ms: [u64; 2],
 }
 
@@ -100,14 +103,18 @@ pub struct Cluster {
 /// A subscriber connection's node and its inbox.
 #[derive(Clone)]
 pub struct Subscriber {
+    /// The subscriber's node index, so a published message pays that link's latency and cut.
     pub node: usize,
+    /// Where the delivered RESP push frames go.
     pub inbox: futures::channel::mpsc::UnboundedSender<Vec<u8>>,
 }
 
 /// Why a request got no reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unreachable {
+    /// The server's node is down (crashed, not yet restarted): a real client sees a refusal.
     Dead,
+    /// A partition cuts the link: a real client sees nothing until its timeout.
     Partitioned,
     /// The server is still working on it (a blocking `WAIT`) when the client stops waiting.
     NoReplyInTime,
@@ -524,6 +531,7 @@ impl Cluster {
         self.state.lock().unwrap().commands
     }
 
+    /// Server `idx`'s name (`redis-0`, `redis-0-replica-0`), as the history and scenarios say it.
     pub fn name(&self, idx: usize) -> String {
         self.state.lock().unwrap().servers[idx].name.clone()
     }

@@ -18,11 +18,12 @@ use crate::history::{History, Recorder};
 use crate::lock::{AnyLock, Lock, LockConfig};
 use crate::resource::Store;
 use crate::scenario::Scenario;
-use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
+use crate::world;
 use clock::Clocks;
 use cluster::{Cluster, ClusterConfig};
 pub use connection::SimConnection;
-use madsim::runtime::{Handle, Runtime};
+use madsim::runtime::{Handle, NodeHandle, Runtime};
+use madsim::task::JoinHandle;
 use nemesis::SimNemesis;
 use network::Network;
 use std::collections::BTreeMap;
@@ -31,6 +32,7 @@ use std::time::Duration;
 /// What a simulated run produced.
 #[derive(Clone, Debug)]
 pub struct SimRun {
+    /// Every event of the run, in true time: what the checkers judge.
     pub history: History,
     /// The protected counter's final value and the number of writes the storage accepted.
     pub counter: (u64, u64),
@@ -94,7 +96,6 @@ where
     let groups = scenario.redis.masters as usize;
     let timeout = Duration::from_millis(scenario.redis.request_timeout_ms);
     let storage = storage::Storage::new(net.clone());
-    let lock_config = LockConfig::from_spec(&scenario.lock);
 
     let client_nodes: Vec<_> = (0..scenario.workload.clients)
         .map(|c| {
@@ -116,62 +117,24 @@ where
     );
     nemesis.start();
 
-    let stop_at_us = scenario.duration_ms * 1000;
-    let mut handles = Vec::new();
-    for (c, node) in client_nodes.iter().enumerate() {
-        let index = servers + c;
-        let conns = (0..groups)
-            .map(|g| {
-                SimConnection::new(
-                    cluster.clone(),
-                    net.clone(),
-                    index,
-                    g,
-                    c as u64 + 1,
-                    timeout,
-                )
-            })
-            .collect();
-        let points = {
-            let nemesis = nemesis.clone();
-            let rec = rec.clone();
-            let client = c as u32;
-            PointHook::new(move |p| {
-                let nemesis = nemesis.clone();
-                let rec = rec.clone();
-                async move {
-                    nemesis.reached(client, p).await;
-                    // A lock's own points are part of the history: they time its steps.
-                    rec.record(
-                        &format!("client-{client}"),
-                        crate::history::EventKind::Point { name: p.into() },
-                    );
-                }
-            })
-        };
-        let env = SimEnv::new(clocks.clone(), index).with_points(points);
-        let lock = make_lock(lock_config.clone(), conns, env.clone());
-        let plan = ClientPlan::for_scenario(scenario, c as u32, stop_at_us);
-        handles.push(node.spawn(run_client(
-            plan,
-            lock,
-            env,
-            rec.clone(),
-            nemesis.clone(),
-            Store::new(storage.connect(c as u64 + 1)),
-        )));
-    }
-    // Clients stop starting cycles at `duration_ms`; one that is stuck (paused, waiting) is cut
-    // off after a grace period so every run ends.
-    let grace = scenario.lock.wait_ms
-        + scenario.lock.lease_ms()
-        + scenario.workload.hold_ms[1]
-        + scenario.workload.think_ms[1]
-        + 5_000;
-    let all = futures::future::join_all(handles);
-    let _ = madsim::time::timeout(Duration::from_millis(scenario.duration_ms + grace), all).await;
-    let mut store = Store::new(storage.connect(0));
-    record_final_state(scenario.workload.kind, &mut store, &rec).await;
+    let mut world = SimWorld {
+        cluster: cluster.clone(),
+        net,
+        clocks,
+        rec: rec.clone(),
+        nemesis: nemesis.clone(),
+        storage,
+        client_nodes,
+        groups,
+        servers,
+        timeout,
+        handles: Vec::new(),
+    };
+    let grace = Duration::from_millis(world::grace_ms(scenario, scenario.redis.request_timeout_ms));
+    let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conns, env| {
+        make_lock(config, conns, env)
+    })
+    .await;
     let counter = store.totals().await.unwrap_or((0, 0));
     let run = SimRun {
         history: rec.take(),
@@ -185,8 +148,74 @@ where
         handle.kill(id);
     }
     handle.kill(nemesis.madsim_node());
-    for node in &client_nodes {
+    for node in &world.client_nodes {
         handle.kill(node.id());
     }
     run
+}
+
+/// The simulated Redis world's side of a run ([`world::World`]): clients are madsim nodes, their
+/// connections go over the simulated network to the cluster, the protected resource lives on the
+/// simulated storage node.
+struct SimWorld {
+    cluster: Cluster,
+    net: Network,
+    clocks: Clocks,
+    rec: Recorder,
+    nemesis: SimNemesis,
+    storage: storage::Storage,
+    client_nodes: Vec<NodeHandle>,
+    /// Master groups: one connection per group per client.
+    groups: usize,
+    /// Redis servers come first in the node layout, then the clients.
+    servers: usize,
+    timeout: Duration,
+    handles: Vec<JoinHandle<()>>,
+}
+
+impl world::World for SimWorld {
+    type Conns = Vec<SimConnection>;
+    type Env = SimEnv;
+    type StoreConn = storage::StorageConnection;
+    type Nemesis = SimNemesis;
+
+    fn recorder(&self) -> &Recorder {
+        &self.rec
+    }
+
+    fn nemesis(&self) -> &SimNemesis {
+        &self.nemesis
+    }
+
+    fn connections(&mut self, c: u32, _env: &SimEnv) -> Vec<SimConnection> {
+        (0..self.groups)
+            .map(|g| {
+                SimConnection::new(
+                    self.cluster.clone(),
+                    self.net.clone(),
+                    self.servers + c as usize,
+                    g,
+                    c as u64 + 1,
+                    self.timeout,
+                )
+            })
+            .collect()
+    }
+
+    fn client_env(&mut self, c: u32, points: PointHook) -> SimEnv {
+        SimEnv::new(self.clocks.clone(), self.servers + c as usize).with_points(points)
+    }
+
+    fn store(&mut self, id: u64) -> Store<storage::StorageConnection> {
+        Store::new(self.storage.connect(id))
+    }
+
+    fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
+        self.handles.push(self.client_nodes[c as usize].spawn(run));
+    }
+
+    async fn wait_clients(&mut self, limit: Duration) {
+        let all = futures::future::join_all(std::mem::take(&mut self.handles));
+        let _ = madsim::time::timeout(limit, all).await;
+    }
 }

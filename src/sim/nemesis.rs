@@ -41,6 +41,8 @@ impl SimNemesis {
         self.node
     }
 
+    /// The nemesis of one run: the scenario's faults and every part of the deployment they can
+    /// hit (servers, clocks, links, client nodes).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         faults: Vec<Fault>,
@@ -201,6 +203,10 @@ impl SimNemesis {
                 self.later(Duration::from_millis(*restart_after_ms), async move {
                     me.cluster.restart_empty(idx);
                 });
+            }
+            // The scenario parser takes a server pause for the MySQL server only.
+            FaultKind::ServerPause { node, .. } => {
+                self.note(format!("pause of {node}: not modelled for Redis servers"));
             }
         }
     }

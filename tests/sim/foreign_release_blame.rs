@@ -5,7 +5,8 @@
 
 use lockcheck::check::{foreign_release::ForeignRelease, Checker};
 use lockcheck::history::{EventKind, History};
-use lockcheck::scenario::{Scenario, Verdict};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use std::collections::BTreeSet;
 
 fn scenario() -> Scenario {

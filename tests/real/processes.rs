@@ -661,7 +661,7 @@ fn start_child(mode: &str) -> (ChildGuard, std::sync::mpsc::Receiver<String>) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "child_process_helper",
+            "processes::child_process_helper",
             "--nocapture",
             "--test-threads=1",
         ])

@@ -361,7 +361,7 @@ async fn fenced_acquire_and_compare_and_delete() {
     // EVAL of the same text agrees too.
     let e = p
         .same(eval(
-            include_str!("../src/lock/scripts/fenced_acquire.lua"),
+            include_str!("../../src/lock/scripts/fenced_acquire.lua"),
             &["k2", &counter],
             &["D", "10000"],
         ))

@@ -1,0 +1,18 @@
+//! Real-mode tests, one binary: lockcheck's own `redis-server` processes (spawning, cleanup on
+//! every exit path, the failover recipe, libfaketime), every lock's scripts against real Redis,
+//! the bundled scenarios on real servers, Redlock's clock faults, and black-box client programs.
+//!
+//! Needs `redis-server`, `faketime` and a C compiler, and for `clients` the pinned client
+//! libraries (`scripts/install-clients.sh`); `.ci/run` installs all of them. A missing one fails
+//! its test with the install command; nothing here skips silently.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod clients;
+mod differential_locks;
+mod locks;
+mod processes;
+mod recipe;
+mod redlock;
+mod scenarios;
