@@ -39,7 +39,7 @@
 //!
 //! Files: [`keyspace`] (values and the expiry index), [`commands`] (the command table and key
 //! commands), [`expiry`] (EXPIRE and friends), [`strings`], [`hashes`], [`lists`], [`sets`], [`zsets`] (the other data commands),
-//! [`transactions`] (WATCH), [`clients`] (CLIENT ID/SETNAME), [`lua`] (the script host), [`native`] (the lock scripts every cycle runs, without Lua),
+//! [`transactions`] (WATCH), [`clients`] (CLIENT ID/SETNAME, HELLO), [`functions`] (FUNCTION and FCALL), [`glob`] (Redis's pattern matching), [`lua`] (the script host), [`native`] (the lock scripts every cycle runs, without Lua),
 //! [`reply`] (building `redis::Value` replies and errors), [`num`] (Redis's integer parsing and Lua's number
 //! formatting), [`pubsub`] (channel subscriptions), [`engine`] (the public API).
 
@@ -47,6 +47,8 @@ pub mod clients;
 pub mod commands;
 pub mod engine;
 pub mod expiry;
+pub mod functions;
+pub mod glob;
 pub mod hashes;
 pub mod keyspace;
 pub mod lists;
