@@ -16,7 +16,10 @@ pub type ClientId = u64;
 /// Whether this node is a master or a replica; decides who may write and who expires keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
+    /// Takes writes and expires keys on its own clock, sending the deletions to its replicas.
     Master,
+    /// Refuses client writes (`READONLY`), applies its master's effects, and never expires a key
+    /// itself: a read of an expired key answers nil but leaves the key for the master's DEL.
     Replica,
 }
 

@@ -43,23 +43,24 @@
 //! [`reply`] (building `redis::Value` replies and errors), [`num`] (Redis's integer parsing and Lua's number
 //! formatting), [`pubsub`] (channel subscriptions), [`engine`] (the public API).
 
-pub mod clients;
-pub mod commands;
+mod clients;
+mod commands;
 pub mod engine;
-pub mod expiry;
-pub mod functions;
-pub mod glob;
-pub mod hashes;
-pub mod keyspace;
-pub mod lists;
-pub mod lua;
-pub mod native;
-pub mod num;
-pub mod pubsub;
-pub mod reply;
-pub mod sets;
-pub mod strings;
-pub mod transactions;
-pub mod zsets;
+mod expiry;
+mod functions;
+mod glob;
+mod hashes;
+mod keyspace;
+mod lists;
+mod lua;
+mod native;
+mod num;
+mod pubsub;
+mod reply;
+mod sets;
+mod strings;
+mod transactions;
+mod zsets;
 
 pub use engine::{ClientId, Engine, Executed, Role};
+pub use reply::error_text;

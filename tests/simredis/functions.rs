@@ -13,7 +13,7 @@ redis.register_function('acquire', function(keys, args) return redis.call('set',
 redis.register_function{function_name='holder', callback=function(keys) return redis.call('get', keys[1]) end, flags={'no-writes'}}";
 
 fn err_text(v: &Value) -> String {
-    lockcheck::simredis::reply::error_text(v).unwrap_or_else(|| format!("not an error: {v:?}"))
+    lockcheck::simredis::error_text(v).unwrap_or_else(|| format!("not an error: {v:?}"))
 }
 
 /// A master and a replica fed with the master's effects, as the simulated cluster does.

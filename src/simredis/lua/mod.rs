@@ -42,7 +42,7 @@ mod structlib;
 use api::*;
 use convert::*;
 use errors::*;
-pub use library::{valid_name, FunctionFlags, Registered, FLAG_NAMES};
+pub use library::{valid_name, Registered};
 use random::*;
 
 /// Lowercase sha1 hex of a script body: the script's name in the cache.
