@@ -26,6 +26,7 @@ use super::{RealSqlConn, SqlConn};
 use crate::env::{Gate, PointHook, RealEnv};
 use crate::faults::schedule::{describe_partition, Schedule};
 use crate::history::{EventKind, History, Recorder};
+use crate::real::client_tasks::wait_for_live_clients;
 use crate::real::mariadb::{MariaDb, DATABASE, USER};
 use crate::real::RealError;
 use crate::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
@@ -322,18 +323,7 @@ impl world::World for SqlRealWorld {
 
     /// Crashed clients never finish: stop waiting once every live one has; then stop the rest.
     async fn wait_clients(&mut self, limit: Duration) {
-        let gates = self.nemesis.gates.clone();
-        let tasks = &self.tasks;
-        let all = async {
-            while !tasks
-                .iter()
-                .zip(&gates)
-                .all(|(t, g)| t.is_finished() || g.is_dead())
-            {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        };
-        let _ = tokio::time::timeout(limit, all).await;
+        wait_for_live_clients(&self.tasks, &self.nemesis.gates, limit).await;
         for t in &self.tasks {
             t.abort();
         }

@@ -36,14 +36,15 @@ use crate::faults::schedule::{describe_partition, partition_links};
 use crate::history::{EventKind, Recorder};
 use crate::resource::Store;
 use crate::scenario::{FaultKind, Scenario};
+use crate::sim::client_nodes::ClientNodes;
 use crate::sim::clock::Clocks;
 use crate::sim::network::Network;
 use crate::sim::storage::{Storage, StorageConnection};
 use crate::sim::SimRun;
 use crate::workload::FaultPoints;
 use crate::world;
-use madsim::runtime::{Handle, NodeHandle, Runtime};
-use madsim::task::{JoinHandle, NodeId};
+use madsim::runtime::{Handle, Runtime};
+use madsim::task::NodeId;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -383,15 +384,13 @@ async fn simulate(scenario: &Scenario) -> SimRun {
         });
     }
 
-    let client_nodes: Vec<_> = (0..scenario.workload.clients)
-        .map(|c| handle.create_node().name(format!("client-{c}")).build())
-        .collect();
+    let client_nodes = ClientNodes::create(scenario.workload.clients);
     let nemesis = Nemesis {
         pending: Schedule::new(scenario.faults.clone()),
         db: db.clone(),
         net: net.clone(),
         rec: rec.clone(),
-        clients: client_nodes.iter().map(|n| n.id()).collect(),
+        clients: client_nodes.ids(),
         nodes,
         node: handle.create_node().name("nemesis").build().id(),
     };
@@ -404,7 +403,6 @@ async fn simulate(scenario: &Scenario) -> SimRun {
         storage: Storage::new(net.clone()),
         client_nodes,
         timeout,
-        handles: Vec::new(),
     };
     let grace = Duration::from_millis(world::grace_ms(scenario, timeout.as_millis() as u64));
     let options = super::spec::options(&scenario.lock);
@@ -421,9 +419,7 @@ async fn simulate(scenario: &Scenario) -> SimRun {
     };
     handle.kill(server.id());
     handle.kill(nemesis.node);
-    for node in &world.client_nodes {
-        handle.kill(node.id());
-    }
+    world.client_nodes.kill();
     run
 }
 
@@ -436,9 +432,8 @@ struct SqlSimWorld {
     rec: Recorder,
     nemesis: Nemesis,
     storage: Storage,
-    client_nodes: Vec<NodeHandle>,
+    client_nodes: ClientNodes,
     timeout: Duration,
-    handles: Vec<JoinHandle<()>>,
 }
 
 impl SqlSimWorld {
@@ -475,12 +470,11 @@ impl world::World for SqlSimWorld {
     }
 
     fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
-        self.handles.push(self.client_nodes[c as usize].spawn(run));
+        self.client_nodes.spawn(c, run);
     }
 
     async fn wait_clients(&mut self, limit: Duration) {
-        let all = futures::future::join_all(std::mem::take(&mut self.handles));
-        let _ = madsim::time::timeout(limit, all).await;
+        self.client_nodes.wait(limit).await;
     }
 }
 
