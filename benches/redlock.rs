@@ -13,11 +13,12 @@
 //!
 //! Arguments: `--quick` for a short run (CI smoke), `--no-real` to skip the real servers.
 
+use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::RealEnv;
 use lockcheck::lock::{AnyLock, Lock, LockConfig, LockKind};
 use lockcheck::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
-use lockcheck::scenario::{Direction, Fault, FaultKind, Scenario, Trigger, Verdict};
-use lockcheck::verdict::{Mode, Outcome};
+use lockcheck::scenario::{Direction, Fault, FaultKind, Scenario, Trigger};
+use lockcheck::Verdict;
 use rand::{Rng, SeedableRng};
 use std::path::Path;
 use std::time::{Duration, Instant};

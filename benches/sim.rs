@@ -252,13 +252,13 @@ fn seeds_per_second(name: &str, seeds: u64) {
     let mut violated = 0;
     for seed in 0..seeds {
         let run = lockcheck::sim::run(&s, seed);
-        let o = lockcheck::verdict::Outcome::judge(
+        let o = lockcheck::check::judge::Outcome::judge(
             &s,
-            lockcheck::verdict::Mode::Sim,
+            lockcheck::check::judge::Mode::Sim,
             seed,
             run.history,
         );
-        if o.verdict() == lockcheck::scenario::Verdict::Violation {
+        if o.verdict() == lockcheck::Verdict::Violation {
             violated += 1;
         }
     }

@@ -5,10 +5,10 @@
 //! `lockcheck::real::world::run_with`, and prints the four verdicts. Real mode needs
 //! `redis-server` (`apt-get install redis-server`); lockcheck starts and stops its own servers.
 
+use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::Env;
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError};
 use lockcheck::scenario::Scenario;
-use lockcheck::verdict::{Mode, Outcome};
 use redis::aio::ConnectionLike;
 
 /// `SET key owner NX PX ttl`, retried until `wait` runs out; released by a Lua

@@ -26,20 +26,34 @@ pub enum EventKind {
         valid_until_ms: u64,
     },
     /// `acquire` gave up (wait bound reached) or failed.
-    AcquireFailed { reason: String },
+    AcquireFailed {
+        /// Why: the wait bound, or the error the lock returned (shown in reports).
+        reason: String,
+    },
     /// The holder enters its critical section.
     Enter,
     /// The holder leaves its critical section.
     Exit,
     /// The release completed; `deleted` says whether the client's own entry was removed.
-    Released { deleted: bool },
+    Released {
+        /// Whether the release removed the client's own entry; `false` means the entry was
+        /// already gone (expired, or taken by someone else): the lease was lost while held.
+        deleted: bool,
+    },
     /// The release failed (for example the request timed out).
-    ReleaseFailed { error: String },
+    ReleaseFailed {
+        /// The error the release returned.
+        error: String,
+    },
     /// The protected resource accepted (or refused) a write.
     ResourceWrite {
+        /// The counter value the holder read before its write (a read-modify-write).
         read: u64,
+        /// The value it wrote: `read + 1`, so a lost update shows as two writes of one value.
         wrote: u64,
+        /// The fencing token it presented, if its lock issues one.
         fencing_token: Option<u64>,
+        /// Whether the storage applied it (a fenced storage refuses an older token).
         accepted: bool,
         /// The storage's sequence number of an accepted write (the order it applied writes in).
         seq: Option<u64>,
@@ -49,34 +63,66 @@ pub enum EventKind {
     LeaseExpired {
         /// Where its lease ended, and its clock when it noticed (both on its own clock).
         valid_until_ms: u64,
+        /// The holder's clock when it noticed (its own clock).
         now_ms: u64,
     },
     /// The nemesis did something (failover, pause, partition ...).
-    Fault { what: String },
+    Fault {
+        /// What, in words the reports show as they are.
+        what: String,
+    },
     /// A nested acquire by the holder succeeded (`depth` 2 is the first nested one).
-    Reentered { depth: u32 },
+    Reentered {
+        /// The hold count after this acquire (2: the first nested acquire).
+        depth: u32,
+    },
     /// A nested acquire by the holder failed or gave up.
-    ReentryFailed { depth: u32, reason: String },
+    ReentryFailed {
+        /// The hold count the nested acquire tried to reach.
+        depth: u32,
+        /// Why it failed or gave up.
+        reason: String,
+    },
     /// A nested (inner) release completed; `deleted` says whether it removed the lock entry.
-    InnerReleased { depth: u32, deleted: bool },
+    InnerReleased {
+        /// The hold count this inner release undid.
+        depth: u32,
+        /// Whether it removed the lock entry (an inner release must not).
+        deleted: bool,
+    },
     /// The client process died at `point` (the nemesis's `crash` of a client).
-    Crashed { point: String },
+    Crashed {
+        /// The named point where it died.
+        point: String,
+    },
     /// Address book (the address-book article): the holder inserted an address for `user`, as the default when
     /// the count it read was 0.
     AddressInserted {
+        /// The user whose address book it wrote.
         user: u32,
+        /// How many addresses the holder read before inserting (0: it makes this one default).
         count_seen: u64,
+        /// Whether it inserted the address as the default.
         is_default: bool,
+        /// The fencing token it presented, if its lock issues one.
         fencing_token: Option<u64>,
+        /// Whether the storage applied it.
         accepted: bool,
+        /// The storage's sequence number of an accepted insert.
         seq: Option<u64>,
     },
     /// The lock passed one of its named points (for example `before_del`: its release checked
     /// the owner and sends the DEL next), recorded as it goes on, after any pause there.
-    Point { name: String },
+    Point {
+        /// The point's name, as scenarios write it in `on = "<name>"`.
+        name: String,
+    },
     /// The servers watch the lock entry under `key` and record every [`EventKind::EntryRemoved`]:
     /// from this event on, the foreign-release check judges from what the servers did.
-    LockEntriesWatched { key: String },
+    LockEntriesWatched {
+        /// The lock key whose entries the servers watch.
+        key: String,
+    },
     /// A server saw a client command remove a holder's lock entry (a string key's value, or a
     /// hash field for hash locks); recorded by the server, so who removed whose entry is what
     /// the server did. An entry that had logically expired is not there to remove.
@@ -90,8 +136,11 @@ pub enum EventKind {
     },
     /// Address book at the end of the run, read from the storage.
     AddressBookState {
+        /// The user whose book was read.
         user: u32,
+        /// How many addresses it holds.
         addresses: u64,
+        /// How many of them are marked default (the invariant: exactly one when any exist).
         defaults: u64,
     },
 }

@@ -134,12 +134,6 @@ pub mod simredis;
 pub mod sql;
 pub mod subscription;
 pub mod suite;
-/// The judge's old path, kept so code written against `lockcheck::verdict::…` still compiles:
-/// judging now lives with the checkers, in [`check::judge`].
-pub mod verdict {
-    pub use crate::check::judge::*;
-    pub use crate::check::Verdict;
-}
 pub mod workload;
 pub mod world;
 
@@ -151,14 +145,3 @@ pub use env::Env;
 pub use history::History;
 pub use lock::{Guard, Lock, LockConfig, LockError, LockKind};
 pub use scenario::{Scenario, ScenarioError};
-
-// The command modules' paths before they moved into `cli/`, kept so code written against them
-// still compiles.
-#[doc(hidden)]
-pub use cli::list as catalog;
-#[doc(hidden)]
-pub use cli::model as model_cmd;
-#[doc(hidden)]
-pub use cli::run as runner;
-#[doc(hidden)]
-pub use cli::{report, table};

@@ -165,9 +165,9 @@ fn seed_range() -> clap::builder::RangedU64ValueParser<u64> {
     clap::value_parser!(u64).range(0..=i64::MAX as u64)
 }
 
-/// `--seeds`: at least one, at most [`lockcheck::runner::MAX_SEEDS`].
+/// `--seeds`: at least one, at most [`lockcheck::cli::run::MAX_SEEDS`].
 fn seeds_range() -> clap::builder::RangedU64ValueParser<u64> {
-    clap::value_parser!(u64).range(1..=lockcheck::runner::MAX_SEEDS)
+    clap::value_parser!(u64).range(1..=lockcheck::cli::run::MAX_SEEDS)
 }
 
 fn parse_shard(s: &str) -> Result<lockcheck::exec::Shard, String> {
@@ -196,9 +196,9 @@ fn main() {
             jobs,
             shard,
             artifacts,
-        } => lockcheck::runner::run_command(
+        } => lockcheck::cli::run::run_command(
             &path,
-            &lockcheck::runner::RunOptions {
+            &lockcheck::cli::run::RunOptions {
                 seed,
                 seeds,
                 real,
@@ -211,7 +211,7 @@ fn main() {
                     lockcheck::real::external::ExternalRedis::parse(&urls, key_prefix)
                         .unwrap_or_else(|e| {
                             eprintln!("error: {e}");
-                            std::process::exit(lockcheck::runner::EXIT_BAD_INPUT)
+                            std::process::exit(lockcheck::cli::run::EXIT_BAD_INPUT)
                         })
                 }),
             },
@@ -237,7 +237,7 @@ fn main() {
                         "error: --time-limit {}: give a positive number of seconds",
                         time_limit.unwrap_or_default()
                     );
-                    std::process::exit(lockcheck::runner::EXIT_BAD_INPUT);
+                    std::process::exit(lockcheck::cli::run::EXIT_BAD_INPUT);
                 }
             };
             lockcheck::explore::explore_command(
@@ -268,7 +268,7 @@ fn main() {
             json,
             emit_scenario,
             report,
-        } => lockcheck::model_cmd::ModelCommand {
+        } => lockcheck::cli::model::ModelCommand {
             name,
             property,
             dfs,
@@ -282,7 +282,7 @@ fn main() {
         }
         .run(),
         Command::List => {
-            lockcheck::out!("{}", lockcheck::catalog::list());
+            lockcheck::out!("{}", lockcheck::cli::list::list());
             0
         }
         Command::Table {
@@ -292,27 +292,27 @@ fn main() {
             jobs,
             artifacts,
         } => {
-            let dir = match path.map_or_else(lockcheck::catalog::scenario_dir, Ok) {
+            let dir = match path.map_or_else(lockcheck::cli::list::scenario_dir, Ok) {
                 Ok(d) => d,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    std::process::exit(lockcheck::runner::EXIT_BAD_INPUT);
+                    std::process::exit(lockcheck::cli::run::EXIT_BAD_INPUT);
                 }
             };
-            let opts = lockcheck::table::TableOptions {
+            let opts = lockcheck::cli::table::TableOptions {
                 seeds,
                 real,
                 jobs: jobs_or_all(jobs),
                 artifacts,
             };
-            match lockcheck::table::table(&dir, &opts) {
+            match lockcheck::cli::table::table(&dir, &opts) {
                 Ok(t) => {
                     lockcheck::out!("{t}");
                     0
                 }
                 Err(e) => {
                     eprintln!("error: {e}");
-                    lockcheck::runner::EXIT_BAD_INPUT
+                    lockcheck::cli::run::EXIT_BAD_INPUT
                 }
             }
         }

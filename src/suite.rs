@@ -3,10 +3,10 @@
 //! and the summary line (passed, failed, skipped, time). `run`, `explore` and `table` feed one
 //! [`Suite`] each, case by case, and call [`Suite::finish`] at the end.
 
+use crate::check::judge::SeedsOutcome;
 use crate::junit::{self, Case, CaseResult};
 use crate::report_html::{self, IndexRow};
 use crate::scenario::Scenario;
-use crate::verdict::SeedsOutcome;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -45,10 +45,10 @@ pub trait World {
     fn recorder(&self) -> &Recorder;
     /// The run's nemesis.
     fn nemesis(&self) -> &Self::Nemesis;
-    /// Client `c`'s connections.
-    fn connections(&mut self, c: u32) -> Self::Conns;
     /// Client `c`'s environment, with its named points leading to `points`.
     fn client_env(&mut self, c: u32, points: PointHook) -> Self::Env;
+    /// Client `c`'s connections (a simulated database connection runs on its client's `env`).
+    fn connections(&mut self, c: u32, env: &Self::Env) -> Self::Conns;
     /// A store of the protected resource; `id` 0 is the checker's own, client `c` uses `c + 1`.
     fn store(&mut self, id: u64) -> Store<Self::StoreConn>;
     /// Starts client `c`'s run.
@@ -110,9 +110,9 @@ where
     let config = LockConfig::from_spec(&scenario.lock);
     let stop_at_us = scenario.duration_ms * 1000;
     for c in 0..scenario.workload.clients {
-        let conns = world.connections(c);
         let points = point_hook(nemesis.clone(), rec.clone(), c);
         let env = world.client_env(c, points);
+        let conns = world.connections(c, &env);
         let lock = make_lock(c, config.clone(), conns, env.clone());
         let plan = ClientPlan::for_scenario(scenario, c, stop_at_us);
         let store = world.store(c as u64 + 1);

@@ -1,8 +1,9 @@
 //! Model -> simulation -> real server: a counterexample the model checker finds becomes a
 //! scenario file that reproduces the violation in the simulator and on real `redis-server`s.
 
-use lockcheck::scenario::{Scenario, Verdict};
-use lockcheck::verdict::{Mode, Outcome};
+use lockcheck::check::judge::{Mode, Outcome};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use lockcheck_models::{RunOptions, Strategy};
 use std::process::Command;
 

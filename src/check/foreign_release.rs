@@ -19,8 +19,8 @@
 //! whose reply was still in flight when the release began is not counted: a violation is certain.
 
 use super::{grants, CheckResult, Checker, GrantIndex};
+use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History};
-use crate::scenario::Verdict;
 use std::collections::BTreeMap;
 
 /// The foreign-release checker.

@@ -56,6 +56,9 @@ pub struct Outcome {
     pub trace_hash: String,
     /// The run itself, for the report's timeline and `--history`.
     pub history: History,
+    /// Where a real run's servers were, when lockcheck did not start them: the `--redis` URLs
+    /// (passwords shown as `***`), so the replay command points at the same servers.
+    pub redis: Option<String>,
 }
 
 impl Outcome {
@@ -73,6 +76,7 @@ impl Outcome {
             checks,
             trace_hash: history.trace_hash(),
             history,
+            redis: None,
         }
     }
 
@@ -87,12 +91,12 @@ impl Outcome {
             .path
             .clone()
             .unwrap_or_else(|| "<scenario.toml>".into());
-        let real = if self.mode == Mode::Real {
-            " --real"
-        } else {
-            ""
+        let target = match (&self.redis, self.mode) {
+            (Some(urls), _) => format!(" --redis {urls}"),
+            (None, Mode::Real) => " --real".into(),
+            (None, Mode::Sim) => String::new(),
         };
-        format!("lockcheck run {path} --seed {}{real}", self.seed)
+        format!("lockcheck run {path} --seed {}{target}", self.seed)
     }
 }
 

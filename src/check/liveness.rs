@@ -11,8 +11,8 @@
 //! bound under one lease catches it, and so does the throughput check.
 
 use super::{grants, CheckResult, Checker};
+use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History};
-use crate::scenario::Verdict;
 use std::collections::BTreeMap;
 
 /// The liveness checker with its bound (`[checks] liveness_bound_ms`, three leases by default).

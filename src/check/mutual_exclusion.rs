@@ -6,8 +6,8 @@
 //! finds every overlapping pair in O(n log n + k) for k pairs.
 
 use super::{CheckResult, Checker};
+use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History};
-use crate::scenario::Verdict;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 

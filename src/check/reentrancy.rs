@@ -14,8 +14,8 @@
 //! client was granted it) is the lease's failure, not reentrancy's: mutual exclusion reports it.
 
 use super::{grants, CheckResult, Checker, GrantIndex};
+use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History};
-use crate::scenario::Verdict;
 
 /// The reentrancy checker.
 pub struct Reentrancy;

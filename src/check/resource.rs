@@ -16,8 +16,8 @@
 //! themselves.
 
 use super::{grants, CheckResult, Checker, GrantIndex};
+use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History};
-use crate::scenario::Verdict;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

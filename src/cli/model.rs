@@ -2,7 +2,7 @@
 //! counterexample (BFS) or the size of a bounded proof (DFS), and turn a counterexample into a
 //! scenario file the simulator (and, where the faults exist, real mode) can replay.
 
-use crate::runner::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
+use crate::cli::run::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
 use lockcheck_models::{ModelReport, RunOptions, Strategy};
 use std::path::PathBuf;
 

@@ -1,9 +1,9 @@
 //! Reports: the text a person reads (verdict first, then the two holders, then how to replay) and
 //! the JSON object of the CLI contract.
 
+use crate::check::judge::SeedsOutcome;
 use crate::history::{fmt_ms, EventKind};
 use crate::scenario::Scenario;
-use crate::verdict::SeedsOutcome;
 use std::fmt::Write as _;
 
 /// The full text report of one scenario.

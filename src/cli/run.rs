@@ -1,10 +1,10 @@
 //! What `lockcheck run` does: load scenarios, run them over seeds in simulation or on real
 //! processes, judge them, and print the report. The CLI (`main.rs`) only parses arguments.
 
+use crate::check::judge::{Mode, Outcome, SeedsAggregate, SeedsOutcome};
+use crate::cli::report;
 use crate::exec::{run_ordered, Shard};
-use crate::report;
 use crate::scenario::Scenario;
-use crate::verdict::{Mode, Outcome, SeedsAggregate, SeedsOutcome};
 use std::path::{Path, PathBuf};
 
 /// Exit code when every outcome matched its expectation.
@@ -70,7 +70,14 @@ fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome
     if let Some(ext) = &opts.redis {
         let history = crate::real::world::run_external(scenario, seed, ext)
             .map_err(|e| BadInput(e.to_string()))?;
-        return Ok(Outcome::judge(scenario, Mode::Real, seed, history));
+        let mut outcome = Outcome::judge(scenario, Mode::Real, seed, history);
+        let shown: Vec<String> = ext
+            .urls
+            .iter()
+            .map(|u| crate::real::external::redact(u))
+            .collect();
+        outcome.redis = Some(shown.join(","));
+        return Ok(outcome);
     }
     if !real && scenario.lock.kind == crate::lock::LockKind::Process {
         return Err(BadInput(format!(
@@ -117,7 +124,7 @@ pub fn run_scenario(
         |i| run_seed(scenario, opts, first.saturating_add(i)),
         |_, r| match r {
             Ok(o) => {
-                violating += u64::from(o.verdict() == crate::scenario::Verdict::Violation);
+                violating += u64::from(o.verdict() == crate::check::Verdict::Violation);
                 agg.add(o);
                 crate::progress::tick(&bar, agg.seeds_run(), violating);
                 true

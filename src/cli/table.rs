@@ -4,11 +4,12 @@
 //! `redis-server` processes. The README's table is this command's output, not typed by hand.
 
 use crate::check;
+use crate::check::judge::SeedsOutcome;
+use crate::check::Verdict;
+use crate::cli::run::{run_scenario, scenario_files, BadInput, RunOptions};
 use crate::exec::run_ordered;
 use crate::lock::LockKind;
-use crate::runner::{run_scenario, scenario_files, BadInput, RunOptions};
-use crate::scenario::{ClientRef, FaultKind, Scenario, Trigger, Verdict, WorkloadKind};
-use crate::verdict::SeedsOutcome;
+use crate::scenario::{ClientRef, FaultKind, Scenario, Trigger, WorkloadKind};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -75,6 +76,7 @@ pub fn fault_label(s: &Scenario) -> String {
                 };
                 format!("GC pause{who} {vs}{at}")
             }
+            FaultKind::ServerPause { .. } => format!("server pause{at}"),
             FaultKind::ClientCrash { .. } if at.is_empty() => "client crash while holding".into(),
             FaultKind::ClientCrash { .. } => format!("client crash{at}"),
             FaultKind::Crash { .. } => "Redis crash".to_string(),

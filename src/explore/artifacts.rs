@@ -3,10 +3,10 @@
 //! scenario), passed when the budget ran out with none. The report is the found scenario's page.
 
 use super::search::SearchResult;
+use crate::check::judge::SeedsOutcome;
 use crate::junit::{Case, CaseResult};
 use crate::scenario::Scenario;
 use crate::suite::{Artifacts, Suite};
-use crate::verdict::SeedsOutcome;
 
 /// Writes the search's JUnit case and report page, when asked for.
 pub fn write(

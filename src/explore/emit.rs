@@ -6,7 +6,8 @@
 //! found run to the same trace hash, because the scenario it parses is the one the search ran.
 
 use super::search::Found;
-use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Trigger, Verdict};
+use crate::check::Verdict;
+use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Trigger};
 use toml_edit::{value, Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table};
 
 /// The found scenario's text, from the input scenario's text.
@@ -75,7 +76,7 @@ pub fn fault_table(f: &Fault) -> Table {
     t["kind"] = value(match &f.kind {
         FaultKind::ClientCrash { .. } | FaultKind::Crash { .. } => "crash",
         FaultKind::Failover { .. } => "failover",
-        FaultKind::Pause { .. } => "pause",
+        FaultKind::Pause { .. } | FaultKind::ServerPause { .. } => "pause",
         FaultKind::Partition { .. } => "partition",
         FaultKind::ClockJump { .. } => "clock_jump",
         FaultKind::WallClockJump { .. } => "wall_clock_jump",
@@ -94,6 +95,10 @@ pub fn fault_table(f: &Fault) -> Table {
                 ClientRef::Holder => value("holder"),
                 ClientRef::Index(i) => value(i64::from(*i)),
             };
+            t["for_ms"] = value(*for_ms as i64);
+        }
+        FaultKind::ServerPause { node, for_ms } => {
+            t["node"] = value(node.as_str());
             t["for_ms"] = value(*for_ms as i64);
         }
         FaultKind::Partition {

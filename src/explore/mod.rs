@@ -17,10 +17,11 @@ pub mod strategy;
 pub use search::{search, Found, SearchOptions, SearchResult};
 pub use space::{ExploreSpec, Space};
 
+use crate::check::judge::{Mode, Outcome, SeedsOutcome};
+use crate::check::CHECK_NAMES;
+use crate::cli::run::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
 use crate::exec::Shard;
-use crate::runner::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
-use crate::scenario::{Scenario, CHECK_NAMES};
-use crate::verdict::{Mode, Outcome, SeedsOutcome};
+use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

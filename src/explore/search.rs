@@ -8,9 +8,10 @@
 
 use super::space::Space;
 use super::strategy::{cases, Case};
+use crate::check::judge::{Mode, Outcome};
+use crate::check::Verdict;
 use crate::exec::{run_ordered, Shard};
-use crate::scenario::{Scenario, Verdict};
-use crate::verdict::{Mode, Outcome};
+use crate::scenario::Scenario;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::time::{Duration, Instant};
@@ -121,7 +122,7 @@ fn violated(outcome: &Outcome, check: Option<&str>) -> Option<String> {
     let v = |name: &str| outcome.checks.get(name).map(|c| c.verdict) == Some(Verdict::Violation);
     match check {
         Some(c) => v(c).then(|| c.to_string()),
-        None => crate::scenario::CHECK_NAMES
+        None => crate::check::CHECK_NAMES
             .iter()
             .find(|c| v(c))
             .map(|c| c.to_string()),

@@ -27,6 +27,7 @@ mod blackhole;
 mod child;
 mod cleanup;
 mod client_process;
+pub(crate) mod client_tasks;
 mod connection;
 mod error;
 pub mod external;

@@ -71,10 +71,12 @@ pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
             }
             (FaultKind::Crash { node, .. }, Trigger::At(_) | Trigger::Acquired { .. })
                 if master_index(s, node).is_some() && s.redis.replicas == 0 => {}
-            (kind, trigger) => {
+            _ => {
+                // The fault as the scenario file writes it, so the reader can find it there.
+                let shown = crate::explore::emit::fault_table(f).into_inline_table();
                 return Err(unsupported(format!(
-                    "fault {kind:?} with trigger {trigger:?} has no real-mode recipe yet; run it in simulation (without --real)"
-                )))
+                    "fault {shown} has no real-mode recipe yet; run it in simulation (without --real)"
+                )));
             }
         }
     }

@@ -10,6 +10,7 @@
 //! Every process is killed when this returns, on error, on panic and on Ctrl-C.
 
 use super::blackhole::BlackHole;
+use super::client_tasks::wait_for_live_clients;
 use super::connection::{ConnectionTimeouts, Route, RoutedConnection};
 use super::external::{self, ExternalRedis};
 use super::failover::FailoverRig;
@@ -345,7 +346,7 @@ impl world::World for RealWorld {
         &self.nemesis
     }
 
-    fn connections(&mut self, c: u32) -> Vec<RoutedConnection> {
+    fn connections(&mut self, c: u32, _env: &RealEnv) -> Vec<RoutedConnection> {
         self.nemesis.routes[c as usize]
             .iter()
             .map(|r| {
@@ -392,18 +393,7 @@ impl world::World for RealWorld {
 
     /// Crashed clients never finish: stop waiting once every live one has.
     async fn wait_clients(&mut self, limit: Duration) {
-        let tasks = std::mem::take(&mut self.tasks);
-        let gates = self.nemesis.gates.clone();
-        let all = async move {
-            while !tasks
-                .iter()
-                .zip(&gates)
-                .all(|(t, g)| t.is_finished() || g.is_dead())
-            {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        };
-        let _ = tokio::time::timeout(limit, all).await;
+        wait_for_live_clients(&self.tasks, &self.nemesis.gates, limit).await;
     }
 
     /// Lets an in-flight failover finish recording before the history is read.

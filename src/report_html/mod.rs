@@ -9,10 +9,10 @@ pub mod model;
 pub mod page;
 pub mod timeline;
 
+use crate::check::judge::SeedsOutcome;
 use crate::history::fmt_ms;
 use crate::junit::{Case, CaseResult};
 use crate::scenario::Scenario;
-use crate::verdict::SeedsOutcome;
 use page::{esc, table};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -203,7 +203,7 @@ pub fn write(path: &Path, html: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verdict::{Mode, Outcome};
+    use crate::check::judge::{Mode, Outcome};
 
     #[test]
     fn run_page_is_self_contained_and_names_the_verdict() {

@@ -96,6 +96,15 @@ pub enum FaultKind {
         /// How long the client is stopped (ms).
         for_ms: u64,
     },
+    /// A server process stopped for `for_ms` (`SIGSTOP`, then `SIGCONT`: a VM freeze, a debugger,
+    /// a stalled disk): it answers nothing and its own timers stand still while clients' timers
+    /// run on. Written `kind = "pause"` with `node`; modelled for the MySQL locks' `mysql-0`.
+    ServerPause {
+        /// The stopped server.
+        node: String,
+        /// How long it stays stopped (ms).
+        for_ms: u64,
+    },
     /// Cut `nodes` off from `from` (everyone when empty) for `for_ms`, in `direction`.
     Partition {
         /// The nodes on one side of the cut.
@@ -193,7 +202,7 @@ pub const FAULT_KINDS: &[&str] = &[
 fn keys_of(kind: &str) -> &'static [&'static str] {
     match kind {
         "failover" => &["master"],
-        "pause" => &["client", "for_ms"],
+        "pause" => &["client", "node", "for_ms"],
         "partition" => &["nodes", "from", "for_ms", "direction"],
         "clock_jump" | "wall_clock_jump" => &["node", "by_ms"],
         "clock_drift" => &["node", "ppm"],
@@ -404,6 +413,9 @@ impl Table<'_> {
     }
 
     fn pause(&self) -> Result<FaultKind, ScenarioError> {
+        if let Some(node) = &self.raw.node {
+            return self.server_pause(node);
+        }
         let clients = self.scenario.workload.clients;
         let client = match &self.raw.client {
             None => ClientRef::Holder,
@@ -424,6 +436,41 @@ impl Table<'_> {
         };
         Ok(FaultKind::Pause {
             client,
+            for_ms: *self.required("for_ms", &self.raw.for_ms)?,
+        })
+    }
+
+    /// `kind = "pause"` with `node`: a server process is stopped. Only the MySQL locks' server
+    /// has a model of what a stopped server does; a client is paused with `client`.
+    fn server_pause(&self, node: &Spanned<String>) -> Result<FaultKind, ScenarioError> {
+        if let Some(c) = &self.raw.client {
+            return Err(self.ctx.err(
+                c.span(),
+                "a pause names either `client` (a client process) or `node` (a server), not both",
+            ));
+        }
+        let name = self.node(node)?;
+        if name.starts_with("client-") {
+            return Err(self.ctx.err(
+                node.span(),
+                format!(
+                    "a client is paused with `client = {}`; `node` names a server",
+                    name.trim_start_matches("client-")
+                ),
+            ));
+        }
+        if !self.scenario.lock.kind.is_mysql() {
+            return Err(self.ctx.err(
+                node.span(),
+                format!(
+                    "a server pause is modelled for the MySQL locks' `{}` only; pause a client \
+                     with `client`, or cut `{name}` off with a `partition`",
+                    crate::sql::spec::SERVER
+                ),
+            ));
+        }
+        Ok(FaultKind::ServerPause {
+            node: name,
             for_ms: *self.required("for_ms", &self.raw.for_ms)?,
         })
     }

@@ -27,9 +27,7 @@ use crate::env::NamedPoint;
 use error::Ctx;
 use spec::RawScenario;
 
-/// The verdict and the check names belong to the checkers; re-exported here because a scenario
-/// states its expectations in them.
-pub use crate::check::{Verdict, CHECK_NAMES};
+use crate::check::Verdict;
 pub use error::ScenarioError;
 pub use fault::{ClientRef, Direction, Fault, FaultKind, Trigger, FAULT_KINDS};
 pub use spec::{

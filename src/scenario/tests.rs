@@ -1,5 +1,6 @@
 use super::error::line_col;
 use super::*;
+use crate::check::CHECK_NAMES;
 
 const GOOD: &str = r#"
 name = "t"

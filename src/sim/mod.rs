@@ -5,6 +5,7 @@
 //! for byte. Node layout (clock and network indices) follows `Scenario::node_names`: the Redis
 //! servers first, then the clients.
 
+pub mod client_nodes;
 pub mod clock;
 pub mod cluster;
 pub mod connection;
@@ -19,11 +20,11 @@ use crate::lock::{AnyLock, Lock, LockConfig};
 use crate::resource::Store;
 use crate::scenario::Scenario;
 use crate::world;
+use client_nodes::ClientNodes;
 use clock::Clocks;
 use cluster::{Cluster, ClusterConfig};
 pub use connection::SimConnection;
-use madsim::runtime::{Handle, NodeHandle, Runtime};
-use madsim::task::JoinHandle;
+use madsim::runtime::{Handle, Runtime};
 use nemesis::SimNemesis;
 use network::Network;
 use std::collections::BTreeMap;
@@ -97,21 +98,14 @@ where
     let timeout = Duration::from_millis(scenario.redis.request_timeout_ms);
     let storage = storage::Storage::new(net.clone());
 
-    let client_nodes: Vec<_> = (0..scenario.workload.clients)
-        .map(|c| {
-            Handle::current()
-                .create_node()
-                .name(format!("client-{c}"))
-                .build()
-        })
-        .collect();
+    let client_nodes = ClientNodes::create(scenario.workload.clients);
     let nemesis = SimNemesis::new(
         scenario.faults.clone(),
         cluster.clone(),
         clocks.clone(),
         net.clone(),
         rec.clone(),
-        client_nodes.iter().map(|n| n.id()).collect(),
+        client_nodes.ids(),
         nodes,
         Duration::from_millis(scenario.redis.failover_detect_ms),
     );
@@ -128,7 +122,6 @@ where
         groups,
         servers,
         timeout,
-        handles: Vec::new(),
     };
     let grace = Duration::from_millis(world::grace_ms(scenario, scenario.redis.request_timeout_ms));
     let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conns, env| {
@@ -148,9 +141,7 @@ where
         handle.kill(id);
     }
     handle.kill(nemesis.madsim_node());
-    for node in &world.client_nodes {
-        handle.kill(node.id());
-    }
+    world.client_nodes.kill();
     run
 }
 
@@ -164,13 +155,12 @@ struct SimWorld {
     rec: Recorder,
     nemesis: SimNemesis,
     storage: storage::Storage,
-    client_nodes: Vec<NodeHandle>,
+    client_nodes: ClientNodes,
     /// Master groups: one connection per group per client.
     groups: usize,
     /// Redis servers come first in the node layout, then the clients.
     servers: usize,
     timeout: Duration,
-    handles: Vec<JoinHandle<()>>,
 }
 
 impl world::World for SimWorld {
@@ -187,7 +177,7 @@ impl world::World for SimWorld {
         &self.nemesis
     }
 
-    fn connections(&mut self, c: u32) -> Vec<SimConnection> {
+    fn connections(&mut self, c: u32, _env: &SimEnv) -> Vec<SimConnection> {
         (0..self.groups)
             .map(|g| {
                 SimConnection::new(
@@ -211,11 +201,10 @@ impl world::World for SimWorld {
     }
 
     fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
-        self.handles.push(self.client_nodes[c as usize].spawn(run));
+        self.client_nodes.spawn(c, run);
     }
 
     async fn wait_clients(&mut self, limit: Duration) {
-        let all = futures::future::join_all(std::mem::take(&mut self.handles));
-        let _ = madsim::time::timeout(limit, all).await;
+        self.client_nodes.wait(limit).await;
     }
 }

@@ -204,6 +204,10 @@ impl SimNemesis {
                     me.cluster.restart_empty(idx);
                 });
             }
+            // The scenario parser takes a server pause for the MySQL server only.
+            FaultKind::ServerPause { node, .. } => {
+                self.note(format!("pause of {node}: not modelled for Redis servers"));
+            }
         }
     }
 }

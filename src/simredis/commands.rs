@@ -233,6 +233,10 @@ table! {
     "watch" -2 (NOSCRIPT | ENGINE) => engine_only;
     "unwatch" 1 (NOSCRIPT | ENGINE) => engine_only;
     "client" -2 (NOSCRIPT | ENGINE) => engine_only;
+    "hello" -1 (NOSCRIPT | ENGINE) => engine_only;
+    "function" -2 (NOSCRIPT | ENGINE) => engine_only;
+    "fcall" -3 (NOSCRIPT | ENGINE) => engine_only;
+    "fcall_ro" -3 (NOSCRIPT | ENGINE) => engine_only;
 }
 
 /// Finds a command by name, case-insensitively, without allocating.

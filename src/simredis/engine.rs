@@ -2,6 +2,7 @@
 
 use super::clients::ClientNames;
 use super::commands::{self, Ctx, Db, Expiry, ENGINE};
+use super::functions::Functions;
 use super::lua::{LuaHost, Sha};
 use super::num::parse_i64;
 use super::reply::{self, bulk};
@@ -15,7 +16,10 @@ pub type ClientId = u64;
 /// Whether this node is a master or a replica; decides who may write and who expires keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
+    /// Takes writes and expires keys on its own clock, sending the deletions to its replicas.
     Master,
+    /// Refuses client writes (`READONLY`), applies its master's effects, and never expires a key
+    /// itself: a read of an expired key answers nil but leaves the key for the master's DEL.
     Replica,
 }
 
@@ -54,6 +58,8 @@ pub struct Engine {
     transactions: BTreeMap<ClientId, Transaction>,
     watches: Watches,
     names: ClientNames,
+    /// FUNCTION libraries: data that replicates, unlike the script cache.
+    functions: Functions,
     /// Whether known scripts run natively ([`super::native`]); off only to compare with Lua.
     native_scripts: bool,
     /// Script calls the native path answered (so tests can see it was taken).
@@ -70,6 +76,7 @@ impl Engine {
             transactions: BTreeMap::new(),
             watches: Watches::default(),
             names: ClientNames::default(),
+            functions: Functions::default(),
             native_scripts: true,
             native_runs: 0,
         }
@@ -160,7 +167,7 @@ impl Engine {
             if spec.flags & ENGINE != 0 {
                 // Effects replication never sends scripts; accepted for completeness. Client
                 // state (subscriptions, transactions) has no meaning in the master's stream.
-                if matches!(spec.name, "eval" | "evalsha" | "script") {
+                if matches!(spec.name, "eval" | "evalsha" | "script" | "function") {
                     let _ = self.engine_command(&mut ctx, 0, spec.name, cmd, Role::Master);
                 }
             } else {
@@ -257,6 +264,11 @@ impl Engine {
         self.db.keys.expire_at(key)
     }
 
+    /// Whether a FUNCTION library registered a function of this name (case-insensitively).
+    pub fn function_exists(&self, name: &str) -> bool {
+        self.functions.exists(name)
+    }
+
     /// Whether a script with this sha1 is cached.
     pub fn script_exists(&self, sha: &[u8]) -> bool {
         self.lua.exists(sha)
@@ -273,6 +285,13 @@ impl Engine {
             None => Some(reply::unknown_command(args)),
             Some(s) if !s.arity_ok(args.len()) => Some(reply::arity(s.name)),
             Some(s) if self.role == Role::Replica && s.is_write() => Some(reply::readonly()),
+            // Container commands: the subcommand is checked before MULTI queues it.
+            Some(s) if in_tx => match s.name {
+                "function" => Functions::refuse(args, self.role),
+                "script" => script_refuse(args),
+                "client" => ClientNames::refuse(args),
+                _ => None,
+            },
             Some(_) => None,
         };
         if let Some(err) = refused {
@@ -353,6 +372,10 @@ impl Engine {
                 Value::Okay
             }
             "client" => self.names.command(client, args),
+            "hello" => self.names.hello(client, args, role),
+            "function" => self.functions.command(ctx, args, role),
+            "fcall" => self.functions.fcall(&mut self.db, ctx, args, role, false),
+            "fcall_ro" => self.functions.fcall(&mut self.db, ctx, args, role, true),
             "unwatch" => {
                 self.watches.unwatch(client);
                 Value::Okay
@@ -434,19 +457,10 @@ impl Engine {
 
     /// SCRIPT LOAD / EXISTS / FLUSH / KILL / HELP.
     fn script(&mut self, args: &[Vec<u8>]) -> Value {
-        let sub = args[1].to_ascii_lowercase();
-        let (arity, full): (i32, &str) = match sub.as_slice() {
-            b"load" => (3, "script|load"),
-            b"exists" => (-3, "script|exists"),
-            b"flush" => (-2, "script|flush"),
-            b"kill" => (2, "script|kill"),
-            b"help" => (2, "script|help"),
-            _ => return reply::unknown_subcommand(&args[0], &args[1]),
-        };
-        let n = args.len() as i32;
-        if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
-            return reply::arity(full);
+        if let Some(refused) = script_refuse(args) {
+            return refused;
         }
+        let sub = args[1].to_ascii_lowercase();
         match sub.as_slice() {
             b"load" => match self.lua.load(&args[2]) {
                 Ok(sha) => bulk(&sha),
@@ -478,6 +492,20 @@ impl Engine {
             ),
         }
     }
+}
+
+/// What processCommand refuses before SCRIPT runs (also when MULTI would queue it).
+fn script_refuse(args: &[Vec<u8>]) -> Option<Value> {
+    let (arity, full): (i32, &str) = match args[1].to_ascii_lowercase().as_slice() {
+        b"load" => (3, "script|load"),
+        b"exists" => (-3, "script|exists"),
+        b"flush" => (-2, "script|flush"),
+        b"kill" => (2, "script|kill"),
+        b"help" => (2, "script|help"),
+        _ => return Some(reply::unknown_subcommand(&args[0], &args[1])),
+    };
+    let n = args.len() as i32;
+    ((arity > 0 && n != arity) || (arity < 0 && n < -arity)).then(|| reply::arity(full))
 }
 
 /// How a script is invoked: EVAL or EVALSHA, and whether by a `_RO` form (which may not write).

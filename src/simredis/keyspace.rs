@@ -230,10 +230,6 @@ impl Keyspace {
         self.map.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
     /// Number of stored keys that are logically expired at `now`.
     pub fn expired_count(&self, now: i64) -> usize {
         self.expires.range(..(now, Vec::new())).count()

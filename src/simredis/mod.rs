@@ -39,25 +39,28 @@
 //!
 //! Files: [`keyspace`] (values and the expiry index), [`commands`] (the command table and key
 //! commands), [`expiry`] (EXPIRE and friends), [`strings`], [`hashes`], [`lists`], [`sets`], [`zsets`] (the other data commands),
-//! [`transactions`] (WATCH), [`clients`] (CLIENT ID/SETNAME), [`lua`] (the script host), [`native`] (the lock scripts every cycle runs, without Lua),
+//! [`transactions`] (WATCH), [`clients`] (CLIENT ID/SETNAME, HELLO), [`functions`] (FUNCTION and FCALL), [`glob`] (Redis's pattern matching), [`lua`] (the script host), [`native`] (the lock scripts every cycle runs, without Lua),
 //! [`reply`] (building `redis::Value` replies and errors), [`num`] (Redis's integer parsing and Lua's number
 //! formatting), [`pubsub`] (channel subscriptions), [`engine`] (the public API).
 
-pub mod clients;
-pub mod commands;
+mod clients;
+mod commands;
 pub mod engine;
-pub mod expiry;
-pub mod hashes;
-pub mod keyspace;
-pub mod lists;
-pub mod lua;
-pub mod native;
-pub mod num;
-pub mod pubsub;
-pub mod reply;
-pub mod sets;
-pub mod strings;
-pub mod transactions;
-pub mod zsets;
+mod expiry;
+mod functions;
+mod glob;
+mod hashes;
+mod keyspace;
+mod lists;
+mod lua;
+mod native;
+mod num;
+mod pubsub;
+mod reply;
+mod sets;
+mod strings;
+mod transactions;
+mod zsets;
 
 pub use engine::{ClientId, Engine, Executed, Role};
+pub use reply::error_text;

@@ -100,6 +100,7 @@ enum Need {
 }
 
 impl Engine {
+    /// An empty server: no tables, no sessions (the lock's table is created by its set-up).
     pub fn new() -> Engine {
         Engine::default()
     }

@@ -14,7 +14,12 @@ pub const ER_LOCK_DEADLOCK: u16 = 1213;
 pub enum SqlError {
     /// The server answered with an error code (the same codes in both worlds).
     #[error("ERROR {code}: {message}")]
-    Server { code: u16, message: String },
+    Server {
+        /// MySQL's error number (1205 lock wait timeout, 1062 duplicate key, 1213 deadlock).
+        code: u16,
+        /// The server's message, as MariaDB words it.
+        message: String,
+    },
     /// No answer: the connection is gone (client crash, server crash, partition, timeout).
     /// Whether the statement took effect is unknown.
     #[error("connection lost: {0}")]

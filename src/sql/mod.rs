@@ -13,6 +13,7 @@
 
 pub mod engine;
 pub mod error;
+pub mod lock;
 pub mod parse;
 pub mod real_conn;
 pub mod real_world;

@@ -29,32 +29,48 @@ pub enum Stmt {
     SetLockWaitTimeout(u64),
     /// `SELECT cols FROM t [WHERE conds] [FOR UPDATE [NOWAIT | SKIP LOCKED]]`.
     Select {
+        /// The table read.
         table: String,
         /// `None` for `*`.
         columns: Option<Vec<String>>,
+        /// The `WHERE` conjunction; empty: every row.
         filter: Vec<Cond>,
+        /// `FOR UPDATE` and how it waits; `None`: a plain (non-locking, consistent) read.
         lock: Option<LockMode>,
     },
     /// `INSERT INTO t (cols) VALUES (...), ...`.
     Insert {
+        /// The table written.
         table: String,
+        /// The listed columns; the others get NULL.
         columns: Vec<String>,
+        /// The literal rows, in the listed columns' order.
         rows: Vec<Vec<Value>>,
     },
     /// `UPDATE t SET col = literal, ... [WHERE conds]`.
     Update {
+        /// The table written.
         table: String,
+        /// Each assigned column and its literal.
         set: Vec<(String, Value)>,
+        /// The `WHERE` conjunction; empty: every row.
         filter: Vec<Cond>,
     },
     /// `DELETE FROM t [WHERE conds]`.
-    Delete { table: String, filter: Vec<Cond> },
+    Delete {
+        /// The table written.
+        table: String,
+        /// The `WHERE` conjunction; empty: every row.
+        filter: Vec<Cond>,
+    },
 }
 
 /// A table of the subset: columns, one primary-key column, single-column unique keys.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableDef {
+    /// The table's name, as statements name it.
     pub name: String,
+    /// Its columns, in `CREATE TABLE` order.
     pub columns: Vec<String>,
     /// Index into `columns`.
     pub primary_key: usize,
@@ -76,19 +92,28 @@ pub enum LockMode {
 /// `column op literal`; a `WHERE` clause is a conjunction of these.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cond {
+    /// The column compared.
     pub column: String,
+    /// The comparison.
     pub op: CmpOp,
+    /// The literal it is compared with.
     pub value: Value,
 }
 
 /// The comparisons the subset evaluates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CmpOp {
+    /// `=`: how both locks find their row.
     Eq,
+    /// `<>` or `!=`.
     Ne,
+    /// `<`: the cleanup job's "older than".
     Lt,
+    /// `<=`.
     Le,
+    /// `>`.
     Gt,
+    /// `>=`.
     Ge,
 }
 

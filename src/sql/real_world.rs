@@ -12,24 +12,28 @@
 //!   socket closes and MariaDB rolls the transaction back.
 //! - Crash of `mysql-0`: `SIGKILL`, and after `restart_after_ms` a restart on the same port and
 //!   datadir (InnoDB crash recovery).
+//! - Pause of `mysql-0`: `SIGSTOP` of `mariadbd`, `SIGCONT` after `for_ms`.
 //!
 //! The protected resource lives on a spawned `redis-server`, as in the Redis real mode. Every
 //! process and directory is removed when this returns, on error and on panic (the guards' `Drop`
 //! and the cleanup registry).
 
+use super::lock::prepare;
+use super::lock::SqlLock;
 use super::spec::SERVER;
-use super::world::{due, paused_client, prepare, SqlLock};
+use super::world::{cleanup_pass, due, paused_client, record_client_crash};
 use super::{RealSqlConn, SqlConn};
 use crate::env::{Gate, PointHook, RealEnv};
 use crate::faults::schedule::{describe_partition, Schedule};
 use crate::history::{EventKind, History, Recorder};
-use crate::lock::LockConfig;
+use crate::real::client_tasks::wait_for_live_clients;
 use crate::real::mariadb::{MariaDb, DATABASE, USER};
 use crate::real::RealError;
 use crate::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
 use crate::resource::Store;
 use crate::scenario::{FaultKind, Scenario, Trigger};
-use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
+use crate::workload::FaultPoints;
+use crate::world;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -65,6 +69,7 @@ impl CutProxy {
         Ok(proxy)
     }
 
+    /// The forwarder's port: the client connects here instead of to MariaDB.
     pub fn port(&self) -> u16 {
         self.port
     }
@@ -138,13 +143,18 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
         let ok = match (&f.kind, &f.trigger) {
             (FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }, Trigger::At(_)) => false,
             (FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }, _) => true,
-            (FaultKind::Crash { .. } | FaultKind::Partition { .. }, _) => true,
+            (
+                FaultKind::Crash { .. }
+                | FaultKind::Partition { .. }
+                | FaultKind::ServerPause { .. },
+                _,
+            ) => true,
             _ => false,
         };
         if !ok {
             return Err(RealError::Unsupported(format!(
-                "fault {:?} with trigger {:?} has no real-mode recipe for the MySQL locks (client pauses and crashes fire at a client's point, `on = ...`); run it in simulation",
-                f.kind, f.trigger
+                "fault {} has no real-mode recipe for the MySQL locks (client pauses and crashes fire at a client's point, `on = ...`); run it in simulation",
+                crate::explore::emit::fault_table(f).into_inline_table()
             )));
         }
     }
@@ -207,24 +217,7 @@ async fn drive(
                 }
                 let Some(c) = conn.as_mut() else { continue };
                 let now = crate::env::Env::now_ms(&env);
-                let deleted = crate::lock::mysql_insert_unique::cleanup_once(
-                    c,
-                    &options,
-                    cleanup.lease_ms,
-                    now,
-                )
-                .await;
-                if let Ok(n @ 1..) = deleted {
-                    rec.record(
-                        "nemesis",
-                        EventKind::Fault {
-                            what: format!(
-                                "cleanup job deleted {n} lock row(s) older than {} ms",
-                                cleanup.lease_ms
-                            ),
-                        },
-                    );
-                }
+                cleanup_pass(c, &options, cleanup, now, &rec).await;
             }
         })
     });
@@ -240,32 +233,10 @@ async fn drive(
         tasks: Arc::default(),
     };
     nemesis.start_timed();
-    let timeouts = ConnectionTimeouts {
-        connect: Duration::from_secs(2),
-        response: Duration::from_secs(2),
-    };
-    let storage = Route::new(storage_url);
-    let config = LockConfig::from_spec(&scenario.lock);
-    let stop_at_us = scenario.duration_ms * 1000;
-    let mut tasks = Vec::new();
+    // Set-up, before the workload's clock matters: a server that has just started (or a
+    // forwarder that has just bound) can drop the first handshake; a few tries absorb it.
+    let mut conns = Vec::new();
     for c in 0..scenario.workload.clients {
-        let points = {
-            let nemesis = nemesis.clone();
-            let rec = rec.clone();
-            PointHook::new(move |p| {
-                let nemesis = nemesis.clone();
-                let rec = rec.clone();
-                async move {
-                    nemesis.reached(c, p).await;
-                    rec.record(&format!("client-{c}"), EventKind::Point { name: p.into() });
-                }
-            })
-        };
-        let env = RealEnv::default()
-            .with_gate(nemesis.gates[c as usize].clone())
-            .with_points(points);
-        // Set-up, before the workload's clock matters: a server that has just started (or a
-        // forwarder that has just bound) can drop the first handshake; a few tries absorb it.
         let port = nemesis.proxies[c as usize].port();
         let mut attempt = 0;
         let conn = loop {
@@ -278,53 +249,93 @@ async fn drive(
                 }
             }
         };
-        let lock = SqlLock::build(
-            scenario.lock.kind,
-            conn,
-            env.clone(),
-            config.clone(),
-            options.clone(),
-        );
-        let plan = ClientPlan::for_scenario(scenario, c, stop_at_us);
-        let store = Store::new(RoutedConnection::new(storage.clone(), timeouts));
-        let task = tokio::spawn(run_client(
-            plan,
-            lock,
-            env,
-            rec.clone(),
-            nemesis.clone(),
-            store,
-        ));
-        nemesis.tasks.lock().unwrap().push(task.abort_handle());
-        tasks.push(task);
+        conns.push(Some(conn));
     }
-    let grace = scenario.lock.wait_ms
-        + scenario.lock.lease_ms()
-        + scenario.workload.hold_ms[1]
-        + timeout.as_millis() as u64
-        + 5_000;
-    let gates = nemesis.gates.clone();
-    let all = async {
-        while !tasks
-            .iter()
-            .zip(&gates)
-            .all(|(t, g)| t.is_finished() || g.is_dead())
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    let mut world = SqlRealWorld {
+        rec: rec.clone(),
+        nemesis: nemesis.clone(),
+        conns,
+        storage: Route::new(storage_url),
+        timeouts: ConnectionTimeouts {
+            connect: Duration::from_secs(2),
+            response: Duration::from_secs(2),
+        },
+        tasks: Vec::new(),
+        cleanup_job,
     };
-    let _ = tokio::time::timeout(Duration::from_millis(scenario.duration_ms + grace), all).await;
-    for t in &tasks {
-        t.abort();
-    }
-    if let Some(job) = cleanup_job {
-        job.abort();
-    }
-    // Let a server restart in progress finish before the history is read.
-    nemesis.settle().await;
-    let mut store = Store::new(RoutedConnection::new(storage, timeouts));
-    record_final_state(scenario.workload.kind, &mut store, &rec).await;
+    let grace = Duration::from_millis(world::grace_ms(scenario, timeout.as_millis() as u64));
+    world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
+        SqlLock::build(scenario.lock.kind, conn, env, config, options.clone())
+    })
+    .await;
     Ok(rec.snapshot())
+}
+
+/// The real database world's side of a run ([`world::World`]): clients are tokio tasks, each
+/// with one connection to the spawned MariaDB through its own forwarder (so a partition can cut
+/// it); the protected resource lives on a spawned `redis-server`, as for the Redis locks.
+struct SqlRealWorld {
+    rec: Recorder,
+    nemesis: Nemesis,
+    /// Each client's connection, made before the run (see `drive`), taken when its lock is built.
+    conns: Vec<Option<RealSqlConn>>,
+    storage: Arc<Route>,
+    timeouts: ConnectionTimeouts,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    cleanup_job: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl world::World for SqlRealWorld {
+    type Conns = RealSqlConn;
+    type Env = RealEnv;
+    type StoreConn = RoutedConnection;
+    type Nemesis = Nemesis;
+
+    fn recorder(&self) -> &Recorder {
+        &self.rec
+    }
+
+    fn nemesis(&self) -> &Nemesis {
+        &self.nemesis
+    }
+
+    fn client_env(&mut self, c: u32, points: PointHook) -> RealEnv {
+        RealEnv::default()
+            .with_gate(self.nemesis.gates[c as usize].clone())
+            .with_points(points)
+    }
+
+    fn connections(&mut self, c: u32, _env: &RealEnv) -> RealSqlConn {
+        self.conns[c as usize]
+            .take()
+            .expect("one connection per client")
+    }
+
+    fn store(&mut self, _id: u64) -> Store<RoutedConnection> {
+        Store::new(RoutedConnection::new(self.storage.clone(), self.timeouts))
+    }
+
+    fn spawn_client(&mut self, _c: u32, run: world::ClientRun) {
+        let task = tokio::spawn(run);
+        self.nemesis.tasks.lock().unwrap().push(task.abort_handle());
+        self.tasks.push(task);
+    }
+
+    /// Crashed clients never finish: stop waiting once every live one has; then stop the rest.
+    async fn wait_clients(&mut self, limit: Duration) {
+        wait_for_live_clients(&self.tasks, &self.nemesis.gates, limit).await;
+        for t in &self.tasks {
+            t.abort();
+        }
+        if let Some(job) = &self.cleanup_job {
+            job.abort();
+        }
+    }
+
+    /// Lets a server restart in progress finish before the history is read.
+    async fn settle(&self) {
+        self.nemesis.settle().await;
+    }
 }
 
 /// The fault executor of a real MySQL run.
@@ -423,8 +434,38 @@ impl Nemesis {
                     }
                 });
             }
+            FaultKind::ServerPause { node, for_ms } => {
+                let me = self.clone();
+                let node = node.clone();
+                let for_ms = *for_ms;
+                tokio::spawn(async move { me.pause_server(node, for_ms).await });
+            }
             other => self.note(format!("{other:?}: no real-mode recipe here")),
         }
+    }
+
+    /// `SIGSTOP`s the server and returns once it is stopped; `SIGCONT` follows after `for_ms`.
+    async fn pause_server(&self, node: String, for_ms: u64) {
+        let db = self.db.clone();
+        let pid = db.pid();
+        match tokio::task::spawn_blocking(move || db.pause()).await {
+            Ok(Ok(())) => self.note(format!(
+                "{node} paused for {for_ms} ms (SIGSTOP, pid {pid:?})"
+            )),
+            other => {
+                self.note(format!("{node} pause failed: {other:?}"));
+                return;
+            }
+        }
+        let me = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(for_ms)).await;
+            let db = me.db.clone();
+            match tokio::task::spawn_blocking(move || db.resume()).await {
+                Ok(Ok(())) => me.note(format!("{node} resumed (SIGCONT)")),
+                other => me.note(format!("{node} resume failed: {other:?}")),
+            }
+        });
     }
 
     /// The faults `client` triggered at `point`; returns when it may go on (never, if it crashed).
@@ -442,21 +483,21 @@ impl Nemesis {
                     stall = stall.max(Duration::from_millis(for_ms));
                 }
                 FaultKind::ClientCrash { .. } => {
-                    self.rec.record(
-                        &format!("client-{client}"),
-                        EventKind::Crashed {
-                            point: point.to_string(),
-                        },
+                    record_client_crash(
+                        &self.rec,
+                        client,
+                        point,
+                        "task aborted, its connection closes",
                     );
-                    self.note(format!(
-                        "client-{client} crashed at {point} (task aborted, its connection closes)"
-                    ));
                     self.gates[client as usize].kill();
                     if let Some(t) = self.tasks.lock().unwrap().get(client as usize) {
                         t.abort();
                     }
                     std::future::pending::<()>().await;
                 }
+                // The triggering client goes on only once the server is stopped, so what it
+                // sends next meets the pause (as the simulated server's pause is immediate).
+                FaultKind::ServerPause { node, for_ms } => self.pause_server(node, for_ms).await,
                 other => self.fire(&other),
             }
         }

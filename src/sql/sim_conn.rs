@@ -13,6 +13,7 @@ use super::value::{Output, Value};
 use super::SqlConn;
 use crate::env::Env;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -25,6 +26,8 @@ struct Server {
     finished: Mutex<BTreeMap<SessionId, Result<Output, SqlError>>>,
     wakeup: Notify,
     clock: Clock,
+    /// The server process is stopped (`SIGSTOP`): no lock wait is granted or times out.
+    frozen: AtomicBool,
 }
 
 /// The simulated server, shared by its client sessions.
@@ -42,6 +45,7 @@ impl SharedEngine {
                 finished: Mutex::new(BTreeMap::new()),
                 wakeup: Notify::new(),
                 clock: Arc::new(clock),
+                frozen: AtomicBool::new(false),
             }),
         }
     }
@@ -58,8 +62,30 @@ impl SharedEngine {
         r
     }
 
-    /// Lets the engine finish what it can at the current time and signals the waiting sessions.
+    /// The server process stops (`SIGSTOP`): its threads stand still, so no parked statement is
+    /// granted its lock or failed by its lock-wait timeout until [`SharedEngine::thaw`].
+    pub fn freeze(&self) {
+        self.server.frozen.store(true, Ordering::SeqCst);
+    }
+
+    /// The server process goes on (`SIGCONT`). InnoDB's lock-wait timeout is a deadline on the
+    /// clock, not an amount of running time, so a wait whose deadline passed during the stop
+    /// fails with 1205 now (a real MariaDB does the same, `tests/sql/server_pause.rs`).
+    pub fn thaw(&self) {
+        self.server.frozen.store(false, Ordering::SeqCst);
+        self.wake();
+    }
+
+    fn frozen(&self) -> bool {
+        self.server.frozen.load(Ordering::SeqCst)
+    }
+
+    /// Lets the engine finish what it can at the current time and signals the waiting sessions
+    /// (nothing while the server is frozen: [`SharedEngine::thaw`] does it).
     pub fn wake(&self) {
+        if self.frozen() {
+            return;
+        }
         let now = self.now_ms();
         let done = self.server.engine.lock().expect("engine lock").wake(now);
         if !done.is_empty() {
@@ -140,6 +166,11 @@ impl SharedEngine {
             };
             if !connected {
                 return Err(SqlError::ConnectionLost("session killed".into()));
+            }
+            if self.frozen() {
+                // Stopped: no timer of the server runs; `thaw` notifies.
+                notified.await;
+                continue;
             }
             let nap = deadline
                 .map(|d| d.saturating_sub(self.now_ms()).max(1))

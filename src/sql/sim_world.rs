@@ -16,30 +16,40 @@
 //! - Server crash (`crash` of `mysql-0`): every session is gone and rolled back, clients hear a
 //!   reset at once; committed rows survive (InnoDB recovery); the server answers again after
 //!   `restart_after_ms`.
+//! - Server pause (`pause` of `mysql-0`, a `SIGSTOP`): its host still takes connections and
+//!   bytes, but the server answers nothing and its own timers (lock waits, `wait_timeout`, the
+//!   cleanup job) stand still. A statement that arrives is run when the server goes on, even if
+//!   its client gave up meanwhile; a client that hangs up is heard only then. On `SIGCONT` the
+//!   lock waits whose deadline passed fail with 1205 at once, as on a real MariaDB
+//!   (`tests/sql/server_pause.rs`).
 
+use super::lock::prepare;
+use super::lock::SqlLock;
 use super::sim_conn::{SharedEngine, SimSqlConn};
 use super::spec::SERVER;
 use super::value::{Output, Value};
-use super::world::{due, paused_client, prepare, SqlLock};
+use super::world::{cleanup_pass, due, paused_client, record_client_crash};
 use super::{SqlConn, SqlError};
 use crate::env::{PointHook, SimEnv};
 use crate::faults::schedule::Schedule;
 use crate::faults::schedule::{describe_partition, partition_links};
 use crate::history::{EventKind, Recorder};
-use crate::lock::LockConfig;
 use crate::resource::Store;
 use crate::scenario::{FaultKind, Scenario};
+use crate::sim::client_nodes::ClientNodes;
 use crate::sim::clock::Clocks;
 use crate::sim::network::Network;
-use crate::sim::storage::Storage;
+use crate::sim::storage::{Storage, StorageConnection};
 use crate::sim::SimRun;
-use crate::workload::{record_final_state, run_client, ClientPlan, FaultPoints};
+use crate::workload::FaultPoints;
+use crate::world;
 use madsim::runtime::{Handle, Runtime};
 use madsim::task::NodeId;
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+use tokio::sync::watch;
 
 /// The server's node index (clocks, network): first, before the clients.
 const SERVER_NODE: usize = 0;
@@ -50,6 +60,10 @@ pub struct SimDb {
     engine: SharedEngine,
     net: Network,
     state: Arc<Mutex<DbState>>,
+    /// Whether the server process is stopped (a server pause).
+    paused: Arc<watch::Sender<bool>>,
+    /// The madsim node the server runs on: a pause stops it, statements wait on it.
+    node: Arc<OnceLock<NodeId>>,
 }
 
 #[derive(Default)]
@@ -66,6 +80,47 @@ impl SimDb {
             engine: SharedEngine::new(move || rec.now_us() / 1000),
             net,
             state: Arc::default(),
+            paused: Arc::new(watch::channel(false).0),
+            node: Arc::default(),
+        }
+    }
+
+    fn paused(&self) -> bool {
+        *self.paused.borrow()
+    }
+
+    /// Returns once the server process runs (at once unless it is paused).
+    async fn running(&self) {
+        let mut rx = self.paused.subscribe();
+        let _ = rx.wait_for(|paused| !paused).await;
+    }
+
+    /// Runs `task` on the server's node: while the server is paused, only after it goes on.
+    fn on_server(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let node = self.node.get().copied();
+        if let (Ok(handle), Some(node)) = (Handle::try_current(), node) {
+            if let Some(node) = handle.get_node(node) {
+                node.spawn(task);
+            }
+        }
+    }
+
+    /// `SIGSTOP`: the server's node and the engine's lock-wait timers stop.
+    fn pause(&self) {
+        self.paused.send_replace(true);
+        self.engine.freeze();
+        if let Some(&node) = self.node.get() {
+            Handle::current().pause(node);
+        }
+    }
+
+    /// `SIGCONT`: lock waits catch up first (those past their deadline fail with 1205), then
+    /// the statements that arrived while it was stopped run, in arrival order.
+    fn resume(&self) {
+        self.paused.send_replace(false);
+        self.engine.thaw();
+        if let Some(&node) = self.node.get() {
+            Handle::current().resume(node);
         }
     }
 
@@ -77,8 +132,11 @@ impl SimDb {
         self.state.lock().unwrap().incarnation
     }
 
-    /// The server dies: every session is rolled back and gone.
+    /// The server dies: every session is rolled back and gone (a stopped one too).
     fn crash(&self) {
+        if self.paused() {
+            self.resume();
+        }
         {
             let mut s = self.state.lock().unwrap();
             s.down = true;
@@ -143,15 +201,21 @@ impl NetSqlConn {
         }
         if self.conn.is_none() {
             self.hop(self.node, SERVER_NODE).await?;
+            // A stopped server completes no handshake; a client that gives up loses nothing.
+            self.db.running().await;
             let c = self.db.engine.connect(self.env.clone());
             let inc = self.db.incarnation();
             self.conn = Some((c, inc));
             self.hop(SERVER_NODE, self.node).await?;
         }
         self.hop(self.node, SERVER_NODE).await?;
-        self.db.state.lock().unwrap().statements += 1;
-        let (conn, _) = self.conn.as_mut().expect("connected above");
-        let out = conn.run(sql).await;
+        let out = if self.db.paused() {
+            self.run_when_resumed(sql).await
+        } else {
+            self.db.state.lock().unwrap().statements += 1;
+            let (conn, _) = self.conn.as_mut().expect("connected above");
+            conn.run(sql).await
+        };
         if let Err(SqlError::ConnectionLost(_)) = &out {
             // Killed by the server (wait_timeout, crash): the socket closes, the client hears it.
             if let Some((c, _)) = self.conn.take() {
@@ -163,7 +227,37 @@ impl NetSqlConn {
         out
     }
 
-    /// The client closes its socket: the server hears it unless the link (or the server) is down.
+    /// A statement that reached a stopped server: it waits in the socket and runs when the
+    /// server goes on, whether or not this client still waits for the answer. If it gave up
+    /// (and so hung up), the server reads the closed socket right after the statement.
+    async fn run_when_resumed(&mut self, sql: &str) -> Result<Output, SqlError> {
+        let (mut conn, inc) = self.conn.take().expect("connected before a statement");
+        let (reply, answer) = futures::channel::oneshot::channel();
+        let db = self.db.clone();
+        let sql = sql.to_string();
+        self.db.on_server(async move {
+            if inc != db.incarnation() {
+                // The server crashed while stopped: the session went with it.
+                return;
+            }
+            db.state.lock().unwrap().statements += 1;
+            let out = conn.run(&sql).await;
+            // A client that hung up drops the session here (the server rolls it back).
+            let _ = reply.send((conn, out));
+        });
+        match answer.await {
+            Ok((conn, out)) => {
+                self.conn = Some((conn, inc));
+                out
+            }
+            Err(_) => Err(SqlError::ConnectionLost(
+                "connection reset (server restarted)".into(),
+            )),
+        }
+    }
+
+    /// The client closes its socket: the server hears it unless the link (or the server) is down;
+    /// a stopped server hears it when it goes on.
     fn hang_up(&mut self) {
         if let Some((c, inc)) = self.conn.take() {
             let heard = self.db.net.reachable(self.node, SERVER_NODE)
@@ -171,6 +265,8 @@ impl NetSqlConn {
                 && inc == self.db.incarnation();
             if !heard {
                 c.detach();
+            } else if self.db.paused() {
+                self.db.on_server(async move { drop(c) });
             }
         }
     }
@@ -238,6 +334,7 @@ async fn simulate(scenario: &Scenario) -> SimRun {
     // The server's node: its background jobs (wait_timeout, the cleanup job) run there.
     let server_env = SimEnv::new(clocks.clone(), SERVER_NODE);
     let server = handle.create_node().name(SERVER).build();
+    db.node.set(server.id()).expect("one server node");
     {
         let mut admin = db.connect(SERVER_NODE, server_env.clone(), timeout);
         let s = scenario.clone();
@@ -282,92 +379,37 @@ async fn simulate(scenario: &Scenario) -> SimRun {
             loop {
                 madsim::time::sleep(Duration::from_millis(cleanup.interval_ms)).await;
                 let now = crate::env::Env::now_ms(&env);
-                let deleted = crate::lock::mysql_insert_unique::cleanup_once(
-                    &mut conn,
-                    &options,
-                    cleanup.lease_ms,
-                    now,
-                )
-                .await;
-                if let Ok(n @ 1..) = deleted {
-                    rec.record(
-                        "nemesis",
-                        EventKind::Fault {
-                            what: format!(
-                                "cleanup job deleted {n} lock row(s) older than {} ms",
-                                cleanup.lease_ms
-                            ),
-                        },
-                    );
-                }
+                cleanup_pass(&mut conn, &options, cleanup, now, &rec).await;
             }
         });
     }
 
-    let client_nodes: Vec<_> = (0..scenario.workload.clients)
-        .map(|c| handle.create_node().name(format!("client-{c}")).build())
-        .collect();
+    let client_nodes = ClientNodes::create(scenario.workload.clients);
     let nemesis = Nemesis {
         pending: Schedule::new(scenario.faults.clone()),
         db: db.clone(),
         net: net.clone(),
         rec: rec.clone(),
-        clients: client_nodes.iter().map(|n| n.id()).collect(),
+        clients: client_nodes.ids(),
         nodes,
         node: handle.create_node().name("nemesis").build().id(),
     };
     nemesis.start();
-    let storage = Storage::new(net.clone());
-    let config = LockConfig::from_spec(&scenario.lock);
-    let stop_at_us = scenario.duration_ms * 1000;
-    let mut handles = Vec::new();
-    for (c, node) in client_nodes.iter().enumerate() {
-        let index = SERVER_NODE + 1 + c;
-        let points = {
-            let nemesis = nemesis.clone();
-            let rec = rec.clone();
-            let client = c as u32;
-            PointHook::new(move |p| {
-                let nemesis = nemesis.clone();
-                let rec = rec.clone();
-                async move {
-                    nemesis.reached(client, p).await;
-                    rec.record(
-                        &format!("client-{client}"),
-                        EventKind::Point { name: p.into() },
-                    );
-                }
-            })
-        };
-        let env = SimEnv::new(clocks.clone(), index).with_points(points);
-        let conn = db.connect(index, env.clone(), timeout);
-        let lock = SqlLock::build(
-            scenario.lock.kind,
-            conn,
-            env.clone(),
-            config.clone(),
-            options.clone(),
-        );
-        let plan = ClientPlan::for_scenario(scenario, c as u32, stop_at_us);
-        handles.push(node.spawn(run_client(
-            plan,
-            lock,
-            env,
-            rec.clone(),
-            nemesis.clone(),
-            Store::new(storage.connect(c as u64 + 1)),
-        )));
-    }
-    let grace = scenario.lock.wait_ms
-        + scenario.lock.lease_ms()
-        + scenario.workload.hold_ms[1]
-        + scenario.workload.think_ms[1]
-        + timeout.as_millis() as u64
-        + 5_000;
-    let all = futures::future::join_all(handles);
-    let _ = madsim::time::timeout(Duration::from_millis(scenario.duration_ms + grace), all).await;
-    let mut store = Store::new(storage.connect(0));
-    record_final_state(scenario.workload.kind, &mut store, &rec).await;
+    let mut world = SqlSimWorld {
+        db: db.clone(),
+        clocks,
+        rec: rec.clone(),
+        nemesis: nemesis.clone(),
+        storage: Storage::new(net.clone()),
+        client_nodes,
+        timeout,
+    };
+    let grace = Duration::from_millis(world::grace_ms(scenario, timeout.as_millis() as u64));
+    let options = super::spec::options(&scenario.lock);
+    let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
+        SqlLock::build(scenario.lock.kind, conn, env, config, options.clone())
+    })
+    .await;
     let counter = store.totals().await.unwrap_or((0, 0));
     let statements = db.state.lock().unwrap().statements;
     let run = SimRun {
@@ -377,10 +419,63 @@ async fn simulate(scenario: &Scenario) -> SimRun {
     };
     handle.kill(server.id());
     handle.kill(nemesis.node);
-    for node in &client_nodes {
-        handle.kill(node.id());
-    }
+    world.client_nodes.kill();
     run
+}
+
+/// The simulated database world's side of a run ([`world::World`]): clients are madsim nodes,
+/// each with one connection to the simulated server over the simulated network; the protected
+/// resource lives on the simulated storage node, as for the Redis locks.
+struct SqlSimWorld {
+    db: SimDb,
+    clocks: Clocks,
+    rec: Recorder,
+    nemesis: Nemesis,
+    storage: Storage,
+    client_nodes: ClientNodes,
+    timeout: Duration,
+}
+
+impl SqlSimWorld {
+    /// Client `c`'s node index (clocks, network): the server comes first.
+    fn index(c: u32) -> usize {
+        SERVER_NODE + 1 + c as usize
+    }
+}
+
+impl world::World for SqlSimWorld {
+    type Conns = NetSqlConn;
+    type Env = SimEnv;
+    type StoreConn = StorageConnection;
+    type Nemesis = Nemesis;
+
+    fn recorder(&self) -> &Recorder {
+        &self.rec
+    }
+
+    fn nemesis(&self) -> &Nemesis {
+        &self.nemesis
+    }
+
+    fn client_env(&mut self, c: u32, points: PointHook) -> SimEnv {
+        SimEnv::new(self.clocks.clone(), Self::index(c)).with_points(points)
+    }
+
+    fn connections(&mut self, c: u32, env: &SimEnv) -> NetSqlConn {
+        self.db.connect(Self::index(c), env.clone(), self.timeout)
+    }
+
+    fn store(&mut self, id: u64) -> Store<StorageConnection> {
+        Store::new(self.storage.connect(id))
+    }
+
+    fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
+        self.client_nodes.spawn(c, run);
+    }
+
+    async fn wait_clients(&mut self, limit: Duration) {
+        self.client_nodes.wait(limit).await;
+    }
 }
 
 /// The fault executor of a simulated MySQL run.
@@ -424,15 +519,7 @@ impl Nemesis {
         match kind {
             FaultKind::ClientCrash { client } => {
                 let c = *client;
-                self.rec.record(
-                    &format!("client-{c}"),
-                    EventKind::Crashed {
-                        point: point.to_string(),
-                    },
-                );
-                self.note(format!(
-                    "client-{c} crashed at {point} (its connection closes)"
-                ));
+                record_client_crash(&self.rec, c, point, "its connection closes");
                 let me = self.clone();
                 self.later(Duration::ZERO, async move {
                     Handle::current().kill(me.clients[c as usize]);
@@ -485,6 +572,25 @@ impl Nemesis {
                 self.later(Duration::from_millis(*restart_after_ms), async move {
                     me.db.restart();
                     me.note(format!("{node} restarted"));
+                });
+            }
+            FaultKind::ServerPause { node, for_ms } => {
+                if self.db.paused() || !self.db.up() {
+                    self.note(format!("pause of {node} skipped: it is not running"));
+                    return;
+                }
+                self.db.pause();
+                self.note(format!(
+                    "{node} paused for {for_ms} ms (answers nothing; its lock-wait and \
+                     wait_timeout timers stand still)"
+                ));
+                let me = self.clone();
+                let node = node.clone();
+                self.later(Duration::from_millis(*for_ms), async move {
+                    if me.db.paused() {
+                        me.db.resume();
+                        me.note(format!("{node} resumed"));
+                    }
                 });
             }
             other => self.note(format!("{other:?}: not modelled for the MySQL locks")),

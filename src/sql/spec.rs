@@ -177,7 +177,8 @@ pub fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
     for f in &s.faults {
         match &f.kind {
             FaultKind::Pause { .. } | FaultKind::ClientCrash { .. } => {}
-            FaultKind::Crash { node, .. } if node == SERVER => {}
+            FaultKind::Crash { node, .. } | FaultKind::ServerPause { node, .. }
+                if node == SERVER => {}
             FaultKind::Partition { nodes, from, .. } => {
                 let touches_server =
                     nodes.iter().chain(from).any(|n| n == SERVER) || from.is_empty();
@@ -188,13 +189,14 @@ pub fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
                     ));
                 }
             }
-            other => {
+            _ => {
                 return Err((
                     Some("faults"),
                     format!(
-                        "fault {other:?} is not modelled for the MySQL locks; they take client \
-                         `pause`, client `crash`, `crash` of `{SERVER}` (with `restart_after_ms`) \
-                         and `partition`"
+                        "fault {} is not modelled for the MySQL locks; they take client \
+                         `pause`, client `crash`, `crash` of `{SERVER}` (with `restart_after_ms`), \
+                         `pause` of `{SERVER}` and `partition`",
+                        crate::explore::emit::fault_table(f).into_inline_table()
                     ),
                 ))
             }

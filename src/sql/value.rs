@@ -6,8 +6,11 @@ use std::fmt;
 /// A column value in the subset lockcheck uses: integers, strings and NULL.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Value {
+    /// SQL NULL (a column the insert did not list).
     Null,
+    /// An integer column (timestamps, fencing tokens, counters).
     Int(i64),
+    /// A string column (lock names, owner tokens).
     Str(String),
 }
 

@@ -1,88 +1,65 @@
-//! What the simulated and the real MySQL worlds share: the lock a client runs, the table set-up,
-//! and the bookkeeping of which fault a client's step triggers.
+//! What the simulated and the real MySQL worlds share beyond the one run assembly
+//! ([`crate::world`]): the cleanup job's pass and the bookkeeping of which fault a client's step
+//! triggers and what the history says of it.
 
-use crate::env::Env;
-use crate::lock::mysql_for_update::{self, MysqlForUpdate};
-use crate::lock::mysql_insert_unique::MysqlInsertUnique;
-use crate::lock::mysql_options::MysqlOptions;
-use crate::lock::{Guard, Lock, LockConfig, LockError, LockKind};
-use crate::scenario::{ClientRef, FaultKind, Scenario};
+use crate::faults::schedule::Schedule;
+use crate::history::{EventKind, Recorder};
+use crate::lock::mysql_insert_unique;
+use crate::lock::mysql_options::{Cleanup, MysqlOptions};
+use crate::scenario::{ClientRef, FaultKind};
+use crate::sql::SqlConn;
 
 /// The faults a client reaching `point` now sets off.
-pub fn due(
-    schedule: &crate::faults::schedule::Schedule,
-    rec: &crate::history::Recorder,
-    client: u32,
-    point: &str,
-) -> Vec<FaultKind> {
+pub fn due(schedule: &Schedule, rec: &Recorder, client: u32, point: &str) -> Vec<FaultKind> {
     schedule
         .take_at_point(rec.now_us() / 1000, client, point)
         .into_iter()
         .map(|f| f.kind)
         .collect()
 }
-use crate::sql::{SqlConn, SqlError};
 
-/// One of the two MySQL locks, chosen by the scenario's kind.
-pub enum SqlLock<C, E> {
-    ForUpdate(MysqlForUpdate<C, E>),
-    InsertUnique(MysqlInsertUnique<C, E>),
-}
-
-impl<C, E> SqlLock<C, E> {
-    /// The lock of `kind` (a MySQL kind) for one client, on its own connection.
-    pub fn build(
-        kind: LockKind,
-        conn: C,
-        env: E,
-        config: LockConfig,
-        options: MysqlOptions,
-    ) -> Self {
-        match kind {
-            LockKind::MysqlForUpdate => {
-                SqlLock::ForUpdate(MysqlForUpdate::new(conn, env, config, options))
-            }
-            _ => SqlLock::InsertUnique(MysqlInsertUnique::new(conn, env, config, options)),
-        }
+/// One pass of the article's cleanup job at `now_ms` (the job's clock); a pass that deleted rows
+/// is a fault in the history, since it frees locks nobody released.
+pub async fn cleanup_pass<C: SqlConn>(
+    conn: &mut C,
+    options: &MysqlOptions,
+    cleanup: Cleanup,
+    now_ms: u64,
+    rec: &Recorder,
+) {
+    let deleted = mysql_insert_unique::cleanup_once(conn, options, cleanup.lease_ms, now_ms).await;
+    if let Ok(n @ 1..) = deleted {
+        rec.record(
+            "nemesis",
+            EventKind::Fault {
+                what: format!(
+                    "cleanup job deleted {n} lock row(s) older than {} ms",
+                    cleanup.lease_ms
+                ),
+            },
+        );
     }
 }
 
-impl<C, E> Lock for SqlLock<C, E>
-where
-    C: SqlConn + Sync + 'static,
-    E: Env,
-{
-    async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
-        match self {
-            SqlLock::ForUpdate(l) => l.acquire().await,
-            SqlLock::InsertUnique(l) => l.acquire().await,
-        }
-    }
-
-    async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
-        match self {
-            SqlLock::ForUpdate(l) => l.release(guard).await,
-            SqlLock::InsertUnique(l) => l.release(guard).await,
-        }
-    }
-}
-
-/// Creates what the scenario's lock needs before any client runs: its table, and the lock's row
-/// (`FOR UPDATE`) or fencing counter row.
-pub async fn prepare<C: SqlConn>(conn: &mut C, s: &Scenario) -> Result<(), SqlError> {
-    let options = super::spec::options(&s.lock);
-    match s.lock.kind {
-        LockKind::MysqlForUpdate => mysql_for_update::prepare(conn, &options, &s.lock.key).await,
-        _ => options.prepare(conn, &s.lock.key).await,
-    }
+/// Records that `client` crashed at `point` (its own event and the nemesis's note, which says
+/// how this world carries the crash out).
+pub fn record_client_crash(rec: &Recorder, client: u32, point: &str, how: &str) {
+    rec.record(
+        &format!("client-{client}"),
+        EventKind::Crashed {
+            point: point.to_string(),
+        },
+    );
+    rec.record(
+        "nemesis",
+        EventKind::Fault {
+            what: format!("client-{client} crashed at {point} ({how})"),
+        },
+    );
 }
 
 /// The client a pause hits: the named one, the triggering client, or the current holder.
-pub fn paused_client(
-    client: &ClientRef,
-    holder: Option<u32>,
-    rec: &crate::history::Recorder,
-) -> Option<u32> {
+pub fn paused_client(client: &ClientRef, holder: Option<u32>, rec: &Recorder) -> Option<u32> {
     match (client, holder) {
         (ClientRef::Index(i), _) => Some(*i),
         (ClientRef::Holder, Some(h)) => Some(h),

@@ -109,7 +109,7 @@ fn the_committed_table_matches_the_bundled_scenarios() {
 /// The bundled scenario files `lockcheck table scenarios/` reads: the directory's own `.toml`
 /// files (client-process scenarios in `scenarios/clients/` need real mode and a client runtime).
 fn bundled() -> Vec<std::path::PathBuf> {
-    lockcheck::runner::scenario_files(std::path::Path::new(concat!(
+    lockcheck::cli::run::scenario_files(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/scenarios"
     )))

@@ -1,7 +1,7 @@
 //! What explore must find, starting from no faults.
 
 use super::{explore, fault_kinds, options};
-use lockcheck::scenario::Verdict;
+use lockcheck::Verdict;
 
 /// Asserts the replayed finding violates `check` and matches the expectation written into it.
 fn assert_found(r: &lockcheck::explore::Replayed, check: &str) {

@@ -110,7 +110,7 @@ pub fn fault_kinds(r: &Replayed) -> Vec<&'static str> {
         .iter()
         .map(|f| match f.kind {
             FaultKind::Failover { .. } => "failover",
-            FaultKind::Pause { .. } => "pause",
+            FaultKind::Pause { .. } | FaultKind::ServerPause { .. } => "pause",
             FaultKind::Partition { .. } => "partition",
             FaultKind::ClockJump { .. } => "clock_jump",
             FaultKind::WallClockJump { .. } => "wall_clock_jump",

@@ -1,8 +1,8 @@
 //! Every core, and shards across machines: the same results as one thread and one job.
 
 use super::{explore, fixture, lockcheck, options, temp_dir};
+use lockcheck::cli::run::{run_scenario, RunOptions};
 use lockcheck::exec::Shard;
-use lockcheck::runner::{run_scenario, RunOptions};
 use lockcheck::scenario::Scenario;
 
 /// A bundled scenario's path.

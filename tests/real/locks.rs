@@ -2,8 +2,8 @@
 //! the same checkers, and the same expected verdicts as in simulation. (The 40 s Redisson pause is
 //! simulation-only; `redisson-watchdog-pause` is its scaled copy.)
 
+use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
-use lockcheck::verdict::{Mode, Outcome};
 use std::path::Path;
 
 fn run_real(name: &str) -> Outcome {
@@ -16,7 +16,7 @@ fn run_real(name: &str) -> Outcome {
     let history = lockcheck::real::world::run(&s, 1)
         .unwrap_or_else(|e| panic!("{name} could not run on real processes: {e}"));
     let o = Outcome::judge(&s, Mode::Real, 1, history);
-    for check in lockcheck::scenario::CHECK_NAMES {
+    for check in lockcheck::check::CHECK_NAMES {
         if let Some(e) = s.expected(check) {
             assert_eq!(
                 o.checks[*check].verdict,
@@ -43,7 +43,7 @@ macro_rules! real {
         fn every_bundled_scenario_has_a_real_test() {
             let covered = [$($name,)* "failover-lock-loss", "gc-pause-lease-expiry", "set-nx-px-no-faults", "redisson-watchdog-pause-40s"];
             let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-            for f in lockcheck::runner::scenario_files(&dir).unwrap() {
+            for f in lockcheck::cli::run::scenario_files(&dir).unwrap() {
                 // Redlock's scenarios have their own real-mode tests (redlock.rs).
                 let s = Scenario::load(&f).unwrap();
                 // The MySQL locks' real runs are in tests/sql/scenarios.rs.

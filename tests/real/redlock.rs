@@ -1,9 +1,10 @@
 //! The Redlock clock scenarios on real `redis-server` processes: clock faults through libfaketime,
 //! one-way reachability through per-client connections to a black hole.
 
+use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::history::EventKind;
-use lockcheck::scenario::{Scenario, Verdict};
-use lockcheck::verdict::{Mode, Outcome};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use std::path::Path;
 use std::process::Command;
 

@@ -1,8 +1,9 @@
 //! Every bundled scenario reaches its expected verdict on real `redis-server` processes too, and
 //! real mode fails cleanly (exit 2, the package to install) when it cannot run.
 
-use lockcheck::scenario::{Scenario, Verdict};
-use lockcheck::verdict::{Mode, Outcome};
+use lockcheck::check::judge::{Mode, Outcome};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use std::path::Path;
 use std::process::Command;
 

@@ -1,10 +1,11 @@
 //! Testing your own lock: implement `Lock` against the two seams and hand it to the simulator.
 //! This one checks with GET, then SETs: two clients can both see the key absent.
 
+use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::Env;
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError};
-use lockcheck::scenario::{Scenario, Verdict};
-use lockcheck::verdict::{Mode, Outcome};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use redis::aio::ConnectionLike;
 
 struct CheckThenSet<C, E> {

@@ -6,7 +6,7 @@ use std::path::Path;
 #[test]
 fn every_bundled_scenario_is_deterministic() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let files = lockcheck::runner::scenario_files(&dir).unwrap();
+    let files = lockcheck::cli::run::scenario_files(&dir).unwrap();
     assert!(files.len() >= 3);
     for f in files {
         let s = Scenario::load(&f).unwrap();

@@ -3,11 +3,12 @@
 //! other way, so no scenario is vacuous.
 
 use crate::common::{bundled as scenario, judge_sim as judge};
+use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::Env;
 use lockcheck::history::{EventKind, History};
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError, LockKind};
-use lockcheck::scenario::{Scenario, Verdict};
-use lockcheck::verdict::{Mode, Outcome};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use redis::aio::ConnectionLike;
 use std::path::Path;
 
@@ -20,7 +21,7 @@ fn expect_all(s: &Scenario, seeds: std::ops::RangeInclusive<u64>) -> Vec<Outcome
     seeds
         .map(|seed| {
             let o = judge(s, seed);
-            for name in lockcheck::scenario::CHECK_NAMES {
+            for name in lockcheck::check::CHECK_NAMES {
                 if let Some(e) = s.expected(name) {
                     assert_eq!(
                         verdict(&o, name),
@@ -44,7 +45,7 @@ fn count(h: &History, f: impl Fn(&EventKind) -> bool) -> usize {
 #[test]
 fn every_bundled_scenario_meets_every_expectation_on_five_seeds() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    for f in lockcheck::runner::scenario_files(&dir).unwrap() {
+    for f in lockcheck::cli::run::scenario_files(&dir).unwrap() {
         let s = Scenario::load(&f).unwrap();
         expect_all(&s, 1..=5);
     }
@@ -56,7 +57,7 @@ fn every_lock_kind_has_a_scenario() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     let kinds: Vec<LockKind> = [root.clone(), root.join("clients")]
         .iter()
-        .flat_map(|dir| lockcheck::runner::scenario_files(dir).unwrap())
+        .flat_map(|dir| lockcheck::cli::run::scenario_files(dir).unwrap())
         .map(|f| Scenario::load(&f).unwrap().lock.kind)
         .collect();
     for k in LockKind::ALL {

@@ -10,10 +10,11 @@
 //! match every expectation on every seed (no false alarm), and every mutant must be caught, by
 //! the check that names its mistake.
 
+use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::{ClockKind, Env, NamedPoint};
 use lockcheck::lock::{set_nx_px::COMPARE_AND_DELETE, Guard, Lock, LockConfig, LockError};
-use lockcheck::scenario::{Scenario, Verdict};
-use lockcheck::verdict::{Mode, Outcome};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use redis::aio::ConnectionLike;
 use std::collections::BTreeMap;
 use std::time::Duration;

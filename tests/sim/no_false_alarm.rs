@@ -5,8 +5,9 @@
 //! clocks, so 2,000 seeds try 2,000 interleavings of the same faults. A checker that flags a
 //! correct lock on one of them would make every "violation" lockcheck reports suspect.
 
-use lockcheck::scenario::{Scenario, Verdict};
-use lockcheck::verdict::{Mode, Outcome};
+use lockcheck::check::judge::{Mode, Outcome};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;

@@ -1,9 +1,10 @@
 //! Every bundled scenario reaches its expected verdict in simulation, for the reason it claims.
 
 use crate::common::{bundled as scenario, judge_sim as judge};
+use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::history::EventKind;
-use lockcheck::scenario::{Scenario, Verdict};
-use lockcheck::verdict::{Mode, Outcome};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use std::path::Path;
 
 fn faults(o: &Outcome) -> Vec<String> {

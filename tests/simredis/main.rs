@@ -4,6 +4,7 @@
 //! (response timeouts, pipelines, transactions).
 
 mod differential;
+mod functions;
 mod native_scripts;
 mod semantics;
 mod sessions;

@@ -5,6 +5,7 @@ mod differential;
 mod engine;
 mod locks;
 mod scenarios;
+mod server_pause;
 
 /// One MariaDB-backed test at a time in this binary: real runs are timing-sensitive on 2 cores,
 /// and `scenarios`' check that no data directory of this process is left behind can only count

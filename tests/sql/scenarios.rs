@@ -1,17 +1,19 @@
-//! The five bundled MySQL scenarios reach their expected verdicts in simulation and on a real
+//! The six bundled MySQL scenarios reach their expected verdicts in simulation and on a real
 //! MariaDB that lockcheck spawns; after the real runs no `mariadbd` of ours and no data directory
 //! is left.
 
 use lockcheck::check::judge::{Mode, Outcome};
-use lockcheck::scenario::{Scenario, Verdict};
+use lockcheck::scenario::Scenario;
+use lockcheck::Verdict;
 use std::path::Path;
 
-const SCENARIOS: [&str; 5] = [
+const SCENARIOS: [&str; 6] = [
     "mysql-for-update-no-faults",
     "mysql-for-update-client-pause",
     "mysql-insert-unique-crash-no-cleanup",
     "mysql-insert-unique-cleanup-long-hold",
     "mysql-insert-unique-fenced",
+    "mysql-insert-unique-server-pause",
 ];
 
 fn scenario(name: &str) -> Scenario {

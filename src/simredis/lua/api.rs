@@ -88,15 +88,19 @@ pub(super) fn redis_table(lua: &Lua) -> mlua::Result<Table> {
     r.raw_set("REDIS_VERSION", "7.0.15")?;
     r.raw_set(
         "setresp",
-        lua.create_function(|_, args: MultiValue| -> mlua::Result<()> {
+        lua.create_function(|lua, args: MultiValue| -> mlua::Result<()> {
             if args.len() != 1 {
                 return raise(Raised::Reply(
                     "ERR redis.setresp() requires one argument.".into(),
                 ));
             }
             match args.front().and_then(lua_number).map(|n| n as i64) {
-                // RESP3 conversions are not simulated; lock scripts do not use them.
-                Some(2) | Some(3) => Ok(()),
+                // Under 3, nulls reach Lua as nil and booleans reply 1/0; the RESP3 shapes of
+                // maps, sets and doubles from redis.call are not simulated (RESP2 shapes).
+                Some(v @ (2 | 3)) => {
+                    lua.app_data_mut::<RunState>().expect("run state").resp = v as u8;
+                    Ok(())
+                }
                 _ => raise(Raised::Reply("ERR RESP version must be 2 or 3.".into())),
             }
         })?,
@@ -206,6 +210,7 @@ pub(super) fn redis_call(
         Err(m) => fail(error_table_text(&m)),
         Ok(v) => match reply::error_text(&v) {
             Some(text) => fail(reply_error_table_text(&text)),
+            None if resp3(lua) => resp3_to_lua(lua, &argv, v),
             None => redis_to_lua(lua, v),
         },
     }
@@ -230,4 +235,73 @@ pub(super) fn script_call(st: &mut RunState, argv: &[Vec<u8>]) -> Result<Value, 
         return Err("-READONLY You can't write against a read only replica.".into());
     }
     Ok((spec.run)(&mut st.db, &mut st.ctx, argv))
+}
+
+/// Whether the running script switched to RESP3 (`redis.setresp(3)`).
+fn resp3(lua: &Lua) -> bool {
+    lua.app_data_ref::<RunState>()
+        .is_some_and(|st| st.resp == 3)
+}
+
+/// A reply as a script under `redis.setresp(3)` receives it: Redis sends the command's RESP3
+/// type and `redisProtocolToLuaType` makes a null nil, a map `{map={k=v}}`, a set
+/// `{set={m=true}}` and a double `{double=n}`. The engine builds RESP2 replies, so the RESP3
+/// type is taken from the command: HGETALL is a map, SMEMBERS a set, ZSCORE, ZINCRBY and
+/// ZADD INCR a double, ZRANGE/ZRANGEBYSCORE WITHSCORES pairs of member and double.
+fn resp3_to_lua(lua: &Lua, argv: &[Vec<u8>], v: Value) -> mlua::Result<LuaValue> {
+    let name = argv
+        .first()
+        .map(|a| a.to_ascii_lowercase())
+        .unwrap_or_default();
+    let withscores = argv.iter().any(|a| a.eq_ignore_ascii_case(b"withscores"));
+    let double = |b: &[u8]| -> mlua::Result<LuaValue> {
+        let t = lua.create_table()?;
+        let n = std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        t.raw_set("double", n)?;
+        Ok(LuaValue::Table(t))
+    };
+    let wrap = |field: &str, inner: Table| -> mlua::Result<LuaValue> {
+        let t = lua.create_table()?;
+        t.raw_set(field, inner)?;
+        Ok(LuaValue::Table(t))
+    };
+    match (name.as_slice(), v) {
+        (_, Value::Nil) => Ok(LuaValue::Nil),
+        (b"hgetall", Value::Array(items)) => {
+            let m = lua.create_table()?;
+            for kv in items.chunks(2) {
+                if let [k, v] = kv {
+                    m.raw_set(
+                        resp3_to_lua(lua, &[], k.clone())?,
+                        resp3_to_lua(lua, &[], v.clone())?,
+                    )?;
+                }
+            }
+            wrap("map", m)
+        }
+        (b"smembers", Value::Array(items)) => {
+            let set = lua.create_table()?;
+            for m in items {
+                set.raw_set(resp3_to_lua(lua, &[], m)?, true)?;
+            }
+            wrap("set", set)
+        }
+        (b"zscore" | b"zincrby" | b"zadd", Value::BulkString(b)) => double(&b),
+        (b"zrange" | b"zrangebyscore", Value::Array(items)) if withscores => {
+            let t = lua.create_table()?;
+            for (i, pair) in items.chunks(2).enumerate() {
+                if let [Value::BulkString(m), Value::BulkString(score)] = pair {
+                    let p = lua.create_table()?;
+                    p.raw_set(1, lua.create_string(m)?)?;
+                    p.raw_set(2, double(score)?)?;
+                    t.raw_set(i + 1, p)?;
+                }
+            }
+            Ok(LuaValue::Table(t))
+        }
+        (_, v) => redis_to_lua(lua, v),
+    }
 }

@@ -132,7 +132,10 @@ pub(super) fn message_handler(lua: &Lua, err: LuaValue) -> mlua::Result<mlua::St
     }
     let sha = {
         let st = lua.app_data_ref::<RunState>().expect("run state");
-        String::from_utf8_lossy(&st.sha).into_owned()
+        match &st.function {
+            Some(name) => name.clone(),
+            None => String::from_utf8_lossy(&st.sha).into_owned(),
+        }
     };
     let text = match info {
         Some((_, Some(source), line)) => format!("{msg} script: {sha}, on {source}:{line}."),

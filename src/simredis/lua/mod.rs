@@ -30,12 +30,19 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 mod api;
+mod bit;
+mod cjson;
+mod cmsgpack;
 mod convert;
 mod errors;
+mod library;
 mod random;
+mod readonly;
+mod structlib;
 use api::*;
 use convert::*;
 use errors::*;
+pub use library::{valid_name, Registered};
 use random::*;
 
 /// Lowercase sha1 hex of a script body: the script's name in the cache.
@@ -63,6 +70,24 @@ struct RunState {
     mega_instructions: u32,
     /// The running script declared `#!lua flags=no-writes`.
     no_writes: bool,
+    /// The protocol the running script chose with `redis.setresp` (2 at every start): under 3,
+    /// a command's null reaches Lua as nil, and a returned boolean replies 1 or 0.
+    resp: u8,
+    /// The running function's name (FCALL): error texts name it where a script shows its sha.
+    function: Option<String>,
+    /// Functions registered so far by the library being loaded (FUNCTION LOAD); `None` when
+    /// no load is in progress, where `redis.register_function` is refused.
+    loading: Option<Vec<Registered>>,
+}
+
+/// Which of Redis's two Lua engines a host plays: EVAL's, or the one FUNCTION libraries
+/// live in (a separate Lua state in Redis 7.0, with its own globals and `redis` table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// EVAL/EVALSHA: KEYS and ARGV globals, `redis.breakpoint`, `redis.debug`.
+    Eval,
+    /// FCALL: keys and args are the callback's parameters; no KEYS, ARGV or debugger.
+    Functions,
 }
 
 /// A cached script: the compiled chunk and what its shebang declared.
@@ -112,6 +137,16 @@ pub struct LuaHost {
     globals: Table,
     xpcall: Function,
     handler: Function,
+    /// The metatable of the globals proxy scripts see: FUNCTION LOAD points its `__index` at
+    /// the library API for the duration of the load, as Redis does.
+    env_mt: Table,
+    /// Lua's own `pcall`, for running a library body (Redis loads it without a handler).
+    opcall: Function,
+    /// What a library body sees while it loads (Functions flavour only).
+    load_api: Option<Table>,
+    /// `xpcall(function() return f(keys, args) end, handler)`: Lua 5.1's xpcall passes no
+    /// arguments, and FCALL must hand a function its keys and args.
+    call_with: Function,
 }
 
 impl std::fmt::Debug for LuaHost {
@@ -129,11 +164,17 @@ impl Default for LuaHost {
 }
 
 impl LuaHost {
+    /// The EVAL engine.
     pub fn new() -> Self {
-        Self::build().expect("building the Lua host cannot fail")
+        Self::with_flavor(Flavor::Eval)
     }
 
-    fn build() -> mlua::Result<Self> {
+    /// A host of the given flavour (the FUNCTION engine is built only when a library loads).
+    pub fn with_flavor(flavor: Flavor) -> Self {
+        Self::build(flavor).expect("building the Lua host cannot fail")
+    }
+
+    fn build(flavor: Flavor) -> mlua::Result<Self> {
         let lua = Lua::new_with(
             StdLib::TABLE | StdLib::STRING | StdLib::MATH,
             LuaOptions::new(),
@@ -146,6 +187,9 @@ impl LuaHost {
             rand48: RAND48_INIT,
             mega_instructions: 0,
             no_writes: false,
+            resp: 2,
+            function: None,
+            loading: None,
         });
         lua.set_hook(
             mlua::HookTriggers::new().every_nth_instruction(1_000_000),
@@ -172,6 +216,9 @@ impl LuaHost {
                 where_(lua, 1)
             )))
         })?;
+        // Every proxy and the table it stands for, for the functions that see through them
+        // (readonly.rs).
+        let proxies = lua.create_table()?;
         let proxy = |inner: &Table| -> mlua::Result<Table> {
             let p = lua.create_table()?;
             let mt = lua.create_table()?;
@@ -179,6 +226,7 @@ impl LuaHost {
             mt.raw_set("__newindex", &readonly)?;
             mt.raw_set("__metatable", false)?;
             p.set_metatable(Some(mt))?;
+            proxies.raw_set(&p, inner)?;
             Ok(p)
         };
 
@@ -219,6 +267,16 @@ impl LuaHost {
             let t: Table = real.raw_get(lib)?;
             g.raw_set(lib, proxy(&t)?)?;
         }
+        // A string's metatable indexes the `string` scripts see (so that
+        // `getmetatable('').__index == string`), and scripts get it read-only.
+        let string_mt: Table = lua.load("return getmetatable('')").call(())?;
+        string_mt.raw_set("__index", g.raw_get::<Table>("string")?)?;
+        readonly::install(&lua, &g, &proxies, &proxy(&string_mt)?)?;
+        // The libraries Redis bundles, read-only like the standard ones.
+        g.raw_set("bit", proxy(&bit::bit_table(&lua)?)?)?;
+        g.raw_set("cjson", proxy(&cjson::cjson_table(&lua)?)?)?;
+        g.raw_set("cmsgpack", proxy(&cmsgpack::cmsgpack_table(&lua)?)?)?;
+        g.raw_set("struct", proxy(&structlib::struct_table(&lua)?)?)?;
         let math: Table = real.raw_get("math")?;
         math.raw_set("random", lua.create_function(math_random)?)?;
         math.raw_set("randomseed", lua.create_function(math_randomseed)?)?;
@@ -248,36 +306,56 @@ impl LuaHost {
         let pcall: Function = lua
             .load("local opcall, conv = ...\nreturn function(...) return conv(opcall(...)) end")
             .set_name("=pcall")
-            .call((opcall, conv))?;
+            .call((&opcall, conv))?;
         g.raw_set("pcall", pcall)?;
 
-        g.raw_set("redis", proxy(&redis_table(&lua)?)?)?;
+        let redis = redis_table(&lua)?;
+        if flavor == Flavor::Functions {
+            // Measured on 7.0.15: a function's `redis` has no debugger and no
+            // replicate_commands.
+            for name in ["breakpoint", "debug", "replicate_commands"] {
+                redis.raw_set(name, LuaValue::Nil)?;
+            }
+        }
+        g.raw_set("redis", proxy(&redis)?)?;
 
         // Undefined globals are an error, not nil.
-        let g_mt = lua.create_table()?;
-        g_mt.raw_set(
-            "__index",
+        let nonexistent =
             lua.create_function(|lua, (_, name): (LuaValue, LuaValue)| -> mlua::Result<()> {
                 raise(Raised::Text(format!(
                     "{}Script attempted to access nonexistent global variable '{}'",
                     where_(lua, 1),
                     lua_tostring(&name)
                 )))
-            })?,
-        )?;
+            })?;
+        let g_mt = lua.create_table()?;
+        g_mt.raw_set("__index", &nonexistent)?;
         g.set_metatable(Some(g_mt))?;
 
         let env = proxy(&g)?;
         g.raw_set("_G", &env)?;
+        let env_mt = env.metatable().expect("the proxy has one");
         // Scripts, and chunks they make with loadstring, see the proxy as their globals.
         lua.set_globals(env)?;
 
+        let load_api = match flavor {
+            Flavor::Eval => None,
+            Flavor::Functions => Some(library::load_api(&lua, &proxy, &nonexistent)?),
+        };
+        let call_with: Function = lua
+            .load("local xpcall = ...\nreturn function(f, h, k, a) return xpcall(function() return f(k, a) end, h) end")
+            .set_name("=fcall")
+            .call(&xpcall)?;
         Ok(LuaHost {
+            call_with,
             lua,
             scripts: BTreeMap::new(),
             globals: g,
             xpcall,
             handler,
+            env_mt,
+            opcall,
+            load_api,
         })
     }
 
@@ -366,10 +444,18 @@ impl LuaHost {
         let result = self
             .xpcall
             .call::<(bool, LuaValue)>((&script.function, &self.handler));
+        Some(self.finish(result, db, ctx))
+    }
+
+    /// Turns a script's outcome into its reply and hands `db` and `ctx` back.
+    fn finish(&self, result: mlua::Result<(bool, LuaValue)>, db: &mut Db, ctx: &mut Ctx) -> Value {
         // Convert while the run state is in place: a returned table's metamethods may still
         // run script code.
         let reply = match result {
-            Ok((true, v)) => lua_to_redis(&v, 0),
+            Ok((true, v)) => {
+                let resp = self.lua.app_data_ref::<RunState>().map_or(2, |st| st.resp);
+                lua_to_redis(&v, 0, resp)
+            }
             Ok((false, LuaValue::String(msg))) => reply::error(&msg.to_string_lossy()),
             Ok((false, other)) => reply::error(&format!(
                 "ERR Error running script {}",
@@ -380,7 +466,7 @@ impl LuaHost {
         let mut st = self.lua.app_data_mut::<RunState>().expect("run state");
         std::mem::swap(&mut st.db, db);
         std::mem::swap(&mut st.ctx, ctx);
-        Some(reply)
+        reply
     }
 
     fn swap_in(&self, db: &mut Db, ctx: &mut Ctx, role: Role, sha: &Sha, no_writes: bool) {
@@ -391,6 +477,8 @@ impl LuaHost {
         st.sha = *sha;
         st.mega_instructions = 0;
         st.no_writes = no_writes;
+        st.function = None;
+        st.resp = 2;
     }
 
     fn set_array(&self, name: &str, items: &[Vec<u8>]) -> mlua::Result<()> {

@@ -33,9 +33,77 @@ const SCRIPTS: &[&str] = &[
     "return redis.sha1hex(ARGV[1])",
     "local t = {} t[1] = KEYS[1] return t",
     "return x +",
+    // The bundled libraries.
+    "return {bit.band(ARGV[1], 255), bit.tohex(-1, -4), bit.bxor(5, 3), bit.lshift(1, 40), bit.tobit(2.5), bit.ror(0x12345678, 8), bit.bswap(ARGV[1])}",
+    "return {bit.tohex(ARGV[1]), bit.arshift(-256, 4), bit.rshift(-1, 28), bit.bnot(0), bit.rol(1, 33), bit.bor()}",
+    "return cjson.encode({ARGV[1], {KEYS[1], 0.1, 1e20, -0.0, 2^53, true, cjson.null}, {}, {[1]=1, [3]=3}})",
+    "return cjson.encode({name=ARGV[1]})",
+    "return cjson.encode('a\"b\\\\/\\n\\1\\127')",
+    "return cjson.encode(cjson.decode(ARGV[1]))",
+    "local ok, e = pcall(cjson.decode, ARGV[1]) return {tostring(ok), type(e)}",
+    "return cjson.decode('[1, 2.5, \"x\\u00e9\", null, true, {\"a\": [ ]}]')",
+    "return cjson.encode({[1]=1, [20]=2})",
+    "return cjson.encode(1/0)",
+    "return cjson.decode('{\"a\" 1}')",
+    "return cjson.decode('[1,')",
+    "return cjson.encode()",
+    "return cjson.encode(print)",
+    "local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end return {hex(cmsgpack.pack(1, -1, 200, -200, 70000, 2^40, 1.5, 0.1, ARGV[1], true, false, nil, {1, 2}, {a=1}, {}, {[1]=1, [3]=3}, -2^40, 2^31, -0.0, string.rep('x', 40)))}",
+    "return {cmsgpack.unpack(cmsgpack.pack(1, ARGV[1], {1, {2}}, 1.5, true))}",
+    "return {cmsgpack.unpack_one(cmsgpack.pack(1, 2))}",
+    "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 2)}",
+    "return {cmsgpack.unpack_limit(cmsgpack.pack(1, 2, 3), 0)}",
+    "return {pcall(cmsgpack.unpack, ARGV[1])}",
+    "return cmsgpack.unpack('\\146\\1')",
+    "return cmsgpack.pack()",
+    "local function hex(s) return (s:gsub('.', function(c) return string.format('%02x', c:byte()) end)) end return {hex(struct.pack('>I2<i4bBhHlL', 258, -2, -1, 255, -2, 65535, -3, 4)), hex(struct.pack('>d f s c3 c0', 1.5, 1.5, 'ab', 'abcd', 'xy')), hex(struct.pack('!4 b i x>i', 1, 2, 7)), hex(struct.pack('>i >I >i', 2^31, -1, 1.7))}",
+    "return {struct.unpack('>I2', '\\1\\2'), struct.unpack('<i4 b', '\\254\\255\\255\\255\\5')}",
+    "return {struct.unpack('s', 'ab\\0cd')}",
+    "return {struct.unpack('c2', 'abcd', 2)}",
+    "return {struct.unpack('B c0', '\\3abcd')}",
+    "return {struct.unpack('>i3', '\\255\\255\\254'), struct.size('>i2 d c3 b')}",
+    "return struct.pack('z', 1)",
+    "return struct.unpack('i4', ARGV[1])",
+    "return {pcall(struct.unpack, 's', ARGV[1])}",
+    "return struct.size('s')",
+    "return struct.pack('i', ARGV[1])",
+    "return struct.pack('c5', ARGV[1])",
+    "return struct.unpack('c0', 'abc')",
+    "return struct.unpack('b', 'a', 0)",
+    "return struct.pack('!3 i', 1)",
+    // Metatables: replies are read raw; globals and libraries stay read-only.
+    "return setmetatable({1, 2}, {__index = function(t, k) return 'x' end})",
+    "return setmetatable({}, {__index = {err = 'from metatable'}})",
+    "return setmetatable({}, {__index = function() error('index ran') end})",
+    "local t = setmetatable({}, {__newindex = function(t, k, v) rawset(t, k, v .. '!') end}) t[1] = ARGV[1] return t",
+    "setmetatable(_G, nil) return 1",
+    "return {pcall(setmetatable, _G, {})}",
+    "return getmetatable(_G)",
+    "rawset(_G, 'y', 1) return 1",
+    "_G.x = 1",
+    "string.x = 1",
+    "cjson.x = 1",
+    "return tostring(getmetatable('').__index == string)",
+    // RESP3 shapes and redis.setresp.
+    "return {double=3.5}",
+    "return {double=ARGV[1]}",
+    "return {double=0.1}",
+    "return {map={a=1}}",
+    "return {set={a=true}}",
+    "return {big_number='123'}",
+    "return {verbatim_string={format='txt', string=ARGV[1]}}",
+    "redis.setresp(3) return {true, false, redis.call('get', 'nokey')}",
+    "redis.setresp(3) return false",
+    "redis.setresp(3) return type(redis.call('get', KEYS[1]))",
+    "redis.setresp(2) return false",
+    "redis.setresp(3) local t = redis.call('hgetall', KEYS[1]) return {type(t.map), t.map[ARGV[1]]}",
+    "redis.setresp(3) return redis.call('hgetall', KEYS[1])",
+    "redis.setresp(3) local s = redis.call('smembers', KEYS[1]) return {type(s.set), s.set['1'] == true}",
+    "redis.setresp(3) local d = redis.call('zscore', KEYS[1], '1') return {type(d), type(d) == 'table' and tostring(d.double)}",
+    "redis.setresp(3) local r = redis.call('zrange', KEYS[1], 0, -1, 'WITHSCORES') return {#r, r[1] and r[1][1], r[1] and tostring(r[1][2].double)}",
 ];
 
-fn pick(items: &'static [&'static str]) -> impl Strategy<Value = String> {
+pub(super) fn pick(items: &'static [&'static str]) -> impl Strategy<Value = String> {
     proptest::sample::select(items).prop_map(str::to_owned)
 }
 
@@ -204,7 +272,12 @@ fn random_sequences() {
         failure_persistence: None,
         ..Config::default()
     });
-    let any = prop_oneof![4 => command(), 1 => collection_command()];
+    let any = prop_oneof![
+        8 => command(),
+        2 => collection_command(),
+        2 => super::functions::function_command(),
+        1 => super::functions::hello_command(),
+    ];
     let outcome = runner.run(&prop::collection::vec(any, 1..16), |seq| {
         let mut d = d.borrow_mut();
         // A fresh start on both sides: no keys, no scripts, no open transaction or watch.
@@ -213,6 +286,8 @@ fn random_sequences() {
             &["UNWATCH"],
             &["FLUSHALL"],
             &["SCRIPT", "FLUSH"],
+            &["FUNCTION", "FLUSH"],
+            &["CLIENT", "SETNAME", ""],
         ] {
             let args: Vec<Vec<u8>> = reset.iter().map(|a| a.as_bytes().to_vec()).collect();
             d.real(&args);
