@@ -115,6 +115,8 @@
 //! assert!(caught.count() >= 3);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod check;
 pub mod cli;
 pub mod env;

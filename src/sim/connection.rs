@@ -32,6 +32,8 @@ pub struct SimConnection {
 }
 
 impl SimConnection {
+    /// Client `id`'s connection from node `node` to master group `group`: it follows the
+    /// group's current master (a failover reroutes it) and fails a request after `timeout`.
     pub fn new(
         cluster: Cluster,
         net: Network,

@@ -18,6 +18,8 @@ pub struct Network {
 }
 
 impl Network {
+    /// A network with no cuts whose one-way latency is drawn from `latency_ms` (the scenario's
+    /// `latency_ms`) with madsim's seeded RNG.
     pub fn new(latency_ms: [u64; 2]) -> Network {
         Network {
             cuts: Arc::default(),

@@ -30,6 +30,7 @@ struct Node {
 }
 
 impl Storage {
+    /// The protected resource's storage node, reached over `net` like a Redis server.
     pub fn new(net: Network) -> Storage {
         Storage {
             node: Arc::new(Mutex::new(Node {
