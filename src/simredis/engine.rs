@@ -82,7 +82,7 @@ impl Engine {
         }
     }
 
-    /// Turns the native path for known scripts ([`super::native`]) off or on: with it off every
+    /// Turns the native path for known scripts (`simredis/native.rs`) off or on: with it off every
     /// script runs in Lua (for tests that compare the two).
     pub fn set_native_scripts(&mut self, on: bool) {
         self.native_scripts = on;

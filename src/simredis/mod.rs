@@ -37,11 +37,15 @@
 //! assert_eq!(replica.dbsize(1_000), 0);
 //! ```
 //!
-//! Files: [`keyspace`] (values and the expiry index), [`commands`] (the command table and key
-//! commands), [`expiry`] (EXPIRE and friends), [`strings`], [`hashes`], [`lists`], [`sets`], [`zsets`] (the other data commands),
-//! [`transactions`] (WATCH), [`clients`] (CLIENT ID/SETNAME, HELLO), [`functions`] (FUNCTION and FCALL), [`glob`] (Redis's pattern matching), [`lua`] (the script host), [`native`] (the lock scripts every cycle runs, without Lua),
-//! [`reply`] (building `redis::Value` replies and errors), [`num`] (Redis's integer parsing and Lua's number
-//! formatting), [`pubsub`] (channel subscriptions), [`engine`] (the public API).
+//! Files: `keyspace.rs` (values and the expiry index), `commands.rs` (the command table and key
+//! commands), `expiry.rs` (EXPIRE and friends), `strings.rs`, `hashes.rs`, `lists.rs`, `sets.rs`,
+//! `zsets.rs` (the other data commands), `transactions.rs` (WATCH), `clients.rs` (CLIENT
+//! ID/SETNAME, HELLO), `functions.rs` (FUNCTION and FCALL), `glob.rs` (Redis's pattern matching),
+//! `lua/` (the script host and its bundled libraries), `native.rs` (the lock scripts every cycle
+//! runs, without Lua), `reply.rs` (building `redis::Value` replies and errors), `num.rs` (Redis's
+//! integer parsing and Lua's number formatting), `pubsub.rs` (channel subscriptions) and
+//! [`engine`] (the public API). Only the engine and [`error_text`] are public: the command
+//! families are reached through the command table.
 
 mod clients;
 mod commands;
