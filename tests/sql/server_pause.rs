@@ -5,7 +5,9 @@
 //! - nothing is answered while it is stopped; a client that gives up closes its socket, but a
 //!   statement it had sent is still read and run on `SIGCONT` (a `COMMIT` commits);
 //! - InnoDB's lock-wait timeout is a deadline on the clock, not a count of running time: a wait
-//!   whose deadline passed during the stop ends with 1205 right at `SIGCONT` (it catches up).
+//!   whose deadline passed during the stop ends right at `SIGCONT` (it catches up), with 1205 or,
+//!   when a `COMMIT` that also ran at `SIGCONT` freed the row first, with the row (a race between
+//!   two server threads; the simulation runs the expired wait first).
 
 use super::locks::real_conn;
 use lockcheck::check::judge::{Mode, Outcome};
@@ -118,9 +120,15 @@ fn a_stopped_mariadb_runs_what_it_was_sent_and_its_lock_waits_catch_up() {
         o.value_after, 1,
         "the COMMIT sent into the pause commits at SIGCONT: {o:?}"
     );
-    assert_eq!(o.waiter_code, Some(1205), "{o:?}");
-    // The wait's deadline (2 s) passed during the stop: 1205 comes at SIGCONT (4.5 s), not 2 s
-    // of running time later (6.5 s).
+    // At SIGCONT two things are due at once: the waiter's deadline (2 s) passed during the stop,
+    // and the holder's COMMIT, read from its socket, frees the row. Which one InnoDB handles first
+    // is a race between two server threads: the waiter gets 1205 or the row (seen both ways on
+    // this machine). Either way its wait ends right at SIGCONT (4.5 s), not 2 s of running time
+    // later (6.5 s): the deadline did not stop with the server.
+    assert!(
+        matches!(o.waiter_code, None | Some(1205)),
+        "the waiter ends with the row or 1205: {o:?}"
+    );
     let resumed_at = PAUSE_AT + PAUSE_FOR;
     assert!(
         o.waited >= resumed_at && o.waited < resumed_at + Duration::from_millis(1000),
