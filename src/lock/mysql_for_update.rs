@@ -95,7 +95,7 @@ where
                 );
                 match self.conn.execute(&set).await {
                     Ok(_) => self.session_ready = true,
-                    Err(SqlError::ConnectionLost(_)) => {}
+                    Err(e) if e.connection_gone() => {}
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -121,7 +121,7 @@ where
                 Err(e) if matches!(e.code(), Some(ER_LOCK_WAIT_TIMEOUT | ER_LOCK_DEADLOCK)) => {
                     let _ = self.conn.rollback().await;
                 }
-                Err(SqlError::ConnectionLost(_)) => self.session_ready = false,
+                Err(e) if e.connection_gone() => self.session_ready = false,
                 Err(e) => return Err(e.into()),
             }
             if !super::retry_pause(&self.env, &self.config, deadline).await {
@@ -133,11 +133,18 @@ where
     async fn release(&mut self, _guard: &Guard) -> Result<bool, LockError> {
         match self.conn.commit().await {
             Ok(()) => Ok(true),
-            // The connection is gone, so the server already rolled back: the lock was lost
+            // The server closed the connection, so it already rolled back: the lock was lost
             // before this release.
             Err(SqlError::ConnectionLost(_)) => {
                 self.session_ready = false;
                 Ok(false)
+            }
+            // No answer: the COMMIT may still run (a stopped or partitioned server reads it
+            // later) or the server may roll back when it sees the hang-up. Which one, the client
+            // cannot know, so the release's outcome is unknown, not "lost".
+            Err(e @ SqlError::NoAnswer(_)) => {
+                self.session_ready = false;
+                Err(e.into())
             }
             Err(e) => Err(e.into()),
         }

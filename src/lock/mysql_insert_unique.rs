@@ -103,7 +103,7 @@ where
                 Err(e) if e.code() == Some(ER_DUP_ENTRY) => {}
                 // No answer: the row may or may not exist now. The article's lock does not look;
                 // if it was inserted, it is ours but nobody knows, until the cleanup job runs.
-                Err(SqlError::ConnectionLost(_)) => {}
+                Err(e) if e.connection_gone() => {}
                 Err(e) if e.is_busy() => {}
                 Err(e) => return Err(e.into()),
             }

@@ -20,10 +20,15 @@ pub enum SqlError {
         /// The server's message, as MariaDB words it.
         message: String,
     },
-    /// No answer: the connection is gone (client crash, server crash, partition, timeout).
-    /// Whether the statement took effect is unknown.
+    /// The connection is gone under the statement: the server closed or reset it (a crash, a
+    /// restart, `wait_timeout`), so whatever the session had open was rolled back.
     #[error("connection lost: {0}")]
     ConnectionLost(String),
+    /// No answer within the response timeout: the client hung up, but the statement may still
+    /// run (a partitioned or stopped server reads it later; a `COMMIT` then commits). What it did
+    /// is unknown to the client.
+    #[error("no answer: {0}")]
+    NoAnswer(String),
     /// The simulated engine does not model this statement; it says so instead of guessing.
     #[error("outside the simulated InnoDB subset: {0}")]
     Unsupported(String),
@@ -44,6 +49,11 @@ impl SqlError {
             SqlError::Server { code, .. } => Some(*code),
             _ => None,
         }
+    }
+
+    /// Whether the connection is gone (lost or given up on): the next statement reconnects.
+    pub fn connection_gone(&self) -> bool {
+        matches!(self, SqlError::ConnectionLost(_) | SqlError::NoAnswer(_))
     }
 
     /// Whether the lock may simply try again (the row was busy or the wait timed out).

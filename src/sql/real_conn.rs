@@ -2,7 +2,7 @@
 //! seam as the simulated database.
 //!
 //! A statement that gets no answer within the request timeout (server paused, partition) fails
-//! with [`SqlError::ConnectionLost`] and the connection is dropped: its socket closes, so the
+//! with [`SqlError::NoAnswer`] and the connection is dropped: its socket closes, so the
 //! server rolls the session back as soon as it notices. The next statement reconnects, as a
 //! connection pool would; any transaction that was open is gone.
 
@@ -85,8 +85,8 @@ impl RealSqlConn {
             }
             Err(_) => {
                 self.conn = None;
-                Err(SqlError::ConnectionLost(format!(
-                    "no answer within {} ms",
+                Err(SqlError::NoAnswer(format!(
+                    "nothing within {} ms",
                     timeout.as_millis()
                 )))
             }

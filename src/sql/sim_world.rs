@@ -277,8 +277,8 @@ impl NetSqlConn {
             Ok(r) => r,
             Err(_) => {
                 self.hang_up();
-                Err(SqlError::ConnectionLost(format!(
-                    "no answer within {} ms",
+                Err(SqlError::NoAnswer(format!(
+                    "nothing within {} ms",
                     timeout.as_millis()
                 )))
             }

@@ -300,3 +300,77 @@ fn a_server_pause_names_the_mysql_server_only() {
     .to_string();
     assert!(redis.contains("modelled for the MySQL locks"), "{redis}");
 }
+
+/// A for-update holder whose `COMMIT` goes into a 3 s server pause, with a 1 s response timeout.
+fn commit_into_a_pause() -> Scenario {
+    Scenario::parse(
+        "commit-into-pause.toml",
+        r#"
+name = "mysql-for-update-commit-into-pause"
+expect = "safe"
+seed = 1
+duration_ms = 6000
+
+[lock]
+kind = "mysql-for-update"
+lock_wait_timeout_s = 1
+wait_ms = 4000
+
+[database]
+request_timeout_ms = 1000
+
+[workload]
+clients = 1
+cycles = 1
+hold_ms = [100, 100]
+think_ms = [0, 0]
+
+[[faults]]
+kind = "pause"
+node = "mysql-0"
+on = "before_release"
+for_ms = 3000
+"#,
+    )
+    .unwrap()
+}
+
+/// The `COMMIT` got no answer: it may still run when the server goes on (and does, as
+/// `a_stopped_mariadb_runs_what_it_was_sent…` measured), so the release's outcome is unknown. It
+/// must not be reported as "the lock was already lost" (`Released { deleted: false }`), which is
+/// what a connection the server closed means.
+fn assert_release_outcome_unknown(o: &Outcome) {
+    let history = o.history.render();
+    let released: Vec<&EventKind> = o
+        .history
+        .events
+        .iter()
+        .map(|e| &e.kind)
+        .filter(|k| {
+            matches!(
+                k,
+                EventKind::Released { .. } | EventKind::ReleaseFailed { .. }
+            )
+        })
+        .collect();
+    assert_eq!(released.len(), 1, "{history}");
+    assert!(
+        matches!(released[0], EventKind::ReleaseFailed { error } if error.contains("no answer")),
+        "{history}"
+    );
+}
+
+#[test]
+fn a_commit_without_an_answer_is_an_unknown_release_in_simulation() {
+    let s = commit_into_a_pause();
+    let run = lockcheck::sim::run(&s, 1);
+    assert_release_outcome_unknown(&Outcome::judge(&s, Mode::Sim, 1, run.history));
+}
+
+#[test]
+fn a_commit_without_an_answer_is_an_unknown_release_on_real_mariadb() {
+    let _turn = crate::mariadb_turn();
+    let s = commit_into_a_pause();
+    let history = lockcheck::real::world::run(&s, 1).unwrap();
+    assert_release_outcome_unknown(&Outcome::judge(&s, Mode::Real, 1, history));
+}
