@@ -94,6 +94,14 @@ clients = 2
 cycles = 2
 hold_ms = [50, 100]
 think_ms = [0, 20]
+# Client 1 starts 50 ms late, so client 0 takes the lock first and the pause hits a holder with
+# work still to share: if client 1 won the first race and ran both its cycles before client 0
+# got in, client 0's pause would overlap nobody (seen on a loaded machine in real mode).
+[[faults]]
+kind = "pause"
+client = 1
+at_ms = 0
+for_ms = 50
 [[faults]]
 kind = "pause"
 client = 0

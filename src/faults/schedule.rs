@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use crate::history::Recorder;
 use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Trigger};
 
 /// The faults of a run that have not fired yet. Cloning shares the schedule, so every client
@@ -120,6 +121,16 @@ pub fn describe_partition(nodes: &[String], from: &[String], for_ms: u64) -> Str
         "partition: {} cut off from {others} for {for_ms} ms",
         nodes.join(", ")
     )
+}
+
+/// The client a pause hits, in every world: the named one, the client whose step triggered it,
+/// or whoever holds the lock now (`None`: nobody does, so the pause is skipped).
+pub fn paused_client(client: &ClientRef, holder: Option<u32>, rec: &Recorder) -> Option<u32> {
+    match (client, holder) {
+        (ClientRef::Index(i), _) => Some(*i),
+        (ClientRef::Holder, Some(h)) => Some(h),
+        (ClientRef::Holder, None) => rec.snapshot().current_holder(),
+    }
 }
 
 #[cfg(test)]

@@ -10,9 +10,8 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use super::child::{free_port, spawn_from_long_lived_thread, tail_of_file, thread_states};
 use super::cleanup;
@@ -60,19 +59,11 @@ fn running_as_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// A fresh temporary directory for one server, with its `data` directory inside.
 fn temp_dir() -> Result<PathBuf, RealError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!(
-        "lockcheck-mariadb-{}-{}-{nanos}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(dir.join("data"))
-        .map_err(|e| RealError::io(format!("creating {}", dir.display()), e))?;
+    let dir = super::child::make_temp_dir("mariadb")?;
+    std::fs::create_dir(dir.join("data"))
+        .map_err(|e| RealError::io(format!("creating {}/data", dir.display()), e))?;
     Ok(dir)
 }
 

@@ -8,7 +8,7 @@
 use super::clock::Clocks;
 use super::cluster::Cluster;
 use super::network::Network;
-use crate::faults::schedule::describe_partition;
+use crate::faults::schedule::{describe_partition, paused_client};
 use crate::faults::{partition_links, Schedule};
 use crate::history::{EventKind, Recorder};
 use crate::scenario::{ClientRef, Direction, Fault, FaultKind};
@@ -135,16 +135,9 @@ impl SimNemesis {
                 });
             }
             FaultKind::Pause { client, for_ms } => {
-                let c = match (client, holder) {
-                    (ClientRef::Index(i), _) => *i,
-                    (ClientRef::Holder, Some(h)) => h,
-                    (ClientRef::Holder, None) => match self.rec.snapshot().current_holder() {
-                        Some(h) => h,
-                        None => {
-                            self.note("pause of the holder skipped: nobody holds the lock".into());
-                            return;
-                        }
-                    },
+                let Some(c) = paused_client(client, holder, &self.rec) else {
+                    self.note("pause of the holder skipped: nobody holds the lock".into());
+                    return;
                 };
                 Handle::current().pause(self.clients[c as usize]);
                 self.note(format!("client-{c} paused for {for_ms} ms (GC pause)"));

@@ -21,9 +21,10 @@
 use super::lock::prepare;
 use super::lock::SqlLock;
 use super::spec::SERVER;
-use super::world::{cleanup_pass, due, paused_client, record_client_crash};
+use super::world::{cleanup_pass, due, record_client_crash};
 use super::{RealSqlConn, SqlConn};
 use crate::env::{Gate, PointHook, RealEnv};
+use crate::faults::schedule::paused_client;
 use crate::faults::schedule::{describe_partition, Schedule};
 use crate::history::{EventKind, History, Recorder};
 use crate::real::client_tasks::wait_for_live_clients;

@@ -6,7 +6,7 @@ use crate::faults::schedule::Schedule;
 use crate::history::{EventKind, Recorder};
 use crate::lock::mysql_insert_unique;
 use crate::lock::mysql_options::{Cleanup, MysqlOptions};
-use crate::scenario::{ClientRef, FaultKind};
+use crate::scenario::FaultKind;
 use crate::sql::SqlConn;
 
 /// The faults a client reaching `point` now sets off.
@@ -56,13 +56,4 @@ pub fn record_client_crash(rec: &Recorder, client: u32, point: &str, how: &str) 
             what: format!("client-{client} crashed at {point} ({how})"),
         },
     );
-}
-
-/// The client a pause hits: the named one, the triggering client, or the current holder.
-pub fn paused_client(client: &ClientRef, holder: Option<u32>, rec: &Recorder) -> Option<u32> {
-    match (client, holder) {
-        (ClientRef::Index(i), _) => Some(*i),
-        (ClientRef::Holder, Some(h)) => Some(h),
-        (ClientRef::Holder, None) => rec.snapshot().current_holder(),
-    }
 }
