@@ -192,6 +192,10 @@ fn main() {
         pairs
     );
 
+    // A warm-up run, untimed: the first simulated run of a process pays for the allocator's
+    // first pages and the scripts' first compilation, which the table's first row measured as
+    // a fifth slower than the same run repeated.
+    lock_cycles(LockKind::SetNxPx, 4, 0, 1, 10_000);
     println!("  lock cycles/s per kind (4 clients, no faults, no replicas); bare = bare madsim round trips per lock cycle");
     for &kind in LockKind::ALL.iter().filter(|&&k| k != LockKind::Process) {
         let masters = if kind == LockKind::Redlock { 5 } else { 1 };

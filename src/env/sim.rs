@@ -1,7 +1,7 @@
 //! The simulated environment: madsim's timers and RNG, and this node's own skewed clocks (wall
 //! and monotonic).
 
-use super::wakeup::{self, Wakeup};
+use super::wakeup;
 use super::{Env, PointHook, TaskHandle};
 use crate::sim::clock::Clocks;
 use std::future::Future;
@@ -14,15 +14,18 @@ pub struct SimEnv {
     clocks: Clocks,
     node: usize,
     points: Option<PointHook>,
+    /// madsim's seeded RNG, kept (`madsim::rand::random` looks it up on every draw).
+    rng: madsim::rand::GlobalRng,
 }
 
 impl SimEnv {
-    /// The environment of node `node` (an index into `clocks`).
+    /// The environment of node `node` (an index into `clocks`). Call inside a madsim runtime.
     pub fn new(clocks: Clocks, node: usize) -> Self {
         SimEnv {
             clocks,
             node,
             points: None,
+            rng: madsim::rand::thread_rng(),
         }
     }
 
@@ -44,7 +47,7 @@ impl Env for SimEnv {
 
     fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send {
         // A drifting clock measures `d` in more or less true time.
-        Wakeup::new(madsim::time::sleep(self.clocks.true_duration(self.node, d)))
+        self.clocks.sleep(self.node, d)
     }
 
     fn spawn<F>(&self, task: F) -> TaskHandle
@@ -56,18 +59,18 @@ impl Env for SimEnv {
     }
 
     fn random_u64(&self) -> u64 {
-        madsim::rand::random::<u64>()
+        rand::RngCore::next_u64(&mut self.rng.clone())
     }
 
     /// As [`Env::timeout`] (the task first, then the timer), but the timer is armed only when
-    /// needed: not while the task has armed a [`Wakeup`] that wakes it by the deadline, and then
+    /// needed: not while the task has armed a [`Wakeup`](wakeup::Wakeup) that wakes it by the deadline, and then
     /// once (a madsim `Sleep` adds a timer on every pending poll). See [`super::wakeup`].
     fn timeout<F>(&self, d: Duration, task: F) -> impl Future<Output = Option<F::Output>> + Send
     where
         F: Future + Send,
     {
         // A drifting clock measures `d` in more or less true time.
-        let timer = Wakeup::new(madsim::time::sleep(self.clocks.true_duration(self.node, d)));
+        let timer = self.clocks.sleep(self.node, d);
         async move {
             let mut task = std::pin::pin!(task);
             let mut timer = std::pin::pin!(timer);

@@ -41,15 +41,16 @@ where
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;
         let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
+        // The same request every attempt, so it is built once.
+        let mut cmd = redis::cmd("SET");
+        cmd.arg(&self.config.key).arg(&owner);
+        expiry_args(&mut cmd, ttl_ms);
+        cmd.arg("NX");
         loop {
             let started = self.env.monotonic_ms();
-            let mut cmd = redis::cmd("SET");
-            cmd.arg(&self.config.key).arg(&owner);
-            expiry_args(&mut cmd, ttl_ms);
-            cmd.arg("NX");
-            let reply: Result<Option<String>, _> = cmd.query_async(&mut self.conn).await;
+            let reply: Result<Option<()>, _> = cmd.query_async(&mut self.conn).await;
             match reply {
-                Ok(Some(_)) => {
+                Ok(Some(())) => {
                     return Ok(Some(Guard {
                         owner,
                         fencing_token: None,

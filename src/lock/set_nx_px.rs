@@ -38,19 +38,21 @@ where
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;
         let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
+        // The same request every attempt: built once (building it was a tenth of a simulated
+        // lock cycle when four clients contend and each waiter retries about four times).
+        let mut set = redis::cmd("SET");
+        set.arg(&self.config.key)
+            .arg(&owner)
+            .arg("NX")
+            .arg("PX")
+            .arg(ttl_ms);
         loop {
             // The lease starts, as far as this client can know, before the request is sent.
             let started = self.env.monotonic_ms();
-            let reply: Result<Option<String>, _> = redis::cmd("SET")
-                .arg(&self.config.key)
-                .arg(&owner)
-                .arg("NX")
-                .arg("PX")
-                .arg(ttl_ms)
-                .query_async(&mut self.conn)
-                .await;
+            // `Some(())` for the `OK` of a granted lock, `None` for the nil of a taken one.
+            let reply: Result<Option<()>, _> = set.query_async(&mut self.conn).await;
             match reply {
-                Ok(Some(_)) => {
+                Ok(Some(())) => {
                     return Ok(Some(Guard {
                         owner,
                         fencing_token: None,

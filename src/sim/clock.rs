@@ -86,6 +86,12 @@ impl TrueTime {
         crate::env::wakeup::Wakeup::new(self.handle.sleep(d))
     }
 
+    /// `madsim::time::sleep(d)` through the kept handle, as a plain madsim sleep (one no
+    /// enclosing timeout is told about).
+    pub fn plain_sleep(&self, d: Duration) -> madsim::time::Sleep {
+        self.handle.sleep(d)
+    }
+
     /// `madsim::time::sleep_until(deadline)`, likewise.
     pub fn sleep_until(&self, deadline: madsim::time::Instant) -> crate::env::wakeup::Wakeup {
         crate::env::wakeup::Wakeup::new(self.handle.sleep_until(deadline))
@@ -149,6 +155,12 @@ impl Clocks {
         c.base_clock_us = c.at(t);
         c.base_true_us = t;
         c.ppm = ppm;
+    }
+
+    /// Sleeps while node `node`'s clock advances by `d` (through the kept time handle: every
+    /// simulated pause sleeps, and `madsim::time::sleep` looks the runtime up each time).
+    pub fn sleep(&self, node: usize, d: Duration) -> crate::env::wakeup::Wakeup {
+        self.true_time.sleep(self.true_duration(node, d))
     }
 
     /// How much true time passes while node `node`'s clock advances by `d`.

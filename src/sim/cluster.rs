@@ -269,6 +269,9 @@ impl Cluster {
                 .engine
                 .live_holders_into(k, now, &mut before);
         }
+        // Effects are copied only for a master that has replicas to send them to.
+        let wanted = !st.servers[idx].streams.is_empty();
+        st.servers[idx].engine.set_effects_wanted(wanted);
         let out = st.servers[idx].engine.execute(now, conn, args);
         if let Some(k) = &key {
             st.servers[idx].engine.live_holders_into(k, now, &mut after);
@@ -278,7 +281,7 @@ impl Cluster {
         }
         st.lock_key = key;
         st.holders = [before, after];
-        if !out.effects.is_empty() {
+        if out.wrote {
             let offset = self.replicate(&mut st, idx, out.effects);
             st.last_write.insert((idx, conn), offset);
         }

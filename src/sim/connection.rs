@@ -222,7 +222,7 @@ fn cmd_args(cmd: &Cmd) -> Vec<Vec<u8>> {
 
 /// Copies `cmd`'s arguments into `buf`, reusing its vectors; returns how many there are (the
 /// first that many of `buf`). Every simulated command goes through here.
-fn fill_args(buf: &mut Vec<Vec<u8>>, cmd: &Cmd) -> usize {
+pub(super) fn fill_args(buf: &mut Vec<Vec<u8>>, cmd: &Cmd) -> usize {
     let mut n = 0;
     for a in cmd.args_iter() {
         let bytes: &[u8] = match a {

@@ -15,15 +15,29 @@ pub struct Network {
     /// overlapping partitions heal a link only when both have ended).
     cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
     latency_ms: [u64; 2],
+    rng: Rng,
+}
+
+/// madsim's seeded RNG, kept from creation: `madsim::rand::random` looks it up in thread-local
+/// storage on every draw, and every simulated request draws twice. The same generator, so the
+/// same draws.
+#[derive(Clone)]
+struct Rng(madsim::rand::GlobalRng);
+
+impl std::fmt::Debug for Rng {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GlobalRng")
+    }
 }
 
 impl Network {
     /// A network with no cuts whose one-way latency is drawn from `latency_ms` (the scenario's
-    /// `latency_ms`) with madsim's seeded RNG.
+    /// `latency_ms`) with madsim's seeded RNG. Call inside a madsim runtime.
     pub fn new(latency_ms: [u64; 2]) -> Network {
         Network {
             cuts: Arc::default(),
             latency_ms,
+            rng: Rng(madsim::rand::thread_rng()),
         }
     }
 
@@ -51,6 +65,14 @@ impl Network {
 
     /// A one-way latency sample.
     pub fn latency(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(super::cluster::lo_hi_random(self.latency_ms).max(1))
+        let [lo, hi] = self.latency_ms;
+        // As `cluster::lo_hi_random`, from the kept generator.
+        let ms = if hi <= lo {
+            lo
+        } else {
+            use rand::RngCore;
+            lo + self.rng.0.clone().next_u64() % (hi - lo + 1)
+        };
+        std::time::Duration::from_millis(ms.max(1))
     }
 }

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 pub struct Storage {
     node: Arc<Mutex<Node>>,
     net: Network,
+    time: super::clock::TrueTime,
 }
 
 /// The storage server's state.
@@ -30,14 +31,21 @@ struct Node {
 }
 
 impl Storage {
-    /// The protected resource's storage node, reached over `net` like a Redis server.
+    /// The protected resource's storage node, reached over `net` like a Redis server. Call
+    /// inside a madsim runtime.
     pub fn new(net: Network) -> Storage {
         Storage {
             node: Arc::new(Mutex::new(Node {
-                engine: Engine::new(Role::Master),
+                engine: {
+                    // No replica: only replies matter.
+                    let mut e = Engine::new(Role::Master);
+                    e.set_effects_wanted(false);
+                    e
+                },
                 fenced_loaded: false,
             })),
             net,
+            time: super::clock::TrueTime::start(),
         }
     }
 
@@ -46,6 +54,7 @@ impl Storage {
         StorageConnection {
             storage: self.clone(),
             id,
+            args: Vec::new(),
         }
     }
 
@@ -127,13 +136,16 @@ fn lua_number(s: &[u8]) -> f64 {
 pub struct StorageConnection {
     storage: Storage,
     id: u64,
+    /// The argument vectors of the last command, kept for the next one (as `SimConnection`).
+    args: Vec<Vec<u8>>,
 }
 
 impl StorageConnection {
-    async fn request(&self, args: Vec<Vec<u8>>) -> redis::RedisResult<Value> {
-        madsim::time::sleep(self.storage.net.latency()).await;
-        let reply = self.storage.execute(self.id, &args);
-        madsim::time::sleep(self.storage.net.latency()).await;
+    async fn request(&self, args: &[Vec<u8>]) -> redis::RedisResult<Value> {
+        let time = &self.storage.time;
+        time.plain_sleep(self.storage.net.latency()).await;
+        let reply = self.storage.execute(self.id, args);
+        time.plain_sleep(self.storage.net.latency()).await;
         Ok(reply)
     }
 }
@@ -149,8 +161,13 @@ fn cmd_args(cmd: &Cmd) -> Vec<Vec<u8>> {
 
 impl redis::aio::ConnectionLike for StorageConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        let args = cmd_args(cmd);
-        Box::pin(self.request(args))
+        let mut args = std::mem::take(&mut self.args);
+        let n = super::connection::fill_args(&mut args, cmd);
+        Box::pin(async move {
+            let reply = self.request(&args[..n]).await;
+            self.args = args;
+            reply
+        })
     }
 
     fn req_packed_commands<'a>(
@@ -162,7 +179,7 @@ impl redis::aio::ConnectionLike for StorageConnection {
         let cmds: Vec<Vec<Vec<u8>>> = pipeline.cmd_iter().map(cmd_args).collect();
         Box::pin(async move {
             let mut out = Vec::with_capacity(cmds.len());
-            for args in cmds {
+            for args in &cmds {
                 out.push(self.request(args).await?);
             }
             Ok(out.into_iter().skip(offset).take(count).collect())

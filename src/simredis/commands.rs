@@ -53,6 +53,11 @@ pub struct Ctx {
     pub ops: Vec<Vec<Vec<u8>>>,
     /// Whether writes are recorded in `ops` (scripts may turn this off with `redis.set_repl`).
     pub replicate: bool,
+    /// Whether anyone wants the effects themselves (a replica, a `WATCH`): when nobody does,
+    /// only their count is kept (`writes`), which spares copying every write's arguments.
+    pub record: bool,
+    /// How many effects the unit produced, recorded in `ops` or not.
+    pub writes: usize,
     pub messages: Vec<(ClientId, Vec<u8>, Vec<u8>)>,
 }
 
@@ -63,19 +68,30 @@ impl Ctx {
             expiry,
             ops: Vec::new(),
             replicate: true,
+            record: true,
+            writes: 0,
             messages: Vec::new(),
         }
     }
 
-    pub(crate) fn propagate(&mut self, cmd: Vec<Vec<u8>>) {
+    /// Records the effect `cmd` builds (built only when someone wants it, see `record`).
+    pub(crate) fn propagate(&mut self, cmd: impl FnOnce() -> Vec<Vec<u8>>) {
         if self.replicate && self.expiry != Expiry::Ignore {
-            self.ops.push(cmd);
+            self.effect(cmd);
         }
     }
 
     pub(crate) fn propagate_args(&mut self, args: &[Vec<u8>]) {
         if self.replicate && self.expiry != Expiry::Ignore {
-            self.ops.push(args.to_vec());
+            self.effect(|| args.to_vec());
+        }
+    }
+
+    /// Counts one effect, and records it when someone wants it.
+    fn effect(&mut self, cmd: impl FnOnce() -> Vec<Vec<u8>>) {
+        self.writes += 1;
+        if self.record {
+            self.ops.push(cmd());
         }
     }
 
@@ -90,7 +106,7 @@ impl Ctx {
             Expiry::Delete => {
                 ks.remove(key);
                 // Expiry deletions are always replicated, even under `set_repl(REPL_NONE)`.
-                self.ops.push(vec![b"DEL".to_vec(), key.to_vec()]);
+                self.effect(|| vec![b"DEL".to_vec(), key.to_vec()]);
                 true
             }
         }
@@ -248,8 +264,19 @@ pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     let lower = &mut buf[..name.len()];
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
-    TABLE.iter().find(|s| s.name.as_bytes() == &*lower)
+    BY_NAME.get(&*lower).map(|&i| &TABLE[i])
 }
+
+/// The table's index by name: every simulated command is looked up here, and a scan of the
+/// whole table was a few per cent of a simulated lock cycle.
+static BY_NAME: std::sync::LazyLock<rustc_hash::FxHashMap<&'static [u8], usize>> =
+    std::sync::LazyLock::new(|| {
+        TABLE
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.as_bytes(), i))
+            .collect()
+    });
 
 pub(crate) fn eq_ic(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
@@ -273,7 +300,7 @@ fn getdel(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
         Some(_) => return reply::wrongtype(),
     };
     db.keys.remove(&a[1]);
-    ctx.propagate(vec![b"DEL".to_vec(), a[1].clone()]);
+    ctx.propagate(|| vec![b"DEL".to_vec(), a[1].clone()]);
     v
 }
 
@@ -374,13 +401,15 @@ pub(crate) fn set(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
     }
     match when {
         Some(t) => {
-            ctx.propagate(vec![
-                b"SET".to_vec(),
-                key.clone(),
-                a[2].clone(),
-                b"PXAT".to_vec(),
-                t.to_string().into_bytes(),
-            ]);
+            ctx.propagate(|| {
+                vec![
+                    b"SET".to_vec(),
+                    key.clone(),
+                    a[2].clone(),
+                    b"PXAT".to_vec(),
+                    t.to_string().into_bytes(),
+                ]
+            });
         }
         None if flags & SET_GET != 0 => {
             let kept: Vec<Vec<u8>> = a
@@ -389,7 +418,7 @@ pub(crate) fn set(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
                 .filter(|(i, x)| *i < 3 || !eq_ic(x, "get"))
                 .map(|(_, x)| x.clone())
                 .collect();
-            ctx.propagate(kept);
+            ctx.propagate(|| kept);
         }
         None => ctx.propagate_args(a),
     }

@@ -79,7 +79,7 @@ fn expire_generic(
     }
     if ctx.already_expired(when) {
         db.keys.remove(key);
-        ctx.propagate(vec![b"DEL".to_vec(), key.clone()]);
+        ctx.propagate(|| vec![b"DEL".to_vec(), key.clone()]);
         return Value::Int(1);
     }
     db.keys.set_expire(key, when);
@@ -88,7 +88,7 @@ fn expire_generic(
         eff[0] = b"PEXPIREAT".to_vec();
         eff[2] = when.to_string().into_bytes();
     }
-    ctx.propagate(eff);
+    ctx.propagate(|| eff);
     Value::Int(1)
 }
 

@@ -203,7 +203,7 @@ pub fn blpop(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
             Ok(Some(_)) => {}
         }
         let got = take(db, key, 1, true);
-        ctx.propagate(vec![b"LPOP".to_vec(), key.clone()]);
+        ctx.propagate(|| vec![b"LPOP".to_vec(), key.clone()]);
         return Value::Array(vec![bulk(key), bulk(&got[0])]);
     }
     Value::Nil

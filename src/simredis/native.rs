@@ -39,10 +39,14 @@ fn compare_and_delete(db: &mut Db, ctx: &mut Ctx, key: &[u8], owner: &[u8]) -> O
     if !matches!(db.keys.get(key), None | Some(Data::Str(_))) {
         return None;
     }
-    // The argv `redis.call` builds from the script's literals and KEYS[1].
-    let call = |name: &[u8]| [name.to_vec(), key.to_vec()];
-    match call_command(db, ctx, &call(b"get")) {
-        Value::BulkString(held) if held == owner => Some(call_command(db, ctx, &call(b"del"))),
+    // The argv `redis.call` builds from the script's literals and KEYS[1] (one buffer for both
+    // calls: this runs for every release of every simulated lock cycle).
+    let mut argv = [b"get".to_vec(), key.to_vec()];
+    match call_command(db, ctx, &argv) {
+        Value::BulkString(held) if held == owner => {
+            argv[0] = b"del".to_vec();
+            Some(call_command(db, ctx, &argv))
+        }
         // `false ~= ARGV[1]`, or another holder's token.
         Value::BulkString(_) | Value::Nil => Some(Value::Int(0)),
         _ => unreachable!("GET of a string or a missing key answers a bulk string or nil"),

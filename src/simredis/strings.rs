@@ -104,17 +104,19 @@ pub fn getex(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
     if let Some(t) = when {
         if t <= ctx.now {
             db.keys.remove(&a[1]);
-            ctx.propagate(vec![b"DEL".to_vec(), a[1].clone()]);
+            ctx.propagate(|| vec![b"DEL".to_vec(), a[1].clone()]);
         } else {
             db.keys.set_expire(&a[1], t);
-            ctx.propagate(vec![
-                b"PEXPIREAT".to_vec(),
-                a[1].clone(),
-                t.to_string().into_bytes(),
-            ]);
+            ctx.propagate(|| {
+                vec![
+                    b"PEXPIREAT".to_vec(),
+                    a[1].clone(),
+                    t.to_string().into_bytes(),
+                ]
+            });
         }
     } else if persist && db.keys.persist(&a[1]) {
-        ctx.propagate(vec![b"PERSIST".to_vec(), a[1].clone()]);
+        ctx.propagate(|| vec![b"PERSIST".to_vec(), a[1].clone()]);
     }
     value
 }

@@ -1171,6 +1171,7 @@ fn same_calls_give_same_results() {
             let swept = e.active_expire(1000 + i * 30);
             log.push(Executed {
                 reply: Value::Nil,
+                wrote: !swept.is_empty(),
                 effects: swept,
                 messages: vec![],
             });
