@@ -11,7 +11,9 @@
 //! - bare + MONITOR: the bare loop while a thread follows the lock server's `MONITOR` stream, as
 //!   lockcheck's witness of the lock entry does in real mode (`real::witness`);
 //!
-//! and prints lockcheck / bare and lockcheck / (bare + MONITOR).
+//! - lockcheck again with `LOCKCHECK_WITNESS=off` (no `MONITOR`);
+//!
+//! and prints lockcheck without the witness / bare, and lockcheck with it / (bare + MONITOR).
 
 use lockcheck::history::EventKind;
 use lockcheck::real::{RedisServer, ServerOptions};
@@ -22,8 +24,15 @@ use std::time::Instant;
 
 const RELEASE: &str = include_str!("../src/lock/scripts/compare_and_delete.lua");
 
-/// lockcheck's real-mode cycles per second with `clients` clients doing `cycles` cycles each.
-fn lockcheck_rate(clients: u32, cycles: u32) -> (f64, u64) {
+/// lockcheck's real-mode cycles per second with `clients` clients doing `cycles` cycles each;
+/// `witness`: whether the `MONITOR` witness of the lock entry runs (`LOCKCHECK_WITNESS`).
+fn lockcheck_rate(clients: u32, cycles: u32, witness: bool) -> (f64, u64) {
+    // Read once per run, in this thread, before any client starts.
+    if witness {
+        std::env::remove_var("LOCKCHECK_WITNESS");
+    } else {
+        std::env::set_var("LOCKCHECK_WITNESS", "off");
+    }
     let mut s = Scenario::load(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/set-nx-px-no-faults.toml"),
     )
@@ -36,6 +45,11 @@ fn lockcheck_rate(clients: u32, cycles: u32) -> (f64, u64) {
     s.lock.retry_ms = [0, 0];
     s.duration_ms = 600_000;
     let history = lockcheck::real::world::run(&s, 1).unwrap();
+    let watched = history
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::LockEntriesWatched { .. }));
+    assert_eq!(watched, witness, "the witness vouched for the run iff it ran");
     let writes = history
         .events
         .iter()
@@ -167,20 +181,30 @@ fn main() {
     // and each figure is the median of its rounds, so a burst of other load hits all of them.
     const ROUNDS: usize = 5;
     println!("lockcheck real-mode benchmark (set-nx-px, no hold/think/retry pause; medians of {ROUNDS} interleaved rounds)");
+    println!("  lockcheck with its MONITOR witness (the default) is compared with bare + a MONITOR follower;");
+    println!("  lockcheck with LOCKCHECK_WITNESS=off with the bare loop");
     for (clients, cycles) in [(1u32, 1_000u32), (16, 100)] {
-        let (mut bare, mut watched, mut ours, mut writes) = (Vec::new(), Vec::new(), Vec::new(), 0);
+        let (mut bare, mut watched, mut ours, mut unwatched, mut writes) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), 0);
         for _ in 0..ROUNDS {
             bare.push(bare_rate(clients, cycles, false));
             watched.push(bare_rate(clients, cycles, true));
-            let (rate, w) = lockcheck_rate(clients, cycles);
+            let (rate, w) = lockcheck_rate(clients, cycles, true);
             ours.push(rate);
             writes += w;
+            let (rate, w) = lockcheck_rate(clients, cycles, false);
+            unwatched.push(rate);
+            writes += w;
         }
-        let (bare, watched, ours) = (median(bare), median(watched), median(ours));
+        let (bare, watched, ours, unwatched) =
+            (median(bare), median(watched), median(ours), median(unwatched));
         println!(
-            "  {clients:>2} client(s): lockcheck {ours:>8.0} cycles/s ({writes} cycles)   bare redis-rs {bare:>8.0} cycles/s   ratio {:.2}   (bare + a MONITOR follower {watched:>8.0}, ratio {:.2})",
-            ours / bare,
+            "  {clients:>2} client(s), {writes} lockcheck cycles in all:\n      \
+             witness off: lockcheck {unwatched:>7.0} cycles/s   bare redis-rs {bare:>7.0}   ratio {:.2}\n      \
+             witness on:  lockcheck {ours:>7.0} cycles/s   bare + MONITOR {watched:>7.0}   ratio {:.2}   (vs bare {:.2})",
+            unwatched / bare,
             ours / watched,
+            ours / bare,
         );
     }
 }

@@ -291,14 +291,16 @@ where
 
 /// Starts the servers' witness of the lock entry ([`Witness`]) on every master, when it can
 /// follow them: in-process clients (which name their connections), masters without replicas (no
-/// failover moves the entry) and a lock whose entry is a string (not Redisson's hash).
+/// failover moves the entry) and a lock whose entry is a string (not Redisson's hash); and
+/// unless `LOCKCHECK_WITNESS=off` turns it off ([`witness_wanted`]).
 fn watch_entries<F>(
     scenario: &Scenario,
     clients: &Clients<F>,
     groups: &[Mutex<Group>],
     rec: &Recorder,
 ) -> Option<Witness> {
-    if !matches!(clients, Clients::InProcess(_))
+    if !witness_wanted()
+        || !matches!(clients, Clients::InProcess(_))
         || scenario.redis.replicas > 0
         || scenario.lock.kind == LockKind::Redisson
     {
@@ -319,6 +321,22 @@ fn watch_entries<F>(
             None
         }
     }
+}
+
+/// Whether real runs start the `MONITOR` witness: yes unless `LOCKCHECK_WITNESS` is `off` (or
+/// `0`, `false`, `no`). Why anyone would turn it off: `MONITOR` makes the lock server format
+/// every command it runs for the follower, which costs the server up to a fifth of its
+/// throughput when many clients retry at once (`cargo bench --bench real`). Without the
+/// witness, `foreign_release` judges from the clients' own events, as it does whenever the
+/// witness cannot follow a run.
+pub fn witness_wanted() -> bool {
+    !matches!(
+        std::env::var("LOCKCHECK_WITNESS")
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+            .as_str(),
+        "off" | "0" | "false" | "no"
+    )
 }
 
 /// The real Redis world's side of a run ([`world::World`]): clients are tokio tasks on routed
