@@ -49,7 +49,10 @@ fn lockcheck_rate(clients: u32, cycles: u32, witness: bool) -> (f64, u64) {
         .events
         .iter()
         .any(|e| matches!(e.kind, EventKind::LockEntriesWatched { .. }));
-    assert_eq!(watched, witness, "the witness vouched for the run iff it ran");
+    assert_eq!(
+        watched, witness,
+        "the witness vouched for the run iff it ran"
+    );
     let writes = history
         .events
         .iter()
@@ -196,8 +199,12 @@ fn main() {
             unwatched.push(rate);
             writes += w;
         }
-        let (bare, watched, ours, unwatched) =
-            (median(bare), median(watched), median(ours), median(unwatched));
+        let (bare, watched, ours, unwatched) = (
+            median(bare),
+            median(watched),
+            median(ours),
+            median(unwatched),
+        );
         println!(
             "  {clients:>2} client(s), {writes} lockcheck cycles in all:\n      \
              witness off: lockcheck {unwatched:>7.0} cycles/s   bare redis-rs {bare:>7.0}   ratio {:.2}\n      \

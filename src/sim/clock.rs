@@ -34,7 +34,20 @@ struct NodeClock {
 impl NodeClock {
     fn at(&self, true_us: u64) -> i128 {
         let dt = true_us.saturating_sub(self.base_true_us) as i128;
+        if self.ppm == 0 {
+            // The common case, without a 128-bit division (every command reads a clock).
+            return self.base_clock_us + dt;
+        }
         self.base_clock_us + dt + dt * self.ppm as i128 / 1_000_000
+    }
+}
+
+/// `us / 1000` as milliseconds for a non-negative `us`, with a 64-bit division whenever it fits
+/// (a 128-bit one is a library call), the same result either way.
+fn ms_of(us: i128) -> u64 {
+    match u64::try_from(us) {
+        Ok(us) => us / 1000,
+        Err(_) => (us / 1000) as u64,
     }
 }
 
@@ -121,7 +134,7 @@ impl Clocks {
     pub fn now_ms(&self, node: usize) -> u64 {
         let t = self.true_us();
         let c = self.inner.lock().unwrap()[node];
-        ((c.at(t) + c.wall_us).max(0) / 1000) as u64
+        ms_of((c.at(t) + c.wall_us).max(0))
     }
 
     /// Node `node`'s monotonic clock now, in milliseconds (it starts at [`EPOCH_MS`] like the
@@ -129,7 +142,7 @@ impl Clocks {
     pub fn monotonic_ms(&self, node: usize) -> u64 {
         let t = self.true_us();
         let us = self.inner.lock().unwrap()[node].at(t);
-        (us.max(0) / 1000) as u64
+        ms_of(us.max(0))
     }
 
     /// Steps node `node`'s wall clock alone by `by_ms` (negative: backwards); its monotonic

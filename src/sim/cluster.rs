@@ -272,8 +272,10 @@ impl Cluster {
         // Effects are copied only for a master that has replicas to send them to.
         let wanted = !st.servers[idx].streams.is_empty();
         st.servers[idx].engine.set_effects_wanted(wanted);
+        let version = st.servers[idx].engine.data_version();
         let out = st.servers[idx].engine.execute(now, conn, args);
-        if let Some(k) = &key {
+        // A command that changed no key (a refused SET NX, a GET) left the holders as they were.
+        if let (Some(k), true) = (&key, st.servers[idx].engine.data_version() != version) {
             st.servers[idx].engine.live_holders_into(k, now, &mut after);
             if before != after {
                 self.record_entry_changes(&mut st, idx, client_node, &before, &after);

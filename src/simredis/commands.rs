@@ -120,6 +120,15 @@ impl Ctx {
         ks.get_mut(key)
     }
 
+    /// [`Ctx::lookup`] for reading only (it leaves the keyspace's version alone unless the key
+    /// expired and was deleted).
+    pub(crate) fn lookup_ref<'a>(&mut self, ks: &'a mut Keyspace, key: &[u8]) -> Option<&'a Data> {
+        if self.expire_if_needed(ks, key) {
+            return None;
+        }
+        ks.get(key)
+    }
+
     /// Whether an absolute expiry is already in the past (Redis's `checkAlreadyExpired`).
     /// Never on a replica applying its master's stream: there the key must stay until the
     /// master's `DEL` arrives.
@@ -286,7 +295,7 @@ pub(crate) fn eq_ic(a: &[u8], b: &str) -> bool {
 // strings
 
 fn get(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
-    match ctx.lookup(&mut db.keys, &a[1]) {
+    match ctx.lookup_ref(&mut db.keys, &a[1]) {
         None => Value::Nil,
         Some(Data::Str(s)) => bulk(s),
         Some(_) => reply::wrongtype(),
@@ -379,7 +388,7 @@ pub(crate) fn set(db: &mut Db, ctx: &mut Ctx, a: &[Vec<u8>]) -> Value {
 
     let key = &a[1];
     let mut old = Value::Nil;
-    let found = match ctx.lookup(&mut db.keys, key) {
+    let found = match ctx.lookup_ref(&mut db.keys, key) {
         Some(Data::Str(s)) => {
             if flags & SET_GET != 0 {
                 old = bulk(s);

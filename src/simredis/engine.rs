@@ -253,6 +253,12 @@ impl Engine {
         out
     }
 
+    /// A number that changes whenever the data may have changed (`Keyspace::version`): equal
+    /// before and after a command means the command changed no key.
+    pub fn data_version(&self) -> u64 {
+        self.db.keys.version()
+    }
+
     /// [`Engine::live_holders`] into `out`, reusing its buffers: the deployment asks before and
     /// after every command, so this must not allocate once the buffers have grown.
     pub fn live_holders_into(&self, key: &[u8], now_ms: u64, out: &mut Vec<Vec<u8>>) {

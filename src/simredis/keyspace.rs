@@ -108,15 +108,26 @@ struct Entry {
 pub struct Keyspace {
     map: HashMap<Vec<u8>, Entry, FixedState>,
     expires: BTreeSet<(i64, Vec<u8>)>,
+    /// Bumped by every call that may change the data (see [`Keyspace::version`]).
+    version: u64,
 }
 
 impl Keyspace {
+    /// A number that changes whenever the data may have changed: every method that can write
+    /// (including [`Keyspace::get_mut`], whose caller may write through it) bumps it, so an
+    /// unchanged version means unchanged data (the deployment skips re-reading the lock entry
+    /// after a command that wrote nothing).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     /// The raw value, ignoring expiry (callers decide what expiry means for them).
     pub fn get(&self, key: &[u8]) -> Option<&Data> {
         self.map.get(key).map(|e| &e.data)
     }
 
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Data> {
+        self.version = self.version.wrapping_add(1);
         self.map.get_mut(key).map(|e| &mut e.data)
     }
 
@@ -136,6 +147,7 @@ impl Keyspace {
 
     /// Stores a value. Like Redis's `setKey`, this clears any expiry unless `keep_ttl`.
     pub fn set(&mut self, key: &[u8], data: Data, keep_ttl: bool) {
+        self.version = self.version.wrapping_add(1);
         match self.map.get_mut(key) {
             Some(e) => {
                 e.data = data;
@@ -159,6 +171,7 @@ impl Keyspace {
 
     /// Stores a value with an absolute expiry (SET ... PX/PXAT), replacing any previous one.
     pub fn set_with_expire(&mut self, key: &[u8], data: Data, at: i64) {
+        self.version = self.version.wrapping_add(1);
         let old = match self.map.get_mut(key) {
             Some(e) => {
                 e.data = data;
@@ -189,6 +202,7 @@ impl Keyspace {
 
     /// Removes a key; returns whether it existed.
     pub fn remove(&mut self, key: &[u8]) -> bool {
+        self.version = self.version.wrapping_add(1);
         match self.map.remove(key) {
             Some(e) => {
                 if let Some(t) = e.expire_at {
@@ -202,6 +216,7 @@ impl Keyspace {
 
     /// Sets the absolute expiry of an existing key (no-op for a missing key).
     pub fn set_expire(&mut self, key: &[u8], at: i64) {
+        self.version = self.version.wrapping_add(1);
         if let Some(e) = self.map.get_mut(key) {
             if let Some(old) = e.expire_at.replace(at) {
                 if old == at {
@@ -215,6 +230,7 @@ impl Keyspace {
 
     /// Removes the expiry; returns whether there was one.
     pub fn persist(&mut self, key: &[u8]) -> bool {
+        self.version = self.version.wrapping_add(1);
         match self.map.get_mut(key).and_then(|e| e.expire_at.take()) {
             Some(t) => {
                 self.expires.remove(&(t, key.to_vec()));
@@ -244,6 +260,7 @@ impl Keyspace {
     }
 
     pub fn clear(&mut self) {
+        self.version = self.version.wrapping_add(1);
         self.map.clear();
         self.expires.clear();
     }
