@@ -330,9 +330,15 @@ fn watch_entries<F>(
 /// witness, `foreign_release` judges from the clients' own events, as it does whenever the
 /// witness cannot follow a run.
 pub fn witness_wanted() -> bool {
+    witness_setting(std::env::var("LOCKCHECK_WITNESS").ok().as_deref())
+}
+
+/// [`witness_wanted`] for a value of `LOCKCHECK_WITNESS` (`None`: unset).
+fn witness_setting(value: Option<&str>) -> bool {
     !matches!(
-        std::env::var("LOCKCHECK_WITNESS")
+        value
             .unwrap_or_default()
+            .trim()
             .to_ascii_lowercase()
             .as_str(),
         "off" | "0" | "false" | "no"
@@ -437,4 +443,19 @@ where
     )
     .await;
     world.rec.snapshot()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::witness_setting;
+
+    #[test]
+    fn the_witness_runs_unless_turned_off() {
+        for on in [None, Some(""), Some("on"), Some("1"), Some("yes")] {
+            assert!(witness_setting(on), "{on:?}");
+        }
+        for off in ["off", "OFF", "0", "false", "no", " off "] {
+            assert!(!witness_setting(Some(off)), "{off:?}");
+        }
+    }
 }
