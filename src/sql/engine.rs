@@ -17,7 +17,10 @@
 //!   the requesting transaction is the victim and is rolled back);
 //! - duplicate primary or unique keys (error 1062), waiting first when the conflicting row belongs
 //!   to an open transaction (it may still roll back);
-//! - plain `SELECT` outside a transaction reads committed rows.
+//! - plain `SELECT` outside a transaction reads committed rows;
+//! - an autocommit `UPDATE` or `DELETE` without a primary-key equality scans the whole table and
+//!   waits for every row another transaction has locked, including a row that transaction deleted
+//!   and has not committed (InnoDB keeps it, delete-marked, until the commit).
 //!
 //! What is refused ([`SqlError::Unsupported`]), because InnoDB would take gap or next-key locks or
 //! read a snapshot, which this subset does not model: consistent reads inside a transaction,
@@ -378,8 +381,21 @@ impl Engine {
                             "UPDATE/DELETE on {table} without a primary-key equality in a transaction (next-key locks)"
                         )))
                     }
-                    // A full scan locks every row it reads.
-                    None => t.rows.keys().map(|k| (table.clone(), k.clone())).collect(),
+                    // A full scan locks every record it reads, in primary-key order. That
+                    // includes a row another open transaction deleted: InnoDB keeps the record,
+                    // delete-marked, under that transaction's lock until it commits, so the scan
+                    // waits for it (the differential test found this: the engine used to answer
+                    // at once where MariaDB waited and failed with 1205).
+                    None => {
+                        let mut pks: BTreeSet<&Value> = t.rows.keys().collect();
+                        pks.extend(
+                            self.locks
+                                .keys()
+                                .filter(|(locked, _)| locked == table)
+                                .map(|(_, pk)| pk),
+                        );
+                        pks.into_iter().map(|k| (table.clone(), k.clone())).collect()
+                    }
                 }
             }
             _ => Vec::new(),

@@ -49,3 +49,20 @@ pub fn real_servers_one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
+
+/// A proptest configuration for the random differential tests: `cases` cases drawn from a fixed
+/// seed, so a suite that passed once passes again on the same code (CI must not go red by the
+/// draw), and no failure persistence file. `PROPTEST_RNG_SEED=<n>` (which `Config::default`
+/// reads) draws other cases, to look further.
+pub fn fixed_seed_config(cases: u32) -> proptest::test_runner::Config {
+    use proptest::test_runner::{Config, RngSeed};
+    let mut config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    if matches!(config.rng_seed, RngSeed::Random) {
+        config.rng_seed = RngSeed::Fixed(20261124);
+    }
+    config
+}

@@ -3,6 +3,9 @@
 //! (fixed tables and random proptest sequences), `sessions` covers the connection layer
 //! (response timeouts, pipelines, transactions).
 
+#[path = "../common/mod.rs"]
+mod common;
+
 mod differential;
 mod functions;
 mod native_scripts;

@@ -9,7 +9,8 @@
 use super::Diff;
 use lockcheck::simredis::{Engine, Role};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{TestCaseError, TestRunner};
+
 use std::cell::RefCell;
 
 /// Keys of every type the sequences write, so wrong-type errors come up often.
@@ -267,11 +268,7 @@ fn cases() -> u32 {
 #[test]
 fn random_sequences() {
     let d = RefCell::new(Diff::new());
-    let mut runner = TestRunner::new(Config {
-        cases: cases(),
-        failure_persistence: None,
-        ..Config::default()
-    });
+    let mut runner = TestRunner::new(crate::common::fixed_seed_config(cases()));
     let any = prop_oneof![
         8 => command(),
         2 => collection_command(),
