@@ -600,10 +600,15 @@ fn info_reply(st: &State, idx: usize) -> Value {
 }
 
 /// Uniform in `[lo, hi]` from madsim's seeded RNG.
-pub(crate) fn lo_hi_random([lo, hi]: [u64; 2]) -> u64 {
+pub(crate) fn lo_hi_random(range: [u64; 2]) -> u64 {
+    lo_hi(&mut madsim::rand::thread_rng(), range)
+}
+
+/// Uniform in `[lo, hi]` from `rng` (no draw when the range is one value).
+pub(crate) fn lo_hi(rng: &mut impl rand::RngCore, [lo, hi]: [u64; 2]) -> u64 {
     if hi <= lo {
         lo
     } else {
-        lo + madsim::rand::random::<u64>() % (hi - lo + 1)
+        lo + rng.next_u64() % (hi - lo + 1)
     }
 }

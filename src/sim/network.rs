@@ -65,14 +65,7 @@ impl Network {
 
     /// A one-way latency sample.
     pub fn latency(&self) -> std::time::Duration {
-        let [lo, hi] = self.latency_ms;
-        // As `cluster::lo_hi_random`, from the kept generator.
-        let ms = if hi <= lo {
-            lo
-        } else {
-            use rand::RngCore;
-            lo + self.rng.0.clone().next_u64() % (hi - lo + 1)
-        };
+        let ms = super::cluster::lo_hi(&mut self.rng.0.clone(), self.latency_ms);
         std::time::Duration::from_millis(ms.max(1))
     }
 }
