@@ -44,12 +44,14 @@
 //! `clients` (2), `ttl` (3), `time_bound` (8), `pauses` (1), `failover`
 //! (false), `storage_check` (true), `tick_ms` (100).
 
+use crate::counterexample::pause_fault;
 use crate::key;
+use crate::lock_model::{LockModel, Path, PropInfo};
 use crate::params::{self, ParamSpec, Params};
 use crate::properties;
 use crate::report::{Expectation, PropertyKind};
-use crate::runner::{needs_writes, LockModel, Path, PropInfo};
-use crate::scenario::{failover_lag, fault_time, pause_fault, Fault, Scenario};
+use crate::runner::needs_writes;
+use crate::scenario::{failover_lag, fault_time, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 

@@ -42,12 +42,14 @@
 //!   with a pause and a clock jump (`mutual_exclusion` is still violated:
 //!   fencing protects the storage, not the critical section).
 
+use crate::counterexample::pause_fault;
 use crate::key;
+use crate::lock_model::{LockModel, Path, PropInfo};
 use crate::params::{self, ParamSpec, Params};
 use crate::properties;
 use crate::report::Expectation;
-use crate::runner::{needs_writes, LockModel, Path, PropInfo};
-use crate::scenario::{fault_time, generated_note, pause_fault, Fault, Scenario};
+use crate::runner::needs_writes;
+use crate::scenario::{fault_time, generated_note, Fault, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 

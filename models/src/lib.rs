@@ -30,7 +30,8 @@
 //! The three shared properties and the protected storage live in
 //! [`properties`], the string lock key that four of the designs set in
 //! [`key`], and what every counterexample scenario shares in
-//! [`scenario`], so each model file holds only its design.
+//! [`scenario`] (the file format) and `counterexample.rs` (the base a
+//! model's scenario starts from), so each model holds only its design.
 //!
 //! Threads: [`RunOptions::threads`] `0` runs DFS proofs on every core and
 //! BFS on one, because only a single-threaded BFS guarantees the shortest
@@ -64,10 +65,12 @@
 //! ```
 
 pub mod clock;
+mod counterexample;
 pub mod failover;
 pub mod fencing;
 pub mod key;
 pub mod lease;
+mod lock_model;
 mod params;
 pub mod properties;
 pub mod redisson;
@@ -96,7 +99,7 @@ macro_rules! every_model {
 pub fn model_names() -> &'static [&'static str] {
     macro_rules! names {
         ($($model:ty),+) => {{
-            const NAMES: &[&str] = &[$(<$model as runner::LockModel>::NAME),+];
+            const NAMES: &[&str] = &[$(<$model as lock_model::LockModel>::NAME),+];
             NAMES
         }};
     }
@@ -245,7 +248,7 @@ macro_rules! dispatch {
 macro_rules! dispatch_to {
     ($name:expr, $m:ident, $body:expr; $($model:ty),+) => {{
         let name: &str = $name;
-        $(if name == <$model as runner::LockModel>::NAME {
+        $(if name == <$model as lock_model::LockModel>::NAME {
             type $m = $model;
             $body
         } else)+ {
@@ -256,7 +259,7 @@ macro_rules! dispatch_to {
 
 /// The parameters and properties of a model.
 pub fn model_info(name: &str) -> Result<ModelInfo, ModelError> {
-    use runner::LockModel;
+    use lock_model::LockModel;
     dispatch!(name, M => Ok(ModelInfo {
         name: M::NAME,
         params: M::PARAMS,

@@ -13,8 +13,8 @@
 //!   catches a vacuous model (one where the lock can never change hands
 //!   would satisfy the safety properties trivially).
 
+use crate::lock_model::{LockModel, PropInfo};
 use crate::report::{Expectation, PropertyKind};
-use crate::runner::{LockModel, PropInfo};
 use stateright::Property;
 
 /// The resource the lock protects, as the models see it: the newest lease

@@ -44,11 +44,13 @@
 //!   the whole lease;
 //! * `reentered` (sometimes): a holder re-enters with the server's count 2.
 
+use crate::counterexample::pause_fault;
+use crate::lock_model::{LockModel, Path, PropInfo};
 use crate::params::{self, ParamSpec, Params};
 use crate::properties;
 use crate::report::{Expectation, PropertyKind};
-use crate::runner::{needs_writes, LockModel, Path, PropInfo};
-use crate::scenario::{generated_note, pause_fault, Scenario};
+use crate::runner::needs_writes;
+use crate::scenario::{generated_note, Scenario};
 use crate::ModelError;
 use stateright::{Model, Property};
 

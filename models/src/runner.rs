@@ -1,69 +1,17 @@
 //! The glue between a model and stateright's checkers: parameter parsing,
-//! one property per run, trace rendering and the scenario.
+//! one property per run, trace rendering and the scenario. The trait a
+//! model implements for it is [`LockModel`], in `lock_model.rs`.
 
-use crate::params::{ParamSpec, Params};
-use crate::report::{Expectation, Finding, ModelReport, PropertyKind, Step, Strategy};
-use crate::scenario::Scenario;
+use crate::lock_model::{LockModel, Path};
+use crate::params::Params;
+use crate::report::{Finding, ModelReport, PropertyKind, Step, Strategy};
 use crate::{ModelError, RunOptions};
 use stateright::{Checker, Model, Property};
-use std::fmt::Debug;
-use std::hash::Hash;
 use std::time::Instant;
 
-/// A property a model offers: its name, kind and one-sentence meaning.
-pub(crate) struct PropInfo {
-    pub name: &'static str,
-    pub kind: PropertyKind,
-    pub about: &'static str,
-}
-
-pub(crate) type Path<M> = [(<M as Model>::State, Option<<M as Model>::Action>)];
-/// A representative function for symmetry reduction.
-pub(crate) type Representative<M> = fn(&<M as Model>::State) -> <M as Model>::State;
 type PathVec<M> = Vec<(<M as Model>::State, Option<<M as Model>::Action>)>;
 /// A model with its property selected, the property, and the effective parameters.
 type Built<M> = (M, &'static str, Vec<(String, String)>);
-
-/// What every model in this crate provides beyond [`Model`].
-pub(crate) trait LockModel:
-    Model<
-        State: Clone + Debug + Hash + Eq + Send + Sync + 'static,
-        Action: Clone + Debug + PartialEq + Send + Sync + 'static,
-    > + Clone
-    + Send
-    + Sync
-    + 'static
-{
-    const NAME: &'static str;
-    const PARAMS: &'static [ParamSpec];
-    /// The property checked when none is named.
-    const DEFAULT_PROPERTY: &'static str;
-
-    fn from_params(p: &Params) -> Result<Self, ModelError>;
-    /// Every property with its condition; [`Model::properties`] returns only
-    /// the selected one (see [`selected`]).
-    fn all_properties() -> Vec<(PropInfo, Property<Self>)>;
-    /// Restrict [`Model::properties`] to one property (`""`: all of them).
-    fn select(&mut self, property: &'static str);
-    /// The declared verdict for `property` in this configuration.
-    fn expected(&self, property: &str) -> Expectation;
-    fn tick_ms(&self) -> u64;
-    /// True time (ticks) of a state.
-    fn tick_of(&self, s: &Self::State) -> u32;
-    /// The facts of a state that a reader needs, `(subject, value)`, in a
-    /// fixed order; a step prints the ones that changed.
-    fn facts(&self, s: &Self::State) -> Vec<(String, String)>;
-    /// The action in words, given the state it is taken in.
-    fn action_text(&self, s: &Self::State, a: &Self::Action) -> String;
-    /// The trace as a scenario, or a reason why the contract cannot express it.
-    fn scenario(&self, property: &str, path: &Path<Self>) -> Result<Scenario, String>;
-    /// A canonical representative under client symmetry, when the clients
-    /// are interchangeable in this configuration. DFS uses it to skip states
-    /// that differ only by a renaming of clients (BFS cannot).
-    fn symmetry(&self) -> Option<Representative<Self>> {
-        None
-    }
-}
 
 /// Whether the selected property looks at the storage. Writes change only
 /// the storage, so runs of the other properties leave them out (fewer
