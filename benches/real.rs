@@ -2,7 +2,7 @@
 //!
 //! `cargo bench --bench real` (release; needs `redis-server`, spawned on free ports, never 6379).
 //! For 1 and 16 clients contending for one `set-nx-px` lock with no hold, think or retry pause:
-//! - lockcheck: `real::world::run` of the no-fault scenario (its own lock and storage servers);
+//! - lockcheck: `real::redis_world::run` of the no-fault scenario (its own lock and storage servers);
 //!   cycles are the accepted storage writes, timed from the first to the last client event;
 //! - bare: the same per-cycle commands straight through redis-rs (`SET NX PX` on the lock server,
 //!   `GET` + the fenced-write `EVALSHA` on the storage server, the compare-and-delete `EVALSHA`),
@@ -44,7 +44,7 @@ fn lockcheck_rate(clients: u32, cycles: u32, witness: bool) -> (f64, u64) {
     s.workload.think_ms = [0, 0];
     s.lock.retry_ms = [0, 0];
     s.duration_ms = 600_000;
-    let history = lockcheck::real::world::run(&s, 1).unwrap();
+    let history = lockcheck::real::redis_world::run(&s, 1).unwrap();
     let watched = history
         .events
         .iter()

@@ -13,8 +13,8 @@
 //!
 //! Arguments: `--quick` for a short run (CI smoke), `--no-real` to skip the real servers.
 
-use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::RealEnv;
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::lock::{AnyLock, Lock, LockConfig, LockKind};
 use lockcheck::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
 use lockcheck::scenario::{Direction, Fault, FaultKind, Scenario, Trigger};

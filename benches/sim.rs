@@ -268,12 +268,8 @@ fn seeds_per_second(name: &str, seeds: u64) {
     let mut violated = 0;
     for seed in 0..seeds {
         let run = lockcheck::sim::run(&s, seed);
-        let o = lockcheck::check::judge::Outcome::judge(
-            &s,
-            lockcheck::check::judge::Mode::Sim,
-            seed,
-            run.history,
-        );
+        let o =
+            lockcheck::judge::Outcome::judge(&s, lockcheck::judge::Mode::Sim, seed, run.history);
         if o.verdict() == lockcheck::Verdict::Violation {
             violated += 1;
         }

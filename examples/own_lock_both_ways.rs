@@ -2,11 +2,11 @@
 //!
 //! `cargo run --release --example own_lock_both_ways` runs the lock below under two scenarios
 //! (no faults; a GC pause three leases long) with `lockcheck::sim::run_with` and with
-//! `lockcheck::real::world::run_with`, and prints the four verdicts. Real mode needs
+//! `lockcheck::real::redis_world::run_with`, and prints the four verdicts. Real mode needs
 //! `redis-server` (`apt-get install redis-server`); lockcheck starts and stops its own servers.
 
-use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::Env;
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError};
 use lockcheck::scenario::Scenario;
 use redis::aio::ConnectionLike;
@@ -115,10 +115,12 @@ pub fn verdict(scenario: &Scenario, real: bool) -> Result<Outcome, lockcheck::re
     let seed = 1;
     Ok(if real {
         let history =
-            lockcheck::real::world::run_with(scenario, seed, |config, mut conns, env| TokenLock {
-                conn: conns.remove(0),
-                env,
-                config,
+            lockcheck::real::redis_world::run_with(scenario, seed, |config, mut conns, env| {
+                TokenLock {
+                    conn: conns.remove(0),
+                    env,
+                    config,
+                }
             })?;
         Outcome::judge(scenario, Mode::Real, seed, history)
     } else {

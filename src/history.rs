@@ -286,19 +286,20 @@ fn render_event(e: &Event) -> String {
     format!("{} {} {}", fmt_ms(e.at_us), e.node, what)
 }
 
-/// Where true time comes from.
-#[derive(Clone)]
-enum TrueClock {
-    Sim(crate::sim::clock::TrueTime),
-    Real(std::time::Instant),
+/// Where a recorder reads true time. The history does not know which world it records: the
+/// simulator passes its virtual clock (`sim::clock::TrueTime`), real mode the process's
+/// monotonic clock ([`Recorder::real`]).
+pub trait TrueClock: Send + Sync {
+    /// Microseconds since the run started.
+    fn now_us(&self) -> u64;
 }
 
-impl std::fmt::Debug for TrueClock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TrueClock::Sim(_) => f.write_str("Sim"),
-            TrueClock::Real(start) => f.debug_tuple("Real").field(start).finish(),
-        }
+/// The process's monotonic clock, from the moment the run started (real mode).
+struct MonotonicSince(std::time::Instant);
+
+impl TrueClock for MonotonicSince {
+    fn now_us(&self) -> u64 {
+        self.0.elapsed().as_micros() as u64
     }
 }
 
@@ -306,15 +307,21 @@ impl std::fmt::Debug for TrueClock {
 #[derive(Clone, Debug)]
 pub struct Recorder {
     inner: Arc<Mutex<History>>,
-    clock: TrueClock,
+    clock: Arc<dyn TrueClock>,
+}
+
+impl std::fmt::Debug for dyn TrueClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TrueClock")
+    }
 }
 
 impl Recorder {
-    /// A recorder on the simulator's clock; call inside a madsim runtime.
-    pub fn simulated() -> Recorder {
+    /// A recorder that stamps events with `clock` (the simulator's clock, in simulation).
+    pub fn with_clock(clock: Arc<dyn TrueClock>) -> Recorder {
         Recorder {
             inner: Arc::default(),
-            clock: TrueClock::Sim(crate::sim::clock::TrueTime::start()),
+            clock,
         }
     }
 
@@ -322,16 +329,13 @@ impl Recorder {
     pub fn real() -> Recorder {
         Recorder {
             inner: Arc::default(),
-            clock: TrueClock::Real(std::time::Instant::now()),
+            clock: Arc::new(MonotonicSince(std::time::Instant::now())),
         }
     }
 
     /// True time now, in microseconds since the run started.
     pub fn now_us(&self) -> u64 {
-        match &self.clock {
-            TrueClock::Sim(t) => t.now_us(),
-            TrueClock::Real(start) => start.elapsed().as_micros() as u64,
-        }
+        self.clock.now_us()
     }
 
     /// Appends an event of `node`, stamped with true time now.

@@ -11,8 +11,8 @@
 //!
 //! A run flows through the modules in this order:
 //! [`scenario`] (the TOML file, checked) → [`sim`] or [`real`] (a world runs the workload, each
-//! client with its [`lock`], while [`faults`] decides when each fault fires) → [`history`] (every
-//! event in true time) → [`check`] (each checker's [`Verdict`]) → [`check::judge`] (an
+//! client with its [`lock`], while [`schedule`] decides when each fault fires) → [`history`] (every
+//! event in true time) → [`check`] (each checker's [`Verdict`]) → [`judge`] (an
 //! [`Outcome`]: the verdicts against the scenario's expectations) → [`cli`] (reports, exit codes).
 //! `ARCHITECTURE.md` in the repository says where each concept lives.
 //!
@@ -54,7 +54,7 @@
 //! # Example: testing your own lock
 //!
 //! Implement [`Lock`] against the two seams and hand a constructor to [`sim::run_with`] (or
-//! [`real::world::run_with`] for real servers). This lock checks with `GET`, then `SET`s: two
+//! [`real::redis_world::run_with`] for real servers). This lock checks with `GET`, then `SET`s: two
 //! clients can both see the key absent, and lockcheck finds it without any fault.
 //!
 //! ```
@@ -117,33 +117,50 @@
 
 #![warn(missing_docs)]
 
-pub mod check;
-pub mod cli;
+// The modules by layer, lowest first: each imports only modules listed in an earlier group
+// (ARCHITECTURE.md draws the layers; tests/architecture.rs holds the code to them).
+
+// 1. Vocabulary every stage shares.
 pub mod env;
 pub mod exec;
-pub mod explore;
-pub mod faults;
 pub mod history;
 pub mod junit;
-pub mod lock;
 pub mod progress;
-pub mod real;
-pub mod report_html;
 pub mod resource;
-pub mod scenario;
-pub mod sim;
 pub mod simredis;
-pub mod sql;
+pub mod stdout;
 pub mod subscription;
-pub mod suite;
+// 2. The SQL seam and engine; the checkers.
+pub mod check;
+pub mod sql;
+// 3. The locks under test.
+pub mod lock;
+// 4. The scenario format.
+pub mod scenario;
+// 5. When faults fire; what a client does.
+pub mod schedule;
 pub mod workload;
+// 6. One run's assembly.
 pub mod world;
+// 7. The worlds.
+pub mod real;
+pub mod sim;
+// 8. Judging a run.
+pub mod judge;
+// 9. Searching for violations.
+pub mod explore;
+// 10. The HTML report.
+pub mod report_html;
+// 11. A run's cases and artifacts.
+pub mod suite;
+// 12. The command line.
+pub mod cli;
 
 // What a user of the library needs, at the crate root: a scenario, a lock and its seams, the
 // judged outcome.
-pub use check::judge::{Mode, Outcome, SeedsOutcome};
 pub use check::{CheckResult, Checker, Verdict};
 pub use env::Env;
 pub use history::History;
+pub use judge::{Mode, Outcome, SeedsOutcome};
 pub use lock::{Guard, Lock, LockConfig, LockError, LockKind};
 pub use scenario::{Scenario, ScenarioError};

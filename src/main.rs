@@ -240,9 +240,9 @@ fn main() {
                     std::process::exit(lockcheck::cli::run::EXIT_BAD_INPUT);
                 }
             };
-            lockcheck::explore::explore_command(
+            lockcheck::cli::explore::explore_command(
                 &path,
-                &lockcheck::explore::ExploreOptions {
+                &lockcheck::cli::explore::ExploreOptions {
                     cases,
                     seed,
                     time_limit,

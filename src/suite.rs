@@ -3,7 +3,7 @@
 //! and the summary line (passed, failed, skipped, time). `run`, `explore` and `table` feed one
 //! [`Suite`] each, case by case, and call [`Suite::finish`] at the end.
 
-use crate::check::judge::SeedsOutcome;
+use crate::judge::SeedsOutcome;
 use crate::junit::{self, Case, CaseResult};
 use crate::report_html::{self, IndexRow};
 use crate::scenario::Scenario;
@@ -38,7 +38,7 @@ pub struct Suite {
 pub fn skip_reason(scenario: &Scenario, real: bool) -> Option<String> {
     if real {
         // The error reads "cannot run on real processes: <why>"; a SKIP line needs only the why.
-        crate::real::world::real_mode_unsupported(scenario).map(|r| {
+        crate::real::redis_world::real_mode_unsupported(scenario).map(|r| {
             r.strip_prefix("cannot run on real processes: ")
                 .map(str::to_string)
                 .unwrap_or(r)

@@ -1,7 +1,7 @@
 //! Model -> simulation -> real server: a counterexample the model checker finds becomes a
 //! scenario file that reproduces the violation in the simulator and on real `redis-server`s.
 
-use lockcheck::check::judge::{Mode, Outcome};
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
 use lockcheck_models::{RunOptions, Strategy};
@@ -49,7 +49,7 @@ fn lease_pause_counterexample_replays_in_simulation() {
 fn failover_counterexample_replays_in_simulation_and_on_real_servers() {
     let s = counterexample_scenario("failover", &[]);
     assert_eq!(violating_seeds(&s, 5), vec![1, 2, 3, 4, 5]);
-    let history = lockcheck::real::world::run(&s, 1).expect("real run");
+    let history = lockcheck::real::redis_world::run(&s, 1).expect("real run");
     let o = Outcome::judge(&s, Mode::Real, 1, history);
     assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
 }
@@ -147,7 +147,7 @@ fn redlock_clock_jump_counterexample_replays_in_simulation_and_on_real_servers()
         "no seed of 20 reproduced the model's trace in simulation"
     );
     let found = (1..=40).find(|&seed| {
-        let history = lockcheck::real::world::run(&s, seed).expect("real run");
+        let history = lockcheck::real::redis_world::run(&s, seed).expect("real run");
         Outcome::judge(&s, Mode::Real, seed, history).verdict() == Verdict::Violation
     });
     assert!(

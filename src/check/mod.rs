@@ -6,11 +6,10 @@
 
 pub mod foreign_release;
 pub mod grants;
-pub mod judge;
 pub mod liveness;
 pub mod mutual_exclusion;
+pub mod protected_resource;
 pub mod reentrancy;
-pub mod resource;
 pub mod throughput;
 pub mod verdict;
 
@@ -53,19 +52,23 @@ pub trait Checker {
     fn check(&self, history: &History) -> CheckResult;
 }
 
-/// Every checker lockcheck runs, in report order, with default parameters (the liveness bound
-/// is three times Redisson's default 30 s lease; one master).
+/// The liveness bound when a scenario sets none and its lock has no lease to scale it from:
+/// three times Redisson's default 30 s watchdog lease (a test in `judge.rs` keeps the two equal).
+pub const DEFAULT_LIVENESS_BOUND_MS: u64 = 90_000;
+
+/// Every checker lockcheck runs, in report order, with default parameters (the default liveness
+/// bound; one master).
 pub fn all() -> Vec<Box<dyn Checker>> {
-    with(crate::lock::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS * 3, 1)
+    with(DEFAULT_LIVENESS_BOUND_MS, 1)
 }
 
 /// Every checker that always runs, parameterised: the liveness bound (ms), and the masters the
 /// lock lives on (the foreign-release rule needs one). The throughput check runs besides when a
-/// scenario sets a minimum ([`judge::for_scenario`]).
+/// scenario sets a minimum (`judge::for_scenario`).
 pub fn with(liveness_bound_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
     vec![
         Box::new(mutual_exclusion::MutualExclusion),
-        Box::new(resource::Resource),
+        Box::new(protected_resource::Resource),
         Box::new(liveness::Liveness {
             bound_us: liveness_bound_ms.saturating_mul(1000),
         }),

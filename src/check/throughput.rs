@@ -5,13 +5,13 @@
 //! loses is throughput. The check compares the cycles completed (a grant whose holder left its
 //! critical section and released) with what the workload could have completed: at most `clients`
 //! x `cycles`, at most one critical section of the mean `hold_ms` at a time within `duration_ms`,
-//! and at most `duration_ms / (hold + think)` cycles per client. It runs when the scenario sets
+//! and at most `duration_ms / (hold + think)` cycles per client (the judge computes it from the
+//! scenario, `judge::capacity`). It runs when the scenario sets
 //! `[checks] min_throughput` and reports a violation when the share completed is below it.
 
 use super::Verdict;
 use super::{grants, CheckResult, Checker};
 use crate::history::History;
-use crate::scenario::Scenario;
 
 /// The throughput checker: the least share of `capacity` cycles that must complete.
 pub struct Throughput {
@@ -25,32 +25,6 @@ pub struct Throughput {
 impl Throughput {
     /// The check's name in reports and `expect_checks`.
     pub const NAME: &'static str = "throughput";
-
-    /// The check for `scenario` with minimum share `min_share`.
-    pub fn for_scenario(scenario: &Scenario, min_share: f64) -> Throughput {
-        Throughput {
-            min_share,
-            capacity: capacity(scenario),
-        }
-    }
-}
-
-/// What the workload could complete with a perfect lock (free hand-overs, no faults), at least 1.
-pub fn capacity(scenario: &Scenario) -> u64 {
-    let w = &scenario.workload;
-    let mean = |[lo, hi]: [u64; 2]| (lo as f64 + hi as f64) / 2.0;
-    let hold = mean(w.hold_ms);
-    let think = mean(w.think_ms);
-    let duration = scenario.duration_ms as f64;
-    let mut cap = w.clients as f64 * w.cycles as f64;
-    if hold > 0.0 {
-        // One critical section at a time, each started before the duration ends.
-        cap = cap.min((duration / hold).floor() + 1.0);
-    }
-    if hold + think > 0.0 {
-        cap = cap.min(w.clients as f64 * ((duration / (hold + think)).floor() + 1.0));
-    }
-    (cap as u64).max(1)
 }
 
 impl Checker for Throughput {
@@ -119,34 +93,5 @@ mod tests {
         }
         .check(&h);
         assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
-    }
-
-    #[test]
-    fn capacity_is_bounded_by_cycles_duration_and_think_time() {
-        let s = |extra: &str| {
-            Scenario::parse(
-                "t.toml",
-                &format!(
-                    "name = \"t\"\nexpect = \"safe\"\nduration_ms = 6000\n[lock]\nkind = \"set-nx-px\"\nttl_ms = 1000\n[workload]\n{extra}"
-                ),
-            )
-            .unwrap()
-        };
-        // 3 x 15 = 45 cycles asked; serialised 150 ms sections fit 41 into 6 s.
-        assert_eq!(
-            capacity(&s("clients = 3\ncycles = 15\nhold_ms = [100, 200]\n")),
-            41
-        );
-        assert_eq!(
-            capacity(&s("clients = 3\ncycles = 5\nhold_ms = [100, 200]\n")),
-            15
-        );
-        // One client that thinks as long as it holds: half the time.
-        assert_eq!(
-            capacity(&s(
-                "clients = 1\ncycles = 100\nhold_ms = [100, 100]\nthink_ms = [100, 100]\n"
-            )),
-            31
-        );
     }
 }

@@ -3,16 +3,18 @@
 //!
 //! - [`run`]: `lockcheck run` — load scenarios, run them over seeds, judge, report;
 //! - [`report`]: the text and JSON a run prints;
-//! - [`cut_short`]: which clients the run's end stopped before their last cycle;
+//! - [`unstarted_cycles`]: which clients the run's end stopped before their last cycle;
 //! - [`table`]: `lockcheck table` — the lock x fault matrix of the README;
 //! - [`list`]: `lockcheck list` — the lock kinds, fault kinds and bundled scenarios;
 //! - [`model`]: `lockcheck model` — run a stateright model and replay its counterexample;
 //! - [`stdout`]: the report's output, which ends quietly when the reader has gone.
 
-pub mod cut_short;
+pub mod explore;
+mod explore_artifacts;
+pub mod explore_report;
 pub mod list;
 pub mod model;
 pub mod report;
 pub mod run;
-pub mod stdout;
 pub mod table;
+pub mod unstarted_cycles;

@@ -1,8 +1,8 @@
 //! Reports: the text a person reads (verdict first, then the two holders, then how to replay) and
 //! the JSON object of the CLI contract.
 
-use crate::check::judge::SeedsOutcome;
 use crate::history::{fmt_ms, EventKind};
+use crate::judge::SeedsOutcome;
 use crate::scenario::Scenario;
 use std::fmt::Write as _;
 
@@ -66,7 +66,7 @@ pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
             let _ = writeln!(out, "{f}");
         }
     }
-    if let Some(c) = super::cut_short::cut_short(scenario, &r.history) {
+    if let Some(c) = super::unstarted_cycles::cut_short(scenario, &r.history) {
         let _ = writeln!(out, "  warning: {c}");
     }
     let _ = writeln!(
@@ -120,7 +120,7 @@ pub fn json(scenario: &Scenario, o: &SeedsOutcome) -> serde_json::Value {
             (name.clone(), obj)
         })
         .collect();
-    let cut_short = super::cut_short::cut_short(scenario, &r.history).map(|c| c.json());
+    let cut_short = super::unstarted_cycles::cut_short(scenario, &r.history).map(|c| c.json());
     serde_json::json!({
         "scenario": scenario.name,
         "cycles_cut_short": cut_short,

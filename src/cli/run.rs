@@ -1,9 +1,9 @@
 //! What `lockcheck run` does: load scenarios, run them over seeds in simulation or on real
 //! processes, judge them, and print the report. The CLI (`main.rs`) only parses arguments.
 
-use crate::check::judge::{Mode, Outcome, SeedsAggregate, SeedsOutcome};
 use crate::cli::report;
 use crate::exec::{run_ordered, Shard};
+use crate::judge::{Mode, Outcome, SeedsAggregate, SeedsOutcome};
 use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
 
@@ -68,7 +68,7 @@ impl RunOptions {
 fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome, BadInput> {
     let real = opts.real || opts.redis.is_some();
     if let Some(ext) = &opts.redis {
-        let history = crate::real::world::run_external(scenario, seed, ext)
+        let history = crate::real::redis_world::run_external(scenario, seed, ext)
             .map_err(|e| BadInput(e.to_string()))?;
         let mut outcome = Outcome::judge(scenario, Mode::Real, seed, history);
         let shown: Vec<String> = ext
@@ -88,7 +88,7 @@ fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome
     }
     if real {
         let history =
-            crate::real::world::run(scenario, seed).map_err(|e| BadInput(e.to_string()))?;
+            crate::real::redis_world::run(scenario, seed).map_err(|e| BadInput(e.to_string()))?;
         Ok(Outcome::judge(scenario, Mode::Real, seed, history))
     } else {
         let run = crate::sim::run(scenario, seed);
@@ -290,5 +290,15 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
         EXIT_MATCH
     } else {
         EXIT_MISMATCH
+    }
+}
+
+#[cfg(test)]
+mod exit_codes {
+    /// A failed write to stdout ends with the bad-input code, as every other failure outside the
+    /// lock's verdict does.
+    #[test]
+    fn stdout_failure_is_the_bad_input_code() {
+        assert_eq!(super::EXIT_BAD_INPUT, crate::stdout::WRITE_FAILED_EXIT);
     }
 }

@@ -4,10 +4,10 @@
 //! `redis-server` processes. The README's table is this command's output, not typed by hand.
 
 use crate::check;
-use crate::check::judge::SeedsOutcome;
 use crate::check::Verdict;
 use crate::cli::run::{run_scenario, scenario_files, BadInput, RunOptions};
 use crate::exec::run_ordered;
+use crate::judge::SeedsOutcome;
 use crate::lock::LockKind;
 use crate::scenario::{ClientRef, FaultKind, Scenario, Trigger, WorkloadKind};
 use std::collections::BTreeMap;

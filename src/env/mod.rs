@@ -7,11 +7,9 @@
 //! deterministic.
 
 mod real;
-mod sim;
 pub mod wakeup;
 
 pub use real::{Gate, RealEnv};
-pub use sim::SimEnv;
 
 use std::future::Future;
 use std::pin::Pin;

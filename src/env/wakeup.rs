@@ -6,7 +6,7 @@
 //! timeout needs no timer of its own while the task it bounds has armed one that fires no later
 //! than the deadline: the task is woken then anyway and the timeout looks again. [`Wakeup`] is a
 //! madsim sleep that notes its deadline when it arms its timer, and [`watch`] lets a timeout see
-//! the earliest one armed while it polled its task ([`crate::env::SimEnv`]'s `timeout`). When the
+//! the earliest one armed while it polled its task ([`crate::sim::SimEnv`]'s `timeout`). When the
 //! outcome is decided before the deadline, as it is for a request whose round trip fits in it,
 //! the timeout costs no timer at all.
 

@@ -6,12 +6,12 @@
 //! index order, so the first violating index wins whatever `--jobs` is. Shrinking then runs
 //! sequentially on that case's tree, which keeps it deterministic too.
 
-use super::space::Space;
 use super::strategy::{cases, Case};
-use crate::check::judge::{Mode, Outcome};
 use crate::check::Verdict;
 use crate::exec::{run_ordered, Shard};
+use crate::judge::{Mode, Outcome};
 use crate::scenario::Scenario;
+use crate::scenario::Space;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::time::{Duration, Instant};

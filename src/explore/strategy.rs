@@ -7,7 +7,7 @@
 //! sections, and last a smaller seed. Client and node choices are drawn as slots and mapped onto
 //! the case's own client count, so shrinking the clients never makes a fault invalid.
 
-use super::space::Space;
+use crate::scenario::Space;
 use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Scenario, Trigger};
 use proptest::prelude::*;
 use proptest::strategy::{BoxedStrategy, Union};

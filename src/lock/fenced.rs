@@ -9,7 +9,7 @@
 //! handed out, and the storage accepts the older holder's write because its token is not smaller.
 
 use super::set_nx_px::COMPARE_AND_DELETE;
-use super::{is_transient, Guard, Lock, LockConfig, LockError};
+use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
 use redis::aio::ConnectionLike;
 use std::sync::LazyLock;
@@ -46,10 +46,11 @@ where
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;
-        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
+        let wait = Wait::start(&self.env, &self.config);
         let counter = fencing_key(&self.config.key);
         loop {
             let started = self.env.monotonic_ms();
+            // The token of a granted lock, nil for a taken one.
             let reply: Result<Option<u64>, _> = FENCED_ACQUIRE
                 .key(&self.config.key)
                 .key(&counter)
@@ -57,8 +58,8 @@ where
                 .arg(ttl_ms)
                 .invoke_async(&mut self.conn)
                 .await;
-            match reply {
-                Ok(Some(token)) => {
+            match wait.next(reply).await? {
+                Next::Granted(token) => {
                     return Ok(Some(Guard {
                         owner,
                         fencing_token: Some(token),
@@ -66,12 +67,8 @@ where
                         valid_until_ms: started + ttl_ms,
                     }))
                 }
-                Ok(None) => {}
-                Err(e) if is_transient(&e) => {}
-                Err(e) => return Err(e.into()),
-            }
-            if !super::retry_pause(&self.env, &self.config, deadline).await {
-                return Ok(None);
+                Next::Again => {}
+                Next::GaveUp => return Ok(None),
             }
         }
     }

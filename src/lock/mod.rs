@@ -7,13 +7,14 @@
 //!
 //! To test your own lock, implement [`Lock`] for it (see the README and `lockcheck::sim::run_with`).
 
+mod acquire_loop;
 pub mod fenced;
 pub mod lettuce_reentrant;
+pub mod mysql;
 pub mod mysql_for_update;
 pub mod mysql_insert_unique;
 pub mod mysql_options;
 pub mod naive_setnx_expire;
-pub mod process;
 pub mod redisson;
 pub mod redlock;
 pub mod set_ex_nx_del;
@@ -23,10 +24,11 @@ use serde::Deserialize;
 use std::future::Future;
 use std::time::Duration;
 
+pub use acquire_loop::is_transient;
+pub(crate) use acquire_loop::{retry_pause, Next, Wait};
 pub use fenced::Fenced;
 pub use lettuce_reentrant::LettuceReentrant;
 pub use naive_setnx_expire::NaiveSetnxExpire;
-pub use process::ProcessLock;
 pub use redisson::Redisson;
 pub use redlock::{Redlock, RedlockOptions};
 pub use set_ex_nx_del::SetExNxDel;
@@ -277,7 +279,7 @@ where
             LockKind::Fenced => AnyLock::Fenced(Fenced::new(conns.remove(0), env, config)),
             LockKind::Redlock => AnyLock::Redlock(Redlock::new(conns, env, config)),
             // The MySQL locks run on a database connection, built by their own worlds
-            // (`sql::sim_world`, `sql::real_world`) as `sql::SqlLock`.
+            // (`sim::mysql_world`, `real::mysql_world`) as `lock::mysql::SqlLock`.
             LockKind::Process | LockKind::MysqlForUpdate | LockKind::MysqlInsertUnique => {
                 AnyLock::External(kind)
             }
@@ -334,27 +336,4 @@ where
             )),
         }
     }
-}
-
-/// Whether a Redis error means "no answer" (timeout, connection lost), after which an attempt may
-/// be retried, rather than a reply the lock must not ignore.
-pub fn is_transient(e: &redis::RedisError) -> bool {
-    e.is_timeout() || e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal()
-}
-
-/// Between two acquire attempts: `false` once the wait bound (`deadline`, on the client's own
-/// clock) has passed; otherwise sleeps a uniformly random retry pause, so that contending clients
-/// do not retry in lockstep, and returns `true`.
-pub(crate) async fn retry_pause<E: crate::env::Env>(
-    env: &E,
-    config: &LockConfig,
-    deadline: u64,
-) -> bool {
-    if env.monotonic_ms() >= deadline {
-        return false;
-    }
-    let (lo, hi) = config.retry;
-    let pause = env.random_range(lo.as_millis() as u64, hi.as_millis() as u64);
-    env.sleep(Duration::from_millis(pause)).await;
-    true
 }

@@ -33,7 +33,7 @@ use super::set_nx_px::COMPARE_AND_DELETE;
 /// The release script's text (the same file `COMPARE_AND_DELETE` is built from), for `SCRIPT
 /// LOAD` when a master answers `NOSCRIPT` (a fresh or restarted server).
 const COMPARE_AND_DELETE_SOURCE: &str = include_str!("scripts/compare_and_delete.lua");
-use super::{Guard, Lock, LockConfig, LockError};
+use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
 use futures::stream::{FuturesUnordered, StreamExt};
 use redis::aio::ConnectionLike;
@@ -250,7 +250,9 @@ where
         let ttl_ms = self.config.ttl.as_millis() as u64;
         let drift = self.config.redlock.drift_allowance_ms(ttl_ms);
         let recheck = self.config.redlock.recheck_after_acquire;
-        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
+        // The wait bound's own handles: the attempts below borrow the whole lock.
+        let (env, config) = (self.env.clone(), self.config.clone());
+        let wait = Wait::start(&env, &config);
         loop {
             let start = self.env.monotonic_ms();
             let locked = self.lock_all(&owner, ttl_ms).await;
@@ -270,8 +272,10 @@ where
             if locked.iter().any(|&a| a != Answer::Taken) {
                 self.unlock(&owner, |i| locked[i] != Answer::Taken).await;
             }
-            if !super::retry_pause(&self.env, &self.config, deadline).await {
-                return Ok(None);
+            // No quorum is a "taken" answer: pause and retry within the wait bound.
+            match wait.next(Ok::<Option<()>, redis::RedisError>(None)).await? {
+                Next::GaveUp => return Ok(None),
+                Next::Again | Next::Granted(()) => {}
             }
         }
     }

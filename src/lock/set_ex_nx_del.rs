@@ -5,7 +5,7 @@
 //! so C can take the lock while B still works (the Redlock article's figure). The value is a random token only
 //! so the history can name holders; the release never looks at it.
 
-use super::{is_transient, Guard, Lock, LockConfig, LockError};
+use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
 use redis::aio::ConnectionLike;
 
@@ -40,7 +40,7 @@ where
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;
-        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
+        let wait = Wait::start(&self.env, &self.config);
         // The same request every attempt, so it is built once.
         let mut cmd = redis::cmd("SET");
         cmd.arg(&self.config.key).arg(&owner);
@@ -49,8 +49,8 @@ where
         loop {
             let started = self.env.monotonic_ms();
             let reply: Result<Option<()>, _> = cmd.query_async(&mut self.conn).await;
-            match reply {
-                Ok(Some(())) => {
+            match wait.next(reply).await? {
+                Next::Granted(()) => {
                     return Ok(Some(Guard {
                         owner,
                         fencing_token: None,
@@ -58,17 +58,12 @@ where
                         valid_until_ms: started + ttl_ms,
                     }))
                 }
-                Ok(None) => {}
-                Err(e) if is_transient(&e) => {}
-                Err(e) => return Err(e.into()),
-            }
-            if !super::retry_pause(&self.env, &self.config, deadline).await {
-                return Ok(None);
+                Next::Again => {}
+                Next::GaveUp => return Ok(None),
             }
         }
     }
 
-    /// `DEL key`: whoever's entry it is. `Ok(true)` when it deleted an entry (not necessarily ours).
     async fn release(&mut self, _guard: &Guard) -> Result<bool, LockError> {
         let n: i64 = redis::cmd("DEL")
             .arg(&self.config.key)

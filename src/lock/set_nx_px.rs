@@ -5,7 +5,7 @@
 //! between them (the Redlock article). What this lock cannot prevent: a lease that runs out while its holder
 //! is paused or slow, and a failover to a replica that never received the key.
 
-use super::{is_transient, Guard, Lock, LockConfig, LockError};
+use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
 use redis::aio::ConnectionLike;
 use std::sync::LazyLock;
@@ -37,7 +37,7 @@ where
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;
-        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
+        let wait = Wait::start(&self.env, &self.config);
         // The same request every attempt: built once (building it was a tenth of a simulated
         // lock cycle when four clients contend and each waiter retries about four times).
         let mut set = redis::cmd("SET");
@@ -51,8 +51,8 @@ where
             let started = self.env.monotonic_ms();
             // `Some(())` for the `OK` of a granted lock, `None` for the nil of a taken one.
             let reply: Result<Option<()>, _> = set.query_async(&mut self.conn).await;
-            match reply {
-                Ok(Some(())) => {
+            match wait.next(reply).await? {
+                Next::Granted(()) => {
                     return Ok(Some(Guard {
                         owner,
                         fencing_token: None,
@@ -60,12 +60,8 @@ where
                         valid_until_ms: started + ttl_ms,
                     }))
                 }
-                Ok(None) => {}
-                Err(e) if is_transient(&e) => {}
-                Err(e) => return Err(e.into()),
-            }
-            if !super::retry_pause(&self.env, &self.config, deadline).await {
-                return Ok(None);
+                Next::Again => {}
+                Next::GaveUp => return Ok(None),
             }
         }
     }

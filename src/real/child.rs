@@ -100,6 +100,27 @@ pub(crate) fn spawn_from_long_lived_thread(command: Command) -> Result<Child, Re
         .map_err(|_| RealError::io("spawner thread", std::io::ErrorKind::BrokenPipe.into()))?
 }
 
+/// Looks a program up in `$PATH` and then in the standard system directories
+/// (which a minimal `$PATH`, as under some CI runners, may lack).
+pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path_var)
+        .chain(
+            ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+                .iter()
+                .map(PathBuf::from),
+        )
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+pub(crate) fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
 fn fork_and_register(mut command: Command) -> Result<Child, RealError> {
     let parent = std::process::id() as libc::pid_t;
     // Own process group: Ctrl-C in a terminal reaches lockcheck only (which then

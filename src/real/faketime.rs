@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-use super::process::find_program;
+use super::child::find_program;
 use super::RealError;
 
 /// How a server's wall clock is faked.

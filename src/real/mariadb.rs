@@ -13,9 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::child::find_program;
 use super::child::{free_port, spawn_from_long_lived_thread, tail_of_file, thread_states};
 use super::cleanup;
-use super::process::find_program;
 use super::RealError;
 
 /// The port of the machine's own MariaDB/MySQL; lockcheck never uses it.

@@ -23,37 +23,40 @@
 //! `redis::aio::ConnectionLike` that follows failovers the way a Sentinel-aware
 //! client does.
 
+mod admin;
 mod blackhole;
 mod child;
 mod cleanup;
-mod client_process;
+mod client_program;
+mod client_program_launch;
 pub(crate) mod client_tasks;
 mod connection;
 mod error;
 pub mod external;
 mod failover;
 mod faketime;
-mod faults;
 pub mod mariadb;
+pub mod mysql_world;
 mod nemesis;
 mod plan;
-mod process;
-mod process_clients;
+pub mod program_lock;
 mod proxy;
+mod redis_server;
+pub mod redis_world;
 pub mod subscription;
 pub mod witness;
-pub mod world;
 
+pub use admin::{client_kill_replicas, info_replication, promote, wait_role_master};
 pub use blackhole::BlackHole;
 pub use cleanup::{
     install_cleanup_handlers, install_signal_handlers, kill_all_children, registered_children,
 };
-pub use client_process::{ClientCommand, ClientProcess};
+pub use client_program::{ClientCommand, ClientProcess};
 pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use error::RealError;
 pub use failover::{FailoverPhase, FailoverRig, FailoverTimings};
 pub use faketime::FakeTime;
-pub use faults::{client_kill_replicas, info_replication, promote, wait_role_master};
 pub use mariadb::MariaDb;
-pub use process::{redis_server_path, RedisServer, ServerOptions};
+pub use program_lock::ProcessLock;
 pub use proxy::RouteProxy;
+pub use redis_server::{redis_server_path, RedisServer, ServerOptions};

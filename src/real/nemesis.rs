@@ -30,17 +30,17 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::client_process::ClientProcess;
+use super::client_program::ClientProcess;
 use super::connection::Route;
 use super::failover::FailoverRig;
 use super::plan::{client_cuts, client_index, master_index};
-use super::process::{RedisServer, ServerOptions};
+use super::redis_server::{RedisServer, ServerOptions};
 use super::RealError;
 use crate::env::{Gate, RealEnv};
-use crate::faults::schedule::describe_partition;
-use crate::faults::Schedule;
 use crate::history::{EventKind, Recorder};
 use crate::scenario::{ClientRef, Fault, FaultKind, Scenario, Trigger};
+use crate::schedule::describe_partition;
+use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
 
 /// One master group on real processes.

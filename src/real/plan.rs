@@ -5,11 +5,11 @@
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
+use super::client_program_launch::fake_time;
 use super::faketime::FakeTime;
-use super::process_clients::fake_time;
 use super::RealError;
-use crate::faults::{clocks, partition_links};
 use crate::scenario::{ClientRef, Direction, FaultKind, Scenario, Trigger};
+use crate::schedule::{clocks, partition_links};
 
 /// Why a scenario cannot run on real processes (exit code 2, with the reason).
 fn unsupported(what: String) -> RealError {
@@ -73,7 +73,7 @@ pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
                 if master_index(s, node).is_some() && s.redis.replicas == 0 => {}
             _ => {
                 // The fault as the scenario file writes it, so the reader can find it there.
-                let shown = crate::explore::emit::fault_table(f).into_inline_table();
+                let shown = crate::scenario::fault_table(f).into_inline_table();
                 return Err(unsupported(format!(
                     "fault {shown} has no real-mode recipe yet; run it in simulation (without --real)"
                 )));

@@ -9,8 +9,8 @@ pub mod model;
 pub mod page;
 pub mod timeline;
 
-use crate::check::judge::SeedsOutcome;
 use crate::history::fmt_ms;
+use crate::judge::SeedsOutcome;
 use crate::junit::{Case, CaseResult};
 use crate::scenario::Scenario;
 use page::{esc, table};
@@ -203,7 +203,7 @@ pub fn write(path: &Path, html: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::judge::{Mode, Outcome};
+    use crate::judge::{Mode, Outcome};
 
     #[test]
     fn run_page_is_self_contained_and_names_the_verdict() {

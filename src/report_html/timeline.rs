@@ -415,7 +415,7 @@ fn node_fault(what: &str, at: u64, open: &mut Open, lanes: &mut Lanes) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::judge::{Mode, Outcome};
+    use crate::judge::{Mode, Outcome};
 
     fn failover() -> (Scenario, History) {
         let s = Scenario::load(std::path::Path::new(concat!(

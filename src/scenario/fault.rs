@@ -465,7 +465,7 @@ impl Table<'_> {
                 format!(
                     "a server pause is modelled for the MySQL locks' `{}` only; pause a client \
                      with `client`, or cut `{name}` off with a `partition`",
-                    crate::sql::spec::SERVER
+                    super::database::SERVER
                 ),
             ));
         }

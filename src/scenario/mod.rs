@@ -11,8 +11,11 @@
 //! - `validate`: the checks serde cannot make;
 //! - [`error`]: errors that point into the file.
 
+pub mod database;
 pub mod error;
+pub mod explore;
 pub mod fault;
+mod fault_toml;
 pub mod input;
 pub mod spec;
 #[cfg(test)]
@@ -29,7 +32,9 @@ use spec::RawScenario;
 
 use crate::check::Verdict;
 pub use error::ScenarioError;
+pub use explore::{ExploreSpec, Space};
 pub use fault::{ClientRef, Direction, Fault, FaultKind, Trigger, FAULT_KINDS};
+pub use fault_toml::fault_table;
 pub use spec::{
     ChecksSpec, ClocksSpec, LockSpec, RedisSpec, WorkloadKind, WorkloadSpec,
     DEFAULT_WATCHDOG_TIMEOUT_MS, WORKLOAD_POINTS,
@@ -61,7 +66,7 @@ pub struct Scenario {
     /// Node clocks at the start of the run (offsets and drifts; faults change them later).
     pub clocks: ClocksSpec,
     /// `[database]`: the MySQL locks' server (docs/mysql.md).
-    pub database: crate::sql::spec::DatabaseSpec,
+    pub database: database::DatabaseSpec,
     /// `[[faults]]`: the fault schedule, in file order.
     pub faults: Vec<Fault>,
     /// `[checks]`: the checkers' settings (liveness bound, minimum throughput).
@@ -70,7 +75,7 @@ pub struct Scenario {
     /// besides the workload's and the lock kind's.
     pub lock_points: Vec<NamedPoint>,
     /// `[explore]`: the space `lockcheck explore` searches (validated when parsed).
-    pub explore: Option<crate::explore::ExploreSpec>,
+    pub explore: Option<ExploreSpec>,
     /// Where it was read from (for messages and the replay command).
     pub path: Option<PathBuf>,
 }
@@ -156,7 +161,7 @@ impl Scenario {
             path: None,
         };
         validate::numbers(&ctx, &scenario)?;
-        crate::sql::spec::validate(&scenario, raw.database.is_some())
+        database::validate(&scenario, raw.database.is_some())
             .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
         let nodes = scenario.node_names();
         validate::clock_nodes(&ctx, &scenario, &nodes)?;
@@ -173,7 +178,7 @@ impl Scenario {
         }
         let scenario = Scenario { faults, ..scenario };
         if let Some(table) = &raw.explore {
-            crate::explore::Space::of(&scenario).map_err(|m| ctx.err(table.span(), m))?;
+            Space::of(&scenario).map_err(|m| ctx.err(table.span(), m))?;
         }
         Ok(scenario)
     }
@@ -182,7 +187,7 @@ impl Scenario {
     pub fn node_names(&self) -> Vec<String> {
         let mut v = Vec::new();
         if self.lock.kind.is_mysql() {
-            v.push(crate::sql::spec::SERVER.to_string());
+            v.push(database::SERVER.to_string());
         }
         for m in 0..self.redis.masters * u32::from(!self.lock.kind.is_mysql()) {
             v.push(format!("redis-{m}"));

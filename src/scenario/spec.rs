@@ -50,7 +50,7 @@ pub struct LockSpec {
     /// (a path with a `/` is relative to the scenario file's directory).
     #[serde(default)]
     pub command: Option<Vec<String>>,
-    // The MySQL locks' keys (docs/mysql.md); checked in `sql::spec`.
+    // The MySQL locks' keys (docs/mysql.md); checked in `database.rs`.
     /// `innodb_lock_wait_timeout` of the lock's sessions, whole seconds (default 50).
     pub lock_wait_timeout_s: Option<u64>,
     /// `mysql-for-update`: `"wait"` (default), `"nowait"` or `"skip-locked"`.
@@ -69,7 +69,7 @@ impl LockSpec {
     /// The lease a grant gets: `ttl_ms`, or for a lock with a default lease (Redisson's watchdog
     /// mode) its watchdog timeout.
     pub fn lease_ms(&self) -> u64 {
-        if let Some(ms) = crate::sql::spec::lease_ms(self) {
+        if let Some(ms) = super::database::lease_ms(self) {
             return ms;
         }
         self.ttl_ms.unwrap_or(
@@ -347,12 +347,12 @@ pub(super) struct RawScenario {
     pub(super) workload: WorkloadSpec,
     #[serde(default)]
     pub(super) clocks: ClocksSpec,
-    pub(super) database: Option<crate::sql::spec::DatabaseSpec>,
+    pub(super) database: Option<super::database::DatabaseSpec>,
     #[serde(default)]
     pub(super) faults: Vec<Spanned<RawFault>>,
     #[serde(default)]
     pub(super) checks: ChecksSpec,
-    pub(super) explore: Option<Spanned<crate::explore::ExploreSpec>>,
+    pub(super) explore: Option<Spanned<super::ExploreSpec>>,
 }
 
 fn default_seed() -> u64 {

@@ -74,7 +74,19 @@ pub struct TrueTime {
     start: Duration,
 }
 
+impl crate::history::TrueClock for TrueTime {
+    fn now_us(&self) -> u64 {
+        TrueTime::now_us(self)
+    }
+}
+
 impl TrueTime {
+    /// A history recorder stamping events with the simulator's true time, from now. Call inside a
+    /// madsim runtime.
+    pub fn recorder() -> crate::history::Recorder {
+        crate::history::Recorder::with_clock(std::sync::Arc::new(TrueTime::start()))
+    }
+
     /// Starts now. Call inside a madsim runtime.
     pub fn start() -> TrueTime {
         let handle = madsim::time::TimeHandle::current();
@@ -195,7 +207,7 @@ pub fn start_clocks(
     clocks: &Clocks,
     rec: &crate::history::Recorder,
 ) {
-    for start in crate::faults::clocks::draw(spec, names, signed_random) {
+    for start in crate::schedule::clocks::draw(spec, names, signed_random) {
         let i = names
             .iter()
             .position(|n| *n == start.node)

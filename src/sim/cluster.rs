@@ -8,6 +8,7 @@
 //! window in which a failover loses a freshly granted lock.
 
 use super::clock::Clocks;
+use super::draw::lo_hi_random;
 use super::network::Network;
 use crate::history::{EventKind, Recorder};
 use crate::simredis::{ClientId, Engine, Role};
@@ -597,18 +598,4 @@ fn info_reply(st: &State, idx: usize) -> Value {
         text.push_str(&format!("slave_repl_offset:{}\r\n", s.applied));
     }
     Value::BulkString(text.into_bytes())
-}
-
-/// Uniform in `[lo, hi]` from madsim's seeded RNG.
-pub(crate) fn lo_hi_random(range: [u64; 2]) -> u64 {
-    lo_hi(&mut madsim::rand::thread_rng(), range)
-}
-
-/// Uniform in `[lo, hi]` from `rng` (no draw when the range is one value).
-pub(crate) fn lo_hi(rng: &mut impl rand::RngCore, [lo, hi]: [u64; 2]) -> u64 {
-    if hi <= lo {
-        lo
-    } else {
-        lo + rng.next_u64() % (hi - lo + 1)
-    }
 }

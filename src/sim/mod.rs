@@ -5,16 +5,22 @@
 //! for byte. Node layout (clock and network indices) follows `Scenario::node_names`: the Redis
 //! servers first, then the clients.
 
+pub mod client_faults;
 pub mod client_nodes;
 pub mod clock;
 pub mod cluster;
 pub mod connection;
+pub mod draw;
+mod env;
+mod mysql_nemesis;
+mod mysql_server;
+pub mod mysql_world;
 pub mod nemesis;
 pub mod network;
 pub mod storage;
 pub mod subscription;
 
-use crate::env::{PointHook, SimEnv};
+use crate::env::PointHook;
 use crate::history::{History, Recorder};
 use crate::lock::{AnyLock, Lock, LockConfig};
 use crate::resource::Store;
@@ -24,6 +30,7 @@ use client_nodes::ClientNodes;
 use clock::Clocks;
 use cluster::{Cluster, ClusterConfig};
 pub use connection::SimConnection;
+pub use env::SimEnv;
 use madsim::runtime::{Handle, Runtime};
 use nemesis::SimNemesis;
 use network::Network;
@@ -45,7 +52,7 @@ pub struct SimRun {
 pub fn run(scenario: &Scenario, seed: u64) -> SimRun {
     let kind = scenario.lock.kind;
     if kind.is_mysql() {
-        return crate::sql::sim_world::run(scenario, seed);
+        return mysql_world::run(scenario, seed);
     }
     run_with(scenario, seed, move |config, conns, env| {
         AnyLock::build(kind, config, conns, env)
@@ -79,7 +86,7 @@ where
         .collect();
     let clocks = Clocks::new(names.len());
     let net = Network::new(scenario.redis.latency_ms);
-    let rec = Recorder::simulated();
+    let rec = crate::sim::clock::TrueTime::recorder();
     clock::start_clocks(&scenario.clocks, &names, &clocks, &rec);
     let cluster = Cluster::new(
         &ClusterConfig {

@@ -65,7 +65,7 @@ impl Network {
 
     /// A one-way latency sample.
     pub fn latency(&self) -> std::time::Duration {
-        let ms = super::cluster::lo_hi(&mut self.rng.0.clone(), self.latency_ms);
+        let ms = super::draw::lo_hi(&mut self.rng.0.clone(), self.latency_ms);
         std::time::Duration::from_millis(ms.max(1))
     }
 }

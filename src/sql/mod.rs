@@ -13,15 +13,10 @@
 
 pub mod engine;
 pub mod error;
-pub mod lock;
 pub mod parse;
 pub mod real_conn;
-pub mod real_world;
 pub mod sim_conn;
-pub mod sim_world;
-pub mod spec;
 pub mod value;
-pub mod world;
 
 pub use engine::{Engine, SessionId, Step};
 pub use error::SqlError;

@@ -8,7 +8,8 @@ mod parallel;
 mod safe;
 
 use lockcheck::exec::Shard;
-use lockcheck::explore::{search, write_and_replay, Replayed, SearchOptions, SearchResult, Space};
+use lockcheck::explore::{search, write_and_replay, Replayed, SearchOptions, SearchResult};
+use lockcheck::scenario::Space;
 use lockcheck::scenario::{FaultKind, Scenario};
 use std::path::PathBuf;
 use std::process::Command;

@@ -4,8 +4,9 @@
 //! `LOCKCHECK_EXPLORE_CASES=20000 cargo test --release --test explore safe` searches longer.
 
 use super::{explore, options};
-use lockcheck::explore::{search, SearchResult, Space};
+use lockcheck::explore::{search, SearchResult};
 use lockcheck::scenario::Scenario;
+use lockcheck::scenario::Space;
 
 /// Cases per safe search in the default suite.
 const DEFAULT_SAFE_CASES: u64 = 2_000;

@@ -5,8 +5,8 @@
 //!
 //! Needs the pinned client libraries: `scripts/install-clients.sh` (`.ci/run` runs it).
 
-use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::history::EventKind;
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::real::{ClientCommand, ClientProcess, FakeTime, RedisServer, ServerOptions};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
@@ -96,7 +96,7 @@ fn sections(o: &Outcome) -> u64 {
 /// Runs `s` on real processes under a unique key and checks that none of its programs remain.
 fn run_real(mut s: Scenario, tag: &str) -> Outcome {
     s.lock.key = unique_key(tag);
-    let history = lockcheck::real::world::run(&s, 1)
+    let history = lockcheck::real::redis_world::run(&s, 1)
         .unwrap_or_else(|e| panic!("{} could not run: {e}", s.name));
     let left = programs_with_key(&s.lock.key);
     assert!(
@@ -289,7 +289,7 @@ fn a_failing_client_program_does_not_outlive_the_run() {
             ),
         )
         .unwrap();
-        let err = lockcheck::real::world::run(&s, 1)
+        let err = lockcheck::real::redis_world::run(&s, 1)
             .expect_err(command)
             .to_string();
         assert!(

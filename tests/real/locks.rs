@@ -2,7 +2,7 @@
 //! the same checkers, and the same expected verdicts as in simulation. (The 40 s Redisson pause is
 //! simulation-only; `redisson-watchdog-pause` is its scaled copy.)
 
-use lockcheck::check::judge::{Mode, Outcome};
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
 use std::path::Path;
 
@@ -13,7 +13,7 @@ fn run_real(name: &str) -> Outcome {
             .join(format!("{name}.toml")),
     )
     .unwrap();
-    let history = lockcheck::real::world::run(&s, 1)
+    let history = lockcheck::real::redis_world::run(&s, 1)
         .unwrap_or_else(|e| panic!("{name} could not run on real processes: {e}"));
     let o = Outcome::judge(&s, Mode::Real, 1, history);
     for check in lockcheck::check::CHECK_NAMES {

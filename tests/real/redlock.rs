@@ -1,8 +1,8 @@
 //! The Redlock clock scenarios on real `redis-server` processes: clock faults through libfaketime,
 //! one-way reachability through per-client connections to a black hole.
 
-use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::history::EventKind;
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
 use std::path::Path;
@@ -19,7 +19,7 @@ fn scenario(name: &str) -> Scenario {
 
 fn run_real(name: &str) -> Outcome {
     let s = scenario(name);
-    let history = lockcheck::real::world::run(&s, 1)
+    let history = lockcheck::real::redis_world::run(&s, 1)
         .unwrap_or_else(|e| panic!("{name} could not run on real processes: {e}"));
     Outcome::judge(&s, Mode::Real, 1, history)
 }

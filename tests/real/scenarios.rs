@@ -1,7 +1,7 @@
 //! Every bundled scenario reaches its expected verdict on real `redis-server` processes too, and
 //! real mode fails cleanly (exit 2, the package to install) when it cannot run.
 
-use lockcheck::check::judge::{Mode, Outcome};
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
 use std::path::Path;
@@ -18,7 +18,7 @@ fn scenario(name: &str) -> Scenario {
 
 fn run_real(name: &str) -> Outcome {
     let s = scenario(name);
-    let history = lockcheck::real::world::run(&s, 1)
+    let history = lockcheck::real::redis_world::run(&s, 1)
         .unwrap_or_else(|e| panic!("{name} could not run on real processes: {e}"));
     Outcome::judge(&s, Mode::Real, 1, history)
 }

@@ -3,12 +3,12 @@
 //! client's `Env` reads and sleeps on its own clock, and partitions can cut one way only.
 //! True time (madsim's clock) is what the history records.
 
-use lockcheck::env::{Env, SimEnv};
-use lockcheck::history::Recorder;
+use lockcheck::env::Env;
 use lockcheck::sim::clock::{Clocks, EPOCH_MS};
 use lockcheck::sim::cluster::{Cluster, ClusterConfig};
 use lockcheck::sim::network::Network;
 use lockcheck::sim::SimConnection;
+use lockcheck::sim::SimEnv;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
@@ -32,7 +32,7 @@ fn world(masters: u32, replicas: u32) -> World {
         },
         clocks.clone(),
         net.clone(),
-        Recorder::simulated(),
+        lockcheck::sim::clock::TrueTime::recorder(),
     );
     cluster.start();
     World {

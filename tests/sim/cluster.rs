@@ -1,7 +1,6 @@
 //! The simulated deployment seen through lockcheck's `ConnectionLike`: replication lag, WAIT,
 //! INFO, expiry on each node's clock, failover routing, and timeouts for dead or cut-off nodes.
 
-use lockcheck::history::Recorder;
 use lockcheck::sim::clock::Clocks;
 use lockcheck::sim::cluster::{Cluster, ClusterConfig};
 use lockcheck::sim::network::Network;
@@ -28,7 +27,7 @@ fn rig() -> Rig {
         },
         clocks.clone(),
         net.clone(),
-        Recorder::simulated(),
+        lockcheck::sim::clock::TrueTime::recorder(),
     );
     cluster.start();
     let conn = SimConnection::new(

@@ -1,8 +1,8 @@
 //! Testing your own lock: implement `Lock` against the two seams and hand it to the simulator.
 //! This one checks with GET, then SETs: two clients can both see the key absent.
 
-use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::Env;
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
@@ -93,7 +93,7 @@ fn a_racy_lock_is_caught_without_any_fault() {
 }
 
 /// `examples/own_lock_both_ways.rs`: the same custom lock, unchanged, in simulation
-/// (`sim::run_with`) and on spawned `redis-server` processes (`real::world::run_with`).
+/// (`sim::run_with`) and on spawned `redis-server` processes (`real::redis_world::run_with`).
 #[path = "../../examples/own_lock_both_ways.rs"]
 mod own_lock_both_ways;
 

@@ -80,7 +80,7 @@ fn real_servers_blame_the_pair_their_monitor_saw() {
     let _one_at_a_time = crate::common::real_servers_one_at_a_time();
     let s = scenario();
     for seed in 1..=3 {
-        let history = lockcheck::real::world::run(&s, seed)
+        let history = lockcheck::real::redis_world::run(&s, seed)
             .unwrap_or_else(|e| panic!("seed {seed}: could not run on real processes: {e}"));
         assert!(
             history

@@ -3,9 +3,9 @@
 //! other way, so no scenario is vacuous.
 
 use crate::common::{bundled as scenario, judge_sim as judge};
-use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::Env;
 use lockcheck::history::{EventKind, History};
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError, LockKind};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;

@@ -10,8 +10,8 @@
 //! match every expectation on every seed (no false alarm), and every mutant must be caught, by
 //! the check that names its mistake.
 
-use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::{ClockKind, Env, NamedPoint};
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::lock::{set_nx_px::COMPARE_AND_DELETE, Guard, Lock, LockConfig, LockError};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;

@@ -5,7 +5,7 @@
 //! clocks, so 2,000 seeds try 2,000 interleavings of the same faults. A checker that flags a
 //! correct lock on one of them would make every "violation" lockcheck reports suspect.
 
-use lockcheck::check::judge::{Mode, Outcome};
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
 use std::path::Path;

@@ -4,12 +4,12 @@
 //! so a scenario cannot pass vacuously.
 
 use crate::common::{bundled as scenario, judge_sim as judge};
-use lockcheck::check::judge::{Mode, Outcome};
-use lockcheck::env::SimEnv;
 use lockcheck::history::{Event, EventKind};
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError, Redlock};
 use lockcheck::scenario::{ClocksSpec, FaultKind, Scenario};
 use lockcheck::sim::SimConnection;
+use lockcheck::sim::SimEnv;
 use lockcheck::Verdict;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,8 +1,8 @@
 //! Every bundled scenario reaches its expected verdict in simulation, for the reason it claims.
 
 use crate::common::{bundled as scenario, judge_sim as judge};
-use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::history::EventKind;
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
 use std::path::Path;

@@ -1,7 +1,6 @@
 //! The connection layer of the simulated Redis: response timeouts on slow links (the abandoned
 //! request still executes when it arrives) and pipelines answered in one round trip.
 
-use lockcheck::history::Recorder;
 use lockcheck::sim::clock::Clocks;
 use lockcheck::sim::cluster::{Cluster, ClusterConfig};
 use lockcheck::sim::network::Network;
@@ -21,7 +20,7 @@ fn cluster(one_way_ms: u64) -> (Cluster, Network) {
         },
         clocks,
         net.clone(),
-        Recorder::simulated(),
+        lockcheck::sim::clock::TrueTime::recorder(),
     );
     cluster.start();
     (cluster, net)

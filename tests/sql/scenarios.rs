@@ -2,7 +2,7 @@
 //! MariaDB that lockcheck spawns; after the real runs no `mariadbd` of ours and no data directory
 //! is left.
 
-use lockcheck::check::judge::{Mode, Outcome};
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
 use std::path::Path;
@@ -34,7 +34,7 @@ fn sim_seed(name: &str, seed: u64) -> Outcome {
 /// MariaDBs recovering at once on two cores miss the timings the crash and partition tests rely on.
 fn real(name: &str) -> Outcome {
     let s = scenario(name);
-    let history = lockcheck::real::world::run(&s, s.seed).unwrap();
+    let history = lockcheck::real::redis_world::run(&s, s.seed).unwrap();
     Outcome::judge(&s, Mode::Real, s.seed, history)
 }
 
@@ -169,7 +169,7 @@ for_ms = 2500
     let o = Outcome::judge(&s, Mode::Sim, 1, lockcheck::sim::run(&s, 1).history);
     assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
     assert!(faults(&o).contains("closed 1 idle connection(s) (wait_timeout)"));
-    let history = lockcheck::real::world::run(&s, 1).unwrap();
+    let history = lockcheck::real::redis_world::run(&s, 1).unwrap();
     let o = Outcome::judge(&s, Mode::Real, 1, history);
     assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
 }
@@ -204,7 +204,7 @@ restart_after_ms = 500
     let o = Outcome::judge(&s, Mode::Sim, 1, lockcheck::sim::run(&s, 1).history);
     assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
     assert!(faults(&o).contains("mysql-0 restarted"));
-    let history = lockcheck::real::world::run(&s, 1).unwrap();
+    let history = lockcheck::real::redis_world::run(&s, 1).unwrap();
     let o = Outcome::judge(&s, Mode::Real, 1, history);
     assert!(
         faults(&o).contains("mysql-0 restarted"),

@@ -10,9 +10,9 @@
 //!   two server threads; the simulation runs the expired wait first).
 
 use super::locks::real_conn;
-use lockcheck::check::judge::{Mode, Outcome};
 use lockcheck::env::RealEnv;
 use lockcheck::history::EventKind;
+use lockcheck::judge::{Mode, Outcome};
 use lockcheck::real::mariadb::{self, MariaDb};
 use lockcheck::scenario::Scenario;
 use lockcheck::sql::{RealSqlConn, SharedEngine, SqlConn, SqlError};
@@ -248,7 +248,7 @@ fn a_server_pause_leaves_the_insert_lock_stuck_in_simulation() {
 fn a_server_pause_leaves_the_insert_lock_stuck_on_real_mariadb() {
     let _turn = crate::mariadb_turn();
     let s = bundled();
-    let history = lockcheck::real::world::run(&s, s.seed).unwrap();
+    let history = lockcheck::real::redis_world::run(&s, s.seed).unwrap();
     let o = Outcome::judge(&s, Mode::Real, s.seed, history);
     assert!(
         o.history
@@ -371,6 +371,6 @@ fn a_commit_without_an_answer_is_an_unknown_release_in_simulation() {
 fn a_commit_without_an_answer_is_an_unknown_release_on_real_mariadb() {
     let _turn = crate::mariadb_turn();
     let s = commit_into_a_pause();
-    let history = lockcheck::real::world::run(&s, 1).unwrap();
+    let history = lockcheck::real::redis_world::run(&s, 1).unwrap();
     assert_release_outcome_unknown(&Outcome::judge(&s, Mode::Real, 1, history));
 }

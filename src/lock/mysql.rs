@@ -1,12 +1,11 @@
-//! The MySQL lock a scenario names, as one type both worlds run, and the table set-up it needs
-//! before any client starts.
+//! The MySQL lock a scenario names, as one type both MySQL worlds run, and the table set-up it
+//! needs before any client starts.
 
+use super::mysql_for_update::{self, MysqlForUpdate};
+use super::mysql_insert_unique::MysqlInsertUnique;
+use super::mysql_options::MysqlOptions;
+use super::{Guard, Lock, LockConfig, LockError, LockKind};
 use crate::env::Env;
-use crate::lock::mysql_for_update::{self, MysqlForUpdate};
-use crate::lock::mysql_insert_unique::MysqlInsertUnique;
-use crate::lock::mysql_options::MysqlOptions;
-use crate::lock::{Guard, Lock, LockConfig, LockError, LockKind};
-use crate::scenario::Scenario;
 use crate::sql::{SqlConn, SqlError};
 
 /// One of the two MySQL locks, chosen by the scenario's kind.
@@ -55,12 +54,16 @@ where
     }
 }
 
-/// Creates what the scenario's lock needs before any client runs: its table, and the lock's row
-/// (`FOR UPDATE`) or fencing counter row.
-pub async fn prepare<C: SqlConn>(conn: &mut C, s: &Scenario) -> Result<(), SqlError> {
-    let options = super::spec::options(&s.lock);
-    match s.lock.kind {
-        LockKind::MysqlForUpdate => mysql_for_update::prepare(conn, &options, &s.lock.key).await,
-        _ => options.prepare(conn, &s.lock.key).await,
+/// Creates what a lock of `kind` on `key` needs before any client runs: its table, and the
+/// lock's row (`FOR UPDATE`) or fencing counter row.
+pub async fn prepare<C: SqlConn>(
+    conn: &mut C,
+    kind: LockKind,
+    options: &MysqlOptions,
+    key: &str,
+) -> Result<(), SqlError> {
+    match kind {
+        LockKind::MysqlForUpdate => mysql_for_update::prepare(conn, options, key).await,
+        _ => options.prepare(conn, key).await,
     }
 }

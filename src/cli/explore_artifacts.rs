@@ -2,8 +2,8 @@
 //! failed when it found a violation (the failure names the check and replays the written
 //! scenario), passed when the budget ran out with none. The report is the found scenario's page.
 
-use super::search::SearchResult;
-use crate::check::judge::SeedsOutcome;
+use crate::explore::SearchResult;
+use crate::judge::SeedsOutcome;
 use crate::junit::{Case, CaseResult};
 use crate::scenario::Scenario;
 use crate::suite::{Artifacts, Suite};

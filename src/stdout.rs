@@ -9,6 +9,10 @@
 
 use std::io::{ErrorKind, Write};
 
+/// The exit code when stdout cannot be written: the CLI's "bad input or missing dependency"
+/// code (`cli::run::EXIT_BAD_INPUT`; a test there keeps the two equal).
+pub const WRITE_FAILED_EXIT: i32 = 2;
+
 /// Writes formatted text to stdout; a closed stdout ends the process quietly.
 pub fn write(args: std::fmt::Arguments<'_>) {
     let mut out = std::io::stdout().lock();
@@ -18,7 +22,7 @@ pub fn write(args: std::fmt::Arguments<'_>) {
         }
         // Any other error (a full disk) is reported once, without a panic.
         eprintln!("error: cannot write the report to stdout: {e}");
-        std::process::exit(super::run::EXIT_BAD_INPUT);
+        std::process::exit(WRITE_FAILED_EXIT);
     }
 }
 
@@ -36,12 +40,12 @@ fn reader_gone() -> ! {
 /// `print!` to stdout that ends quietly when the reader has gone.
 #[macro_export]
 macro_rules! out {
-    ($($arg:tt)*) => { $crate::cli::stdout::write(format_args!($($arg)*)) };
+    ($($arg:tt)*) => { $crate::stdout::write(format_args!($($arg)*)) };
 }
 
 /// `println!` to stdout that ends quietly when the reader has gone.
 #[macro_export]
 macro_rules! outln {
-    () => { $crate::cli::stdout::write(format_args!("\n")) };
-    ($($arg:tt)*) => { $crate::cli::stdout::write(format_args!("{}\n", format_args!($($arg)*))) };
+    () => { $crate::stdout::write(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::stdout::write(format_args!("{}\n", format_args!($($arg)*))) };
 }

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::child::{
-    free_port, info_field, make_temp_dir, spawn_from_long_lived_thread, tail_of_file,
-    thread_states, wait_for_state,
+    find_program, free_port, info_field, is_executable, make_temp_dir,
+    spawn_from_long_lived_thread, tail_of_file, thread_states, wait_for_state,
 };
 use super::cleanup;
 use super::faketime::{self, FakeTime, JumpableClock};
@@ -74,27 +74,6 @@ pub fn redis_server_path() -> Result<PathBuf, RealError> {
         };
     }
     find_program("redis-server").ok_or_else(|| RealError::missing("redis-server", "redis-server"))
-}
-
-/// Looks a program up in `$PATH` and then in the standard system directories
-/// (which a minimal `$PATH`, as under some CI runners, may lack).
-pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
-    let path_var = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path_var)
-        .chain(
-            ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"]
-                .iter()
-                .map(PathBuf::from),
-        )
-        .map(|dir| dir.join(name))
-        .find(|candidate| is_executable(candidate))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
 }
 
 impl RedisServer {

@@ -18,23 +18,22 @@
 //! process and directory is removed when this returns, on error and on panic (the guards' `Drop`
 //! and the cleanup registry).
 
-use super::lock::prepare;
-use super::lock::SqlLock;
-use super::spec::SERVER;
-use super::world::{cleanup_pass, due, record_client_crash};
-use super::{RealSqlConn, SqlConn};
+use super::client_tasks::wait_for_live_clients;
+use super::mariadb::{MariaDb, DATABASE, USER};
+use super::RealError;
+use super::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
 use crate::env::{Gate, PointHook, RealEnv};
-use crate::faults::schedule::paused_client;
-use crate::faults::schedule::{describe_partition, Schedule};
 use crate::history::{EventKind, History, Recorder};
-use crate::real::client_tasks::wait_for_live_clients;
-use crate::real::mariadb::{MariaDb, DATABASE, USER};
-use crate::real::RealError;
-use crate::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
+use crate::lock::mysql::SqlLock;
 use crate::resource::Store;
+use crate::scenario::database::SERVER;
 use crate::scenario::{FaultKind, Scenario, Trigger};
+use crate::schedule::paused_client;
+use crate::schedule::{describe_partition, Schedule};
+use crate::sql::{RealSqlConn, SqlConn};
 use crate::workload::FaultPoints;
 use crate::world;
+use crate::world::mysql::{cleanup_pass, due, prepare, record_client_crash};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -155,7 +154,7 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
         if !ok {
             return Err(RealError::Unsupported(format!(
                 "fault {} has no real-mode recipe for the MySQL locks (client pauses and crashes fire at a client's point, `on = ...`); run it in simulation",
-                crate::explore::emit::fault_table(f).into_inline_table()
+                crate::scenario::fault_table(f).into_inline_table()
             )));
         }
     }
@@ -163,7 +162,7 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
 }
 
 /// `SET GLOBAL wait_timeout`: how long the server keeps an idle connection (new sessions).
-async fn set_wait_timeout(port: u16, s: &Scenario) -> Result<(), super::SqlError> {
+async fn set_wait_timeout(port: u16, s: &Scenario) -> Result<(), crate::sql::SqlError> {
     let mut admin = RealSqlConn::connect(port, USER, DATABASE, Duration::from_secs(10)).await?;
     admin
         .execute(&format!(
@@ -179,7 +178,8 @@ async fn drive(
     db: Arc<MariaDb>,
     storage_url: String,
 ) -> Result<History, RealError> {
-    let sql_err = |what: &str, e: super::SqlError| RealError::Unsupported(format!("{what}: {e}"));
+    let sql_err =
+        |what: &str, e: crate::sql::SqlError| RealError::Unsupported(format!("{what}: {e}"));
     let port = db.port();
     set_wait_timeout(port, scenario)
         .await
@@ -193,8 +193,8 @@ async fn drive(
             .map_err(|e| sql_err("creating the lock table", e))?;
     }
     let rec = Recorder::real();
-    let timeout = super::spec::request_timeout(scenario);
-    let options = super::spec::options(&scenario.lock);
+    let timeout = crate::scenario::database::request_timeout(scenario);
+    let options = crate::scenario::database::options(&scenario.lock);
     let mut proxies = Vec::new();
     for _ in 0..scenario.workload.clients {
         proxies.push(

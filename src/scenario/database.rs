@@ -1,9 +1,9 @@
 //! The scenario side of the MySQL locks: the `[database]` table, the lock keys they take, and
 //! what a scenario with one of them may ask for.
 
+use super::{FaultKind, LockSpec, Scenario};
 use crate::lock::mysql_options::{Cleanup, MysqlOptions};
 use crate::lock::LockKind;
-use crate::scenario::{FaultKind, LockSpec, Scenario};
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -196,7 +196,7 @@ pub fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
                         "fault {} is not modelled for the MySQL locks; they take client \
                          `pause`, client `crash`, `crash` of `{SERVER}` (with `restart_after_ms`), \
                          `pause` of `{SERVER}` and `partition`",
-                        crate::explore::emit::fault_table(f).into_inline_table()
+                        super::fault_table(f).into_inline_table()
                     ),
                 ))
             }

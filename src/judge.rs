@@ -1,4 +1,8 @@
 //! Judging a run: every checker over the history, each verdict against the scenario's expectation.
+//!
+//! The judge sits above `check/`: the checkers read only the history and the few numbers passed
+//! to them; what those numbers are for a scenario (the liveness bound, the masters, the cycles
+//! the workload could complete) is decided here.
 
 use crate::check::{self, CheckResult, Checker, Verdict};
 use crate::exec::{DistinctCount, SeedSet};
@@ -13,11 +17,30 @@ pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
     let bound_ms = scenario.checks.liveness_bound_ms(scenario.lock.lease_ms());
     let mut v = check::with(bound_ms, scenario.redis.masters);
     if let Some(min) = scenario.checks.min_throughput {
-        v.push(Box::new(check::throughput::Throughput::for_scenario(
-            scenario, min,
-        )));
+        v.push(Box::new(check::throughput::Throughput {
+            min_share: min,
+            capacity: capacity(scenario),
+        }));
     }
     v
+}
+
+/// What `scenario`'s workload could complete with a perfect lock (free hand-overs, no faults), at least 1.
+pub fn capacity(scenario: &Scenario) -> u64 {
+    let w = &scenario.workload;
+    let mean = |[lo, hi]: [u64; 2]| (lo as f64 + hi as f64) / 2.0;
+    let hold = mean(w.hold_ms);
+    let think = mean(w.think_ms);
+    let duration = scenario.duration_ms as f64;
+    let mut cap = w.clients as f64 * w.cycles as f64;
+    if hold > 0.0 {
+        // One critical section at a time, each started before the duration ends.
+        cap = cap.min((duration / hold).floor() + 1.0);
+    }
+    if hold + think > 0.0 {
+        cap = cap.min(w.clients as f64 * ((duration / (hold + think)).floor() + 1.0));
+    }
+    (cap as u64).max(1)
 }
 
 /// Simulation or real `redis-server` processes.
@@ -207,5 +230,48 @@ impl SeedsOutcome {
     /// Whether every stated expectation was met: the exit code of `lockcheck run`.
     pub fn matches_expectation(&self) -> bool {
         self.expectations.values().all(|(e, o)| e == o)
+    }
+}
+
+#[cfg(test)]
+mod capacity_tests {
+    use super::*;
+
+    /// The default liveness bound is three of Redisson's default watchdog leases.
+    #[test]
+    fn default_liveness_bound_is_three_redisson_leases() {
+        assert_eq!(
+            check::DEFAULT_LIVENESS_BOUND_MS,
+            3 * crate::lock::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS
+        );
+    }
+
+    #[test]
+    fn capacity_is_bounded_by_cycles_duration_and_think_time() {
+        let s = |extra: &str| {
+            Scenario::parse(
+                "t.toml",
+                &format!(
+                    "name = \"t\"\nexpect = \"safe\"\nduration_ms = 6000\n[lock]\nkind = \"set-nx-px\"\nttl_ms = 1000\n[workload]\n{extra}"
+                ),
+            )
+            .unwrap()
+        };
+        // 3 x 15 = 45 cycles asked; serialised 150 ms sections fit 41 into 6 s.
+        assert_eq!(
+            capacity(&s("clients = 3\ncycles = 15\nhold_ms = [100, 200]\n")),
+            41
+        );
+        assert_eq!(
+            capacity(&s("clients = 3\ncycles = 5\nhold_ms = [100, 200]\n")),
+            15
+        );
+        // One client that thinks as long as it holds: half the time.
+        assert_eq!(
+            capacity(&s(
+                "clients = 1\ncycles = 100\nhold_ms = [100, 100]\nthink_ms = [100, 100]\n"
+            )),
+            31
+        );
     }
 }

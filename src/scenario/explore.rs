@@ -5,7 +5,7 @@
 //! topology and workload), so a scenario with no `[[faults]]` and no `[explore]` table can be
 //! explored as it is.
 
-use crate::scenario::Scenario;
+use super::Scenario;
 use serde::Deserialize;
 
 /// The fault kinds explore can draw, as written in `[explore] faults`. `crash` crashes a Redis

@@ -10,6 +10,7 @@
 //! Every process is killed when this returns, on error, on panic and on Ctrl-C.
 
 use super::blackhole::BlackHole;
+use super::client_program_launch::{client_clocks, start_client};
 use super::client_tasks::wait_for_live_clients;
 use super::connection::{ConnectionTimeouts, Route, RoutedConnection};
 use super::external::{self, ExternalRedis};
@@ -17,18 +18,18 @@ use super::failover::FailoverRig;
 use super::faketime::FakeTime;
 use super::nemesis::{Group, RealNemesis};
 use super::plan::{check_supported, server_clocks};
-use super::process::{RedisServer, ServerOptions};
-use super::process_clients::{client_clocks, start_client};
 use super::proxy::RouteProxy;
+use super::redis_server::{RedisServer, ServerOptions};
 use super::witness::{client_connection_name, Witness};
+use super::ProcessLock;
 use super::RealError;
 use crate::env::{Gate, PointHook, RealEnv};
-use crate::faults::Schedule;
 use crate::history::{EventKind, History, Recorder};
 use crate::lock::LockConfig;
-use crate::lock::{Lock, LockKind, ProcessLock};
+use crate::lock::{Lock, LockKind};
 use crate::resource::Store;
 use crate::scenario::Scenario;
+use crate::schedule::Schedule;
 use crate::world;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -40,7 +41,7 @@ pub use super::plan::real_mode_unsupported;
 /// the scenario's client program, one process per client.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
     if scenario.lock.kind.is_mysql() {
-        return crate::sql::real_world::run(scenario, seed);
+        return super::mysql_world::run(scenario, seed);
     }
     run_on(scenario, seed, None)
 }
@@ -220,7 +221,7 @@ where
             pipes.push(Some((stdin, stdout)));
         }
         // Interpreter start-up (importing a library takes a second) is not part of the run.
-        super::client_process::handshake(&processes, &mut pipes)?;
+        super::client_program::handshake(&processes, &mut pipes)?;
     }
     // True time 0: every server is up and every client program answered.
     let rec = rt.block_on(async { Recorder::real() });

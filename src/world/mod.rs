@@ -13,6 +13,8 @@
 //! own copy of this loop and the copies had drifted apart (how long a stuck client is waited for
 //! was computed three different ways).
 
+pub mod mysql;
+
 use crate::env::PointHook;
 use crate::history::{EventKind, Recorder};
 use crate::lock::{Lock, LockConfig};

@@ -1,13 +1,14 @@
 //! What the simulated and the real MySQL worlds share beyond the one run assembly
 //! ([`crate::world`]): the cleanup job's pass and the bookkeeping of which fault a client's step
-//! triggers and what the history says of it.
+//! triggers and what the history says of it, and the tables a MySQL lock needs before any client
+//! starts.
 
-use crate::faults::schedule::Schedule;
 use crate::history::{EventKind, Recorder};
 use crate::lock::mysql_insert_unique;
 use crate::lock::mysql_options::{Cleanup, MysqlOptions};
-use crate::scenario::FaultKind;
-use crate::sql::SqlConn;
+use crate::scenario::{database, FaultKind, Scenario};
+use crate::schedule::Schedule;
+use crate::sql::{SqlConn, SqlError};
 
 /// The faults a client reaching `point` now sets off.
 pub fn due(schedule: &Schedule, rec: &Recorder, client: u32, point: &str) -> Vec<FaultKind> {
@@ -56,4 +57,11 @@ pub fn record_client_crash(rec: &Recorder, client: u32, point: &str, how: &str) 
             what: format!("client-{client} crashed at {point} ({how})"),
         },
     );
+}
+
+/// Creates what `scenario`'s MySQL lock needs before any client runs (its table, and the lock's
+/// row or fencing counter row), on the admin connection `conn`.
+pub async fn prepare<C: SqlConn>(conn: &mut C, scenario: &Scenario) -> Result<(), SqlError> {
+    let options = database::options(&scenario.lock);
+    crate::lock::mysql::prepare(conn, scenario.lock.kind, &options, &scenario.lock.key).await
 }

@@ -2,7 +2,11 @@
 //! client reaching a named point, or the clock reaching a time, sets off.
 //!
 //! The simulator and real mode differ in how a fault is carried out (a madsim node paused, or a
-//! process SIGSTOPped), never in when it fires: that is decided here, once.
+//! process SIGSTOPped: `sim::nemesis`, `real::nemesis`), never in when it fires: that is decided
+//! here, once, as are the clocks nodes start with ([`clocks`]). The fault's format is
+//! `scenario::fault`.
+
+pub mod clocks;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 //! failover, restart and partition recipes that re-route lockcheck's own connections re-route the
 //! program's connections too, without the program knowing.
 
-use super::client_process::{ClientCommand, ClientProcess};
+use super::client_program::{ClientCommand, ClientProcess};
 use super::faketime::FakeTime;
 use super::RealError;
 use crate::scenario::{FaultKind, Scenario};
@@ -69,7 +69,7 @@ pub(super) fn protocol_env(s: &Scenario, c: u32, urls: &[String]) -> Vec<(String
     [
         (
             "LOCKCHECK_PROTOCOL",
-            crate::lock::process::PROTOCOL_VERSION.to_string(),
+            crate::real::program_lock::PROTOCOL_VERSION.to_string(),
         ),
         ("LOCKCHECK_REDIS_URLS", urls.join(",")),
         ("LOCKCHECK_CLIENT_ID", format!("client-{c}")),

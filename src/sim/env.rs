@@ -1,9 +1,9 @@
 //! The simulated environment: madsim's timers and RNG, and this node's own skewed clocks (wall
 //! and monotonic).
 
-use super::wakeup;
-use super::{Env, PointHook, TaskHandle};
-use crate::sim::clock::Clocks;
+use super::clock::Clocks;
+use crate::env::wakeup;
+use crate::env::{Env, PointHook, TaskHandle};
 use std::future::Future;
 use std::task::{Poll, Waker};
 use std::time::Duration;

@@ -4,8 +4,8 @@
 //! timeline), so it is byte-identical for any `--jobs`; timings (time to the first violation,
 //! shrink time, cases per second) depend on the machine and go to standard error.
 
-use super::search::SearchResult;
-use crate::check::judge::SeedsOutcome;
+use crate::explore::SearchResult;
+use crate::judge::SeedsOutcome;
 use crate::scenario::Scenario;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -37,7 +37,7 @@ pub fn text(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
             for line in w.text.lines() {
                 let _ = writeln!(out, "  | {line}");
             }
-            out.push_str(&crate::cli::report::text(w.scenario, w.outcome));
+            out.push_str(&super::report::text(w.scenario, w.outcome));
         }
         _ => {
             let _ = writeln!(
@@ -72,7 +72,7 @@ pub fn json(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
             "shrink_steps": f.shrink_steps,
             "out": w.out.display().to_string(),
             "scenario_toml": w.text,
-            "run": crate::cli::report::json(w.scenario, w.outcome),
+            "run": super::report::json(w.scenario, w.outcome),
         }),
         _ => serde_json::Value::Null,
     };

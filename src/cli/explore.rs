@@ -1,0 +1,141 @@
+//! `lockcheck explore`: the command around the explore library (`crate::explore`): its options,
+//! what it prints (`explore_report`), and its CI artifacts (`explore_artifacts`).
+
+use super::explore_artifacts as artifacts;
+use super::explore_report as report;
+use super::run::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
+use crate::check::CHECK_NAMES;
+use crate::exec::Shard;
+use crate::explore::{
+    default_out, search, write_and_replay, SearchOptions, DEFAULT_CASES, MAX_SHRINK_STEPS,
+};
+use crate::scenario::Scenario;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Options of `lockcheck explore`.
+#[derive(Clone, Debug)]
+pub struct ExploreOptions {
+    /// `--cases`: how many cases to draw, the search's budget.
+    pub cases: u64,
+    /// `--seed`: with `cases`, it fixes every case drawn, so a search can be repeated.
+    pub seed: u64,
+    /// `--time-limit`: stop drawing cases after this long (the result then depends on speed).
+    pub time_limit: Option<Duration>,
+    /// `--check`: only this checker's violations count (default: any checker's).
+    pub check: Option<String>,
+    /// `--json`: print one JSON object instead of text, for scripts.
+    pub json: bool,
+    /// `--out`: where to write the minimal scenario (default: [`default_out`]).
+    pub out: Option<PathBuf>,
+    /// `--jobs`: worker threads; the output is the same for any value.
+    pub jobs: usize,
+    /// `--shard`: the slice of the cases this process tries, to split a search across machines.
+    pub shard: Shard,
+    /// `--keep-going`: run the whole budget and count every violating case (the first is still
+    /// the one shrunk and written), to see how common the violation is.
+    pub keep_going: bool,
+    /// `--junit FILE` / `--report DIR`.
+    pub artifacts: crate::suite::Artifacts,
+}
+
+impl Default for ExploreOptions {
+    fn default() -> Self {
+        ExploreOptions {
+            cases: DEFAULT_CASES,
+            seed: 0,
+            time_limit: None,
+            check: None,
+            json: false,
+            out: None,
+            jobs: crate::exec::default_jobs(),
+            shard: Shard::WHOLE,
+            keep_going: false,
+            artifacts: Default::default(),
+        }
+    }
+}
+
+/// `lockcheck explore`: returns the exit code (1 found, 0 none, 2 bad input).
+pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
+    let fail = |m: String| {
+        eprintln!("error: {m}");
+        EXIT_BAD_INPUT
+    };
+    if let Some(c) = &opts.check {
+        if !CHECK_NAMES.contains(&c.as_str()) {
+            return fail(format!(
+                "--check {c}: unknown checker, expected one of {}",
+                CHECK_NAMES.join(", ")
+            ));
+        }
+    }
+    if opts.cases == 0 {
+        return fail("--cases must be at least 1".into());
+    }
+    let input_text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            return fail(format!(
+                "{}: cannot read scenario file: {e}",
+                path.display()
+            ))
+        }
+    };
+    let base = match Scenario::parse(&path.display().to_string(), &input_text) {
+        Ok(mut s) => {
+            s.path = Some(path.to_path_buf());
+            s
+        }
+        Err(e) => return fail(e.to_string()),
+    };
+    let space = match crate::scenario::Space::of(&base) {
+        Ok(s) => s,
+        Err(m) => return fail(format!("{}: {m}", path.display())),
+    };
+    let search_opts = SearchOptions {
+        cases: opts.cases,
+        seed: opts.seed,
+        jobs: opts.jobs,
+        shard: opts.shard,
+        time_limit: opts.time_limit,
+        check: opts.check.clone(),
+        max_shrink_steps: MAX_SHRINK_STEPS,
+        keep_going: opts.keep_going,
+    };
+    let bar = crate::progress::bar(opts.shard.indices(opts.cases).len() as u64, "cases");
+    let result = search(&base, &space, &search_opts, &|tried, violating| {
+        crate::progress::tick(&bar, tried, violating)
+    });
+    bar.finish_and_clear();
+    let out = opts.out.clone().unwrap_or_else(|| default_out(path));
+    let replayed = match &result.found {
+        Some(f) => match write_and_replay(&input_text, f, &out) {
+            Ok(r) => Some(r),
+            Err(m) => return fail(m),
+        },
+        None => None,
+    };
+    let written = replayed.as_ref().map(|r| report::Written {
+        scenario: &r.scenario,
+        outcome: &r.outcome,
+        text: &r.text,
+        out: &out,
+    });
+    if opts.json {
+        let v = report::json(&base, &result, written.as_ref());
+        crate::outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        crate::out!("{}", report::text(&base, &result, written.as_ref()));
+    }
+    eprintln!("{}", report::timing(&result, opts.jobs));
+    let written = replayed.as_ref().map(|r| (&r.scenario, &r.outcome));
+    if let Err(e) = artifacts::write(&base, &result, written, &opts.artifacts) {
+        return fail(e);
+    }
+    if result.found.is_some() {
+        EXIT_MISMATCH
+    } else {
+        EXIT_MATCH
+    }
+}

@@ -1,0 +1,164 @@
+//! What every simulated world does to its clients, whichever database they talk to: a client
+//! crash kills the client's madsim node, a pause stops it (a GC pause: every task of the process
+//! stands still, its timers too), a partition cuts network links; follow-ups (resume, heal) run on
+//! the nemesis's own node, which no fault touches. The Redis nemesis (`nemesis.rs`) and the MySQL
+//! one (`mysql_world.rs`) add what is particular to their servers.
+
+use super::network::Network;
+use crate::history::{EventKind, Recorder};
+use crate::scenario::{ClientRef, Direction, FaultKind};
+use crate::schedule::{describe_partition, partition_links, paused_client, Schedule};
+use madsim::runtime::Handle;
+use madsim::task::NodeId;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+/// The client side of a simulated nemesis: the client nodes, the network, and its own node.
+#[derive(Clone)]
+pub struct ClientFaults {
+    /// The run's history.
+    pub rec: Recorder,
+    net: Network,
+    /// madsim node of each client, by client index.
+    clients: Vec<NodeId>,
+    /// Node index (clocks, network) by node name.
+    pub nodes: BTreeMap<String, usize>,
+    /// The nemesis's own madsim node.
+    pub node: NodeId,
+}
+
+impl ClientFaults {
+    /// Creates the nemesis's node; call inside the run's madsim runtime.
+    pub fn new(
+        rec: Recorder,
+        net: Network,
+        clients: Vec<NodeId>,
+        nodes: BTreeMap<String, usize>,
+    ) -> ClientFaults {
+        let node = Handle::current().create_node().name("nemesis").build();
+        ClientFaults {
+            rec,
+            net,
+            clients,
+            nodes,
+            node: node.id(),
+        }
+    }
+
+    /// Fires every fault of `schedule` that has an absolute time through `fire`: at once when
+    /// its time is now (`at_ms = 0` is the starting state, in place before any client sends a
+    /// request, since a timer would fire only after madsim's 1 ms floor), later otherwise.
+    pub fn start_timed<F>(&self, schedule: &Schedule, fire: F)
+    where
+        F: Fn(&FaultKind) + Clone + Send + 'static,
+    {
+        for (at_ms, kind) in schedule.take_timed() {
+            let delay = Duration::from_micros((at_ms * 1000).saturating_sub(self.rec.now_us()));
+            if delay.is_zero() {
+                fire(&kind);
+                continue;
+            }
+            let fire = fire.clone();
+            self.later(delay, async move { fire(&kind) });
+        }
+    }
+
+    /// Runs `task` after `delay` on the nemesis's node.
+    pub fn later<F: Future<Output = ()> + Send + 'static>(&self, delay: Duration, task: F) {
+        let node = Handle::current()
+            .get_node(self.node)
+            .expect("nemesis node exists");
+        node.spawn(async move {
+            madsim::time::sleep(delay).await;
+            task.await
+        });
+    }
+
+    /// Records what the nemesis did.
+    pub fn note(&self, what: String) {
+        self.rec.record("nemesis", EventKind::Fault { what });
+    }
+
+    /// Client `c` crashes at `point`: the process dies, its tasks (a watchdog too) are dropped and
+    /// it never releases. `how` completes the nemesis's note. The node is killed from the
+    /// nemesis's node, not from inside the dying task.
+    pub fn crash_client(&self, c: u32, point: &str, how: &str) {
+        self.rec.record(
+            &format!("client-{c}"),
+            EventKind::Crashed {
+                point: point.to_string(),
+            },
+        );
+        self.note(format!("client-{c} crashed at {point}{how}"));
+        let me = self.clone();
+        self.later(Duration::ZERO, async move {
+            Handle::current().kill(me.clients[c as usize]);
+        });
+    }
+
+    /// Pauses `client` (the holder: the one that triggered it, else whoever holds the lock now)
+    /// for `for_ms`; `why` completes the note.
+    pub fn pause_client(&self, client: &ClientRef, holder: Option<u32>, for_ms: u64, why: &str) {
+        let Some(c) = paused_client(client, holder, &self.rec) else {
+            self.note("pause of the holder skipped: nobody holds the lock".into());
+            return;
+        };
+        Handle::current().pause(self.clients[c as usize]);
+        self.note(format!("client-{c} paused for {for_ms} ms ({why})"));
+        let me = self.clone();
+        self.later(Duration::from_millis(for_ms), async move {
+            Handle::current().resume(me.clients[c as usize]);
+            me.note(format!("client-{c} resumed"));
+        });
+    }
+
+    /// Cuts the links between `nodes` and `from` (everyone else when empty) in `direction` for
+    /// `for_ms`; `how` completes the note.
+    pub fn partition(
+        &self,
+        nodes: &[String],
+        from: &[String],
+        for_ms: u64,
+        direction: Direction,
+        how: &str,
+    ) {
+        let links = partition_links(&self.nodes, nodes, from, direction);
+        for &(a, b) in &links {
+            self.net.cut(a, b);
+        }
+        self.note(format!("{}{how}", describe_partition(nodes, from, for_ms)));
+        let me = self.clone();
+        self.later(Duration::from_millis(for_ms), async move {
+            for &(a, b) in &links {
+                me.net.heal(a, b);
+            }
+            me.note("partition healed".to_string());
+        });
+    }
+}
+
+/// After firing the faults `client` triggered at a named point from inside its own task, makes
+/// them take effect right there: a crash of anyone in `fired` never returns (the kill drops this
+/// task), and a pause of this client stops it before its next step (madsim pauses a node at its
+/// tasks' next await, so this task yields once).
+pub async fn take_effect(fired: &[FaultKind], client: u32) {
+    let crashed = fired
+        .iter()
+        .any(|k| matches!(k, FaultKind::ClientCrash { .. }));
+    let paused_self = fired.iter().any(|k| {
+        matches!(
+            k,
+            FaultKind::Pause {
+                client: ClientRef::Holder,
+                ..
+            }
+        ) || matches!(k, FaultKind::Pause { client: ClientRef::Index(i), .. } if *i == client)
+    });
+    if crashed {
+        std::future::pending::<()>().await;
+    }
+    if paused_self {
+        madsim::task::yield_now().await;
+    }
+}
