@@ -6,7 +6,7 @@
 
 use super::num::parse_i64;
 use super::reply::{self, bulk};
-use super::{ClientId, Role};
+use super::role::{ClientId, Role};
 use redis::Value;
 use std::collections::BTreeMap;
 

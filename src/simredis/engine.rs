@@ -1,27 +1,24 @@
 //! The engine: the public face of the simulated Redis node's state machine.
+//!
+//! It owns the data and the per-connection state (MULTI queues, WATCHes, client names,
+//! subscriptions) and runs one client command as Redis's processCommand does: the checks
+//! (unknown command, arity, READONLY on a replica, MULTI queueing), then the command from the
+//! table (`commands.rs`), or, for the commands that need more than the data, the engine's own
+//! handling, which hands scripts to `scripts.rs` and FUNCTION/FCALL to `functions.rs`. It also
+//! applies a master's replication stream and runs the active expiry sweep.
 
 use super::clients::ClientNames;
-use super::commands::{self, Ctx, Db, Expiry, ENGINE};
+use super::commands::{self, ENGINE};
+use super::context::{Ctx, Db, Expiry};
 use super::functions::Functions;
-use super::lua::{LuaHost, Sha};
-use super::num::parse_i64;
+use super::keyspace::Data;
 use super::reply::{self, bulk};
+use super::scripts::{Eval, Scripts};
 use super::transactions::Watches;
 use redis::Value;
 use std::collections::BTreeMap;
 
-/// A connection's identity, chosen by the node layer.
-pub type ClientId = u64;
-
-/// Whether this node is a master or a replica; decides who may write and who expires keys.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Takes writes and expires keys on its own clock, sending the deletions to its replicas.
-    Master,
-    /// Refuses client writes (`READONLY`), applies its master's effects, and never expires a key
-    /// itself: a read of an expired key answers nil but leaves the key for the master's DEL.
-    Replica,
-}
+pub use super::role::{ClientId, Role};
 
 /// What executing one client command did: its reply, plus what the server must pass on (writes
 /// to its replicas, messages to subscribers). Named apart from a judged run's `Outcome`.
@@ -58,16 +55,13 @@ struct Transaction {
 pub struct Engine {
     role: Role,
     db: Db,
-    lua: LuaHost,
+    /// EVAL's script cache and the native path for known scripts.
+    scripts: Scripts,
     transactions: BTreeMap<ClientId, Transaction>,
     watches: Watches,
     names: ClientNames,
     /// FUNCTION libraries: data that replicates, unlike the script cache.
     functions: Functions,
-    /// Whether known scripts run natively ([`super::native`]); off only to compare with Lua.
-    native_scripts: bool,
-    /// Script calls the native path answered (so tests can see it was taken).
-    native_runs: u64,
     /// Whether `execute` returns the write effects (see [`Engine::set_effects_wanted`]).
     effects_wanted: bool,
 }
@@ -78,13 +72,11 @@ impl Engine {
         Engine {
             role,
             db: Db::default(),
-            lua: LuaHost::new(),
+            scripts: Scripts::default(),
             transactions: BTreeMap::new(),
             watches: Watches::default(),
             names: ClientNames::default(),
             functions: Functions::default(),
-            native_scripts: true,
-            native_runs: 0,
             effects_wanted: true,
         }
     }
@@ -100,12 +92,12 @@ impl Engine {
     /// Turns the native path for known scripts (`simredis/native.rs`) off or on: with it off every
     /// script runs in Lua (for tests that compare the two).
     pub fn set_native_scripts(&mut self, on: bool) {
-        self.native_scripts = on;
+        self.scripts.set_native(on);
     }
 
     /// How many script calls ran natively so far.
     pub fn native_runs(&self) -> u64 {
-        self.native_runs
+        self.scripts.native_runs()
     }
 
     /// Whether it is a master or a replica now (a failover changes it).
@@ -239,7 +231,7 @@ impl Engine {
     /// The stored value of a string key, ignoring expiry (for tests and checkers).
     pub fn peek(&self, key: &[u8]) -> Option<&[u8]> {
         match self.db.keys.get(key) {
-            Some(super::keyspace::Data::Str(s)) => Some(s),
+            Some(Data::Str(s)) => Some(s),
             _ => None,
         }
     }
@@ -275,8 +267,8 @@ impl Engine {
         };
         if !self.db.keys.is_expired(key, clock(now_ms)) {
             match self.db.keys.get(key) {
-                Some(super::keyspace::Data::Str(s)) => put(s),
-                Some(super::keyspace::Data::Hash(h)) => h.iter().for_each(|(f, _)| put(f)),
+                Some(Data::Str(s)) => put(s),
+                Some(Data::Hash(h)) => h.iter().for_each(|(f, _)| put(f)),
                 _ => {}
             }
         }
@@ -295,7 +287,7 @@ impl Engine {
 
     /// Whether a script with this sha1 is cached.
     pub fn script_exists(&self, sha: &[u8]) -> bool {
-        self.lua.exists(sha)
+        self.scripts.exists(sha)
     }
 
     /// A command from a client connection: Redis's processCommand checks, then the command.
@@ -312,7 +304,7 @@ impl Engine {
             // Container commands: the subcommand is checked before MULTI queues it.
             Some(s) if in_tx => match s.name {
                 "function" => Functions::refuse(args, self.role),
-                "script" => script_refuse(args),
+                "script" => Scripts::refuse(args),
                 "client" => ClientNames::refuse(args),
                 _ => None,
             },
@@ -351,7 +343,7 @@ impl Engine {
             "evalsha" => self.eval(ctx, args, Eval::by_sha(), role),
             "eval_ro" => self.eval(ctx, args, Eval::read_only(), role),
             "evalsha_ro" => self.eval(ctx, args, Eval::by_sha().and_read_only(), role),
-            "script" => self.script(args),
+            "script" => self.scripts.command(args),
             "subscribe" => {
                 let replies = args[1..]
                     .iter()
@@ -429,159 +421,11 @@ impl Engine {
             _ => reply::error("ERR command handled by the node layer"),
         }
     }
-
-    /// EVAL, EVALSHA and their `_RO` forms (Redis's evalGenericCommand).
+    /// EVAL and its forms: the script runs on the engine's data, in this unit's context.
     fn eval(&mut self, ctx: &mut Ctx, args: &[Vec<u8>], how: Eval, role: Role) -> Value {
-        // A SHA of the wrong length cannot match: NOSCRIPT before anything else is parsed.
-        if how.by_sha && args[1].len() != 40 {
-            return reply::noscript();
-        }
-        let Some(numkeys) = parse_i64(&args[2]) else {
-            return reply::not_integer();
-        };
-        if numkeys > (args.len() - 3) as i64 {
-            return reply::numkeys_too_big();
-        }
-        if numkeys < 0 {
-            return reply::numkeys_negative();
-        }
-        let split = 3 + numkeys as usize;
-        let sha: Sha = if how.by_sha {
-            match <[u8; 40]>::try_from(args[1].as_slice()) {
-                Ok(mut s) => {
-                    s.make_ascii_lowercase();
-                    s
-                }
-                Err(_) => return reply::noscript(),
-            }
-        } else {
-            match self.lua.load(&args[1]) {
-                Ok(s) => s,
-                Err(e) => return e,
-            }
-        };
-        if self.native_scripts && role == Role::Master && self.lua.exists(&sha) {
-            let (keys, argv) = (&args[3..split], &args[split..]);
-            if let Some(reply) = super::native::run(&sha, &mut self.db, ctx, keys, argv) {
-                self.native_runs += 1;
-                return reply;
-            }
-        }
-        self.lua
-            .run(
-                &sha,
-                &mut self.db,
-                ctx,
-                role,
-                how.read_only,
-                (&args[3..split], &args[split..]),
-            )
-            .unwrap_or_else(reply::noscript)
-    }
-
-    /// SCRIPT LOAD / EXISTS / FLUSH / KILL / HELP.
-    fn script(&mut self, args: &[Vec<u8>]) -> Value {
-        if let Some(refused) = script_refuse(args) {
-            return refused;
-        }
-        let sub = args[1].to_ascii_lowercase();
-        match sub.as_slice() {
-            b"load" => match self.lua.load(&args[2]) {
-                Ok(sha) => bulk(&sha),
-                Err(e) => e,
-            },
-            b"exists" => Value::Array(
-                args[2..]
-                    .iter()
-                    .map(|s| Value::Int(i64::from(self.lua.exists(s))))
-                    .collect(),
-            ),
-            b"flush" => {
-                let ok = args.len() == 2
-                    || (args.len() == 3
-                        && (args[2].eq_ignore_ascii_case(b"sync")
-                            || args[2].eq_ignore_ascii_case(b"async")));
-                if !ok {
-                    return reply::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
-                }
-                self.lua.flush();
-                Value::Okay
-            }
-            b"kill" => reply::error("NOTBUSY No scripts in execution right now."),
-            _ => Value::Array(
-                SCRIPT_HELP
-                    .iter()
-                    .map(|l| Value::SimpleString((*l).into()))
-                    .collect(),
-            ),
-        }
+        self.scripts.eval(&mut self.db, ctx, args, how, role)
     }
 }
-
-/// What processCommand refuses before SCRIPT runs (also when MULTI would queue it).
-fn script_refuse(args: &[Vec<u8>]) -> Option<Value> {
-    let (arity, full): (i32, &str) = match args[1].to_ascii_lowercase().as_slice() {
-        b"load" => (3, "script|load"),
-        b"exists" => (-3, "script|exists"),
-        b"flush" => (-2, "script|flush"),
-        b"kill" => (2, "script|kill"),
-        b"help" => (2, "script|help"),
-        _ => return Some(reply::unknown_subcommand(&args[0], &args[1])),
-    };
-    let n = args.len() as i32;
-    ((arity > 0 && n != arity) || (arity < 0 && n < -arity)).then(|| reply::arity(full))
-}
-
-/// How a script is invoked: EVAL or EVALSHA, and whether by a `_RO` form (which may not write).
-#[derive(Clone, Copy, Debug, Default)]
-struct Eval {
-    by_sha: bool,
-    read_only: bool,
-}
-
-impl Eval {
-    fn by_sha() -> Eval {
-        Eval {
-            by_sha: true,
-            read_only: false,
-        }
-    }
-
-    fn read_only() -> Eval {
-        Eval {
-            by_sha: false,
-            read_only: true,
-        }
-    }
-
-    fn and_read_only(self) -> Eval {
-        Eval {
-            read_only: true,
-            ..self
-        }
-    }
-}
-
-/// SCRIPT HELP as printed by 7.0.15.
-const SCRIPT_HELP: &[&str] = &[
-    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "DEBUG (YES|SYNC|NO)",
-    "    Set the debug mode for subsequent scripts executed.",
-    "EXISTS <sha1> [<sha1> ...]",
-    "    Return information about the existence of the scripts in the script cache.",
-    "FLUSH [ASYNC|SYNC]",
-    "    Flush the Lua scripts cache. Very dangerous on replicas.",
-    "    When called without the optional mode argument, the behavior is determined by the",
-    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-    "    * ASYNC: Asynchronously flush the scripts cache.",
-    "    * SYNC: Synchronously flush the scripts cache.",
-    "KILL",
-    "    Kill the currently executing Lua script.",
-    "LOAD <script>",
-    "    Load a script into the scripts cache without executing it.",
-    "HELP",
-    "    Prints this help.",
-];
 
 /// Node clocks are unix ms; the keyspace works in i64 as Redis does.
 fn clock(now_ms: u64) -> i64 {

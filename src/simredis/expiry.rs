@@ -5,7 +5,7 @@
 //! replication rewrite matters most (a relative expiry replicates as `PEXPIREAT`, one already
 //! in the past as `DEL`).
 
-use super::commands::{eq_ic, Ctx, Db};
+use super::context::{eq_ic, Ctx, Db};
 use super::num::parse_i64;
 use super::reply;
 use redis::Value;

@@ -13,12 +13,12 @@
 //! Order: Redis lists libraries and functions in hash-table order, which differs between
 //! processes; here libraries are listed by name and functions in registration order.
 
-use super::commands::{eq_ic, Ctx, Db};
-use super::engine::Role;
+use super::context::{eq_ic, Ctx, Db};
 use super::glob;
 use super::lua::{valid_name, Flavor, LuaHost, Registered};
 use super::num::parse_i64;
 use super::reply::{self, bulk};
+use super::role::Role;
 use redis::Value;
 use std::collections::BTreeMap;
 

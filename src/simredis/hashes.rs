@@ -3,7 +3,7 @@
 //! Why they exist: reentrant locks (the Redisson article) keep the holder and its hold count
 //! in a hash; these are the commands its scripts call.
 
-use super::commands::{Ctx, Db};
+use super::context::{Ctx, Db};
 use super::keyspace::{Data, Hash};
 use super::num::parse_i64;
 use super::reply::{self, bulk};

@@ -10,6 +10,7 @@
 //! Determinism is a requirement of the simulation, not a nicety. The map's hasher has no random
 //! keys either, so even its memory layout is the same from run to run.
 
+use super::sorted_set::ZSet;
 use std::collections::{BTreeSet, HashMap};
 
 /// FxHash: no random keys, so deterministic (unlike `RandomState`), and cheaper than SipHash on
@@ -26,7 +27,7 @@ pub enum Data {
     /// A set, kept ordered so every reply that lists it is deterministic.
     Set(BTreeSet<Vec<u8>>),
     /// A sorted set (the Redisson article's fair lock keeps its waiters' timeouts in one).
-    ZSet(super::zsets::ZSet),
+    ZSet(ZSet),
 }
 
 impl Data {

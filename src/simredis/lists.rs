@@ -7,7 +7,7 @@
 //! null array, which is what it does inside `MULTI` and scripts; the connection layer
 //! (`sim::connection`) retries it until its timeout to model the blocking wait.
 
-use super::commands::{Ctx, Db};
+use super::context::{Ctx, Db};
 use super::keyspace::Data;
 use super::num::parse_i64;
 use super::reply::{self, bulk};

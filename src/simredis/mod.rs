@@ -37,23 +37,28 @@
 //! assert_eq!(replica.dbsize(1_000), 0);
 //! ```
 //!
-//! Files: `keyspace.rs` (values and the expiry index), `commands.rs` (the command table and key
-//! commands), `expiry.rs` (EXPIRE and friends), `strings.rs`, `hashes.rs`, `lists.rs`, `sets.rs`,
-//! `zsets.rs` (the other data commands), `transactions.rs` (WATCH), `clients.rs` (CLIENT
-//! ID/SETNAME, HELLO), `functions.rs` (FUNCTION and FCALL), `glob.rs` (Redis's pattern matching),
-//! `lua/` (the script host and its bundled libraries), `native.rs` (the lock scripts every cycle
-//! runs, without Lua), `reply.rs` (building `redis::Value` replies and errors), `num.rs` (Redis's
-//! integer parsing and Lua's number formatting), `pubsub.rs` (channel subscriptions) and
-//! [`engine`] (the public API). Only the engine and [`error_text`] are public: the command
-//! families are reached through the command table.
+//! Files, each importing only files listed before it: `role.rs` (`ClientId` and `Role`),
+//! `num.rs` (Redis's integer parsing and Lua's number formatting), `reply.rs` (building
+//! `redis::Value` replies and errors), `glob.rs` (Redis's pattern matching), `sorted_set.rs`
+//! (the sorted-set value), `pubsub.rs` (channel subscriptions), `keyspace.rs` (values and the
+//! expiry index), `context.rs` (the data and the per-command context every command runs in),
+//! the command families `strings.rs`, `keys.rs`, `expiry.rs`, `hashes.rs`, `lists.rs`,
+//! `sets.rs`, `zsets.rs` and `server.rs`, `commands.rs` (the command table), `lua/` (the script
+//! host and its bundled libraries), `native.rs` (the lock scripts every cycle runs, without
+//! Lua), `scripts.rs` (EVAL and SCRIPT), `functions.rs` (FUNCTION and FCALL), `transactions.rs`
+//! (WATCH), `clients.rs` (CLIENT ID/SETNAME, HELLO) and [`engine`] (the public API). Only the
+//! engine and [`error_text`] are public: the command families are reached through the command
+//! table.
 
 mod clients;
 mod commands;
+mod context;
 pub mod engine;
 mod expiry;
 mod functions;
 mod glob;
 mod hashes;
+mod keys;
 mod keyspace;
 mod lists;
 mod lua;
@@ -61,7 +66,11 @@ mod native;
 mod num;
 mod pubsub;
 mod reply;
+mod role;
+mod scripts;
+mod server;
 mod sets;
+mod sorted_set;
 mod strings;
 mod transactions;
 mod zsets;

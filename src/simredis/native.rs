@@ -5,7 +5,8 @@
 //! Redis's script error text; a key of another type, where `redis.call` raises), the native path
 //! declines and the script runs in Lua. `tests/simredis/native_scripts.rs` checks both paths agree.
 
-use super::commands::{self, Ctx, Db};
+use super::commands;
+use super::context::{Ctx, Db};
 use super::keyspace::Data;
 use super::lua::{sha1hex, Sha};
 use redis::Value;

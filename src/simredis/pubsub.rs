@@ -1,6 +1,6 @@
 //! Channel subscriptions (no patterns: the lock designs publish to fixed channels).
 
-use super::ClientId;
+use super::role::ClientId;
 use std::collections::BTreeMap;
 
 /// Subscribers per channel in subscription order (the order Redis delivers in), and the

@@ -9,7 +9,7 @@
 //! a set is listed in byte order; a set of at most 512 integers is listed in numeric order,
 //! which is exactly what a real server's intset encoding answers.
 
-use super::commands::{Ctx, Db};
+use super::context::{Ctx, Db};
 use super::keyspace::Data;
 use super::num::parse_i64;
 use super::reply::{self, bulk};

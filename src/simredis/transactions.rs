@@ -9,7 +9,7 @@
 //! path, and nothing at all runs while nobody watches.
 
 use super::keyspace::Keyspace;
-use super::ClientId;
+use super::role::ClientId;
 use std::collections::BTreeMap;
 
 /// One connection's watched keys.

@@ -1,7 +1,14 @@
 //! The `redis` table scripts see, and `redis.call`/`redis.pcall` with the checks Redis
 //! applies to a command called from a script.
 
-use super::*;
+use super::convert::{lua_number, redis_to_lua};
+use super::errors::{err_table, error_table_text, ok_table, raise, reply_error_table_text, Raised};
+use super::sha::sha1hex;
+use super::state::RunState;
+use crate::simredis::commands::{self, MAY_REPLICATE, NOSCRIPT};
+use crate::simredis::num::{fmt_g14, fmt_g17};
+use crate::simredis::reply;
+use crate::simredis::role::Role;
 use mlua::{Lua, MultiValue, Table, Value as LuaValue};
 use redis::Value;
 
@@ -155,16 +162,6 @@ pub(super) fn redis_table(lua: &Lua) -> mlua::Result<Table> {
 pub(super) fn single_string(args: &MultiValue) -> Option<String> {
     match args.front() {
         Some(LuaValue::String(s)) if args.len() == 1 => Some(s.to_string_lossy()),
-        _ => None,
-    }
-}
-
-/// Lua's `lua_isnumber`/`lua_tonumber`: numbers and numeric strings.
-pub(super) fn lua_number(v: &LuaValue) -> Option<f64> {
-    match v {
-        LuaValue::Integer(i) => Some(*i as f64),
-        LuaValue::Number(n) => Some(*n),
-        LuaValue::String(s) => s.to_str().ok()?.trim().parse().ok(),
         _ => None,
     }
 }

@@ -7,7 +7,8 @@
 //! signed 32 bits by adding 2^52+2^51 and keeping the low word (round half to even), shift
 //! counts use their low 5 bits, and argument errors are Lua's `bad argument` texts.
 
-use super::*;
+use super::convert::lua_number;
+use super::errors::{raise, where_, Raised};
 use mlua::{Lua, MultiValue, Table, Value as LuaValue};
 
 /// Lua's `luaL_checknumber` for argument `i` (0-based) of `fname`, with Lua's error text.

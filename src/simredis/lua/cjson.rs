@@ -12,7 +12,9 @@
 //! (`cjson.encode_max_depth` and friends) and `cjson.new`.
 
 use super::bit::arg_error;
-use super::*;
+use super::convert::lua_number;
+use super::errors::{raise, where_, Raised};
+use crate::simredis::num::fmt_g14;
 use mlua::{LightUserData, Lua, MultiValue, Table, Value as LuaValue};
 
 const MAX_DEPTH: usize = 1000;

@@ -10,7 +10,9 @@
 //! than on `rmp`: the format choices above are lua_cmsgpack's, not a serializer's.
 
 use super::bit::argerror_n;
-use super::*;
+use super::convert::lua_number;
+use super::errors::{raise, where_, Raised};
+use crate::simredis::num::fmt_g14;
 use mlua::{Lua, MultiValue, Table, Value as LuaValue};
 
 const MAX_NESTING: usize = 16;

@@ -1,9 +1,23 @@
 //! Conversions between Redis replies and Lua values, both directions, as Redis 7.0's
-//! `redisProtocolToLuaType` and `luaReplyToRedisReply` do them.
+//! `redisProtocolToLuaType` and `luaReplyToRedisReply` do them, and Lua's own `tonumber` of a
+//! value ([`lua_number`]), which `redis.call`'s arguments and the bundled libraries' argument
+//! checks share.
 
-use super::*;
+use super::errors::{err_table, ok_table, reply_error_table_text};
+use crate::simredis::num::{fmt_g17, lua_number_to_i64};
+use crate::simredis::reply;
 use mlua::{Lua, Value as LuaValue};
 use redis::Value;
+
+/// Lua's `lua_isnumber`/`lua_tonumber`: numbers and numeric strings.
+pub(super) fn lua_number(v: &LuaValue) -> Option<f64> {
+    match v {
+        LuaValue::Integer(i) => Some(*i as f64),
+        LuaValue::Number(n) => Some(*n),
+        LuaValue::String(s) => s.to_str().ok()?.trim().parse().ok(),
+        _ => None,
+    }
+}
 
 /// Redis reply → Lua value (`redisProtocolToLuaType`).
 pub(super) fn redis_to_lua(lua: &Lua, v: Value) -> mlua::Result<LuaValue> {

@@ -1,8 +1,10 @@
 //! Script errors as Redis 7.0 shapes them: error tables, the message handler's
 //! `ERR ... script: <sha>, on @user_script:<line>.` text, and errors raised from Rust.
 
-use super::*;
+use super::state::RunState;
+use crate::simredis::num::fmt_g14;
 use mlua::{Lua, Value as LuaValue};
+use std::fmt;
 
 /// A script is stopped after this many million Lua instructions. Real Redis would keep
 /// running it (answering BUSY to everyone else) until SCRIPT KILL; in a simulation an endless

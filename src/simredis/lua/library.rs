@@ -1,61 +1,19 @@
-//! The Lua side of Redis Functions: running a library body (FUNCTION LOAD) with Redis 7.0's
-//! load-time API, `redis.register_function` in both of its forms, and calling a registered
-//! function (FCALL) with its keys and arguments as parameters.
+//! The Lua side of loading a Redis Functions library (FUNCTION LOAD): Redis 7.0's load-time
+//! API, `redis.register_function` in both of its forms, and the error text a failed load
+//! reports. Running the body and calling a registered function (FCALL) are the host's
+//! (`host.rs`).
 //!
 //! Why a load-time API: Redis 7.0 runs a library body with its globals' `__index` pointed at a
 //! table holding only `redis.register_function`, `redis.log`, the `LOG_*` levels and the
 //! version (measured: `string`, `error` and `redis.call` are "nonexistent global variable"s
 //! while loading); the functions it registers see the ordinary globals when they run.
 
-use super::*;
-
-/// Function flags by bit, in the order FUNCTION LIST prints them (Redis's scripts_flags_def).
-pub const FLAG_NAMES: [&str; 5] = [
-    "no-writes",
-    "allow-oom",
-    "allow-stale",
-    "no-cluster",
-    "allow-cross-slot-keys",
-];
-
-/// The flags a function was registered with (`flags={'no-writes', ...}`): `no-writes` is the
-/// one the simulation acts on (FCALL_RO and replicas); the others are kept for FUNCTION LIST.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FunctionFlags(pub u8);
-
-impl FunctionFlags {
-    /// Declared `no-writes`: FCALL_RO may run it, a replica may run it, its writes are refused.
-    pub fn no_writes(self) -> bool {
-        self.0 & 1 != 0
-    }
-
-    /// The flag names, in FUNCTION LIST's order.
-    pub fn names(self) -> impl Iterator<Item = &'static str> {
-        FLAG_NAMES
-            .iter()
-            .enumerate()
-            .filter(move |(i, _)| self.0 & (1 << i) != 0)
-            .map(|(_, n)| *n)
-    }
-}
-
-/// One function a library body registered: what FCALL calls and FUNCTION LIST shows.
-#[derive(Clone, Debug)]
-pub struct Registered {
-    /// The name as registered (FCALL finds it case-insensitively; errors show this spelling).
-    pub name: String,
-    /// `description=` of the table form, if given.
-    pub description: Option<Vec<u8>>,
-    /// `flags=` of the table form.
-    pub flags: FunctionFlags,
-    /// The Lua function itself.
-    pub callback: Function,
-}
-
-/// Redis's functionsVerifyName: letters, digits and `_`, at least one.
-pub fn valid_name(name: &[u8]) -> bool {
-    !name.is_empty() && name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-}
+use super::api::redis_table;
+use super::errors::{find_raised, lua_tostring, raise, Raised};
+use super::registered::{valid_name, FunctionFlags, Registered, FLAG_NAMES};
+use super::state::RunState;
+use crate::simredis::num::fmt_g14;
+use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 
 /// The table a library body's missing globals are looked up in while it loads.
 pub(super) fn load_api(
@@ -204,87 +162,9 @@ fn register_function(lua: &Lua, args: MultiValue) -> mlua::Result<()> {
     Ok(())
 }
 
-impl LuaHost {
-    /// Runs a library body (`code` starts at the shebang line's newline, as Redis hands it to
-    /// the engine, so line numbers are the payload's) and returns what it registered. Err is
-    /// the error text without its `ERR ` code.
-    pub fn load_library(&self, code: &[u8]) -> Result<Vec<Registered>, String> {
-        let function = self
-            .lua
-            .load(code)
-            .set_name("@user_function")
-            .set_mode(ChunkMode::Text)
-            .into_function()
-            .map_err(|e| {
-                let msg = match e {
-                    mlua::Error::SyntaxError { message, .. } => message,
-                    other => other.to_string(),
-                };
-                format!("Error compiling function: {msg}")
-            })?;
-        let Some(api) = &self.load_api else {
-            return Err("Engine 'LUA' not found".into());
-        };
-        {
-            let mut st = self.lua.app_data_mut::<RunState>().expect("run state");
-            st.loading = Some(Vec::new());
-            st.mega_instructions = 0;
-        }
-        let swap = self.env_mt.raw_set("__index", api);
-        let result = swap.and_then(|_| self.opcall.call::<(bool, LuaValue)>(&function));
-        let restored = self.env_mt.raw_set("__index", &self.globals);
-        let registered = {
-            let mut st = self.lua.app_data_mut::<RunState>().expect("run state");
-            st.loading.take().unwrap_or_default()
-        };
-        let text = match (result, restored) {
-            (Ok((true, _)), Ok(())) => return Ok(registered),
-            (Ok((false, v)), _) => error_message(&v),
-            (Err(e), _) | (_, Err(e)) => format!("ERR {e}"),
-        };
-        Err(format!("Error registering functions: {text}"))
-    }
-
-    /// FCALL: calls a registered function with `keys` and `args` as its two table parameters.
-    /// `no_writes` refuses its writes (a `no-writes` function, or FCALL_RO).
-    #[allow(clippy::too_many_arguments)]
-    pub fn call_function(
-        &self,
-        f: &Registered,
-        db: &mut Db,
-        ctx: &mut Ctx,
-        role: Role,
-        no_writes: bool,
-        (keys, args): (&[Vec<u8>], &[Vec<u8>]),
-    ) -> Value {
-        let tables = self.array(keys).and_then(|k| Ok((k, self.array(args)?)));
-        let (keys, args) = match tables {
-            Ok(t) => t,
-            Err(e) => return reply::error(&format!("ERR {e}")),
-        };
-        self.swap_in(db, ctx, role, &[b'0'; 40], no_writes);
-        self.lua
-            .app_data_mut::<RunState>()
-            .expect("run state")
-            .function = Some(f.name.clone());
-        let result =
-            self.call_with
-                .call::<(bool, LuaValue)>((&f.callback, &self.handler, keys, args));
-        self.finish(result, db, ctx)
-    }
-
-    fn array(&self, items: &[Vec<u8>]) -> mlua::Result<Table> {
-        let t = self.lua.create_table_with_capacity(items.len(), 0)?;
-        for (i, it) in items.iter().enumerate() {
-            t.raw_set(i + 1, self.lua.create_string(it)?)?;
-        }
-        Ok(t)
-    }
-}
-
 /// luaExtractErrorInformation's message: a string error gets `ERR `, an error table gives its
 /// `err` field as it is.
-fn error_message(v: &LuaValue) -> String {
+pub(super) fn error_message(v: &LuaValue) -> String {
     match v {
         LuaValue::Error(e) => match find_raised(e) {
             Some(Raised::Reply(m)) => m.clone(),

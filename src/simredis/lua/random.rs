@@ -1,7 +1,9 @@
 //! `math.random`/`math.randomseed`: Redis's rand48, so the same script gives the same
 //! numbers on every server and in the simulation.
 
-use super::*;
+use super::convert::lua_number;
+use super::errors::{raise, where_, Raised};
+use super::state::RunState;
 use mlua::{Lua, MultiValue};
 
 pub(super) const RAND48_MASK: u64 = (1 << 48) - 1;

@@ -10,7 +10,7 @@
 //! metatable, where Redis refuses — the differential test found exactly that.
 
 use super::bit::argerror_n;
-use super::*;
+use super::errors::{raise, where_, Raised};
 use mlua::{Lua, MultiValue, Table, Value as LuaValue};
 
 fn readonly<T>() -> mlua::Result<T> {

@@ -11,7 +11,9 @@
 //! library's.
 
 use super::bit::{argerror_n, check_number};
-use super::*;
+use super::convert::lua_number;
+use super::errors::{raise, where_, Raised};
+use crate::simredis::num::fmt_g14;
 use mlua::{Lua, MultiValue, Table, Value as LuaValue};
 
 const MAXINTSIZE: usize = 32;
