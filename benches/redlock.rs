@@ -194,6 +194,7 @@ fn random_schedule(base: &Scenario, seed: u64) -> Scenario {
                     for_ms: s.duration_ms * 10,
                     direction: Direction::Both,
                 },
+                by_client: None,
             });
         }
     }
@@ -203,6 +204,7 @@ fn random_schedule(base: &Scenario, seed: u64) -> Scenario {
             node: format!("redis-{}", rng.gen_range(0..s.redis.masters)),
             by_ms: rng.gen_range(-2 * ttl..=2 * ttl),
         },
+        by_client: None,
     });
     s
 }

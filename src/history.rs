@@ -90,6 +90,11 @@ pub enum EventKind {
         /// Whether it removed the lock entry (an inner release must not).
         deleted: bool,
     },
+    /// The run is over: every client has finished, or the grace period after `duration_ms` has
+    /// run out and the clients still running are cut off. Recorded once, by the run assembly, so
+    /// a client still waiting for the lock then is seen waiting until now (the liveness check),
+    /// not until whatever event happened to be last.
+    RunEnd,
     /// The client process died at `point` (the nemesis's `crash` of a client).
     Crashed {
         /// The named point where it died.
@@ -259,6 +264,7 @@ fn render_event(e: &Event) -> String {
         EventKind::InnerReleased { depth, deleted } => {
             format!("inner-released depth={depth} deleted={deleted}")
         }
+        EventKind::RunEnd => "run-end".to_string(),
         EventKind::Crashed { point } => format!("crashed at {point}"),
         EventKind::Point { name } => format!("point {name}"),
         EventKind::AddressInserted {
@@ -357,5 +363,33 @@ impl Recorder {
     /// A copy of everything recorded so far.
     pub fn snapshot(&self) -> History {
         self.inner.lock().unwrap().clone()
+    }
+}
+
+/// A client pause or resumption, as the nemesis of either world notes it (`client-2 paused for
+/// 300 ms (GC pause)`, `client-2 resumed`): the one place that reads those notes back, for the
+/// liveness check and the HTML timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PauseNote {
+    /// The client stopped (its tasks and timers stand still).
+    Paused(u32),
+    /// The client goes on.
+    Resumed(u32),
+}
+
+impl PauseNote {
+    /// What a nemesis note `what` says of a client pause, if anything.
+    pub fn parse(what: &str) -> Option<PauseNote> {
+        let rest = what.strip_prefix("client-")?;
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let client = rest[..digits].parse().ok()?;
+        let tail = &rest[digits..];
+        if tail.starts_with(" paused for ") {
+            Some(PauseNote::Paused(client))
+        } else if tail == " resumed" {
+            Some(PauseNote::Resumed(client))
+        } else {
+            None
+        }
     }
 }

@@ -15,7 +15,11 @@ use std::collections::BTreeMap;
 /// rule needs the lock to live on one master).
 pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
     let bound_ms = scenario.checks.liveness_bound_ms(scenario.lock.lease_ms());
-    let mut v = check::with(bound_ms, scenario.redis.masters);
+    let mut v = check::with(
+        bound_ms,
+        scenario.redis.masters,
+        scenario.checks.max_refused_writes,
+    );
     if let Some(min) = scenario.checks.min_throughput {
         v.push(Box::new(check::throughput::Throughput {
             min_share: min,

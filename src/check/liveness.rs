@@ -1,5 +1,10 @@
 //! Liveness: the lock must not stay unavailable for long while no live client holds it.
 //!
+//! Unavailable means someone asked and could not get it: a wait counts only while the waiting
+//! client is live and not paused (a paused process asks nothing, so a free lock nobody can ask
+//! for is not a liveness failure), and the run's end (`RunEnd`) is an event, so a client still
+//! waiting then has waited until then (it was never served).
+//!
 //! A lease exists so that a holder that dies does not take the lock with it. When it fails (the
 //! naive lock of the address-book article dies between `SETNX` and `EXPIRE`, leaving a key that never expires)
 //! every other client waits forever. The checker looks for stretches of true time in which some
@@ -12,7 +17,7 @@
 
 use super::{grants, CheckResult, Checker};
 use crate::check::Verdict;
-use crate::history::{fmt_ms, EventKind, History};
+use crate::history::{fmt_ms, EventKind, History, PauseNote};
 use std::collections::BTreeMap;
 
 /// The liveness checker with its bound (`[checks] liveness_bound_ms`, three leases by default).
@@ -64,6 +69,9 @@ pub fn stretches(history: &History) -> Vec<Stretch> {
     for (c, s) in started {
         waits.push((s, end, c));
     }
+    // A paused client is not asking: a GC-paused process sends nothing and hears nothing, so a
+    // free lock nobody can ask for is not unavailable. Its waits lose their paused stretches.
+    let mut waits = asking(waits, &pauses(history, end));
     // The periods with no holder: the complement of the union of holding intervals.
     let mut hs = holds.clone();
     hs.sort();
@@ -121,6 +129,88 @@ pub fn stretches(history: &History) -> Vec<Stretch> {
     out
 }
 
+/// Clients still inside `acquire` when the run ended (cut off after the grace period).
+fn never_served(history: &History) -> Vec<u32> {
+    let mut waiting: BTreeMap<u32, bool> = BTreeMap::new();
+    for e in &history.events {
+        let Some(c) = e.client() else { continue };
+        match e.kind {
+            EventKind::AcquireStart => {
+                waiting.insert(c, true);
+            }
+            EventKind::Acquired { .. }
+            | EventKind::AcquireFailed { .. }
+            | EventKind::Crashed { .. } => {
+                waiting.insert(c, false);
+            }
+            _ => {}
+        }
+    }
+    waiting
+        .into_iter()
+        .filter(|&(_, w)| w)
+        .map(|(c, _)| c)
+        .collect()
+}
+
+/// Each client's paused stretches, from the nemesis's notes (a pause still open at the end, or
+/// ended by a crash, lasts until then).
+fn pauses(history: &History, end: u64) -> BTreeMap<u32, Vec<(u64, u64)>> {
+    let mut out: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+    let mut since: BTreeMap<u32, u64> = BTreeMap::new();
+    for e in &history.events {
+        match &e.kind {
+            EventKind::Fault { what } => match PauseNote::parse(what) {
+                Some(PauseNote::Paused(c)) => {
+                    since.entry(c).or_insert(e.at_us);
+                }
+                Some(PauseNote::Resumed(c)) => {
+                    if let Some(s) = since.remove(&c) {
+                        out.entry(c).or_default().push((s, e.at_us));
+                    }
+                }
+                None => {}
+            },
+            EventKind::Crashed { .. } => {
+                if let Some(c) = e.client() {
+                    if let Some(s) = since.remove(&c) {
+                        out.entry(c).or_default().push((s, e.at_us));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (c, s) in since {
+        out.entry(c).or_default().push((s, end));
+    }
+    out
+}
+
+/// The parts of each wait `(from, to, client)` during which the client was not paused.
+fn asking(
+    waits: Vec<(u64, u64, u32)>,
+    pauses: &BTreeMap<u32, Vec<(u64, u64)>>,
+) -> Vec<(u64, u64, u32)> {
+    let mut out = Vec::with_capacity(waits.len());
+    for (s, e, c) in waits {
+        let mut from = s;
+        for &(p0, p1) in pauses.get(&c).map(Vec::as_slice).unwrap_or(&[]) {
+            if p1 <= from || p0 >= e {
+                continue;
+            }
+            if p0 > from {
+                out.push((from, p0, c));
+            }
+            from = from.max(p1);
+        }
+        if from < e {
+            out.push((from, e, c));
+        }
+    }
+    out
+}
+
 impl Checker for Liveness {
     fn name(&self) -> &'static str {
         "liveness"
@@ -142,6 +232,7 @@ impl Checker for Liveness {
             })
             .collect();
         let longest_us = longest.map(|s| s.to_us - s.from_us).unwrap_or(0);
+        let never_served = never_served(history);
         let violation = longest_us > self.bound_us;
         let mut timeline = Vec::new();
         let summary = match longest {
@@ -165,9 +256,13 @@ impl Checker for Liveness {
                     fmt_ms(longest_us),
                     fmt_ms(self.bound_us),
                     if s.ended_by_grant {
-                        ""
+                        String::new()
+                    } else if never_served.is_empty() {
+                        ", and never became free again".to_string()
                     } else {
-                        ", and never became free again"
+                        format!(
+                            ", and never became free again: client(s) {never_served:?} still waiting when the run ended, never served"
+                        )
                     }
                 )
             }
@@ -185,6 +280,7 @@ impl Checker for Liveness {
                 "longest_unavailable_us": longest_us,
                 "longest": longest,
                 "crashes": crashes,
+                "never_served": never_served,
             }),
             timeline,
         }
@@ -281,5 +377,61 @@ mod tests {
         // With a tighter bound the same history is a violation: the bound is what decides.
         let r = Liveness { bound_us: 500_000 }.check(&h);
         assert_eq!(r.verdict, Verdict::Violation);
+    }
+
+    fn note(at: u64, what: &str) -> crate::history::Event {
+        ev(at, "nemesis", EventKind::Fault { what: what.into() })
+    }
+
+    /// The false alarm a correct lock met: its holder crashes while the only waiter is paused.
+    /// The lock is free from the lease's end, but nobody can ask for it until the waiter resumes,
+    /// and then it is granted at once: not unavailable.
+    #[test]
+    fn a_free_lock_nobody_can_ask_for_is_not_unavailable() {
+        let crash = EventKind::Crashed {
+            point: "acquired".into(),
+        };
+        let h = History {
+            events: vec![
+                ev(0, "client-0", EventKind::AcquireStart),
+                ev(1_000, "client-0", acquired(None)),
+                ev(2_000, "client-1", EventKind::AcquireStart),
+                note(3_000, "client-1 paused for 4490 ms (GC pause)"),
+                ev(5_000, "client-0", crash),
+                note(4_493_000, "client-1 resumed"),
+                ev(4_494_000, "client-1", acquired(None)),
+                ev(4_600_000, "run", EventKind::RunEnd),
+            ],
+        };
+        let r = Liveness {
+            bound_us: 3_000_000,
+        }
+        .check(&h);
+        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+    }
+
+    /// A client stuck in `acquire` after the holder crashed (a lock with no lease) waits until
+    /// the run ends, not until whatever event came last.
+    #[test]
+    fn a_client_stuck_until_the_run_ends_is_never_served() {
+        let crash = EventKind::Crashed {
+            point: "acquired".into(),
+        };
+        let h = History {
+            events: vec![
+                ev(0, "client-0", EventKind::AcquireStart),
+                ev(1_000, "client-0", acquired(None)),
+                ev(2_000, "client-1", EventKind::AcquireStart),
+                ev(11_000, "client-0", crash),
+                ev(30_000_000, "run", EventKind::RunEnd),
+            ],
+        };
+        let r = Liveness {
+            bound_us: 3_000_000,
+        }
+        .check(&h);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+        assert!(r.summary.contains("never served"), "{}", r.summary);
+        assert_eq!(r.evidence["never_served"], serde_json::json!([1]));
     }
 }

@@ -10,6 +10,7 @@ pub mod liveness;
 pub mod mutual_exclusion;
 pub mod protected_resource;
 pub mod reentrancy;
+pub mod release;
 pub mod throughput;
 pub mod verdict;
 
@@ -27,6 +28,7 @@ pub const CHECK_NAMES: &[&str] = &[
     "liveness",
     "foreign_release",
     "reentrancy",
+    "release",
     "throughput",
 ];
 
@@ -59,21 +61,27 @@ pub const DEFAULT_LIVENESS_BOUND_MS: u64 = 90_000;
 /// Every checker lockcheck runs, in report order, with default parameters (the default liveness
 /// bound; one master).
 pub fn all() -> Vec<Box<dyn Checker>> {
-    with(DEFAULT_LIVENESS_BOUND_MS, 1)
+    with(DEFAULT_LIVENESS_BOUND_MS, 1, None)
 }
 
-/// Every checker that always runs, parameterised: the liveness bound (ms), and the masters the
-/// lock lives on (the foreign-release rule needs one). The throughput check runs besides when a
+/// Every checker that always runs, parameterised: the liveness bound (ms), the masters the lock
+/// lives on (the foreign-release and release rules need them), and the share of writes the
+/// resource may refuse before that is a violation (`None`: refusals are only reported). The throughput check runs besides when a
 /// scenario sets a minimum (`judge::for_scenario`).
-pub fn with(liveness_bound_ms: u64, masters: u32) -> Vec<Box<dyn Checker>> {
+pub fn with(
+    liveness_bound_ms: u64,
+    masters: u32,
+    max_refused_writes: Option<f64>,
+) -> Vec<Box<dyn Checker>> {
     vec![
         Box::new(mutual_exclusion::MutualExclusion),
-        Box::new(protected_resource::Resource),
+        Box::new(protected_resource::Resource { max_refused_writes }),
         Box::new(liveness::Liveness {
             bound_us: liveness_bound_ms.saturating_mul(1000),
         }),
         Box::new(foreign_release::ForeignRelease::for_masters(masters)),
         Box::new(reentrancy::Reentrancy),
+        Box::new(release::Release { masters }),
     ]
 }
 

@@ -22,7 +22,10 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// The resource checker.
-pub struct Resource;
+pub struct Resource {
+    /// `[checks] max_refused_writes`: above this share of refused writes, a violation.
+    pub max_refused_writes: Option<f64>,
+}
 
 /// One write as the storage saw it.
 #[derive(Clone, Debug, Serialize)]
@@ -176,8 +179,21 @@ impl Checker for Resource {
             }
         }
 
-        let violation = !stale.is_empty() || lost_updates > 0 || !book_damage.is_empty();
+        let refused_share = refused as f64 / all.len().max(1) as f64;
+        let too_many_refused = self
+            .max_refused_writes
+            .is_some_and(|max| refused_share > max);
+        let violation =
+            !stale.is_empty() || lost_updates > 0 || !book_damage.is_empty() || too_many_refused;
         let mut parts = Vec::new();
+        if too_many_refused {
+            parts.push(format!(
+                "{refused} of {} write(s) refused ({:.0}%, at most {:.0}% allowed): the holders believed their leases valid",
+                all.len(),
+                refused_share * 100.0,
+                self.max_refused_writes.unwrap_or(0.0) * 100.0
+            ));
+        }
         if !stale.is_empty() {
             parts.push(format!("{} stale write(s) accepted", stale.len()));
         }
@@ -197,7 +213,11 @@ impl Checker for Resource {
                 "no stale write accepted, no lost update ({} write(s) applied{})",
                 applied.len(),
                 if refused > 0 {
-                    format!(", {refused} refused as stale")
+                    format!(
+                        ", {refused} of {} refused as stale ({:.0}%)",
+                        all.len(),
+                        refused_share * 100.0
+                    )
                 } else {
                     String::new()
                 }
@@ -233,6 +253,7 @@ impl Checker for Resource {
             evidence: serde_json::json!({
                 "writes_applied": applied.len(),
                 "writes_refused": refused,
+                "writes_refused_share": refused_share,
                 "stale_writes_accepted": stale.len(),
                 "stale_writes": stale,
                 "lost_updates": lost_updates,
@@ -270,7 +291,10 @@ mod tests {
                 ev(30, "client-1", write(1, Some(2), true, Some(2))),
             ],
         };
-        let r = Resource.check(&h);
+        let r = Resource {
+            max_refused_writes: None,
+        }
+        .check(&h);
         assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
         assert_eq!(r.evidence["writes_applied"], 2);
     }
@@ -287,7 +311,10 @@ mod tests {
                 ev(200, "client-0", write(1, None, true, Some(2))),
             ],
         };
-        let r = Resource.check(&h);
+        let r = Resource {
+            max_refused_writes: None,
+        }
+        .check(&h);
         assert_eq!(r.verdict, Verdict::Violation);
         assert_eq!(r.evidence["stale_writes_accepted"], 1);
         assert_eq!(r.evidence["stale_writes"][0]["client"], 0);
@@ -297,7 +324,10 @@ mod tests {
         h2.events[0].kind = acquired(Some(33));
         h2.events[2].kind = write(0, Some(34), true, Some(1));
         h2.events[3].kind = write(1, Some(33), false, None);
-        let r = Resource.check(&h2);
+        let r = Resource {
+            max_refused_writes: None,
+        }
+        .check(&h2);
         assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
         assert_eq!(r.evidence["writes_refused"], 1);
     }
@@ -313,7 +343,10 @@ mod tests {
                 ev(201, "client-1", write(0, None, true, Some(1))),
             ],
         };
-        let r = Resource.check(&h);
+        let r = Resource {
+            max_refused_writes: None,
+        }
+        .check(&h);
         assert_eq!(r.evidence["stale_writes_accepted"], 1);
         assert_eq!(
             r.evidence["lost_updates"], 1,
@@ -332,7 +365,10 @@ mod tests {
                 ev(4, "client-0", write(0, None, true, Some(4))),
             ],
         };
-        let r = Resource.check(&h);
+        let r = Resource {
+            max_refused_writes: None,
+        }
+        .check(&h);
         assert_eq!(r.verdict, Verdict::Violation);
         assert_eq!(r.evidence["lost_updates"], 3);
         assert_eq!(r.evidence["stale_writes_accepted"], 0, "same holder");
@@ -350,7 +386,10 @@ mod tests {
                 ev(4000, "client-0", write(1, Some(34), true, Some(2))),
             ],
         };
-        let r = Resource.check(&h);
+        let r = Resource {
+            max_refused_writes: None,
+        }
+        .check(&h);
         assert_eq!(r.verdict, Verdict::Violation);
         assert_eq!(r.evidence["fencing_tokens_reused"][0]["token"], 34);
         assert!(r.summary.contains("reused"), "{}", r.summary);
@@ -366,12 +405,51 @@ mod tests {
         let h = History {
             events: vec![ev(0, "storage", state(2))],
         };
-        let r = Resource.check(&h);
+        let r = Resource {
+            max_refused_writes: None,
+        }
+        .check(&h);
         assert_eq!(r.verdict, Verdict::Violation);
         assert!(r.summary.contains("2 default addresses"), "{}", r.summary);
         let h = History {
             events: vec![ev(0, "storage", state(1))],
         };
-        assert_eq!(Resource.check(&h).verdict, Verdict::Safe);
+        assert_eq!(
+            Resource {
+                max_refused_writes: None
+            }
+            .check(&h)
+            .verdict,
+            Verdict::Safe
+        );
+    }
+
+    /// Refusals are reported always, and a violation above `[checks] max_refused_writes`.
+    #[test]
+    fn refused_writes_are_reported_and_bounded() {
+        let h = History {
+            events: vec![
+                ev(0, "client-0", acquired(Some(5))),
+                ev(1, "client-0", write(0, Some(5), true, Some(1))),
+                ev(2, "client-1", acquired(Some(3))),
+                ev(3, "client-1", write(1, Some(3), false, None)),
+            ],
+        };
+        let r = Resource {
+            max_refused_writes: None,
+        }
+        .check(&h);
+        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+        assert!(r.summary.contains("1 of 2 refused"), "{}", r.summary);
+        let r = Resource {
+            max_refused_writes: Some(0.25),
+        }
+        .check(&h);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+        assert!(
+            r.summary.contains("1 of 2 write(s) refused"),
+            "{}",
+            r.summary
+        );
     }
 }

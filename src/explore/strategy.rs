@@ -282,7 +282,11 @@ impl Case {
                         ppm: *ppm,
                     },
                 };
-                Fault { trigger, kind }
+                Fault {
+                    trigger,
+                    kind,
+                    by_client: None,
+                }
             })
             .collect();
         s

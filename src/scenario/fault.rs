@@ -79,6 +79,11 @@ pub struct Fault {
     pub trigger: Trigger,
     /// What it does.
     pub kind: FaultKind,
+    /// For a fault at a named point that hits a node (`failover`, `partition`, a clock fault, a
+    /// server's `crash` or `pause`): only this client's reaching the point sets it off
+    /// (`client = N`). `None`: the first client to reach it. A client's own pause or crash is
+    /// aimed by its `client`/`node` key instead.
+    pub by_client: Option<u32>,
 }
 
 /// The fault kinds. Node names: `redis-<m>`, `redis-<m>-replica-<r>`, `client-<c>`.
@@ -201,12 +206,12 @@ pub const FAULT_KINDS: &[&str] = &[
 /// The keys each fault kind takes besides `kind`, `on`, `after_ms` and `at_ms`.
 fn keys_of(kind: &str) -> &'static [&'static str] {
     match kind {
-        "failover" => &["master"],
+        "failover" => &["master", "client"],
         "pause" => &["client", "node", "for_ms"],
-        "partition" => &["nodes", "from", "for_ms", "direction"],
-        "clock_jump" | "wall_clock_jump" => &["node", "by_ms"],
-        "clock_drift" => &["node", "ppm"],
-        "crash" => &["node", "restart_after_ms"],
+        "partition" => &["nodes", "from", "for_ms", "direction", "client"],
+        "clock_jump" | "wall_clock_jump" => &["node", "by_ms", "client"],
+        "clock_drift" => &["node", "ppm", "client"],
+        "crash" => &["node", "restart_after_ms", "client"],
         _ => unreachable!("checked against FAULT_KINDS"),
     }
 }
@@ -249,7 +254,12 @@ pub(super) fn convert(
         "crash" => table.crash(&trigger)?,
         _ => unreachable!("checked against FAULT_KINDS"),
     };
-    Ok(Fault { trigger, kind })
+    let by_client = table.by_client(&trigger, &kind)?;
+    Ok(Fault {
+        trigger,
+        kind,
+        by_client,
+    })
 }
 
 /// One `[[faults]]` table being converted, with what its errors need to point into the file.
@@ -264,6 +274,43 @@ struct Table<'a> {
 }
 
 impl Table<'_> {
+    /// `client = N` on a fault that hits a node: whose reaching of the named point sets it off.
+    /// Only with `on` (a fixed time is nobody's), and only an index (`"holder"` names a victim,
+    /// which a node fault does not have).
+    fn by_client(&self, trigger: &Trigger, kind: &FaultKind) -> Result<Option<u32>, ScenarioError> {
+        let aims_at_client = matches!(
+            kind,
+            FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }
+        );
+        if let (FaultKind::ClientCrash { .. }, Some(c)) = (kind, &self.raw.client) {
+            return Err(self.ctx.err(
+                c.span(),
+                "a client crash names its client with `node = \"client-<c>\"`; `client` is not used",
+            ));
+        }
+        let Some(c) = self.raw.client.as_ref().filter(|_| !aims_at_client) else {
+            return Ok(None);
+        };
+        if trigger.point().is_none() {
+            return Err(self.ctx.err(
+                c.span(),
+                "`client` on this fault says whose named point sets it off; it needs `on = \"<point>\"`",
+            ));
+        }
+        let clients = self.scenario.workload.clients;
+        match c.get_ref() {
+            toml::Value::Integer(i) if *i >= 0 && (*i as u64) < clients as u64 => Ok(Some(*i as u32)),
+            other => Err(self.ctx.err(
+                c.span(),
+                format!(
+                    "`client` on a `{}` fault is the client index 0..{clients} whose point sets it off, got {}",
+                    self.kind,
+                    other.to_string().chars().take(40).collect::<String>()
+                ),
+            )),
+        }
+    }
+
     /// A key of another fault kind is an error, so a fault cannot silently ignore it.
     fn reject_foreign_keys(&self) -> Result<(), ScenarioError> {
         let f = self.raw;

@@ -67,6 +67,9 @@ pub fn fault_table(f: &Fault) -> Table {
         }
         FaultKind::ClientCrash { client } => t["node"] = value(format!("client-{client}")),
     }
+    if let Some(c) = f.by_client {
+        t["client"] = value(i64::from(c));
+    }
     t
 }
 

@@ -223,7 +223,7 @@ pub const WORKLOAD_POINTS: &[NamedPoint] = &[
     ),
 ];
 
-/// `[checks]`: how strict the checkers are. Both keys are optional.
+/// `[checks]`: how strict the checkers are. Every key is optional.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChecksSpec {
@@ -233,6 +233,12 @@ pub struct ChecksSpec {
     /// The least share of the cycles the workload could complete that must complete (0..=1):
     /// enables the `throughput` check. See [`crate::check::throughput`].
     pub min_throughput: Option<f64>,
+    /// The largest share (0..=1) of writes the protected resource may refuse before the
+    /// `resource` check calls it a violation. A refused write came from a client that believed
+    /// it held a valid lease: a fence doing its job now and then is expected, most writes
+    /// refused means the tokens do not follow the grants (tokens from client clocks). Unset:
+    /// refusals are reported, never a violation.
+    pub max_refused_writes: Option<f64>,
 }
 
 impl ChecksSpec {

@@ -305,3 +305,42 @@ fn line_col_counts_from_one() {
     assert_eq!(line_col("ab\ncd", 0), (1, 1));
     assert_eq!(line_col("ab\ncd", 4), (2, 2));
 }
+
+/// A node fault at a named point may name whose point sets it off; without `client` the first
+/// client to reach the point does. `client` needs a point, and a client index.
+#[test]
+fn a_node_fault_at_a_point_can_be_aimed_at_one_client() {
+    let text = GOOD.replace(
+        "kind = \"failover\"\non = \"acquired\"",
+        "kind = \"failover\"\non = \"acquired\"\nclient = 1",
+    );
+    let s = Scenario::parse("t.toml", &text).unwrap();
+    assert_eq!(s.faults[0].by_client, Some(1));
+    assert_eq!(
+        s.faults[1].by_client, None,
+        "a pause's client is its victim"
+    );
+    let schedule = crate::schedule::Schedule::new(s.faults.clone());
+    assert!(schedule
+        .take_at_point(0, 0, "acquired")
+        .iter()
+        .all(|f| !matches!(f.kind, FaultKind::Failover { .. })));
+    let fired =
+        crate::schedule::Schedule::new(vec![s.faults[0].clone()]).take_at_point(0, 1, "acquired");
+    assert_eq!(fired.len(), 1);
+    // Written back as TOML, the aim survives.
+    assert_eq!(fault_table(&s.faults[0])["client"].as_integer(), Some(1));
+
+    let at = GOOD.replace(
+        "kind = \"failover\"\non = \"acquired\"",
+        "kind = \"failover\"\nat_ms = 5\nclient = 1",
+    );
+    let e = Scenario::parse("t.toml", &at).unwrap_err();
+    assert!(e.message.contains("needs `on ="), "{e}");
+    let holder = GOOD.replace(
+        "kind = \"failover\"\non = \"acquired\"",
+        "kind = \"failover\"\non = \"acquired\"\nclient = \"holder\"",
+    );
+    let e = Scenario::parse("t.toml", &holder).unwrap_err();
+    assert!(e.message.contains("client index"), "{e}");
+}

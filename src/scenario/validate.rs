@@ -66,7 +66,8 @@ pub(super) fn numbers(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> 
     checks(ctx, s)
 }
 
-/// `[checks]`: a positive liveness bound, a throughput share in [0, 1], and no expectation of the
+/// `[checks]`: a positive liveness bound, throughput and refused-write shares in [0, 1], and no
+/// expectation of the
 /// throughput check unless it runs.
 fn checks(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     if let Some(t) = s.checks.min_throughput {
@@ -74,6 +75,14 @@ fn checks(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
             return Err(ctx.err(
                 at(ctx, "min_throughput"),
                 format!("`min_throughput` is a share of the cycles the workload could do, in [0, 1], got {t}"),
+            ));
+        }
+    }
+    if let Some(t) = s.checks.max_refused_writes {
+        if !(0.0..=1.0).contains(&t) {
+            return Err(ctx.err(
+                at(ctx, "max_refused_writes"),
+                format!("`max_refused_writes` is a share of the writes, in [0, 1], got {t}"),
             ));
         }
     }

@@ -56,6 +56,7 @@ impl Schedule {
                 .point()
                 .is_some_and(|(at, after_ms)| at == point && now_ms >= after_ms)
                 && is_for(&f.kind, client)
+                && f.by_client.is_none_or(|c| c == client)
         })
     }
 
@@ -181,7 +182,11 @@ mod tests {
     }
 
     fn fault(trigger: Trigger, kind: FaultKind) -> Fault {
-        Fault { trigger, kind }
+        Fault {
+            trigger,
+            kind,
+            by_client: None,
+        }
     }
 
     #[test]

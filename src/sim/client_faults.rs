@@ -1,6 +1,7 @@
 //! What every simulated world does to its clients, whichever database they talk to: a client
 //! crash kills the client's madsim node, a pause stops it (a GC pause: every task of the process
-//! stands still, its timers too), a partition cuts network links; follow-ups (resume, heal) run on
+//! stands still, its timers too, while the requests it already sent arrive and run on time), a
+//! partition cuts network links; follow-ups (resume, heal) run on
 //! the nemesis's own node, which no fault touches. The Redis nemesis (`nemesis.rs`) and the MySQL
 //! one (`mysql_world.rs`) add what is particular to their servers.
 
@@ -106,6 +107,16 @@ impl ClientFaults {
         };
         Handle::current().pause(self.clients[c as usize]);
         self.note(format!("client-{c} paused for {for_ms} ms ({why})"));
+        // What it already sent still arrives and runs on time; only its reading waits.
+        if let Some(&node) = self.nodes.get(&format!("client-{c}")) {
+            let now = madsim::time::Instant::now();
+            for (arrival, deliver) in self.net.claim_in_flight(node) {
+                match arrival.checked_duration_since(now) {
+                    Some(d) if !d.is_zero() => self.later(d, async move { deliver() }),
+                    _ => deliver(),
+                }
+            }
+        }
         let me = self.clone();
         self.later(Duration::from_millis(for_ms), async move {
             Handle::current().resume(me.clients[c as usize]);

@@ -8,16 +8,129 @@
 //! timeout, although the request still executes when it arrives.
 //! A dead server or a cut link means no reply: the request fails with a timeout after
 //! `request_timeout`, as a real client's response timeout would.
+//!
+//! A request on the wire is the network's, not the client's: if the client is paused while its
+//! request travels (a GC pause, `SIGSTOP`), the nemesis claims the request from the network and it
+//! runs on the server at its arrival time, as it would on a real server; the client reads the
+//! reply when it goes on. Without this, a pause froze the request inside the client's task and a
+//! `SET NX` sent just before a pause ran only after it.
 
 use super::clock::TrueTime;
 use super::cluster::{Cluster, Unreachable};
-use super::network::Network;
+use super::network::{Delivery, Network, OnTheWire};
 use crate::simredis::ClientId;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// One client's connection to one master group.
-#[derive(Clone)]
+/// What one connection has on the wire, shared with the network (see the module docs).
+struct Flight {
+    state: Arc<Mutex<FlightState>>,
+    cluster: Cluster,
+    node: usize,
+    id: ClientId,
+}
+
+#[derive(Default)]
+struct FlightState {
+    /// The request's commands: one command's arguments (the first `n` of `args`, a buffer kept
+    /// from one request to the next), or a pipeline.
+    args: Vec<Vec<u8>>,
+    n: usize,
+    pipeline: Option<Vec<Vec<Vec<u8>>>>,
+    /// Sent and not yet run: its arrival time and the server it goes to.
+    on_wire: Option<(madsim::time::Instant, usize)>,
+    /// Claimed by the network for a paused client, not yet delivered.
+    claimed: bool,
+    /// The replies of a request the network ran while its client was paused.
+    delivered: Option<Result<Vec<Value>, Unreachable>>,
+}
+
+impl FlightState {
+    /// The request's commands, as slices.
+    fn cmds(&self) -> Vec<&[Vec<u8>]> {
+        match &self.pipeline {
+            Some(p) => p.iter().map(Vec::as_slice).collect(),
+            None => vec![&self.args[..self.n]],
+        }
+    }
+}
+
+/// What became of a request when it arrived.
+enum Arrived {
+    /// The network ran it while the client was paused: its replies.
+    Delivered(Result<Vec<Value>, Unreachable>),
+    /// It holds a command the server blocks on: run it outside the lock.
+    Blocking(Vec<Vec<Vec<u8>>>),
+    /// Run now; replies went to the sink.
+    Ran(Result<(), Unreachable>),
+}
+
+/// Whether `args` is a command the server holds (it waits server-side: WAIT, BLPOP).
+fn blocks(args: &[Vec<u8>]) -> bool {
+    args.first()
+        .is_some_and(|a| a.eq_ignore_ascii_case(b"WAIT") || a.eq_ignore_ascii_case(b"BLPOP"))
+}
+
+impl Flight {
+    /// A new connection's flight, attached to the network.
+    fn attached(cluster: &Cluster, net: &Network, node: usize, id: ClientId) -> Arc<Flight> {
+        let flight = Arc::new(Flight {
+            state: Arc::default(),
+            cluster: cluster.clone(),
+            node,
+            id,
+        });
+        let on_wire: Arc<dyn OnTheWire> = flight.clone();
+        net.attach(node, &on_wire);
+        flight
+    }
+}
+
+impl Clone for SimConnection {
+    fn clone(&self) -> Self {
+        SimConnection {
+            cluster: self.cluster.clone(),
+            net: self.net.clone(),
+            node: self.node,
+            group: self.group,
+            id: self.id,
+            timeout: self.timeout,
+            time: self.time.clone(),
+            flight: Flight::attached(&self.cluster, &self.net, self.node, self.id),
+        }
+    }
+}
+
+impl OnTheWire for Flight {
+    fn claim(&self) -> Option<(madsim::time::Instant, Delivery)> {
+        let mut st = self.state.lock().unwrap();
+        let (arrival, server) = st.on_wire.take()?;
+        st.claimed = true;
+        let cmds: Vec<Vec<Vec<u8>>> = st.cmds().iter().map(|c| c.to_vec()).collect();
+        drop(st);
+        let (cluster, node, id) = (self.cluster.clone(), self.node, self.id);
+        let state = self.state.clone();
+        Some((
+            arrival,
+            Box::new(move || {
+                let mut st = state.lock().unwrap();
+                if !std::mem::take(&mut st.claimed) {
+                    return; // the client went on first and ran it itself
+                }
+                // A server-side wait (WAIT, BLPOP) is answered as it stands at arrival.
+                let replies: Result<Vec<Value>, Unreachable> = cmds
+                    .iter()
+                    .map(|args| cluster.execute(node, server, id, args))
+                    .collect();
+                st.delivered = Some(replies);
+            }),
+        ))
+    }
+}
+
+/// One client's connection to one master group. A clone is another connection of the same
+/// client (its own requests on the wire), as a watchdog's connection is.
 pub struct SimConnection {
     cluster: Cluster,
     net: Network,
@@ -27,8 +140,9 @@ pub struct SimConnection {
     id: ClientId,
     timeout: Duration,
     time: TrueTime,
-    /// The argument vectors of the last command, kept for the next one (see `fill_args`).
-    args: Vec<Vec<u8>>,
+    /// The request on the wire (and the argument buffer kept from one command to the next),
+    /// shared with the network.
+    flight: Arc<Flight>,
 }
 
 impl SimConnection {
@@ -42,6 +156,7 @@ impl SimConnection {
         id: ClientId,
         timeout: Duration,
     ) -> Self {
+        let flight = Flight::attached(&cluster, &net, node, id);
         SimConnection {
             cluster,
             net,
@@ -50,7 +165,7 @@ impl SimConnection {
             id,
             timeout,
             time: TrueTime::start(),
-            args: Vec::new(),
+            flight,
         }
     }
 
@@ -66,52 +181,82 @@ impl SimConnection {
         )
     }
 
-    /// One round trip carrying `cmds` (one command, or a whole pipeline: Redis answers a
-    /// pipeline in one round trip). Each reply goes to `sink`, in order.
+    /// One round trip carrying the request in `self.flight` (one command, or a whole pipeline:
+    /// Redis answers a pipeline in one round trip). Each reply goes to `sink`, in order.
     ///
     /// The client's response timeout bounds the whole round trip. A request still on the wire
     /// when the client gives up is not lost: it arrives and executes later, as a real client's
-    /// abandoned request does (only its reply is dropped).
-    async fn round_trip(
-        &self,
-        cmds: &[&[Vec<u8>]],
-        mut sink: impl FnMut(Value),
-    ) -> redis::RedisResult<()> {
+    /// abandoned request does (only its reply is dropped). A request on the wire when the client
+    /// is paused runs at its arrival all the same (the nemesis delivers it, see the module docs).
+    async fn round_trip(&self, mut sink: impl FnMut(Value)) -> redis::RedisResult<()> {
         let start = self.time.instant();
         let deadline = start + self.timeout;
         let server = self.cluster.master_of(self.group);
         let there = self.net.latency();
         if start + there > deadline {
-            let late = self.clone();
-            let cmds: Vec<Vec<Vec<u8>>> = cmds.iter().map(|c| c.to_vec()).collect();
+            let (cluster, node, id) = (self.cluster.clone(), self.node, self.id);
+            let cmds: Vec<Vec<Vec<u8>>> = {
+                let st = self.flight.state.lock().unwrap();
+                st.cmds().iter().map(|c| c.to_vec()).collect()
+            };
             madsim::task::spawn(async move {
                 madsim::time::sleep(there).await;
                 for args in &cmds {
-                    let _ = late.cluster.execute(late.node, server, late.id, args);
+                    let _ = cluster.execute(node, server, id, args);
                 }
             });
             return self.time_out(deadline, Unreachable::NoReplyInTime).await;
         }
+        let arrival = start + there;
+        self.flight.state.lock().unwrap().on_wire = Some((arrival, server));
         self.time.sleep(there).await;
-        for args in cmds {
-            let is_wait = args
-                .first()
-                .is_some_and(|a| a.eq_ignore_ascii_case(b"WAIT"));
-            let mut reply = if is_wait {
-                self.wait(server, args, deadline).await
-            } else {
-                self.cluster.execute(self.node, server, self.id, args)
-            };
-            if matches!(reply, Ok(Value::Nil))
-                && args
-                    .first()
-                    .is_some_and(|a| a.eq_ignore_ascii_case(b"BLPOP"))
-            {
-                reply = self.block_pop(server, args, deadline).await;
-            }
-            match reply {
-                Ok(v) => sink(v),
+        let (blocking, delivered) = match self.arrive(server, &mut sink) {
+            Arrived::Delivered(replies) => (None, Some(replies)),
+            Arrived::Blocking(cmds) => (Some(cmds), None),
+            Arrived::Ran(Ok(())) => (None, None),
+            Arrived::Ran(Err(why)) => return self.time_out(deadline, why).await,
+        };
+        if let Some(replies) = delivered {
+            // Run by the network while this client was paused; its reply waits to be read.
+            match replies {
+                Ok(values) => values.into_iter().for_each(&mut sink),
                 Err(why) => return self.time_out(deadline, why).await,
+            }
+            let back = self.net.latency();
+            let reply_at = arrival + back;
+            if reply_at > deadline {
+                return self.time_out(deadline, Unreachable::NoReplyInTime).await;
+            }
+            let now = self.time.instant();
+            if reply_at > now {
+                self.time.sleep(reply_at - now).await;
+            }
+            if !self.cluster.reachable(server, self.node) {
+                return self.time_out(deadline, Unreachable::Partitioned).await;
+            }
+            return Ok(());
+        }
+        if let Some(cmds) = blocking {
+            for args in &cmds {
+                let is_wait = args
+                    .first()
+                    .is_some_and(|a| a.eq_ignore_ascii_case(b"WAIT"));
+                let mut reply = if is_wait {
+                    self.wait(server, args, deadline).await
+                } else {
+                    self.cluster.execute(self.node, server, self.id, args)
+                };
+                if matches!(reply, Ok(Value::Nil))
+                    && args
+                        .first()
+                        .is_some_and(|a| a.eq_ignore_ascii_case(b"BLPOP"))
+                {
+                    reply = self.block_pop(server, args, deadline).await;
+                }
+                match reply {
+                    Ok(v) => sink(v),
+                    Err(why) => return self.time_out(deadline, why).await,
+                }
             }
         }
         let back = self.net.latency();
@@ -124,6 +269,29 @@ impl SimConnection {
             return self.time_out(deadline, Unreachable::Partitioned).await;
         }
         Ok(())
+    }
+
+    /// The request has arrived at `server`: takes the replies the network delivered while the
+    /// client was paused, or runs it now (a request with a command the server holds is handed
+    /// back, to run outside the lock).
+    fn arrive(&self, server: usize, sink: &mut impl FnMut(Value)) -> Arrived {
+        let mut st = self.flight.state.lock().unwrap();
+        st.on_wire = None;
+        st.claimed = false;
+        if let Some(replies) = st.delivered.take() {
+            return Arrived::Delivered(replies);
+        }
+        let cmds = st.cmds();
+        if cmds.iter().any(|c| blocks(c)) {
+            return Arrived::Blocking(cmds.iter().map(|c| c.to_vec()).collect());
+        }
+        for args in cmds {
+            match self.cluster.execute(self.node, server, self.id, args) {
+                Ok(v) => sink(v),
+                Err(why) => return Arrived::Ran(Err(why)),
+            }
+        }
+        Arrived::Ran(Ok(()))
     }
 
     /// `WAIT numreplicas timeout`: blocks (server side) until enough replicas acknowledged this
@@ -244,15 +412,15 @@ pub(super) fn fill_args(buf: &mut Vec<Vec<u8>>, cmd: &Cmd) -> usize {
 
 impl redis::aio::ConnectionLike for SimConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        let mut args = std::mem::take(&mut self.args);
-        let n = fill_args(&mut args, cmd);
+        {
+            let mut st = self.flight.state.lock().unwrap();
+            let st = &mut *st;
+            st.n = fill_args(&mut st.args, cmd);
+            st.pipeline = None;
+        }
         Box::pin(async move {
             let mut out = Value::Nil;
-            let done = self
-                .round_trip(std::slice::from_ref(&&args[..n]), |v| out = v)
-                .await;
-            self.args = args;
-            done.map(|()| out)
+            self.round_trip(|v| out = v).await.map(|()| out)
         })
     }
 
@@ -272,10 +440,11 @@ impl redis::aio::ConnectionLike for SimConnection {
             .chain(pipeline.cmd_iter().map(cmd_args))
             .chain(atomic.then(|| vec![b"EXEC".to_vec()]))
             .collect();
+        let n = cmds.len();
+        self.flight.state.lock().unwrap().pipeline = Some(cmds);
         Box::pin(async move {
-            let mut out = Vec::with_capacity(cmds.len());
-            let cmds: Vec<&[Vec<u8>]> = cmds.iter().map(Vec::as_slice).collect();
-            self.round_trip(&cmds, |v| out.push(v)).await?;
+            let mut out = Vec::with_capacity(n);
+            self.round_trip(|v| out.push(v)).await?;
             Ok(out.into_iter().skip(offset).take(count).collect())
         })
     }

@@ -1,12 +1,42 @@
-//! The simulated network between nodes: latency and cut links.
+//! The simulated network between nodes: latency, cut links, and the requests on the wire.
 //!
 //! madsim provides time and scheduling; lockcheck carries requests itself (a request is a sleep for
 //! the one-way latency, then an atomic execution on the server, then a sleep back), which keeps a
 //! simulated round trip to two timer events. Partitions are directed cuts between node indices, so
 //! a link can fail one way only.
+//!
+//! A request on the wire belongs to the network, not to its client: when the nemesis pauses a
+//! client (a GC pause, `SIGSTOP`), what the client already sent still arrives and runs on the
+//! server at its arrival time; only what the client does next (reading the reply, its timers,
+//! its next command) waits for it to resume. Connections attach themselves here
+//! ([`Network::attach`]) so the nemesis can claim their requests in flight
+//! ([`Network::claim_in_flight`]) and deliver them on time.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+
+/// A connection whose request may be on the wire (implemented by `sim::connection`).
+pub trait OnTheWire: Send + Sync {
+    /// If a request is on the wire now and has not run: its arrival time and the delivery that
+    /// runs it on the server then. Claiming it means the connection's own task will not run it.
+    fn claim(&self) -> Option<(madsim::time::Instant, Delivery)>;
+}
+
+/// Running a claimed request on its server, at its arrival time.
+pub type Delivery = Box<dyn FnOnce() + Send>;
+
+/// The connections of one client node (weak: a dropped connection leaves).
+type NodeConns = Vec<Weak<dyn OnTheWire>>;
+
+/// The connections of each client node, by node index.
+#[derive(Clone, Default)]
+struct Attached(Arc<Mutex<BTreeMap<usize, NodeConns>>>);
+
+impl std::fmt::Debug for Attached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Attached")
+    }
+}
 
 /// Cut links and latency, shared by every node of a simulation.
 #[derive(Clone, Debug)]
@@ -16,6 +46,7 @@ pub struct Network {
     cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
     latency_ms: [u64; 2],
     rng: Rng,
+    attached: Attached,
 }
 
 /// madsim's seeded RNG, kept from creation: `madsim::rand::random` looks it up in thread-local
@@ -38,6 +69,7 @@ impl Network {
             cuts: Arc::default(),
             latency_ms,
             rng: Rng(madsim::rand::thread_rng()),
+            attached: Attached::default(),
         }
     }
 
@@ -67,5 +99,25 @@ impl Network {
     pub fn latency(&self) -> std::time::Duration {
         let ms = super::draw::lo_hi(&mut self.rng.0.clone(), self.latency_ms);
         std::time::Duration::from_millis(ms.max(1))
+    }
+
+    /// Registers `conn`, a connection of the client on node `node`, so its requests in flight
+    /// can be claimed when that client is paused. Only a weak reference is kept: a dropped
+    /// connection leaves (a watchdog's connection lives for one holding).
+    pub fn attach(&self, node: usize, conn: &Arc<dyn OnTheWire>) {
+        let mut attached = self.attached.0.lock().unwrap();
+        let conns = attached.entry(node).or_default();
+        conns.retain(|c| c.strong_count() > 0);
+        conns.push(Arc::downgrade(conn));
+    }
+
+    /// The requests in flight of the client on node `node`, claimed for delivery without it
+    /// (its node has just been paused): each with its arrival time.
+    pub fn claim_in_flight(&self, node: usize) -> Vec<(madsim::time::Instant, Delivery)> {
+        let attached = self.attached.0.lock().unwrap();
+        attached
+            .get(&node)
+            .map(|conns| conns.iter().filter_map(|c| c.upgrade()?.claim()).collect())
+            .unwrap_or_default()
     }
 }

@@ -124,6 +124,7 @@ where
     world
         .wait_clients(Duration::from_millis(scenario.duration_ms) + grace)
         .await;
+    rec.record("run", EventKind::RunEnd);
     world.settle().await;
     let mut store = world.store(0);
     record_final_state(scenario.workload.kind, &mut store, &rec).await;

@@ -203,3 +203,80 @@ fn scripts_run_through_redis_script_with_the_noscript_fallback() {
         );
     });
 }
+
+/// A pause that starts after `SET NX` was sent does not hold the request: it arrives and runs on
+/// the server at its arrival time, as on a real server when the client is `SIGSTOP`ped; only the
+/// paused client's reading of the reply waits for it to resume.
+#[test]
+fn a_request_on_the_wire_runs_at_arrival_while_its_client_is_paused() {
+    use lockcheck::history::EventKind;
+    use lockcheck::scenario::ClientRef;
+    use lockcheck::sim::client_faults::ClientFaults;
+    sim(|| async {
+        let clocks = Clocks::new(4);
+        let net = Network::new([20, 20]);
+        let rec = lockcheck::sim::clock::TrueTime::recorder();
+        let cluster = Cluster::new(
+            &ClusterConfig {
+                masters: 1,
+                replicas: 0,
+                replication_lag_ms: [1, 1],
+            },
+            clocks.clone(),
+            net.clone(),
+            rec.clone(),
+        );
+        cluster.start();
+        let handle = madsim::runtime::Handle::current();
+        let client = handle.create_node().name("client-0").build();
+        let nodes = [("redis-0".to_string(), 0), ("client-0".to_string(), 1)]
+            .into_iter()
+            .collect();
+        let faults = ClientFaults::new(rec.clone(), net.clone(), vec![client.id()], nodes);
+        let (c2, n2) = (cluster.clone(), net.clone());
+        let sent = client.spawn(async move {
+            let mut conn = SimConnection::new(c2, n2, 1, 0, 1, Duration::from_millis(5_000));
+            let t = madsim::time::Instant::now();
+            let r = cmd(&mut conn, &["SET", "k", "v", "NX", "PX", "100000"]).await;
+            (r, t.elapsed())
+        });
+        // 5 ms after the request left, the client stops for a second.
+        madsim::time::sleep(Duration::from_millis(5)).await;
+        faults.pause_client(&ClientRef::Index(0), None, 1_000, "GC pause");
+        // At 25 ms the request has arrived (20 ms one way): the key is there, on time.
+        madsim::time::sleep(Duration::from_millis(20)).await;
+        let mut other = SimConnection::new(
+            cluster.clone(),
+            net.clone(),
+            2,
+            0,
+            2,
+            Duration::from_millis(500),
+        );
+        let seen = cmd(&mut other, &["GET", "k"]).await.unwrap();
+        assert_eq!(
+            seen,
+            Value::BulkString(b"v".to_vec()),
+            "the SET ran at its arrival"
+        );
+        // The paused client reads its reply only after it resumes.
+        let (r, took) = sent.await.unwrap();
+        assert_eq!(r.unwrap(), Value::Okay);
+        assert!(took >= Duration::from_millis(1_000), "{took:?}");
+        let notes: Vec<String> = rec
+            .snapshot()
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Fault { what } => Some(what.clone()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("client-0 paused for 1000 ms")),
+            "{notes:?}"
+        );
+    });
+}

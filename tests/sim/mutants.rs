@@ -57,6 +57,13 @@ enum Bug {
     /// The validity time is measured on the wall clock (`currentTimeMillis`), which an NTP step
     /// moves, instead of the monotonic clock.
     WallClockValidity,
+    /// The release runs the compare-and-delete but answers "released" whatever it returned: its
+    /// caller never learns that its lease ran out while it held the lock.
+    ReleaseAlwaysTrue,
+    /// `SET key token NX` without a lease, and a retry loop that never gives up: after a holder
+    /// dies, every waiter waits until the run is cut off (seen only because the run's end is an
+    /// event of the history).
+    NoExpiryNeverGivesUp,
 }
 
 const BUGS: &[Bug] = &[
@@ -76,6 +83,8 @@ const BUGS: &[Bug] = &[
     Bug::NeverDeletes,
     Bug::GetThenDel,
     Bug::WallClockValidity,
+    Bug::ReleaseAlwaysTrue,
+    Bug::NoExpiryNeverGivesUp,
 ];
 
 /// The named point the planted lock declares: a release that reads and then deletes passes it
@@ -115,7 +124,7 @@ where
                     .await?;
                 true
             }
-            Bug::NoExpiry => {
+            Bug::NoExpiry | Bug::NoExpiryNeverGivesUp => {
                 let r: Option<String> = redis::cmd("SET")
                     .arg(key)
                     .arg(owner)
@@ -233,7 +242,7 @@ where
                 }
                 return Ok(Some(g));
             }
-            if clock.read(&self.env) >= deadline {
+            if clock.read(&self.env) >= deadline && self.bug != Bug::NoExpiryNeverGivesUp {
                 return Ok(None);
             }
             self.env.sleep(Duration::from_millis(5)).await;
@@ -284,7 +293,7 @@ where
                     .await?
             }
         };
-        Ok(deleted == 1)
+        Ok(deleted == 1 || self.bug == Bug::ReleaseAlwaysTrue)
     }
 }
 
@@ -296,7 +305,7 @@ const SCENARIOS: &[(&str, &str)] = &[
 name = "contention"
 about = "Three clients contend, no faults: the correct lock is safe on every check, with no waiter left waiting half a second for a free lock and at least half the cycles the workload could do completed."
 expect = "safe"
-expect_checks = { mutual_exclusion = "safe", resource = "safe", liveness = "safe", foreign_release = "safe", reentrancy = "safe", throughput = "safe" }
+expect_checks = { mutual_exclusion = "safe", resource = "safe", liveness = "safe", foreign_release = "safe", reentrancy = "safe", throughput = "safe", release = "safe" }
 duration_ms = 6000
 [checks]
 liveness_bound_ms = 500
@@ -318,7 +327,7 @@ think_ms = [0, 10]
 name = "crashed-holder"
 about = "The holder dies inside its critical section; its lease frees the lock."
 expect = "safe"
-expect_checks = { mutual_exclusion = "safe", liveness = "safe", foreign_release = "safe" }
+expect_checks = { mutual_exclusion = "safe", liveness = "safe", foreign_release = "safe", release = "safe" }
 duration_ms = 6000
 [lock]
 kind = "set-nx-px"
@@ -341,7 +350,7 @@ on = "acquired"
 name = "late-release"
 about = "The holder finishes its work and stops before releasing, past its lease; another client is granted the lock; the late release must not delete the new holder's entry."
 expect = "safe"
-expect_checks = { mutual_exclusion = "safe", foreign_release = "safe", resource = "safe" }
+expect_checks = { mutual_exclusion = "safe", foreign_release = "safe", resource = "safe", release = "safe" }
 duration_ms = 5000
 [lock]
 kind = "set-nx-px"
@@ -365,7 +374,7 @@ for_ms = 1500
 name = "slow-release"
 about = "A holder stops inside its release, at the lock's own point between reading its entry and deleting it, past its lease; another client is granted the lock meanwhile. A release that compares and deletes in one step never stops there."
 expect = "safe"
-expect_checks = { mutual_exclusion = "safe", foreign_release = "safe", resource = "safe" }
+expect_checks = { mutual_exclusion = "safe", foreign_release = "safe", resource = "safe", release = "safe" }
 duration_ms = 5000
 [lock]
 kind = "set-nx-px"
@@ -389,7 +398,7 @@ for_ms = 1500
 name = "short-pause"
 about = "A pause shorter than the lease: the correct lock keeps mutual exclusion."
 expect = "safe"
-expect_checks = { mutual_exclusion = "safe", resource = "safe", foreign_release = "safe" }
+expect_checks = { mutual_exclusion = "safe", resource = "safe", foreign_release = "safe", release = "safe" }
 duration_ms = 5000
 [lock]
 kind = "set-nx-px"
@@ -433,7 +442,7 @@ think_ms = [0, 10]
 name = "fenced-pause"
 about = "Kleppmann's pause: two holders, but the storage refuses the stale write when tokens are issued right."
 expect = "violation"
-expect_checks = { mutual_exclusion = "violation", resource = "safe" }
+expect_checks = { mutual_exclusion = "violation", resource = "safe", release = "safe" }
 duration_ms = 5000
 [lock]
 kind = "fenced"
@@ -476,7 +485,7 @@ think_ms = [0, 2]
 name = "validity-check"
 about = "A holder paused past its lease checks its validity time before it writes and skips the write."
 expect = "violation"
-expect_checks = { mutual_exclusion = "violation", resource = "safe" }
+expect_checks = { mutual_exclusion = "violation", resource = "safe", release = "safe" }
 duration_ms = 5000
 [lock]
 kind = "set-nx-px"
@@ -501,7 +510,7 @@ for_ms = 1500
 name = "wall-clock-jump"
 about = "At the first grant the clients' wall clocks step back 5 s (an NTP correction), and the holder stops past its lease. A holder that measures its validity on the monotonic clock sees it ran out and skips its write."
 expect = "violation"
-expect_checks = { mutual_exclusion = "violation", resource = "safe" }
+expect_checks = { mutual_exclusion = "violation", resource = "safe", release = "safe" }
 duration_ms = 5000
 [lock]
 kind = "set-nx-px"
@@ -618,7 +627,9 @@ fn expected_catcher(bug: Bug) -> &'static [&'static str] {
         Bug::InnerReleaseDeletes | Bug::NotReentrant => &["reentrancy"],
         Bug::ConstantToken | Bug::InflatedValidity => &["resource"],
         Bug::TimeoutIsGrant => &["mutual_exclusion"],
-        Bug::NeverDeletes => &["liveness", "throughput"],
+        Bug::NeverDeletes => &["liveness", "throughput", "release"],
+        Bug::ReleaseAlwaysTrue => &["release"],
+        Bug::NoExpiryNeverGivesUp => &["liveness"],
         Bug::GetThenDel => &["foreign_release"],
         Bug::WallClockValidity => &["resource"],
     }

@@ -1,0 +1,257 @@
+//! Release truth: what each release told its caller against what the servers did.
+//!
+//! A lock's `release` returns whether it removed the caller's own entry; the workload records that
+//! answer (`Released { deleted }`), and code in production trusts it (a `false` means "your lease
+//! was lost while you held it": the work done under it may need undoing). The simulated servers
+//! record every removal of a lock entry (`EntryRemoved`: whose command, whose entry), and in real
+//! mode the `MONITOR` witness does the same, so a release that answers one thing while the
+//! servers did another is visible:
+//! - it said "released" but no server removed its entry (nothing was removed, or another client's
+//!   entry was: a release that swallows its error, or a `DEL` that reports any deletion as its
+//!   own);
+//! - it said "not released" but its entry was removed (its caller believes the lease was lost and
+//!   may undo work that was in fact protected).
+//!
+//! A release's commands are those the client sent between leaving its critical section (`Exit`)
+//! and the answer (`Released`). On several independent masters (Redlock) "released" means a
+//! majority of them removed the entry. Without the servers' word (`LockEntriesWatched` absent:
+//! real mode with the witness off) the check does not judge.
+
+use super::{CheckResult, Checker, Verdict};
+use crate::history::{fmt_ms, EventKind, History};
+use std::collections::BTreeMap;
+
+/// The release-truth checker, for a lock on `masters` independent masters.
+pub struct Release {
+    /// Independent masters the lock lives on (a release on a majority counts as released).
+    pub masters: u32,
+}
+
+/// What one client's release in progress has seen the servers do.
+#[derive(Default)]
+struct Open {
+    /// The owner token of the client's current grant.
+    owner: Option<String>,
+    /// Whether the client is between `Exit` and its release's answer.
+    releasing: bool,
+    /// Removals of its own entry, and of others' entries, during the release.
+    own: u32,
+    foreign: Vec<u32>,
+}
+
+impl Checker for Release {
+    fn name(&self) -> &'static str {
+        "release"
+    }
+
+    fn check(&self, history: &History) -> CheckResult {
+        let watched = history
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::LockEntriesWatched { .. }));
+        if !watched {
+            return CheckResult {
+                verdict: Verdict::Safe,
+                summary: "not judged: the servers' removals were not watched".into(),
+                evidence: serde_json::json!({ "judged": false }),
+                timeline: Vec::new(),
+            };
+        }
+        let need = if self.masters > 1 {
+            self.masters / 2 + 1
+        } else {
+            1
+        };
+        let mut open: BTreeMap<u32, Open> = BTreeMap::new();
+        let mut releases = 0u64;
+        let mut lies = Vec::new();
+        for e in &history.events {
+            if let EventKind::EntryRemoved {
+                by_client,
+                owner,
+                owner_client,
+            } = &e.kind
+            {
+                let o = open.entry(*by_client).or_default();
+                if o.releasing {
+                    let mine =
+                        owner_client.map_or(o.owner.as_deref() == Some(owner), |c| c == *by_client);
+                    if mine {
+                        o.own += 1;
+                    } else {
+                        o.foreign.extend(*owner_client);
+                    }
+                }
+                continue;
+            }
+            let Some(c) = e.client() else { continue };
+            let o = open.entry(c).or_default();
+            match &e.kind {
+                EventKind::Acquired { owner, .. } => o.owner = Some(owner.clone()),
+                EventKind::Exit => {
+                    o.releasing = true;
+                    o.own = 0;
+                    o.foreign.clear();
+                }
+                EventKind::ReleaseFailed { .. } | EventKind::Crashed { .. } => o.releasing = false,
+                EventKind::Released { deleted } if o.releasing => {
+                    o.releasing = false;
+                    releases += 1;
+                    let removed = o.own >= need;
+                    if *deleted != removed {
+                        let did = if o.own > 0 {
+                            format!("removed its entry on {} server(s)", o.own)
+                        } else if !o.foreign.is_empty() {
+                            format!("removed the entry of client {:?}, not its own", o.foreign)
+                        } else {
+                            "removed no entry".to_string()
+                        };
+                        lies.push(serde_json::json!({
+                            "client": c,
+                            "at_us": e.at_us,
+                            "said_released": deleted,
+                            "own_removed": o.own,
+                            "foreign_removed": o.foreign,
+                            "servers_did": did,
+                        }));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let timeline = lies
+            .iter()
+            .take(3)
+            .map(|l| {
+                format!(
+                    "client-{} at {} ms: release answered {}, but the servers {}",
+                    l["client"],
+                    fmt_ms(l["at_us"].as_u64().unwrap_or(0)),
+                    if l["said_released"] == true {
+                        "\"released\""
+                    } else {
+                        "\"not released\""
+                    },
+                    l["servers_did"].as_str().unwrap_or("?")
+                )
+            })
+            .collect();
+        let summary = match lies.first() {
+            None => format!("{releases} release(s), each answer matched what the servers removed"),
+            Some(_) => format!(
+                "{} of {releases} release(s) answered differently from what the servers did",
+                lies.len()
+            ),
+        };
+        CheckResult {
+            verdict: Verdict::of(!lies.is_empty()),
+            summary,
+            evidence: serde_json::json!({ "judged": true, "releases": releases, "mismatches": lies }),
+            timeline,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{acquired, ev};
+
+    fn removed(at: u64, by: u32, owner_client: u32) -> crate::history::Event {
+        ev(
+            at,
+            "redis-0",
+            EventKind::EntryRemoved {
+                by_client: by,
+                owner: "o".into(),
+                owner_client: Some(owner_client),
+            },
+        )
+    }
+
+    fn history(events: Vec<crate::history::Event>) -> History {
+        let mut all = vec![ev(
+            0,
+            "run",
+            EventKind::LockEntriesWatched { key: "k".into() },
+        )];
+        all.extend(events);
+        History { events: all }
+    }
+
+    #[test]
+    fn a_truthful_release_is_safe() {
+        let h = history(vec![
+            ev(1, "client-0", acquired(None)),
+            ev(2, "client-0", EventKind::Exit),
+            removed(3, 0, 0),
+            ev(4, "client-0", EventKind::Released { deleted: true }),
+        ]);
+        let r = Release { masters: 1 }.check(&h);
+        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+    }
+
+    #[test]
+    fn released_with_nothing_removed_is_a_lie() {
+        let h = history(vec![
+            ev(1, "client-0", acquired(None)),
+            ev(2, "client-0", EventKind::Exit),
+            ev(4, "client-0", EventKind::Released { deleted: true }),
+        ]);
+        let r = Release { masters: 1 }.check(&h);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+        assert!(
+            r.timeline[0].contains("removed no entry"),
+            "{:?}",
+            r.timeline
+        );
+    }
+
+    #[test]
+    fn released_by_removing_another_clients_entry_is_a_lie() {
+        let h = history(vec![
+            ev(1, "client-0", acquired(None)),
+            ev(2, "client-0", EventKind::Exit),
+            removed(3, 0, 1),
+            ev(4, "client-0", EventKind::Released { deleted: true }),
+        ]);
+        let r = Release { masters: 1 }.check(&h);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+        assert!(r.timeline[0].contains("client [1]"), "{:?}", r.timeline);
+    }
+
+    #[test]
+    fn not_released_while_its_entry_was_removed_is_a_lie() {
+        let h = history(vec![
+            ev(1, "client-0", acquired(None)),
+            ev(2, "client-0", EventKind::Exit),
+            removed(3, 0, 0),
+            ev(4, "client-0", EventKind::Released { deleted: false }),
+        ]);
+        let r = Release { masters: 1 }.check(&h);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+    }
+
+    #[test]
+    fn a_quorum_release_needs_a_majority_of_removals() {
+        let h = history(vec![
+            ev(1, "client-0", acquired(None)),
+            ev(2, "client-0", EventKind::Exit),
+            removed(3, 0, 0),
+            removed(3, 0, 0),
+            ev(4, "client-0", EventKind::Released { deleted: true }),
+        ]);
+        assert_eq!(Release { masters: 3 }.check(&h).verdict, Verdict::Safe);
+        assert_eq!(Release { masters: 5 }.check(&h).verdict, Verdict::Violation);
+    }
+
+    #[test]
+    fn unwatched_histories_are_not_judged() {
+        let h = History {
+            events: vec![ev(4, "client-0", EventKind::Released { deleted: true })],
+        };
+        let r = Release { masters: 1 }.check(&h);
+        assert_eq!(r.verdict, Verdict::Safe);
+        assert_eq!(r.evidence["judged"], false);
+    }
+}
