@@ -24,6 +24,12 @@ pub fn real_mode_unsupported(scenario: &Scenario) -> Option<String> {
 
 /// Checks that every fault of the scenario has a real-mode recipe.
 pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
+    if s.redis.sentinels > 0 || s.redis.min_replicas_to_write > 0 {
+        return Err(unsupported(format!(
+            "`{}` runs Redis Sentinel or min-replicas-to-write, which real mode does not run yet (simulation only)",
+            s.name
+        )));
+    }
     if s.redis.replicas > 1 {
         return Err(unsupported(format!(
             "real mode runs at most 1 replica per master; `{}` asks for {}",

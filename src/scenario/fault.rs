@@ -435,6 +435,12 @@ impl Table<'_> {
     fn failover(&self) -> Result<FaultKind, ScenarioError> {
         let f = self.raw;
         let redis = &self.scenario.redis;
+        if redis.sentinels > 0 {
+            return Err(self.ctx.err(
+                f.kind.span(),
+                "with `sentinels` the sentinels decide a failover: crash, pause or partition the master instead of a `failover` fault",
+            ));
+        }
         let master = f.master.as_ref().map(|m| *m.get_ref()).unwrap_or(0);
         if master >= redis.masters {
             let span = f

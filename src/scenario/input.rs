@@ -33,6 +33,10 @@ pub const COUNT_LIMITS: &[(&str, i64, i64)] = &[
     ("masters", 1, 16),
     ("replicas", 0, 16),
     ("max_faults", 0, 64),
+    ("sentinels", 0, 9),
+    ("quorum", 1, 9),
+    ("min_replicas_to_write", 0, 16),
+    ("min_replicas_max_lag_s", 0, 3600),
 ];
 
 /// An input error: where (a byte range of the text; `None` when the file could not be read) and

@@ -198,6 +198,10 @@ impl Scenario {
         for c in 0..self.workload.clients {
             v.push(format!("client-{c}"));
         }
+        // Last, so the other nodes keep their places whether or not sentinels run.
+        for i in 0..self.redis.sentinels * u32::from(!self.lock.kind.is_mysql()) {
+            v.push(format!("sentinel-{i}"));
+        }
         v
     }
 

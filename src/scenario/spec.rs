@@ -125,6 +125,35 @@ pub struct RedisSpec {
     /// A request that gets no answer within this time fails, as a real client's response timeout.
     #[serde(default = "default_request_timeout")]
     pub request_timeout_ms: u64,
+    /// Redis Sentinel: this many sentinels watch the masters (nodes `sentinel-<i>`), decide a
+    /// failover by quorum and tell clients where the master is. 0 (the default): lockcheck's own
+    /// `failover` fault promotes the replica, as before. See `docs/sentinel.md`.
+    #[serde(default)]
+    pub sentinels: u32,
+    /// Sentinel's `down-after-milliseconds`: a master that has not answered a sentinel's pings
+    /// for this long is subjectively down to it.
+    #[serde(default = "default_down_after")]
+    pub down_after_ms: u64,
+    /// Sentinel's `failover-timeout` (ms).
+    #[serde(default = "default_failover_timeout")]
+    pub failover_timeout_ms: u64,
+    /// Sentinels that must agree a master is down before one of them fails it over (default: a
+    /// majority of `sentinels`).
+    pub quorum: Option<u32>,
+    /// `min-replicas-to-write`: a master refuses writes (`NOREPLICAS`) unless at least this many
+    /// replicas acknowledged replication within `min_replicas_max_lag_s`. 0: off (Redis's default).
+    #[serde(default)]
+    pub min_replicas_to_write: u32,
+    /// `min-replicas-max-lag` (seconds, as Redis counts it).
+    #[serde(default = "default_min_replicas_max_lag")]
+    pub min_replicas_max_lag_s: u64,
+}
+
+impl RedisSpec {
+    /// The sentinels' quorum: as set, or a majority of them.
+    pub fn quorum(&self) -> u32 {
+        self.quorum.unwrap_or(self.sentinels / 2 + 1)
+    }
 }
 
 fn one() -> u32 {
@@ -142,6 +171,15 @@ fn default_latency_ms() -> [u64; 2] {
 fn default_request_timeout() -> u64 {
     500
 }
+fn default_down_after() -> u64 {
+    1000
+}
+fn default_failover_timeout() -> u64 {
+    10_000
+}
+fn default_min_replicas_max_lag() -> u64 {
+    10
+}
 
 impl Default for RedisSpec {
     fn default() -> Self {
@@ -152,6 +190,12 @@ impl Default for RedisSpec {
             failover_detect_ms: default_failover_detect(),
             latency_ms: default_latency_ms(),
             request_timeout_ms: default_request_timeout(),
+            sentinels: 0,
+            down_after_ms: default_down_after(),
+            failover_timeout_ms: default_failover_timeout(),
+            quorum: None,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag_s: default_min_replicas_max_lag(),
         }
     }
 }
