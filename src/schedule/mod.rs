@@ -146,6 +146,19 @@ pub fn paused_client(client: &ClientRef, holder: Option<u32>, rec: &Recorder) ->
 mod tests {
     use super::*;
 
+    /// A node fault aimed at one client (`client = N`) fires at that client's point only.
+    #[test]
+    fn an_aimed_node_fault_waits_for_its_client() {
+        let failover = Fault {
+            trigger: Trigger::Acquired { after_ms: 0 },
+            kind: FaultKind::Failover { master: 0 },
+            by_client: Some(1),
+        };
+        let schedule = Schedule::new(vec![failover]);
+        assert!(schedule.take_at_point(0, 0, "acquired").is_empty());
+        assert_eq!(schedule.take_at_point(0, 1, "acquired").len(), 1);
+    }
+
     #[test]
     fn partition_directions_cut_the_right_links() {
         let index: BTreeMap<String, usize> = ["redis-0", "redis-1", "client-0"]

@@ -191,7 +191,7 @@ impl SimConnection {
     async fn round_trip(&self, mut sink: impl FnMut(Value)) -> redis::RedisResult<()> {
         let start = self.time.instant();
         let deadline = start + self.timeout;
-        let server = self.cluster.master_of(self.group);
+        let server = self.cluster.master_for(self.node, self.group);
         let there = self.net.latency();
         if start + there > deadline {
             let (cluster, node, id) = (self.cluster.clone(), self.node, self.id);

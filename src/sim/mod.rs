@@ -17,6 +17,7 @@ mod mysql_server;
 pub mod mysql_world;
 pub mod nemesis;
 pub mod network;
+pub mod sentinel;
 pub mod storage;
 pub mod subscription;
 
@@ -100,6 +101,25 @@ where
     );
     cluster.start();
     cluster.watch_lock_key(&scenario.lock.key);
+    cluster.set_min_replicas(
+        scenario.redis.min_replicas_to_write,
+        scenario.redis.min_replicas_max_lag_s,
+    );
+    let sentinels = (scenario.redis.sentinels > 0).then(|| {
+        sentinel::Sentinels::start(
+            sentinel::SentinelConfig {
+                nodes: (0..scenario.redis.sentinels)
+                    .map(|i| nodes[&format!("sentinel-{i}")])
+                    .collect(),
+                down_after_ms: scenario.redis.down_after_ms,
+                quorum: scenario.redis.quorum(),
+                failover_timeout_ms: scenario.redis.failover_timeout_ms,
+            },
+            cluster.clone(),
+            net.clone(),
+            rec.clone(),
+        )
+    });
     let servers = cluster.server_count();
     let groups = scenario.redis.masters as usize;
     let timeout = Duration::from_millis(scenario.redis.request_timeout_ms);
@@ -148,6 +168,9 @@ where
         handle.kill(id);
     }
     handle.kill(nemesis.madsim_node());
+    if let Some(id) = sentinels {
+        handle.kill(id);
+    }
     world.client_nodes.kill();
     run
 }

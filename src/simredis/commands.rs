@@ -161,3 +161,15 @@ static BY_NAME: std::sync::LazyLock<rustc_hash::FxHashMap<&'static [u8], usize>>
             .map(|(i, s)| (s.name.as_bytes(), i))
             .collect()
     });
+
+/// Whether Redis treats `args` as a command that may write: a command flagged `write`, or a
+/// script or function call that is not read-only (`EVAL`, `EVALSHA`, `FCALL`; Redis 7 treats a
+/// script without `no-writes` as one that may write). What `min-replicas-to-write` refuses.
+pub fn may_write(args: &[Vec<u8>]) -> bool {
+    let Some(name) = args.first() else {
+        return false;
+    };
+    let lower = name.to_ascii_lowercase();
+    lookup(&lower).is_some_and(|s| s.is_write())
+        || matches!(lower.as_slice(), b"eval" | b"evalsha" | b"fcall")
+}

@@ -75,5 +75,12 @@ mod strings;
 mod transactions;
 mod zsets;
 
+pub use commands::may_write;
 pub use engine::{ClientId, Engine, Executed, Role};
 pub use reply::error_text;
+
+/// The error a master with `min-replicas-to-write` answers a write with when too few replicas
+/// are fresh.
+pub fn noreplicas() -> redis::Value {
+    reply::noreplicas()
+}

@@ -71,6 +71,7 @@ fixed_errors! {
     hash_not_integer = "ERR hash value is not an integer";
     noscript = "NOSCRIPT No matching script. Please use EVAL.";
     readonly = "READONLY You can't write against a read only replica.";
+    noreplicas = "NOREPLICAS Not enough good replicas to write.";
     numkeys_too_big = "ERR Number of keys can't be greater than number of args";
     numkeys_negative = "ERR Number of keys can't be negative";
 }

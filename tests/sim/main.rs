@@ -15,3 +15,4 @@ mod mutants;
 mod no_false_alarm;
 mod redlock;
 mod scenarios;
+mod sentinel;

@@ -7,8 +7,10 @@
 //! master's node: when the master dies its in-flight stream dies with it, which is exactly the
 //! window in which a failover loses a freshly granted lock.
 
+mod failover;
+mod replication;
+
 use super::clock::Clocks;
-use super::draw::lo_hi_random;
 use super::network::Network;
 use crate::history::{EventKind, Recorder};
 use crate::simredis::{ClientId, Engine, Role};
@@ -35,6 +37,9 @@ struct Server {
     offset: u64,
     /// As a replica: the master offset it has applied.
     applied: u64,
+    /// As a replica: when (true time, ms) its master last heard its `REPLCONF ACK` (replicas
+    /// ack every second; `min-replicas-max-lag` is measured from it).
+    last_ack_ms: u64,
     /// As a master: its outgoing replication streams, by replica server index.
     streams: BTreeMap<usize, Stream>,
 }
@@ -76,6 +81,13 @@ struct State {
     creators: HashMap<Vec<u8>, u32, rustc_hash::FxBuildHasher>,
     /// The lock entry's holders before and after the command being executed (kept to reuse).
     holders: [Vec<Vec<u8>>; 2],
+    /// With Redis Sentinel (`sentinel.rs`): where each client believes each group's master is,
+    /// by (client node, group); empty without sentinels (clients follow the group's master).
+    routes: BTreeMap<(usize, usize), usize>,
+    /// The sentinels' node indices; empty without sentinels.
+    sentinel_nodes: Vec<usize>,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (ms), when set.
+    min_replicas: Option<(u32, u64)>,
 }
 
 /// Topology parameters: the scenario's `[redis]` table as the cluster needs it.
@@ -161,6 +173,9 @@ impl Cluster {
                 lock_key: None,
                 creators: HashMap::default(),
                 holders: Default::default(),
+                routes: BTreeMap::new(),
+                sentinel_nodes: Vec::new(),
+                min_replicas: None,
             })),
             clocks,
             net,
@@ -193,8 +208,14 @@ impl Cluster {
 
     /// The server's own background work: the active-expiry sweep, as `serverCron` does.
     async fn server_main(self, idx: usize) {
+        let mut ticks = 0u64;
         loop {
             madsim::time::sleep(EXPIRE_SWEEP).await;
+            ticks += 1;
+            // A replica acks its master every second (what `min-replicas-max-lag` measures).
+            if ticks.is_multiple_of(10) {
+                self.ack(idx);
+            }
             let now = self.clocks.now_ms(idx);
             let mut st = self.state.lock().unwrap();
             let s = &mut st.servers[idx];
@@ -238,6 +259,26 @@ impl Cluster {
         self.state.lock().unwrap().groups[group].master
     }
 
+    /// The master of `group` as the client on node `client_node` knows it: the group's master,
+    /// or with Sentinel the one the sentinels named when the client could last reach one.
+    pub fn master_for(&self, client_node: usize, group: usize) -> usize {
+        let mut st = self.state.lock().unwrap();
+        let master = st.groups[group].master;
+        if st.sentinel_nodes.is_empty() {
+            return master;
+        }
+        let asks = st
+            .sentinel_nodes
+            .iter()
+            .any(|&s| self.net.reachable(client_node, s) && self.net.reachable(s, client_node));
+        if asks {
+            st.routes.insert((client_node, group), master);
+            master
+        } else {
+            *st.routes.get(&(client_node, group)).unwrap_or(&master)
+        }
+    }
+
     /// Executes a request that has reached server `idx` from `client_node`.
     /// Returns `Err` when it never got there (server dead or link cut).
     pub fn execute(
@@ -255,6 +296,12 @@ impl Cluster {
             return Err(Unreachable::Partitioned);
         }
         st.commands += 1;
+        if st.min_replicas.is_some()
+            && crate::simredis::may_write(args)
+            && !self.enough_replicas(&st, idx)
+        {
+            return Ok(crate::simredis::noreplicas());
+        }
         let now = self.clocks.now_ms(idx);
         if args
             .first()
@@ -382,72 +429,6 @@ impl Cluster {
         self.net.reachable(from, to)
     }
 
-    /// Queues `effects` on every replication stream of master `idx`; returns the new offset.
-    fn replicate(&self, st: &mut State, idx: usize, effects: Vec<Vec<Vec<u8>>>) -> u64 {
-        let s = &mut st.servers[idx];
-        s.offset += 1;
-        let offset = s.offset;
-        if s.streams.is_empty() {
-            return offset;
-        }
-        let now_us = self.rec.now_us();
-        let targets: Vec<usize> = s.streams.keys().copied().collect();
-        for r in targets {
-            let lag = lo_hi_random(self.lag_us);
-            let stream = s.streams.get_mut(&r).expect("stream exists");
-            let deliver_us = (now_us + lag).max(stream.last_deliver_us);
-            stream.last_deliver_us = deliver_us;
-            stream.queue.push_back(Batch {
-                deliver_us,
-                offset,
-                cmds: effects.clone(),
-            });
-            let me = self.clone();
-            let wait = Duration::from_micros(deliver_us - now_us);
-            if let Some(node) = s.madsim.and_then(|id| Handle::current().get_node(id)) {
-                node.spawn(async move {
-                    madsim::time::sleep(wait).await;
-                    me.deliver(idx, r);
-                });
-            }
-        }
-        offset
-    }
-
-    /// Applies every batch of the `master -> replica` stream that is due. A cut link holds the
-    /// stream back (Redis resumes from its backlog when the link heals).
-    fn deliver(&self, master: usize, replica: usize) {
-        let now_us = self.rec.now_us();
-        let mut st = self.state.lock().unwrap();
-        if !st.servers[master].alive {
-            return;
-        }
-        if !self.net.reachable(master, replica) {
-            drop(st);
-            let me = self.clone();
-            madsim::task::spawn(async move {
-                madsim::time::sleep(Duration::from_millis(10)).await;
-                me.deliver(master, replica);
-            });
-            return;
-        }
-        let mut due = Vec::new();
-        if let Some(stream) = st.servers[master].streams.get_mut(&replica) {
-            while stream.queue.front().is_some_and(|b| b.deliver_us <= now_us) {
-                due.push(stream.queue.pop_front().expect("front exists"));
-            }
-        }
-        let now = self.clocks.now_ms(replica);
-        let r = &mut st.servers[replica];
-        if !r.alive {
-            return;
-        }
-        for b in due {
-            r.engine.apply_replicated(now, &b.cmds);
-            r.applied = r.applied.max(b.offset);
-        }
-    }
-
     /// Kills server `name`'s process: its memory and its outgoing replication are gone.
     pub fn kill(&self, idx: usize) {
         let id = {
@@ -560,6 +541,7 @@ impl Server {
             group,
             offset: 0,
             applied: 0,
+            last_ack_ms: 0,
             streams: BTreeMap::new(),
         }
     }
