@@ -145,8 +145,9 @@ pub mod world;
 // 7. The worlds.
 pub mod real;
 pub mod sim;
-// 8. Judging a run.
+// 8. Judging a run; the lock kinds a program runs.
 pub mod judge;
+pub mod registry;
 // 9. Searching for violations.
 pub mod explore;
 // 10. The HTML report.
@@ -155,12 +156,21 @@ pub mod report_html;
 pub mod suite;
 // 12. The command line.
 pub mod cli;
+// 13. The harness: the command line (and a test's search) for locks of the user's own.
+pub mod harness;
 
 // What a user of the library needs, at the crate root: a scenario, a lock and its seams, the
 // judged outcome.
 pub use check::{CheckResult, Checker, Verdict};
 pub use env::Env;
+pub use harness::Harness;
 pub use history::History;
 pub use judge::{Mode, Outcome, SeedsOutcome};
 pub use lock::{Guard, Lock, LockConfig, LockError, LockKind};
+/// The redis-rs crate a lock is written against (`redis::cmd`, `redis::Script`,
+/// `redis::aio::ConnectionLike`), so a user's crate uses the very version lockcheck's connections
+/// implement.
+pub use redis;
+/// The connection and environment a lock registered with the harness gets.
+pub use registry::{Conn, NodeEnv};
 pub use scenario::{Scenario, ScenarioError};

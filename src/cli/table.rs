@@ -25,6 +25,8 @@ pub struct TableOptions {
     pub jobs: usize,
     /// `--junit FILE` / `--report DIR`: every run as a test case and a page.
     pub artifacts: crate::suite::Artifacts,
+    /// The lock kinds scenarios may name: lockcheck's, and those the program registered.
+    pub locks: crate::registry::Registry,
 }
 
 impl Default for TableOptions {
@@ -34,6 +36,7 @@ impl Default for TableOptions {
             real: false,
             jobs: crate::exec::default_jobs(),
             artifacts: Default::default(),
+            locks: Default::default(),
         }
     }
 }
@@ -145,7 +148,7 @@ fn observed(o: &SeedsOutcome, check: &str) -> Verdict {
 pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
     let mut scenarios = Vec::new();
     for f in scenario_files(dir)? {
-        scenarios.push(Scenario::load(&f).map_err(|e| BadInput(e.to_string()))?);
+        scenarios.push(opts.locks.load(&f).map_err(|e| BadInput(e.to_string()))?);
     }
     // Simulated runs of every scenario in parallel, folded in file order; real runs after
     // them, one at a time (they spawn processes and bind ports).
@@ -155,6 +158,7 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
     let per_scenario = RunOptions {
         seeds: Some(opts.seeds),
         jobs: 1,
+        locks: opts.locks.clone(),
         ..RunOptions::default()
     };
     run_ordered(
@@ -185,6 +189,7 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
                     s,
                     &RunOptions {
                         real: true,
+                        locks: opts.locks.clone(),
                         ..RunOptions::default()
                     },
                 )
@@ -264,12 +269,17 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
         let _ = write!(out, "---|");
     }
     out.push('\n');
-    for k in LockKind::ALL {
+    let own = opts.locks.own_kinds();
+    let kinds = LockKind::ALL
+        .iter()
+        .copied()
+        .chain(own.iter().map(|o| LockKind::Own(o.name)));
+    for k in kinds {
         for fixed in [false, true] {
             let Some(mode) = rows
                 .iter()
                 .find(|(s, _, _)| {
-                    s.lock.kind == *k && lease_mode(s).is_some_and(|m| m == "fixed lease") == fixed
+                    s.lock.kind == k && lease_mode(s).is_some_and(|m| m == "fixed lease") == fixed
                 })
                 .map(|(s, _, _)| lease_mode(s))
             else {
@@ -279,7 +289,7 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
             let _ = write!(out, "| `{}`{mode} |", k.name());
             for c in &columns {
                 let v = grid
-                    .get(&(*k, fixed, c.clone()))
+                    .get(&(k, fixed, c.clone()))
                     .map(|v| v.join("; "))
                     .unwrap_or_default();
                 let _ = write!(out, " {v} |");
