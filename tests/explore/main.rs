@@ -4,6 +4,7 @@
 
 mod cli;
 mod finds;
+mod harness;
 mod parallel;
 mod safe;
 
