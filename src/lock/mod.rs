@@ -5,7 +5,8 @@
 //! tasks and randomness). The real backend passes a redis-rs connection and the real environment;
 //! the simulator passes lockcheck's simulated connection and environment. The lock cannot tell.
 //!
-//! To test your own lock, implement [`Lock`] for it (see the README and `lockcheck::sim::run_with`).
+//! To test your own lock, implement [`Lock`] for it and register its constructor with
+//! `lockcheck::Harness` (see the README and `examples/check_then_set.rs`).
 
 mod acquire_loop;
 pub mod fenced;

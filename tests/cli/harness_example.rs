@@ -83,3 +83,18 @@ fn the_example_harness_explores_and_replays_its_finding() {
     );
     let _ = std::fs::remove_file(&found);
 }
+
+/// The README's complete example is the example's code and scenario, as they are.
+#[test]
+fn the_readme_shows_the_example_as_it_is() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let example = std::fs::read_to_string(root.join("examples/check_then_set.rs")).unwrap();
+    let code = &example[example.find("use lockcheck::redis").unwrap()..].replace(
+        "#[allow(dead_code)] // the tests that include this file have their own entry point\n",
+        "",
+    );
+    assert!(readme.contains(code.as_str()), "README: paste {code}");
+    let scenario = std::fs::read_to_string(root.join("examples/check_then_set.toml")).unwrap();
+    assert!(readme.contains(&scenario), "README: paste {scenario}");
+}

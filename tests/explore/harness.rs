@@ -194,3 +194,44 @@ fn scenarios_name_registered_kinds_and_their_params_at_file_line_col() {
     .unwrap_err();
     assert!(e.message.ends_with("`mysql-insert-unique`"), "{e}");
 }
+
+/// A lock of the user's own that declares a named point: lockcheck's `set-nx-px`, passing
+/// `before_set` before each attempt.
+struct Pointed<C, E>(SetNxPx<C, E>, E);
+
+impl<C, E> lockcheck::Lock for Pointed<C, E>
+where
+    C: lockcheck::redis::aio::ConnectionLike + Send + Sync + 'static,
+    E: lockcheck::Env,
+{
+    const POINTS: &'static [lockcheck::env::NamedPoint] = &[lockcheck::env::NamedPoint::new(
+        "before_set",
+        "about to send the SET NX PX",
+    )];
+
+    async fn acquire(&mut self) -> Result<Option<lockcheck::Guard>, lockcheck::LockError> {
+        self.1.point("before_set").await;
+        self.0.acquire().await
+    }
+
+    async fn release(&mut self, guard: &lockcheck::Guard) -> Result<bool, lockcheck::LockError> {
+        self.0.release(guard).await
+    }
+}
+
+#[test]
+fn a_registered_locks_named_points_are_accepted_and_explored() {
+    let h = Harness::new().lock("pointed", |config, mut conns, env: lockcheck::NodeEnv| {
+        Pointed(SetNxPx::new(conns.remove(0), env.clone(), config), env)
+    });
+    let s = h
+        .registry()
+        .parse(
+            "t.toml",
+            "name = \"t\"\nexpect = \"safe\"\nduration_ms = 1000\n[lock]\nkind = \"pointed\"\nttl_ms = 100\n[[faults]]\nkind = \"pause\"\nclient = 0\non = \"before_set\"\nfor_ms = 10\n",
+        )
+        .unwrap();
+    assert!(s.points().contains(&"before_set"));
+    let space = lockcheck::scenario::Space::of(&s).unwrap();
+    assert!(space.points.iter().any(|p| p == "before_set"), "{space:?}");
+}
