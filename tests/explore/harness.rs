@@ -109,29 +109,34 @@ max_faults = 0
 }
 
 /// The connection and environment a registered lock gets (`Conn`, `NodeEnv`) only forward to the
-/// simulator's: lockcheck's own lock, registered as the user's, gives the very same histories.
+/// simulator's (pub/sub included): lockcheck's own locks, registered as the user's, give the very
+/// same histories.
 #[test]
 fn a_registered_lock_runs_exactly_as_lockcheck_runs_its_own() {
-    let own = own_set_nx_px();
-    for name in [
-        "failover-lock-loss",
-        "gc-pause-lease-expiry",
-        "set-nx-px-no-faults",
+    let own = own_set_nx_px().lock("my-redisson", |config, mut conns, env| {
+        lockcheck::lock::Redisson::new(conns.remove(0), env, config)
+    });
+    for (name, kind) in [
+        ("failover-lock-loss", "set-nx-px"),
+        ("gc-pause-lease-expiry", "set-nx-px"),
+        ("set-nx-px-no-faults", "set-nx-px"),
+        ("redisson-fixed-lease-long-hold", "redisson"),
     ] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("scenarios")
             .join(format!("{name}.toml"));
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains("kind = \"set-nx-px\""), "{name}");
+        let written = format!("kind = \"{kind}\"");
+        assert!(text.contains(&written), "{name}");
         let builtin = own.registry().parse(name, &text).unwrap();
         let registered = own
             .registry()
-            .parse(name, &text.replace("\"set-nx-px\"", "\"my-set-nx-px\""))
+            .parse(
+                name,
+                &text.replace(&written, &format!("kind = \"my-{kind}\"")),
+            )
             .unwrap();
-        assert_eq!(
-            registered.lock.kind,
-            lockcheck::LockKind::Own("my-set-nx-px")
-        );
+        assert_eq!(registered.lock.kind.name(), format!("my-{kind}"));
         for seed in 1..=3 {
             let a = own.registry().run_sim(&builtin, seed).history;
             let b = own.registry().run_sim(&registered, seed).history;
