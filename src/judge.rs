@@ -47,6 +47,20 @@ pub fn capacity(scenario: &Scenario) -> u64 {
     (cap as u64).max(1)
 }
 
+/// The program replay commands name: `lockcheck`, or a harness binary's own name.
+static PROGRAM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names the program that replays a run ([`Outcome::replay`]: `<program> run <file> --seed N`).
+/// A harness binary sets its own name once, before its first run; later calls change nothing.
+pub fn set_program(name: impl Into<String>) {
+    let _ = PROGRAM.set(name.into());
+}
+
+/// The program replay commands name (default `lockcheck`).
+pub fn program() -> &'static str {
+    PROGRAM.get().map_or("lockcheck", String::as_str)
+}
+
 /// Simulation or real `redis-server` processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -123,7 +137,7 @@ impl Outcome {
             (None, Mode::Real) => " --real".into(),
             (None, Mode::Sim) => String::new(),
         };
-        format!("lockcheck run {path} --seed {}{target}", self.seed)
+        format!("{} run {path} --seed {}{target}", program(), self.seed)
     }
 }
 

@@ -53,23 +53,31 @@
 //!
 //! # Example: testing your own lock
 //!
-//! Implement [`Lock`] against the two seams and hand a constructor to [`sim::run_with`] (or
-//! [`real::redis_world::run_with`] for real servers). This lock checks with `GET`, then `SET`s: two
+//! Implement [`Lock`] against the two seams and register a constructor with the [`Harness`]:
+//! `harness.main()` is then a whole `lockcheck` command line for it (`run`, `explore`, `table`,
+//! `--real`, ...), [`Harness::explore`] searches for a violation from a `#[test]`, and its
+//! scenarios say `[lock] kind = "check-then-set"`. This lock checks with `GET`, then `SET`s: two
 //! clients can both see the key absent, and lockcheck finds it without any fault.
 //!
 //! ```
-//! use lockcheck::{Env, Guard, Lock, LockConfig, LockError, Mode, Outcome, Scenario, Verdict};
-//! use redis::aio::ConnectionLike;
+//! use lockcheck::{Env, Guard, Harness, Lock, LockConfig, LockError, Mode, Outcome, Verdict};
+//! use lockcheck::redis::{self, aio::ConnectionLike};
 //!
 //! struct CheckThenSet<C, E> { conn: C, env: E, config: LockConfig }
+//!
+//! impl<C, E> CheckThenSet<C, E> {
+//!     fn new(config: LockConfig, mut conns: Vec<C>, env: E) -> Self {
+//!         CheckThenSet { conn: conns.remove(0), env, config }
+//!     }
+//! }
 //!
 //! impl<C: ConnectionLike + Send + Sync + 'static, E: Env> Lock for CheckThenSet<C, E> {
 //!     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
 //!         let owner = self.env.uuid().to_string();
 //!         let ttl = self.config.ttl.as_millis() as u64;
-//!         let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
-//!         while self.env.now_ms() < deadline {
-//!             let start = self.env.now_ms();
+//!         let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
+//!         while self.env.monotonic_ms() < deadline {
+//!             let start = self.env.monotonic_ms();
 //!             let key = &self.config.key;
 //!             let holder: Option<String> =
 //!                 redis::cmd("GET").arg(key).query_async(&mut self.conn).await?;
@@ -93,12 +101,14 @@
 //!     }
 //! }
 //!
-//! let scenario = Scenario::parse("inline.toml", r#"
+//! // In a binary: `fn main() -> std::process::ExitCode { harness.main() }`.
+//! let harness = Harness::new().lock("check-then-set", CheckThenSet::new);
+//! let scenario = harness.registry().parse("inline.toml", r#"
 //!     name = "check-then-set"
 //!     expect = "violation"
 //!     duration_ms = 20000
 //!     [lock]
-//!     kind = "set-nx-px"   # the kind is not used: run_with builds the lock
+//!     kind = "check-then-set"
 //!     ttl_ms = 5000
 //!     [workload]
 //!     clients = 3
@@ -107,13 +117,14 @@
 //!     think_ms = [0, 5]
 //! "#).unwrap();
 //! let caught = (1..=5).filter(|&seed| {
-//!     let run = lockcheck::sim::run_with(&scenario, seed, |config, mut conns, env| {
-//!         CheckThenSet { conn: conns.remove(0), env, config }
-//!     });
+//!     let run = harness.registry().run_sim(&scenario, seed);
 //!     Outcome::judge(&scenario, Mode::Sim, seed, run.history).verdict() == Verdict::Violation
 //! });
 //! assert!(caught.count() >= 3);
 //! ```
+//!
+//! Below the harness, [`sim::run_with`] and [`real::redis_world::run_with`] run one scenario with
+//! a constructor for that world's connection and environment types.
 
 #![warn(missing_docs)]
 
@@ -145,8 +156,9 @@ pub mod world;
 // 7. The worlds.
 pub mod real;
 pub mod sim;
-// 8. Judging a run.
+// 8. Judging a run; the lock kinds a program runs.
 pub mod judge;
+pub mod registry;
 // 9. Searching for violations.
 pub mod explore;
 // 10. The HTML report.
@@ -155,12 +167,21 @@ pub mod report_html;
 pub mod suite;
 // 12. The command line.
 pub mod cli;
+// 13. The harness: the command line (and a test's search) for locks of the user's own.
+pub mod harness;
 
 // What a user of the library needs, at the crate root: a scenario, a lock and its seams, the
 // judged outcome.
 pub use check::{CheckResult, Checker, Verdict};
 pub use env::Env;
+pub use harness::Harness;
 pub use history::History;
 pub use judge::{Mode, Outcome, SeedsOutcome};
 pub use lock::{Guard, Lock, LockConfig, LockError, LockKind};
+/// The redis-rs crate a lock is written against (`redis::cmd`, `redis::Script`,
+/// `redis::aio::ConnectionLike`), so a user's crate uses the very version lockcheck's connections
+/// implement.
+pub use redis;
+/// The connection and environment a lock registered with the harness gets.
+pub use registry::{Conn, NodeEnv};
 pub use scenario::{Scenario, ScenarioError};

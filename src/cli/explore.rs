@@ -9,7 +9,6 @@ use crate::exec::Shard;
 use crate::explore::{
     default_out, search, write_and_replay, SearchOptions, DEFAULT_CASES, MAX_SHRINK_STEPS,
 };
-use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -37,6 +36,8 @@ pub struct ExploreOptions {
     pub keep_going: bool,
     /// `--junit FILE` / `--report DIR`.
     pub artifacts: crate::suite::Artifacts,
+    /// The lock kinds the scenario may name: lockcheck's, and those the program registered.
+    pub locks: crate::registry::Registry,
 }
 
 impl Default for ExploreOptions {
@@ -52,6 +53,7 @@ impl Default for ExploreOptions {
             shard: Shard::WHOLE,
             keep_going: false,
             artifacts: Default::default(),
+            locks: Default::default(),
         }
     }
 }
@@ -82,7 +84,7 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
             ))
         }
     };
-    let base = match Scenario::parse(&path.display().to_string(), &input_text) {
+    let base = match opts.locks.parse(&path.display().to_string(), &input_text) {
         Ok(mut s) => {
             s.path = Some(path.to_path_buf());
             s
@@ -102,6 +104,7 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         check: opts.check.clone(),
         max_shrink_steps: MAX_SHRINK_STEPS,
         keep_going: opts.keep_going,
+        locks: opts.locks.clone(),
     };
     let bar = crate::progress::bar(opts.shard.indices(opts.cases).len() as u64, "cases");
     let result = search(&base, &space, &search_opts, &|tried, violating| {
@@ -110,7 +113,7 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
     bar.finish_and_clear();
     let out = opts.out.clone().unwrap_or_else(|| default_out(path));
     let replayed = match &result.found {
-        Some(f) => match write_and_replay(&input_text, f, &out) {
+        Some(f) => match write_and_replay(&opts.locks, &input_text, f, &out) {
             Ok(r) => Some(r),
             Err(m) => return fail(m),
         },

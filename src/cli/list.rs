@@ -1,7 +1,8 @@
 //! `lockcheck list`: what lockcheck can run.
 
 use crate::lock::LockKind;
-use crate::scenario::{Scenario, FAULT_KINDS, WORKLOAD_POINTS};
+use crate::registry::Registry;
+use crate::scenario::{FAULT_KINDS, WORKLOAD_POINTS};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -25,10 +26,15 @@ pub fn scenario_dir() -> Result<PathBuf, String> {
     }
 }
 
-/// The listing text.
-pub fn list() -> String {
+/// The listing text: lockcheck's lock kinds, then those registered in `locks`.
+pub fn list(locks: &Registry) -> String {
+    let own = locks.own_kinds();
     let mut out = String::from("lock kinds:\n");
-    for k in LockKind::ALL {
+    let kinds = LockKind::ALL
+        .iter()
+        .copied()
+        .chain(own.iter().map(|o| LockKind::Own(o.name)));
+    for k in kinds {
         let _ = writeln!(out, "  {:<22} {}", k.name(), k.about());
     }
     out.push_str("fault kinds:\n");
@@ -38,6 +44,7 @@ pub fn list() -> String {
     out.push_str("named points (`on = ...`; a client `crash` fires at one):\n");
     let mut owners = vec![("workload", WORKLOAD_POINTS)];
     owners.extend(LockKind::ALL.iter().map(|k| (k.name(), k.points())));
+    owners.extend(own.iter().map(|o| (o.name, o.points)));
     for (owner, points) in owners {
         for p in points {
             let _ = writeln!(out, "  {owner:<22} {:<16} {}", p.name, p.about);
@@ -48,7 +55,7 @@ pub fn list() -> String {
     match files {
         Ok(files) => {
             for f in files {
-                match Scenario::load(&f) {
+                match locks.load(&f) {
                     Ok(s) => {
                         let _ = writeln!(
                             out,

@@ -6,28 +6,41 @@ use crate::cli::run::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
 use lockcheck_models::{ModelReport, RunOptions, Strategy};
 use std::path::PathBuf;
 
-/// Options of `lockcheck model`.
-#[derive(Clone, Debug, Default)]
+/// Options of `lockcheck model`, as its command line reads them.
+#[derive(Clone, Debug, Default, clap::Args)]
 pub struct ModelCommand {
-    /// The model (`lease`, `failover`, ...).
+    /// The model: lease, failover, redlock, redisson, fencing.
     pub name: String,
-    /// The property to check (default: the model's main one).
+    /// The property to check (default: the model's main one, e.g. mutual_exclusion).
+    #[arg(long)]
     pub property: Option<String>,
-    /// Depth-first (a bounded proof) instead of breadth-first (the shortest counterexample).
+    /// Breadth-first search: finds the shortest counterexample (the default).
+    #[arg(long, conflicts_with = "dfs")]
+    pub bfs: bool,
+    /// Depth-first search: less memory, for exhaustive proofs within the bound.
+    #[arg(long)]
     pub dfs: bool,
     /// Stop exploring past this many steps.
+    #[arg(long, value_name = "N")]
     pub max_depth: Option<usize>,
-    /// `k=v` pairs, as typed.
+    /// A model parameter, key=value (repeatable); an unknown key lists the valid ones.
+    #[arg(long = "param", value_name = "K=V")]
     pub params: Vec<String>,
-    /// Checker threads (0: the strategy's default).
+    /// Checker threads; 0 (the default): every core for DFS proofs, one for BFS (only a
+    /// single-threaded BFS guarantees the shortest counterexample).
+    #[arg(long, default_value_t = 0)]
     pub threads: usize,
-    /// Serve stateright's Explorer on this address instead of checking.
+    /// Serve stateright's Explorer on this address (e.g. 127.0.0.1:3000) instead of checking.
+    #[arg(long, value_name = "ADDR")]
     pub explore: Option<String>,
-    /// One JSON object instead of text.
+    /// Print one JSON object instead of text.
+    #[arg(long)]
     pub json: bool,
-    /// Where to write the counterexample as a replayable scenario.
+    /// Write the counterexample as a scenario file that `lockcheck run` replays.
+    #[arg(long, value_name = "OUT.toml")]
     pub emit_scenario: Option<PathBuf>,
-    /// `--report DIR`: the result as an HTML page.
+    /// Write the result as an HTML page into this directory (the counterexample step by step).
+    #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
 }
 

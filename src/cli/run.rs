@@ -49,6 +49,8 @@ pub struct RunOptions {
     /// `--redis`: run against these servers (lockcheck did not start them) without server
     /// faults; implies real mode.
     pub redis: Option<crate::real::external::ExternalRedis>,
+    /// The lock kinds scenarios may name: lockcheck's, and those the program registered.
+    pub locks: crate::registry::Registry,
 }
 
 impl RunOptions {
@@ -68,7 +70,9 @@ impl RunOptions {
 fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome, BadInput> {
     let real = opts.real || opts.redis.is_some();
     if let Some(ext) = &opts.redis {
-        let history = crate::real::redis_world::run_external(scenario, seed, ext)
+        let history = opts
+            .locks
+            .run_external(scenario, seed, ext)
             .map_err(|e| BadInput(e.to_string()))?;
         let mut outcome = Outcome::judge(scenario, Mode::Real, seed, history);
         let shown: Vec<String> = ext
@@ -87,11 +91,13 @@ fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome
         )));
     }
     if real {
-        let history =
-            crate::real::redis_world::run(scenario, seed).map_err(|e| BadInput(e.to_string()))?;
+        let history = opts
+            .locks
+            .run_real(scenario, seed)
+            .map_err(|e| BadInput(e.to_string()))?;
         Ok(Outcome::judge(scenario, Mode::Real, seed, history))
     } else {
-        let run = crate::sim::run(scenario, seed);
+        let run = opts.locks.run_sim(scenario, seed);
         Ok(Outcome::judge(scenario, Mode::Sim, seed, run.history))
     }
 }
@@ -180,7 +186,7 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
     // Parse everything first: a typo in one file must not surface after minutes of runs.
     let mut scenarios = Vec::new();
     for f in &files {
-        match Scenario::load(f) {
+        match opts.locks.load(f) {
             Ok(s) => scenarios.push(s),
             Err(e) => {
                 eprintln!("error: {e}");

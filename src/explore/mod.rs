@@ -15,6 +15,7 @@ pub mod strategy;
 pub use search::{search, Found, SearchOptions, SearchResult};
 
 use crate::judge::{Mode, Outcome, SeedsOutcome};
+use crate::registry::Registry;
 use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
 
@@ -44,14 +45,21 @@ pub struct Replayed {
     pub outcome: SeedsOutcome,
 }
 
-/// Writes the finding to `out` and replays the written file, which must give the found trace.
-pub fn write_and_replay(input_text: &str, found: &Found, out: &Path) -> Result<Replayed, String> {
+/// Writes the finding to `out` and replays the written file (its lock built by `locks`), which
+/// must give the found trace.
+pub fn write_and_replay(
+    locks: &Registry,
+    input_text: &str,
+    found: &Found,
+    out: &Path,
+) -> Result<Replayed, String> {
     let text = emit::found_scenario(input_text, found)?;
     std::fs::write(out, &text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    let mut scenario = Scenario::parse(&out.display().to_string(), &text)
+    let mut scenario = locks
+        .parse(&out.display().to_string(), &text)
         .map_err(|e| format!("the written finding does not parse (a bug): {e}"))?;
     scenario.path = Some(out.to_path_buf());
-    let run = crate::sim::run(&scenario, scenario.seed);
+    let run = locks.run_sim(&scenario, scenario.seed);
     let outcome = Outcome::judge(&scenario, Mode::Sim, scenario.seed, run.history);
     if outcome.trace_hash != found.outcome.trace_hash {
         return Err(format!(

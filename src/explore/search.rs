@@ -10,6 +10,7 @@ use super::strategy::{cases, Case};
 use crate::check::Verdict;
 use crate::exec::{run_ordered, Shard};
 use crate::judge::{Mode, Outcome};
+use crate::registry::Registry;
 use crate::scenario::Scenario;
 use crate::scenario::Space;
 use proptest::strategy::{Strategy, ValueTree};
@@ -36,6 +37,8 @@ pub struct SearchOptions {
     /// Run the whole budget and count every violating case (the first one is still the one
     /// shrunk); by default the search stops at the first.
     pub keep_going: bool,
+    /// The lock kinds the search can build: lockcheck's, and those a program registered.
+    pub locks: Registry,
 }
 
 /// The minimal violating case and what it took to find it.
@@ -108,17 +111,17 @@ fn tree(space: &Space, seed: u64, index: u64) -> Box<dyn ValueTree<Value = Case>
         .expect("explore strategies never reject")
 }
 
-/// Runs one case and judges it.
-pub fn judge(base: &Scenario, space: &Space, case: &Case) -> (Scenario, Outcome) {
+/// Runs one case with the scenario's lock (built by `locks`) and judges it.
+pub fn judge(locks: &Registry, base: &Scenario, space: &Space, case: &Case) -> (Scenario, Outcome) {
     let scenario = case.scenario(base, space);
-    let run = crate::sim::run(&scenario, scenario.seed);
+    let run = locks.run_sim(&scenario, scenario.seed);
     let outcome = Outcome::judge(&scenario, Mode::Sim, scenario.seed, run.history);
     (scenario, outcome)
 }
 
 /// The check of `outcome` that counts as a finding: `check` if violated, else (with no `check`)
 /// the first violated one in report order.
-fn violated(outcome: &Outcome, check: Option<&str>) -> Option<String> {
+pub fn violated(outcome: &Outcome, check: Option<&str>) -> Option<String> {
     let v = |name: &str| outcome.checks.get(name).map(|c| c.verdict) == Some(Verdict::Violation);
     match check {
         Some(c) => v(c).then(|| c.to_string()),
@@ -154,7 +157,7 @@ pub fn search(
                 return CaseResult::OutOfTime;
             }
             let case = tree(space, opts.seed, i).current();
-            let (_, outcome) = judge(base, space, &case);
+            let (_, outcome) = judge(&opts.locks, base, space, &case);
             CaseResult::Ran {
                 violated: violated(&outcome, check),
                 trace: u64::from_str_radix(&outcome.trace_hash, 16).unwrap_or(0),
@@ -184,7 +187,7 @@ pub fn search(
     let found = first.map(|(index, check)| {
         let shrink_start = Instant::now();
         let (case, shrink_steps) = shrink(base, space, opts, index, &check);
-        let (scenario, outcome) = judge(base, space, &case);
+        let (scenario, outcome) = judge(&opts.locks, base, space, &case);
         Found {
             index,
             check,
@@ -224,7 +227,7 @@ fn shrink(
     while steps < opts.max_shrink_steps {
         steps += 1;
         let candidate = tree.current();
-        let (_, outcome) = judge(base, space, &candidate);
+        let (_, outcome) = judge(&opts.locks, base, space, &candidate);
         let keeps = violated(&outcome, Some(check)).is_some();
         if keeps {
             minimal = candidate;

@@ -5,7 +5,8 @@
 //! tasks and randomness). The real backend passes a redis-rs connection and the real environment;
 //! the simulator passes lockcheck's simulated connection and environment. The lock cannot tell.
 //!
-//! To test your own lock, implement [`Lock`] for it (see the README and `lockcheck::sim::run_with`).
+//! To test your own lock, implement [`Lock`] for it and register its constructor with
+//! `lockcheck::Harness` (see the README and `examples/check_then_set.rs`).
 
 mod acquire_loop;
 pub mod fenced;
@@ -20,7 +21,6 @@ pub mod redlock;
 pub mod set_ex_nx_del;
 pub mod set_nx_px;
 
-use serde::Deserialize;
 use std::future::Future;
 use std::time::Duration;
 
@@ -102,9 +102,9 @@ pub trait Lock: Send {
     }
 }
 
-/// The lock kinds lockcheck ships, by their scenario-file names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// The lock kinds a scenario can name: lockcheck's own, by their scenario-file names, and
+/// [`LockKind::Own`], a lock the program running lockcheck registered (the harness).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LockKind {
     /// `SET key token NX PX ttl`, released by a Lua compare-and-delete (the Lettuce and Redlock articles).
     SetNxPx,
@@ -127,10 +127,14 @@ pub enum LockKind {
     MysqlForUpdate,
     /// A row inserted under a unique key, with an optional cleanup job (the MySQL locks article).
     MysqlInsertUnique,
+    /// A lock of the user's own, registered under this name with the harness
+    /// (`lockcheck::Harness::lock`), which builds it; the scenario's `[lock.params]` go to its
+    /// constructor.
+    Own(&'static str),
 }
 
 impl LockKind {
-    /// Every kind, for `lockcheck list` and error messages.
+    /// Every kind lockcheck ships, for `lockcheck list` and error messages.
     pub const ALL: &'static [LockKind] = &[
         LockKind::SetNxPx,
         LockKind::SetExNxDel,
@@ -157,7 +161,13 @@ impl LockKind {
             LockKind::Process => "process",
             LockKind::MysqlForUpdate => "mysql-for-update",
             LockKind::MysqlInsertUnique => "mysql-insert-unique",
+            LockKind::Own(name) => name,
         }
+    }
+
+    /// The kind lockcheck ships under `name` (its scenario-file name), if any.
+    pub fn builtin(name: &str) -> Option<LockKind> {
+        LockKind::ALL.iter().copied().find(|k| k.name() == name)
     }
 
     /// One line about the design and where it comes from.
@@ -193,6 +203,7 @@ impl LockKind {
             LockKind::MysqlInsertUnique => {
                 "MySQL: INSERT the lock name under a unique key, duplicate key = busy; DELETE by owner to release; optional age-based cleanup job (the MySQL locks article, docs/mysql.md)"
             }
+            LockKind::Own(_) => "a lock of your own, registered with the harness",
         }
     }
 
@@ -215,9 +226,10 @@ impl LockKind {
     }
 }
 
-/// How a client's lock is configured (from the scenario's `[lock]`).
+/// How a client's lock is configured (from the scenario's `[lock]`). `P` is the type a lock of
+/// your own reads its `[lock.params]` table into (with serde); lockcheck's locks take none.
 #[derive(Clone, Debug)]
-pub struct LockConfig {
+pub struct LockConfig<P = ()> {
     /// The key the lock lives under.
     pub key: String,
     /// The lease each grant asks for (or the watchdog timeout).
@@ -231,7 +243,28 @@ pub struct LockConfig {
     pub watchdog: bool,
     /// Redlock's parameters (ignored by other kinds).
     pub redlock: RedlockOptions,
+    /// The scenario's `[lock.params]`, read into the lock's own parameter type.
+    pub params: P,
 }
+
+impl<P> LockConfig<P> {
+    /// The same configuration with `params` as its parameters.
+    pub fn with_params<Q>(self, params: Q) -> LockConfig<Q> {
+        LockConfig {
+            key: self.key,
+            ttl: self.ttl,
+            wait: self.wait,
+            retry: self.retry,
+            watchdog: self.watchdog,
+            redlock: self.redlock,
+            params,
+        }
+    }
+}
+
+/// Why an [`AnyLock::External`] lock cannot run.
+const NOT_BUILT_HERE: &str = "running in-process: `kind = \"process\"` needs real mode (--real), \
+     and a lock of your own is built by the program that registered it";
 
 /// Any lock lockcheck ships, chosen at run time from the scenario.
 pub enum AnyLock<C, E>
@@ -252,8 +285,9 @@ where
     Fenced(Fenced<C, E>),
     /// `redlock`: [`Redlock`].
     Redlock(Redlock<C, E>),
-    /// A kind that has no in-process implementation (`process`: its lock is a separate program
-    /// that only real mode starts). Every call fails with [`LockError::Unsupported`].
+    /// A kind that has no in-process implementation here (`process`: its lock is a separate
+    /// program that only real mode starts; a lock of your own, which the registry builds).
+    /// Every call fails with [`LockError::Unsupported`].
     External(LockKind),
 }
 
@@ -280,9 +314,11 @@ where
             LockKind::Redlock => AnyLock::Redlock(Redlock::new(conns, env, config)),
             // The MySQL locks run on a database connection, built by their own worlds
             // (`sim::mysql_world`, `real::mysql_world`) as `lock::mysql::SqlLock`.
-            LockKind::Process | LockKind::MysqlForUpdate | LockKind::MysqlInsertUnique => {
-                AnyLock::External(kind)
-            }
+            // A lock of the user's own is built by the program that registered it.
+            LockKind::Process
+            | LockKind::MysqlForUpdate
+            | LockKind::MysqlInsertUnique
+            | LockKind::Own(_) => AnyLock::External(kind),
         }
     }
 }
@@ -301,9 +337,7 @@ where
             AnyLock::Redisson(l) => l.acquire().await,
             AnyLock::Fenced(l) => l.acquire().await,
             AnyLock::Redlock(l) => l.acquire().await,
-            AnyLock::External(_) => Err(LockError::Unsupported(
-                "running in-process: `kind = \"process\"` needs real mode (--real)",
-            )),
+            AnyLock::External(_) => Err(LockError::Unsupported(NOT_BUILT_HERE)),
         }
     }
 
@@ -316,9 +350,7 @@ where
             AnyLock::Redisson(l) => l.release(guard).await,
             AnyLock::Fenced(l) => l.release(guard).await,
             AnyLock::Redlock(l) => l.release(guard).await,
-            AnyLock::External(_) => Err(LockError::Unsupported(
-                "running in-process: `kind = \"process\"` needs real mode (--real)",
-            )),
+            AnyLock::External(_) => Err(LockError::Unsupported(NOT_BUILT_HERE)),
         }
     }
 
@@ -331,9 +363,7 @@ where
             AnyLock::Redisson(l) => l.renew(guard).await,
             AnyLock::Fenced(l) => l.renew(guard).await,
             AnyLock::Redlock(l) => l.renew(guard).await,
-            AnyLock::External(_) => Err(LockError::Unsupported(
-                "running in-process: `kind = \"process\"` needs real mode (--real)",
-            )),
+            AnyLock::External(_) => Err(LockError::Unsupported(NOT_BUILT_HERE)),
         }
     }
 }

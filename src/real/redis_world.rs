@@ -61,6 +61,34 @@ pub fn run_external(
             scenario.name
         )));
     }
+    on_external(scenario, ext, |prefixed, urls| {
+        run_on(prefixed, seed, Some(urls))
+    })
+}
+
+/// [`run_external`] with each client's lock built by `make_lock`, as [`run_with`] does.
+pub fn run_external_with<L, F>(
+    scenario: &Scenario,
+    seed: u64,
+    ext: &ExternalRedis,
+    make_lock: F,
+) -> Result<History, RealError>
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
+{
+    on_external(scenario, ext, |prefixed, urls| {
+        run_inner(prefixed, seed, Clients::InProcess(make_lock), Some(urls))
+    })
+}
+
+/// Runs `run` against servers lockcheck did not start: refuses a scenario with server faults,
+/// puts the lock key under the run's prefix, and deletes the keys under that prefix afterwards.
+fn on_external(
+    scenario: &Scenario,
+    ext: &ExternalRedis,
+    run: impl FnOnce(&Scenario, &[String]) -> Result<History, RealError>,
+) -> Result<History, RealError> {
     if let Some(why) = external::refusal(scenario, ext) {
         return Err(RealError::External(why));
     }
@@ -70,7 +98,7 @@ pub fn run_external(
     let prefix = ext.prefix_for_run();
     let mut prefixed = scenario.clone();
     prefixed.lock.key = format!("{prefix}{}", scenario.lock.key);
-    let result = run_on(&prefixed, seed, Some(&ext.urls));
+    let result = run(&prefixed, &ext.urls);
     let mut cleanup = Ok(());
     for url in &ext.urls {
         if let Err(e) = external::remove_keys(url, &prefix) {

@@ -17,6 +17,7 @@ pub mod explore;
 pub mod fault;
 mod fault_toml;
 pub mod input;
+pub mod own;
 pub mod spec;
 #[cfg(test)]
 mod tests;
@@ -35,6 +36,7 @@ pub use error::ScenarioError;
 pub use explore::{ExploreSpec, Space};
 pub use fault::{ClientRef, Direction, Fault, FaultKind, Trigger, FAULT_KINDS};
 pub use fault_toml::fault_table;
+pub use own::OwnKind;
 pub use spec::{
     ChecksSpec, ClocksSpec, LockSpec, RedisSpec, WorkloadKind, WorkloadSpec,
     DEFAULT_WATCHDOG_TIMEOUT_MS, WORKLOAD_POINTS,
@@ -71,8 +73,8 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
     /// `[checks]`: the checkers' settings (liveness bound, minimum throughput).
     pub checks: ChecksSpec,
-    /// Named points declared by a lock of the user's own ([`Scenario::parse_with_points`]),
-    /// besides the workload's and the lock kind's.
+    /// Named points declared by a lock of the user's own ([`Scenario::parse_with_locks`],
+    /// [`Scenario::parse_with_points`]), besides the workload's and the lock kind's.
     pub lock_points: Vec<NamedPoint>,
     /// `[explore]`: the space `lockcheck explore` searches (validated when parsed).
     pub explore: Option<ExploreSpec>,
@@ -83,8 +85,14 @@ pub struct Scenario {
 impl Scenario {
     /// Reads and validates a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_with_locks(path, &[])
+    }
+
+    /// A scenario file's text: a regular file, of bounded size, in UTF-8 (`input::read_file`),
+    /// or the error naming the file (and where the bad byte is).
+    pub fn read(path: &Path) -> Result<String, ScenarioError> {
         let file = path.display().to_string();
-        let text = input::read_file(path).map_err(|e| match e {
+        input::read_file(path).map_err(|e| match e {
             input::ReadError::Io(message) => ScenarioError {
                 file: file.clone(),
                 line: 0,
@@ -106,15 +114,12 @@ impl Scenario {
                     ),
                 }
             }
-        })?;
-        let mut s = Scenario::parse(&path.display().to_string(), &text)?;
-        s.path = Some(path.to_path_buf());
-        Ok(s)
+        })
     }
 
     /// Parses and validates scenario text; `file` is only used in messages.
     pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-        Scenario::parse_with_points(file, text, &[])
+        Scenario::parse_inner(file, text, &[], &[])
     }
 
     /// [`Scenario::parse`] for a lock of your own that declares named points
@@ -122,6 +127,35 @@ impl Scenario {
     pub fn parse_with_points(
         file: &str,
         text: &str,
+        lock_points: &[NamedPoint],
+    ) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_inner(file, text, &[], lock_points)
+    }
+
+    /// [`Scenario::parse`] that also knows the lock kinds a program registered with the harness:
+    /// `[lock] kind` may name one of them ([`LockKind::Own`](crate::lock::LockKind::Own)), its
+    /// named points are accepted in `on = ...`, and its `[lock.params]` are checked against the
+    /// lock's parameter type.
+    pub fn parse_with_locks(
+        file: &str,
+        text: &str,
+        own: &[OwnKind],
+    ) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_inner(file, text, own, &[])
+    }
+
+    /// [`Scenario::load`] that knows the lock kinds of [`Scenario::parse_with_locks`].
+    pub fn load_with_locks(path: &Path, own: &[OwnKind]) -> Result<Scenario, ScenarioError> {
+        let text = Scenario::read(path)?;
+        let mut s = Scenario::parse_with_locks(&path.display().to_string(), &text, own)?;
+        s.path = Some(path.to_path_buf());
+        Ok(s)
+    }
+
+    fn parse_inner(
+        file: &str,
+        text: &str,
+        own: &[OwnKind],
         lock_points: &[NamedPoint],
     ) -> Result<Scenario, ScenarioError> {
         let located = |e: input::InputError| {
@@ -138,10 +172,12 @@ impl Scenario {
         let spans = input::Spans::parse(text).map_err(located)?;
         spans.check_limits().map_err(located)?;
         let ctx = Ctx { file, text, spans };
-        let raw: RawScenario = toml::from_str(text).map_err(|e| {
+        let mut raw: RawScenario = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             ctx.err(span, e.message().trim().to_string())
         })?;
+        let mut lock_points = lock_points.to_vec();
+        raw.lock.kind = validate::lock_kind(&ctx, &raw.lock, own, &mut lock_points)?;
         let scenario = Scenario {
             name: raw.name,
             about: raw.about,
@@ -156,7 +192,7 @@ impl Scenario {
             database: raw.database.clone().unwrap_or_default(),
             faults: Vec::new(),
             checks: raw.checks,
-            lock_points: lock_points.to_vec(),
+            lock_points,
             explore: raw.explore.as_ref().map(|e| e.get_ref().clone()),
             path: None,
         };

@@ -15,8 +15,18 @@ use crate::lock::{LockConfig, LockKind, RedlockOptions};
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LockSpec {
-    /// Which lock implementation runs (`kind = "set-nx-px"`, ...).
+    /// Which lock implementation runs (`kind = "set-nx-px"`, ...; a name a program registered
+    /// with the harness is [`LockKind::Own`]). Resolved from the name as written when the
+    /// scenario is parsed.
+    #[serde(skip, default = "unresolved")]
     pub kind: LockKind,
+    /// `kind` as written, resolved into `kind` by `Scenario::parse_with_locks`.
+    #[serde(rename = "kind")]
+    pub(super) kind_name: Spanned<String>,
+    /// `[lock.params]`: the settings of a lock of your own, handed to its constructor read into
+    /// its parameter type (lockcheck's own kinds take none).
+    #[serde(default)]
+    pub params: Option<toml::Table>,
     /// The lease (PX) in ms. Optional because some locks (Redisson) have a default lease mode.
     pub ttl_ms: Option<u64>,
     /// How long `acquire` keeps retrying before it gives up.
@@ -90,6 +100,11 @@ impl LockSpec {
             ),
         ]
     }
+}
+
+/// `kind` before the name is resolved (never seen outside parsing).
+fn unresolved() -> LockKind {
+    LockKind::SetNxPx
 }
 
 fn default_wait_ms() -> u64 {
@@ -424,6 +439,7 @@ impl LockConfig {
                 Duration::from_millis(spec.retry_ms[1]),
             ),
             watchdog: spec.ttl_ms.is_none(),
+            params: (),
             redlock: {
                 let d = RedlockOptions::default();
                 RedlockOptions {

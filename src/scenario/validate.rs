@@ -7,9 +7,49 @@ use std::ops::Range;
 use toml::Spanned;
 
 use super::error::{quoted, Ctx, ScenarioError};
-use super::Scenario;
+use super::spec::LockSpec;
+use super::{OwnKind, Scenario};
 use crate::check::{Verdict, CHECK_NAMES};
+use crate::env::NamedPoint;
 use crate::lock::LockKind;
+
+/// `[lock] kind` names a kind lockcheck ships or one registered with the harness (`own`), whose
+/// named points join `points` and whose `[lock.params]` must read into its parameter type;
+/// lockcheck's own kinds take no `[lock.params]`.
+pub(super) fn lock_kind(
+    ctx: &Ctx<'_>,
+    lock: &LockSpec,
+    own: &[OwnKind],
+    points: &mut Vec<NamedPoint>,
+) -> Result<LockKind, ScenarioError> {
+    let name = lock.kind_name.get_ref().as_str();
+    if let Some(kind) = LockKind::builtin(name) {
+        if lock.params.is_some() {
+            return Err(ctx.err(
+                ctx.spans.at(&["lock", "params"]),
+                format!(
+                    "[lock.params] holds the settings of a lock of your own (registered with the harness); lock kind `{name}` takes none"
+                ),
+            ));
+        }
+        return Ok(kind);
+    }
+    let Some(o) = own.iter().find(|o| o.name == name) else {
+        let mut names: Vec<&str> = LockKind::ALL.iter().map(|k| k.name()).collect();
+        names.extend(own.iter().map(|o| o.name));
+        return Err(ctx.err(
+            lock.kind_name.span(),
+            format!(
+                "unknown lock kind `{name}`, expected one of {}",
+                quoted(&names)
+            ),
+        ));
+    };
+    o.check_params(ctx.text)
+        .map_err(|(span, m)| ctx.err(span.unwrap_or_else(|| lock.kind_name.span()), m))?;
+    points.extend_from_slice(o.points);
+    Ok(LockKind::Own(o.name))
+}
 
 /// `expect_checks` names only checks lockcheck has.
 pub(super) fn expect_checks(

@@ -5,4 +5,5 @@
 mod common;
 
 mod contract;
+mod harness_example;
 mod table_and_list;

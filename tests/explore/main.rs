@@ -4,6 +4,7 @@
 
 mod cli;
 mod finds;
+mod harness;
 mod parallel;
 mod safe;
 
@@ -54,6 +55,7 @@ pub fn options(cases: u64, check: Option<&str>) -> SearchOptions {
         check: check.map(str::to_string),
         max_shrink_steps: lockcheck::explore::MAX_SHRINK_STEPS,
         keep_going: false,
+        locks: Default::default(),
     }
 }
 
@@ -77,7 +79,8 @@ pub fn explore(name: &str, opts: &SearchOptions) -> (Scenario, SearchResult, Opt
             "lockcheck-explore-test-{}-{name}.found.toml",
             std::process::id()
         ));
-        let r = write_and_replay(&text, f, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let r =
+            write_and_replay(&opts.locks, &text, f, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
         let (code, json, err) = lockcheck(&["run".as_ref(), out.as_os_str(), "--json".as_ref()]);
         assert_eq!(
             code, 0,

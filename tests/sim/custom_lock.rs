@@ -1,64 +1,14 @@
-//! Testing your own lock: implement `Lock` against the two seams and hand it to the simulator.
-//! This one checks with GET, then SETs: two clients can both see the key absent.
+//! Testing your own lock: implement `Lock` against the two seams and hand it to the simulator
+//! (`sim::run_with`, below the harness). The example's lock checks with GET, then SETs: two
+//! clients can both see the key absent.
 
-use lockcheck::env::Env;
 use lockcheck::judge::{Mode, Outcome};
-use lockcheck::lock::{Guard, Lock, LockConfig, LockError};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
-use redis::aio::ConnectionLike;
 
-struct CheckThenSet<C, E> {
-    conn: C,
-    env: E,
-    config: LockConfig,
-}
-
-impl<C, E> Lock for CheckThenSet<C, E>
-where
-    C: ConnectionLike + Send + Sync + 'static,
-    E: Env,
-{
-    async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
-        let owner = self.env.uuid().to_string();
-        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
-        let ttl = self.config.ttl.as_millis() as u64;
-        while self.env.monotonic_ms() < deadline {
-            let start = self.env.monotonic_ms();
-            let holder: Option<String> = redis::cmd("GET")
-                .arg(&self.config.key)
-                .query_async(&mut self.conn)
-                .await?;
-            if holder.is_none() {
-                // The race: another client may SET between our GET and this SET.
-                let _: () = redis::cmd("SET")
-                    .arg(&self.config.key)
-                    .arg(&owner)
-                    .arg("PX")
-                    .arg(ttl)
-                    .query_async(&mut self.conn)
-                    .await?;
-                return Ok(Some(Guard {
-                    owner,
-                    fencing_token: None,
-                    acquired_at_ms: start,
-                    valid_until_ms: start + ttl,
-                }));
-            }
-            self.env.sleep(std::time::Duration::from_millis(2)).await;
-        }
-        Ok(None)
-    }
-
-    async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
-        let deleted: i64 = lockcheck::lock::set_nx_px::COMPARE_AND_DELETE
-            .key(&self.config.key)
-            .arg(&guard.owner)
-            .invoke_async(&mut self.conn)
-            .await?;
-        Ok(deleted == 1)
-    }
-}
+/// `examples/check_then_set.rs`: checks with GET, then SETs.
+#[path = "../../examples/check_then_set.rs"]
+mod check_then_set;
 
 const SCENARIO: &str = r#"
 name = "check-then-set"
@@ -79,10 +29,9 @@ fn a_racy_lock_is_caught_without_any_fault() {
     let s = Scenario::parse("inline.toml", SCENARIO).unwrap();
     let mut violated = 0;
     for seed in 1..=5 {
-        let run = lockcheck::sim::run_with(&s, seed, |config, mut conns, env| CheckThenSet {
-            conn: conns.remove(0),
-            env,
-            config,
+        let run = lockcheck::sim::run_with(&s, seed, |config, conns, env| {
+            let params = check_then_set::Params { poll_ms: 2 };
+            check_then_set::CheckThenSet::new(config.with_params(params), conns, env)
         });
         let o = Outcome::judge(&s, Mode::Sim, seed, run.history);
         if o.verdict() == Verdict::Violation {
