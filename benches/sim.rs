@@ -226,6 +226,43 @@ fn main() {
     ] {
         seeds_per_second(name, seeds);
     }
+    end_to_end();
+}
+
+/// What a user's `lockcheck run` costs next to the inner loop, in the same run: one scenario
+/// file of 100,000 `set-nx-px` cycles (4 clients, hold and think 0) through the code path of
+/// `lockcheck run` (read and check the file, simulate, judge every check, render the report),
+/// against the same 100,000 cycles simulated alone.
+fn end_to_end() {
+    let dir = std::env::temp_dir().join(format!("lockcheck-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("e2e.toml");
+    std::fs::write(
+        &file,
+        "name = \"e2e\"\nexpect = \"safe\"\nduration_ms = 100000000\n[lock]\nkind = \"set-nx-px\"\nttl_ms = 10000\n[workload]\nclients = 4\ncycles = 25000\nhold_ms = [0, 0]\nthink_ms = [0, 0]\n",
+    )
+    .unwrap();
+    let (cycles, inner_secs, _) = lock_cycles(LockKind::SetNxPx, 4, 0, 1, 100_000);
+    let started = Stopwatch::start();
+    let s = Scenario::load(&file).unwrap();
+    let run = lockcheck::sim::run(&s, s.seed);
+    let events = run.history.events.len();
+    let outcome = lockcheck::judge::Outcome::judge(&s, lockcheck::judge::Mode::Sim, s.seed, run.history);
+    let all = lockcheck::judge::SeedsOutcome::aggregate(&s, vec![outcome]);
+    let report = lockcheck::cli::report::text(&s, &all);
+    let e2e_secs = started.seconds();
+    std::fs::remove_dir_all(&dir).ok();
+    println!("  end to end: one scenario file of 100,000 set-nx-px cycles (4 clients, hold/think 0)");
+    println!(
+        "    inner loop (sim::run alone)              {:>10.0} cycles/s",
+        cycles as f64 / inner_secs
+    );
+    println!(
+        "    as `lockcheck run` (parse .. report)     {:>10.0} cycles/s   ({:.2} of the inner loop; {events} events, report {} bytes)",
+        100_000.0 / e2e_secs,
+        inner_secs / e2e_secs,
+        report.len()
+    );
 }
 
 /// Runs per row of the table: a single 0.1 s run moved by about 5 % between repetitions.

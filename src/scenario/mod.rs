@@ -16,6 +16,7 @@ pub mod error;
 pub mod explore;
 pub mod fault;
 mod fault_toml;
+mod trigger;
 pub mod input;
 pub mod own;
 pub mod spec;
