@@ -247,12 +247,15 @@ fn end_to_end() {
     let s = Scenario::load(&file).unwrap();
     let run = lockcheck::sim::run(&s, s.seed);
     let events = run.history.events.len();
-    let outcome = lockcheck::judge::Outcome::judge(&s, lockcheck::judge::Mode::Sim, s.seed, run.history);
+    let outcome =
+        lockcheck::judge::Outcome::judge(&s, lockcheck::judge::Mode::Sim, s.seed, run.history);
     let all = lockcheck::judge::SeedsOutcome::aggregate(&s, vec![outcome]);
     let report = lockcheck::cli::report::text(&s, &all);
     let e2e_secs = started.seconds();
     std::fs::remove_dir_all(&dir).ok();
-    println!("  end to end: one scenario file of 100,000 set-nx-px cycles (4 clients, hold/think 0)");
+    println!(
+        "  end to end: one scenario file of 100,000 set-nx-px cycles (4 clients, hold/think 0)"
+    );
     println!(
         "    inner loop (sim::run alone)              {:>10.0} cycles/s",
         cycles as f64 / inner_secs

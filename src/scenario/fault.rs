@@ -6,8 +6,8 @@ use toml::Spanned;
 
 use super::error::{quoted, Ctx, ScenarioError};
 use super::spec::RawFault;
-use super::Scenario;
 pub use super::trigger::Trigger;
+use super::Scenario;
 
 /// Which client a client fault hits.
 #[derive(Clone, Debug, PartialEq, Eq)]

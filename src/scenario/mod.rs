@@ -16,12 +16,12 @@ pub mod error;
 pub mod explore;
 pub mod fault;
 mod fault_toml;
-mod trigger;
 pub mod input;
 pub mod own;
 pub mod spec;
 #[cfg(test)]
 mod tests;
+mod trigger;
 mod validate;
 
 use std::collections::BTreeMap;

@@ -64,6 +64,12 @@ enum Bug {
     /// dies, every waiter waits until the run is cut off (seen only because the run's end is an
     /// event of the history).
     NoExpiryNeverGivesUp,
+    /// The lease given in the wrong unit: milliseconds passed to `EX`, a lease a thousand times
+    /// too long, so a crashed holder takes the lock with it for minutes.
+    TtlWrongUnit,
+    /// Fencing tokens from the client's wall clock instead of the server's counter: with skewed
+    /// clocks the storage refuses legitimate writes.
+    ClientClockToken,
 }
 
 const BUGS: &[Bug] = &[
@@ -85,6 +91,8 @@ const BUGS: &[Bug] = &[
     Bug::WallClockValidity,
     Bug::ReleaseAlwaysTrue,
     Bug::NoExpiryNeverGivesUp,
+    Bug::TtlWrongUnit,
+    Bug::ClientClockToken,
 ];
 
 /// The named point the planted lock declares: a release that reads and then deletes passes it
@@ -152,11 +160,17 @@ where
                 }
             }
             _ => {
+                // The wrong unit: milliseconds passed where `EX` takes seconds.
+                let unit = if self.bug == Bug::TtlWrongUnit {
+                    "EX"
+                } else {
+                    "PX"
+                };
                 let r: Result<Option<String>, _> = redis::cmd("SET")
                     .arg(key)
                     .arg(owner)
                     .arg("NX")
-                    .arg("PX")
+                    .arg(unit)
                     .arg(ttl_ms)
                     .query_async(&mut self.conn)
                     .await;
@@ -177,6 +191,9 @@ where
         let counter = format!("{}:token", self.config.key);
         let t: u64 = match self.bug {
             Bug::ConstantToken => 1,
+            // The client's own clock as the token: clients whose clocks disagree hand the storage
+            // tokens out of grant order.
+            Bug::ClientClockToken => self.env.now_ms(),
             _ => {
                 redis::cmd("INCR")
                     .arg(&counter)
@@ -461,6 +478,29 @@ for_ms = 1500
 "#,
     ),
     (
+        "fenced-skewed-clocks",
+        r#"
+name = "fenced-skewed-clocks"
+about = "Fenced lock, clients whose clocks disagree by up to a second, no faults: tokens from the server's counter follow the grants, so the storage refuses nothing."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", resource = "safe" }
+duration_ms = 6000
+[checks]
+max_refused_writes = 0.05
+[lock]
+kind = "fenced"
+ttl_ms = 1000
+wait_ms = 3000
+[workload]
+clients = 3
+cycles = 10
+hold_ms = [20, 50]
+think_ms = [0, 20]
+[clocks]
+offset_ms = [-1000, 1000]
+"#,
+    ),
+    (
         "fenced-contention",
         r#"
 name = "fenced-contention"
@@ -630,6 +670,8 @@ fn expected_catcher(bug: Bug) -> &'static [&'static str] {
         Bug::NeverDeletes => &["liveness", "throughput", "release"],
         Bug::ReleaseAlwaysTrue => &["release"],
         Bug::NoExpiryNeverGivesUp => &["liveness"],
+        Bug::TtlWrongUnit => &["liveness"],
+        Bug::ClientClockToken => &["resource"],
         Bug::GetThenDel => &["foreign_release"],
         Bug::WallClockValidity => &["resource"],
     }
