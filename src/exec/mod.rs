@@ -15,8 +15,10 @@ pub use distinct::DistinctCount;
 pub use seed_set::SeedSet;
 pub use shard::{Shard, ShardError};
 
+use std::any::Any;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 /// How many worker threads `--jobs` means when it is not given: every core the OS reports.
@@ -33,6 +35,10 @@ pub fn default_jobs() -> usize {
 /// of them, so aggregating 100,000 seeds never holds more than a few histories. `fold` returns `false` to stop
 /// early (for example at the first violation); items after that index are not folded, so the
 /// outcome is the same for every `jobs`.
+///
+/// A panic in `work` (on any thread) or in `fold` stops every worker and is raised again on the
+/// caller's thread once they have all returned, so a bug in one run ends the process with its
+/// panic message instead of leaving the fold waiting forever for the item that never came.
 pub fn run_ordered<T, W, F>(indices: &[u64], jobs: usize, work: W, mut fold: F)
 where
     T: Send,
@@ -46,9 +52,10 @@ where
     let window = jobs * 4;
     let next = AtomicUsize::new(0);
     let folded = AtomicUsize::new(0);
-    let stop = std::sync::atomic::AtomicBool::new(false);
+    let stop = AtomicBool::new(false);
+    let mut panicked: Option<Box<dyn Any + Send>> = None;
     std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::sync_channel::<(usize, T)>(window);
+        let (tx, rx) = mpsc::sync_channel::<(usize, std::thread::Result<T>)>(window);
         for _ in 0..jobs {
             let tx = tx.clone();
             let (next, folded, stop, work) = (&next, &folded, &stop, &work);
@@ -60,26 +67,43 @@ where
                 let Some(&index) = indices.get(position) else {
                     break;
                 };
-                // The item at the fold position is always running or done, so this ends.
+                // The item at the fold position is always running or done, so this ends (or
+                // the fold has stopped, and `stop` says so).
                 while position >= folded.load(Ordering::Acquire) + window {
                     if stop.load(Ordering::Relaxed) {
                         return;
                     }
                     std::thread::sleep(std::time::Duration::from_micros(100));
                 }
-                if tx.send((position, work(index))).is_err() {
+                let result = panic::catch_unwind(AssertUnwindSafe(|| work(index)));
+                let failed = result.is_err();
+                if failed {
+                    // The others stop drawing items at once; the fold gets the panic next.
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if tx.send((position, result)).is_err() || failed {
                     break;
                 }
             });
         }
         drop(tx);
+        // However the fold loop ends (done, stopped early, a worker's panic, or a panic in
+        // `fold` itself), the workers are told to stop, so the scope's join never waits on a
+        // worker spinning for a fold position that will not come.
+        let _stop_on_exit = StopOnDrop(&stop);
         let mut waiting = BTreeMap::new();
         let mut expected = 0usize;
         for (position, result) in rx.iter() {
+            let result = match result {
+                Ok(result) => result,
+                Err(payload) => {
+                    panicked = Some(payload);
+                    return;
+                }
+            };
             waiting.insert(position, result);
             while let Some(result) = waiting.remove(&expected) {
                 if !fold(indices[expected], result) {
-                    stop.store(true, Ordering::Relaxed);
                     return;
                 }
                 expected += 1;
@@ -87,6 +111,18 @@ where
             }
         }
     });
+    if let Some(payload) = panicked {
+        panic::resume_unwind(payload);
+    }
+}
+
+/// Sets the flag when dropped: the workers' signal to stop, on every way out of the fold loop.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 #[cfg(test)]
@@ -129,6 +165,65 @@ mod tests {
         let one = folded(&indices, 1, Some(123));
         assert_eq!(one.last().map(|p| p.0), Some(123));
         assert_eq!(one, folded(&indices, 6, Some(123)));
+    }
+
+    /// Runs `f` on its own thread and returns its panic message, failing (not hanging) if it
+    /// has not returned within a minute.
+    fn panic_message_of(f: impl FnOnce() + Send + 'static) -> String {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let r = panic::catch_unwind(AssertUnwindSafe(f));
+            let _ = tx.send(r.err().map(|p| {
+                p.downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| p.downcast_ref::<String>().cloned())
+                    .unwrap_or_default()
+            }));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(60))
+            .expect("run_ordered hung after a panic")
+            .expect("the panic reaches the caller")
+    }
+
+    #[test]
+    fn a_panicking_worker_ends_the_run_with_its_panic_for_every_job_count() {
+        for jobs in [1, 2, 4, 8] {
+            let message = panic_message_of(move || {
+                let indices: Vec<u64> = (0..10_000).collect();
+                run_ordered(
+                    &indices,
+                    jobs,
+                    |i| {
+                        if i == 37 {
+                            panic!("case {i} went wrong");
+                        }
+                        std::thread::sleep(std::time::Duration::from_micros(50));
+                        i
+                    },
+                    |_, _| true,
+                );
+            });
+            assert_eq!(message, "case 37 went wrong", "--jobs {jobs}");
+        }
+    }
+
+    #[test]
+    fn a_panicking_fold_stops_the_workers() {
+        for jobs in [1, 3] {
+            let message = panic_message_of(move || {
+                let indices: Vec<u64> = (0..10_000).collect();
+                run_ordered(
+                    &indices,
+                    jobs,
+                    |i| i,
+                    |i, _| {
+                        assert!(i < 5, "fold gave up at {i}");
+                        true
+                    },
+                );
+            });
+            assert_eq!(message, "fold gave up at 5", "--jobs {jobs}");
+        }
     }
 
     #[test]
