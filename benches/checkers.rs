@@ -15,7 +15,7 @@ fn history(sections: u64) -> History {
     let mut push = |at_us: u64, client: u64, kind: EventKind| {
         events.push(Event {
             at_us,
-            node: format!("client-{}", client % 8),
+            node: format!("client-{}", client % 8).into(),
             kind,
         })
     };

@@ -227,6 +227,51 @@ fn main() {
         seeds_per_second(name, seeds);
     }
     end_to_end();
+    explore_rate();
+}
+
+/// Explore's rate on a fault-free scenario: cases per second of `tests/explore/scenarios/
+/// failover-no-faults.toml` (each case a drawn fault schedule, simulated and judged), on one
+/// thread (per CPU second) and on every core (per wall-clock second), running the whole budget.
+fn explore_rate() {
+    use lockcheck::explore::search::{search, SearchOptions};
+    let base = Scenario::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/explore/scenarios/failover-no-faults.toml"),
+    )
+    .unwrap();
+    let space = lockcheck::scenario::Space::of(&base).unwrap();
+    let opts = |jobs: usize, cases: u64| SearchOptions {
+        cases,
+        seed: 1,
+        jobs,
+        shard: lockcheck::exec::Shard::WHOLE,
+        time_limit: None,
+        check: None,
+        max_shrink_steps: 0,
+        keep_going: true,
+        locks: lockcheck::registry::Registry::new(),
+    };
+    let cases = 2_000;
+    let cpu = Stopwatch::start();
+    let one = search(&base, &space, &opts(1, cases), &|_, _| {});
+    let one_rate = one.tried as f64 / cpu.seconds();
+    let all_jobs = lockcheck::exec::default_jobs();
+    let wall = std::time::Instant::now();
+    let all = search(&base, &space, &opts(all_jobs, cases), &|_, _| {});
+    let all_rate = all.tried as f64 / wall.elapsed().as_secs_f64();
+    println!(
+        "  explore: tests/explore/scenarios/failover-no-faults.toml, {cases} cases, whole budget"
+    );
+    println!(
+        "    one thread                               {:>10.0} cases/s   ({} of {} cases violating)",
+        one_rate, one.violating, one.tried
+    );
+    println!(
+        "    {all_jobs} threads (wall clock)                     {:>10.0} cases/s   ({:.2}x one thread)",
+        all_rate,
+        all_rate / one_rate
+    );
 }
 
 /// What a user's `lockcheck run` costs next to the inner loop, in the same run: one scenario

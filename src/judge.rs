@@ -23,28 +23,10 @@ pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
     if let Some(min) = scenario.checks.min_throughput {
         v.push(Box::new(check::throughput::Throughput {
             min_share: min,
-            capacity: capacity(scenario),
+            capacity: scenario.capacity(),
         }));
     }
     v
-}
-
-/// What `scenario`'s workload could complete with a perfect lock (free hand-overs, no faults), at least 1.
-pub fn capacity(scenario: &Scenario) -> u64 {
-    let w = &scenario.workload;
-    let mean = |[lo, hi]: [u64; 2]| (lo as f64 + hi as f64) / 2.0;
-    let hold = mean(w.hold_ms);
-    let think = mean(w.think_ms);
-    let duration = scenario.duration_ms as f64;
-    let mut cap = w.clients as f64 * w.cycles as f64;
-    if hold > 0.0 {
-        // One critical section at a time, each started before the duration ends.
-        cap = cap.min((duration / hold).floor() + 1.0);
-    }
-    if hold + think > 0.0 {
-        cap = cap.min(w.clients as f64 * ((duration / (hold + think)).floor() + 1.0));
-    }
-    (cap as u64).max(1)
 }
 
 /// The program replay commands name: `lockcheck`, or a harness binary's own name.
@@ -105,9 +87,10 @@ pub struct Outcome {
 impl Outcome {
     /// Runs every checker over `history`.
     pub fn judge(scenario: &Scenario, mode: Mode, seed: u64, history: History) -> Outcome {
+        let grants = check::grants::grants(&history);
         let checks = for_scenario(scenario)
             .into_iter()
-            .map(|c| (c.name().to_string(), c.check(&history)))
+            .map(|c| (c.name().to_string(), c.check_with(&history, &grants)))
             .collect();
         Outcome {
             scenario: scenario.name.clone(),
@@ -277,16 +260,16 @@ mod capacity_tests {
         };
         // 3 x 15 = 45 cycles asked; serialised 150 ms sections fit 41 into 6 s.
         assert_eq!(
-            capacity(&s("clients = 3\ncycles = 15\nhold_ms = [100, 200]\n")),
+            Scenario::capacity(&s("clients = 3\ncycles = 15\nhold_ms = [100, 200]\n")),
             41
         );
         assert_eq!(
-            capacity(&s("clients = 3\ncycles = 5\nhold_ms = [100, 200]\n")),
+            Scenario::capacity(&s("clients = 3\ncycles = 5\nhold_ms = [100, 200]\n")),
             15
         );
         // One client that thinks as long as it holds: half the time.
         assert_eq!(
-            capacity(&s(
+            Scenario::capacity(&s(
                 "clients = 1\ncycles = 100\nhold_ms = [100, 100]\nthink_ms = [100, 100]\n"
             )),
             31

@@ -45,6 +45,10 @@ impl Checker for ForeignRelease {
     }
 
     fn check(&self, history: &History) -> CheckResult {
+        self.check_with(history, &grants(history))
+    }
+
+    fn check_with(&self, history: &History, gs: &[crate::check::grants::Grant]) -> CheckResult {
         let watched = history
             .events
             .iter()
@@ -63,8 +67,7 @@ impl Checker for ForeignRelease {
                 timeline: Vec::new(),
             };
         }
-        let gs = grants(history);
-        let index = GrantIndex::new(&gs);
+        let index = GrantIndex::new(gs);
         // Each client's named points, in time order, to find a release's last one by bisection.
         let mut points: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
         for e in &history.events {
@@ -76,7 +79,7 @@ impl Checker for ForeignRelease {
             times.sort_unstable();
         }
         let mut found = Vec::new();
-        for g in &gs {
+        for g in gs {
             let (Some(true), Some(exit), Some(end)) = (g.released_deleted, g.exit_us, g.end_us)
             else {
                 continue;
@@ -108,6 +111,19 @@ impl Checker for ForeignRelease {
 /// The foreign releases the servers saw: removals of an entry another client created (or, when
 /// its creation was not seen, was granted).
 fn observed(history: &History) -> Vec<serde_json::Value> {
+    // A removal by the entry's own creator is no foreign release; in a long run every removal is
+    // one, and the look-up tables below (a map of every owner token) are built only when needed.
+    let suspects: Vec<&crate::history::Event> = history
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, EventKind::EntryRemoved { by_client, owner_client, .. }
+                if *owner_client != Some(*by_client))
+        })
+        .collect();
+    if suspects.is_empty() {
+        return Vec::new();
+    }
     // Owner token -> (client, grant time) of each grant, and each client's points in time order.
     let mut granted: BTreeMap<&str, Vec<(u32, u64)>> = BTreeMap::new();
     let mut steps: BTreeMap<u32, Vec<(u64, &EventKind)>> = BTreeMap::new();
@@ -119,7 +135,7 @@ fn observed(history: &History) -> Vec<serde_json::Value> {
         steps.entry(c).or_default().push((e.at_us, &e.kind));
     }
     let mut found = Vec::new();
-    for e in &history.events {
+    for e in suspects {
         let EventKind::EntryRemoved {
             by_client,
             owner,

@@ -40,10 +40,10 @@ pub struct Stretch {
 }
 
 /// Every stretch with waiters and no live holder, in time order.
-pub fn stretches(history: &History) -> Vec<Stretch> {
+pub fn stretches(history: &History, gs: &[crate::check::grants::Grant]) -> Vec<Stretch> {
     let end = history.end_us();
     // Holding intervals (a crashed holder stops holding when it dies).
-    let holds: Vec<(u64, u64)> = grants(history)
+    let holds: Vec<(u64, u64)> = gs
         .iter()
         .map(|g| (g.acquired_us, g.end_us.unwrap_or(end)))
         .collect();
@@ -86,7 +86,7 @@ pub fn stretches(history: &History) -> Vec<Stretch> {
     if t < end {
         free.push((t, end));
     }
-    let mut grant_times: Vec<u64> = grants(history).iter().map(|g| g.acquired_us).collect();
+    let mut grant_times: Vec<u64> = gs.iter().map(|g| g.acquired_us).collect();
     grant_times.sort_unstable();
     // A sweep over the free periods (disjoint, in time order) and the waits by start time. A
     // client waits for one acquire at a time, so the waits open during a period are at most one
@@ -217,7 +217,11 @@ impl Checker for Liveness {
     }
 
     fn check(&self, history: &History) -> CheckResult {
-        let all = stretches(history);
+        self.check_with(history, &grants(history))
+    }
+
+    fn check_with(&self, history: &History, gs: &[crate::check::grants::Grant]) -> CheckResult {
+        let all = stretches(history, gs);
         let longest = all
             .iter()
             .max_by_key(|s| (s.to_us - s.from_us, u64::MAX - s.from_us));

@@ -52,6 +52,13 @@ pub trait Checker {
     fn name(&self) -> &'static str;
     /// Read the whole history and decide, with the evidence a reader needs to see why.
     fn check(&self, history: &History) -> CheckResult;
+    /// The same, given the history's grants (`grants::grants(history)`): the judge computes them
+    /// once for every checker, since five of them need them and a long history's grants cost
+    /// as much as a checker's own pass. Checkers that use grants implement this one.
+    fn check_with(&self, history: &History, grants: &[grants::Grant]) -> CheckResult {
+        let _ = grants;
+        self.check(history)
+    }
 }
 
 /// The liveness bound when a scenario sets none and its lock has no lease to scale it from:
@@ -90,7 +97,7 @@ pub fn with(
 pub(crate) fn ev(at_us: u64, node: &str, kind: crate::history::EventKind) -> crate::history::Event {
     crate::history::Event {
         at_us,
-        node: node.to_string(),
+        node: node.into(),
         kind,
     }
 }

@@ -216,7 +216,7 @@ mod tests {
     fn ev(at_us: u64, c: u32, kind: EventKind) -> Event {
         Event {
             at_us,
-            node: format!("client-{c}"),
+            node: format!("client-{c}").into(),
             kind,
         }
     }

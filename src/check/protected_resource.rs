@@ -50,9 +50,8 @@ pub struct Write {
 }
 
 /// The writes of a history, in event order, each with its writer's grant.
-pub fn writes(history: &History) -> Vec<Write> {
-    let gs = grants(history);
-    let index = GrantIndex::new(&gs);
+pub fn writes(history: &History, gs: &[crate::check::grants::Grant]) -> Vec<Write> {
+    let index = GrantIndex::new(gs);
     let grant_of = |client: u32, at: u64| -> u64 {
         index
             .of_client_at(client, at)
@@ -107,7 +106,11 @@ impl Checker for Resource {
     }
 
     fn check(&self, history: &History) -> CheckResult {
-        let all = writes(history);
+        self.check_with(history, &grants(history))
+    }
+
+    fn check_with(&self, history: &History, gs: &[crate::check::grants::Grant]) -> CheckResult {
+        let all = writes(history, gs);
         let refused = all.iter().filter(|w| !w.accepted).count();
         let mut applied: Vec<&Write> = all.iter().filter(|w| w.accepted).collect();
         // The storage's order; writes without a sequence number keep their event order.
@@ -151,7 +154,7 @@ impl Checker for Resource {
 
         // Fencing tokens handed out more than once.
         let mut by_token: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
-        for g in grants(history) {
+        for g in gs {
             if let Some(t) = g.fencing_token {
                 by_token.entry(t).or_default().push(g.client);
             }

@@ -6,7 +6,7 @@
 //! critical section and released) with what the workload could have completed: at most `clients`
 //! x `cycles`, at most one critical section of the mean `hold_ms` at a time within `duration_ms`,
 //! and at most `duration_ms / (hold + think)` cycles per client (the judge computes it from the
-//! scenario, `judge::capacity`). It runs when the scenario sets
+//! scenario, `Scenario::capacity`). It runs when the scenario sets
 //! `[checks] min_throughput` and reports a violation when the share completed is below it.
 
 use super::Verdict;
@@ -33,7 +33,11 @@ impl Checker for Throughput {
     }
 
     fn check(&self, history: &History) -> CheckResult {
-        let completed = grants(history)
+        self.check_with(history, &grants(history))
+    }
+
+    fn check_with(&self, _history: &History, gs: &[crate::check::grants::Grant]) -> CheckResult {
+        let completed = gs
             .iter()
             .filter(|g| g.exit_us.is_some() && g.end_us.is_some() && !g.crashed)
             .count() as u64;

@@ -102,6 +102,29 @@ fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome
     }
 }
 
+/// Refuses, before it starts, a run whose histories would not fit in the machine's available
+/// memory (`jobs` runs at once): the alternative is the kernel killing it halfway.
+fn fits_in_memory(scenario: &Scenario, jobs: usize) -> Result<(), BadInput> {
+    let Some(available) = crate::exec::available_memory() else {
+        return Ok(());
+    };
+    let one = crate::world::memory_estimate(scenario);
+    let need = one.saturating_mul(jobs as u64);
+    if need <= available {
+        return Ok(());
+    }
+    let gb = |b: u64| b as f64 / (1u64 << 30) as f64;
+    Err(BadInput(format!(
+        "{}: a run of this workload records about {} events (about {:.1} GB at its peak{}), more than the {:.1} GB of memory this machine has available: lower `workload.cycles` or `workload.clients`{}",
+        scenario.path.as_ref().map_or(scenario.name.clone(), |p| p.display().to_string()),
+        crate::world::expected_events(scenario),
+        gb(need),
+        if jobs > 1 { format!(" for {jobs} runs at once") } else { String::new() },
+        gb(available),
+        if jobs > 1 { ", or run fewer at once with --jobs" } else { "" },
+    )))
+}
+
 /// Runs one scenario over its seeds (this shard's share of them) on `opts.threads()` threads,
 /// folding each run into the aggregate as it finishes. `None` when the shard has no seeds.
 pub fn run_scenario(
@@ -116,6 +139,7 @@ pub fn run_scenario(
         )));
     }
     let indices = opts.shard.unwrap_or(Shard::WHOLE).indices(n);
+    fits_in_memory(scenario, opts.threads().min(indices.len().max(1)))?;
     let bar = if n > 1 {
         crate::progress::bar(indices.len() as u64, "seeds")
     } else {

@@ -28,6 +28,15 @@ pub fn default_jobs() -> usize {
         .unwrap_or(1)
 }
 
+/// The memory the machine can still give, in bytes (`MemAvailable` of `/proc/meminfo`), where
+/// the system says; `None` elsewhere.
+pub fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb.saturating_mul(1024))
+}
+
 /// Runs `work` on every index in `indices` with `jobs` threads and feeds each result to `fold`
 /// in the order of `indices`, whatever order they finished in.
 ///

@@ -442,7 +442,7 @@ mod tests {
             (o.first.as_str(), o.second.as_str()),
             ("client-0", "client-1")
         );
-        assert_eq!((o.from_us, o.to_us), (1_057_000, 2_252_000));
+        assert_eq!((o.from_us, o.to_us), (1_040_000, 2_706_000));
         let master = &t.lanes[2];
         let kinds: Vec<&str> = master.spans.iter().map(|s| s.kind).collect();
         assert_eq!(kinds, ["master", "killed"], "{:?}", master.spans);

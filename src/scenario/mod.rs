@@ -84,6 +84,26 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// How many critical sections the workload could complete with a perfect lock (free
+    /// hand-overs, no faults), at least 1: the throughput check's yardstick, and the size a
+    /// run's history is reserved for.
+    pub fn capacity(&self) -> u64 {
+        let w = &self.workload;
+        let mean = |[lo, hi]: [u64; 2]| (lo as f64 + hi as f64) / 2.0;
+        let hold = mean(w.hold_ms);
+        let think = mean(w.think_ms);
+        let duration = self.duration_ms as f64;
+        let mut cap = w.clients as f64 * w.cycles as f64;
+        if hold > 0.0 {
+            // One critical section at a time, each started before the duration ends.
+            cap = cap.min((duration / hold).floor() + 1.0);
+        }
+        if hold + think > 0.0 {
+            cap = cap.min(w.clients as f64 * ((duration / (hold + think)).floor() + 1.0));
+        }
+        (cap as u64).max(1)
+    }
+
     /// Reads and validates a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         Scenario::load_with_locks(path, &[])

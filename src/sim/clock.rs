@@ -75,7 +75,10 @@ pub struct TrueTime {
 }
 
 impl crate::history::TrueClock for TrueTime {
+    /// The history's clock: first runs every message on the wire that is due (its events are
+    /// earlier), so events are recorded in true-time order.
     fn now_us(&self) -> u64 {
+        super::wire::settle();
         TrueTime::now_us(self)
     }
 }
@@ -94,14 +97,20 @@ impl TrueTime {
         TrueTime { handle, start }
     }
 
-    /// Microseconds since [`TrueTime::start`].
+    /// Microseconds since [`TrueTime::start`]; while a message on the wire runs, its arrival
+    /// time (`sim::wire`).
     pub fn now_us(&self) -> u64 {
-        (self.handle.elapsed() - self.start).as_micros() as u64
+        let elapsed = match super::wire::running_at() {
+            Some(at) => self.handle.elapsed() - (self.handle.now_instant() - at),
+            None => self.handle.elapsed(),
+        };
+        (elapsed - self.start).as_micros() as u64
     }
 
-    /// The simulator's `Instant` now (what `madsim::time::Instant::now()` returns).
+    /// The simulator's `Instant` now (what `madsim::time::Instant::now()` returns); while a
+    /// message on the wire runs, its arrival time.
     pub fn instant(&self) -> madsim::time::Instant {
-        self.handle.now_instant()
+        super::wire::running_at().unwrap_or_else(|| self.handle.now_instant())
     }
 
     /// `madsim::time::sleep(d)` without its thread-local lookup of the runtime (every simulated
@@ -160,11 +169,13 @@ impl Clocks {
     /// Steps node `node`'s wall clock alone by `by_ms` (negative: backwards); its monotonic
     /// clock goes on as before.
     pub fn jump_wall(&self, node: usize, by_ms: i64) {
+        super::wire::settle();
         self.inner.lock().unwrap()[node].wall_us += by_ms as i128 * 1000;
     }
 
     /// Steps both of node `node`'s clocks by `by_ms` (negative: backwards).
     pub fn jump(&self, node: usize, by_ms: i64) {
+        super::wire::settle();
         let t = self.true_us();
         let mut g = self.inner.lock().unwrap();
         let c = &mut g[node];
@@ -174,6 +185,7 @@ impl Clocks {
 
     /// Sets node `node`'s rate error from now on.
     pub fn set_drift(&self, node: usize, ppm: i64) {
+        super::wire::settle();
         let t = self.true_us();
         let mut g = self.inner.lock().unwrap();
         let c = &mut g[node];

@@ -44,6 +44,14 @@ struct FlightState {
     claimed: bool,
     /// The replies of a request the network ran while its client was paused.
     delivered: Option<Result<Vec<Value>, Unreachable>>,
+    /// Requests sent on the wire so far (`sim::wire`): names the one an answer belongs to, so
+    /// the late answer of a request the client gave up on is not taken for the next one's.
+    sent: u64,
+    /// The answer of request `.0`, written when it ran on the server: its replies are in
+    /// `replies`, or it never got there.
+    answered: Option<(u64, Result<(), Unreachable>)>,
+    /// The replies of the answered request, in order (a buffer kept from one request to the next).
+    replies: Vec<Value>,
 }
 
 impl FlightState {
@@ -99,6 +107,47 @@ impl Clone for SimConnection {
             time: self.time.clone(),
             flight: Flight::attached(&self.cluster, &self.net, self.node, self.id),
         }
+    }
+}
+
+impl Flight {
+    /// Runs request `seq` on `server` at its arrival (`sim::wire`): from `gone`, the copy a
+    /// request the client gave up on took, else from the connection's buffer.
+    fn run_on_arrival(&self, server: usize, seq: u64, gone: Option<Vec<Vec<Vec<u8>>>>) {
+        let mut st = self.state.lock().unwrap();
+        let st = &mut *st;
+        let mut replies = std::mem::take(&mut st.replies);
+        replies.clear();
+        let mut answer = Ok(());
+        let mut run =
+            |args: &[Vec<u8>]| match self.cluster.execute(self.node, server, self.id, args) {
+                Ok(v) => {
+                    replies.push(v);
+                    true
+                }
+                Err(why) => {
+                    answer = Err(why);
+                    false
+                }
+            };
+        match &gone {
+            Some(cmds) => {
+                for args in cmds {
+                    if !run(args) {
+                        break;
+                    }
+                }
+            }
+            None => {
+                for args in st.cmds() {
+                    if !run(args) {
+                        break;
+                    }
+                }
+            }
+        }
+        st.replies = replies;
+        st.answered = Some((seq, answer));
     }
 }
 
@@ -188,7 +237,71 @@ impl SimConnection {
     /// when the client gives up is not lost: it arrives and executes later, as a real client's
     /// abandoned request does (only its reply is dropped). A request on the wire when the client
     /// is paused runs at its arrival all the same (the nemesis delivers it, see the module docs).
-    async fn round_trip(&self, mut sink: impl FnMut(Value)) -> redis::RedisResult<()> {
+    async fn round_trip(&self, sink: impl FnMut(Value)) -> redis::RedisResult<()> {
+        let held = {
+            let st = self.flight.state.lock().unwrap();
+            st.cmds().iter().any(|c| blocks(c))
+        };
+        if held {
+            self.held_round_trip(sink).await
+        } else {
+            self.wire_round_trip(sink).await
+        }
+    }
+
+    /// A round trip of a request the server answers at once: the request goes on the wire and
+    /// runs at its arrival (`sim::wire`), and the client sleeps once, until the reply is due.
+    async fn wire_round_trip(&self, mut sink: impl FnMut(Value)) -> redis::RedisResult<()> {
+        let start = self.time.instant();
+        let deadline = start + self.timeout;
+        let server = self.cluster.master_for(self.node, self.group);
+        let there = self.net.latency();
+        let back = self.net.latency();
+        let arrival = start + there;
+        let reply_at = arrival + back;
+        let seq = {
+            let mut st = self.flight.state.lock().unwrap();
+            st.sent += 1;
+            st.sent
+        };
+        // A request that arrives after the client gave up must not read the buffer the client's
+        // next request fills: it takes its own copy. Otherwise it runs before the client can
+        // send again, and reads the buffer in place.
+        let gone: Option<Vec<Vec<Vec<u8>>>> = (arrival > deadline).then(|| {
+            let st = self.flight.state.lock().unwrap();
+            st.cmds().iter().map(|c| c.to_vec()).collect()
+        });
+        let flight = self.flight.clone();
+        super::wire::send(
+            arrival,
+            Box::new(move || flight.run_on_arrival(server, seq, gone)),
+        );
+        if reply_at > deadline {
+            return self.time_out(deadline, Unreachable::NoReplyInTime).await;
+        }
+        self.time.sleep_until(reply_at).await;
+        super::wire::settle();
+        let answer = {
+            let mut st = self.flight.state.lock().unwrap();
+            match st.answered.take() {
+                Some((s, answer)) if s == seq => {
+                    answer.map(|()| st.replies.drain(..).for_each(&mut sink))
+                }
+                _ => Err(Unreachable::NoReplyInTime),
+            }
+        };
+        if let Err(why) = answer {
+            return self.time_out(deadline, why).await;
+        }
+        if !self.cluster.reachable(server, self.node) {
+            return self.time_out(deadline, Unreachable::Partitioned).await;
+        }
+        Ok(())
+    }
+
+    /// A round trip of a request with a command the server holds (`WAIT`, `BLPOP`): the client
+    /// drives it, a sleep each way and the server-side wait in between.
+    async fn held_round_trip(&self, mut sink: impl FnMut(Value)) -> redis::RedisResult<()> {
         let start = self.time.instant();
         let deadline = start + self.timeout;
         let server = self.cluster.master_for(self.node, self.group);

@@ -20,6 +20,7 @@ pub mod network;
 pub mod sentinel;
 pub mod storage;
 pub mod subscription;
+pub mod wire;
 
 use crate::env::PointHook;
 use crate::history::{History, Recorder};
@@ -71,7 +72,10 @@ where
     // lockcheck carries requests itself; madsim's own network stays unused.
     config.net.packet_loss_rate = 0.0;
     let rt = Runtime::with_seed_and_config(seed, config);
-    rt.block_on(simulate(scenario, make_lock))
+    wire::reset();
+    let run = rt.block_on(simulate(scenario, make_lock));
+    wire::reset();
+    run
 }
 
 async fn simulate<L, F>(scenario: &Scenario, make_lock: F) -> SimRun

@@ -64,7 +64,10 @@ impl std::fmt::Debug for Rng {
 impl Network {
     /// A network with no cuts whose one-way latency is drawn from `latency_ms` (the scenario's
     /// `latency_ms`) with madsim's seeded RNG. Call inside a madsim runtime.
+    /// A new network starts a new simulation on this thread: messages an earlier one left on the
+    /// wire are dropped (`sim::wire`).
     pub fn new(latency_ms: [u64; 2]) -> Network {
+        super::wire::reset();
         Network {
             cuts: Arc::default(),
             latency_ms,
@@ -81,11 +84,13 @@ impl Network {
 
     /// Cuts the link `from -> to` (one way).
     pub fn cut(&self, from: usize, to: usize) {
+        super::wire::settle();
         *self.cuts.lock().unwrap().entry((from, to)).or_insert(0) += 1;
     }
 
     /// Heals the link `from -> to`.
     pub fn heal(&self, from: usize, to: usize) {
+        super::wire::settle();
         let mut cuts = self.cuts.lock().unwrap();
         if let Some(n) = cuts.get_mut(&(from, to)) {
             *n -= 1;

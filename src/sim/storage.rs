@@ -54,11 +54,12 @@ impl Storage {
         StorageConnection {
             storage: self.clone(),
             id,
-            args: Vec::new(),
+            args: Arc::default(),
         }
     }
 
     fn execute(&self, id: u64, args: &[Vec<u8>]) -> Value {
+        super::wire::settle();
         let mut node = self.node.lock().unwrap();
         let Node {
             engine,
@@ -132,42 +133,67 @@ fn lua_number(s: &[u8]) -> f64 {
 }
 
 /// A client's connection to the storage node.
-#[derive(Clone)]
 pub struct StorageConnection {
     storage: Storage,
     id: u64,
-    /// The argument vectors of the last command, kept for the next one (as `SimConnection`).
-    args: Vec<Vec<u8>>,
+    /// The request on the wire: the argument vectors of the last command (kept for the next
+    /// one, as `SimConnection` does), then its reply.
+    args: Arc<Mutex<Request>>,
 }
 
-impl StorageConnection {
-    async fn request(&self, args: &[Vec<u8>]) -> redis::RedisResult<Value> {
-        let time = &self.storage.time;
-        time.plain_sleep(self.storage.net.latency()).await;
-        let reply = self.storage.execute(self.id, args);
-        time.plain_sleep(self.storage.net.latency()).await;
-        Ok(reply)
+impl Clone for StorageConnection {
+    /// Another connection of the same client (its own request buffer).
+    fn clone(&self) -> Self {
+        StorageConnection {
+            storage: self.storage.clone(),
+            id: self.id,
+            args: Arc::default(),
+        }
     }
 }
 
-fn cmd_args(cmd: &Cmd) -> Vec<Vec<u8>> {
-    cmd.args_iter()
-        .map(|a| match a {
-            redis::Arg::Simple(b) => b.to_vec(),
-            _ => b"0".to_vec(),
-        })
-        .collect()
+/// One request to the storage node: its arguments (the first `n` of `args`) and its reply.
+#[derive(Default)]
+struct Request {
+    args: Vec<Vec<u8>>,
+    n: usize,
+    reply: Option<Value>,
+}
+
+impl StorageConnection {
+    /// One round trip: the request goes on the wire and runs at its arrival (`sim::wire`); the
+    /// client sleeps once, until the reply is due. The storage never fails a request.
+    async fn request(&self) -> redis::RedisResult<Value> {
+        let time = &self.storage.time;
+        let arrival = time.instant() + self.storage.net.latency();
+        let reply_at = arrival + self.storage.net.latency();
+        let (storage, id, req) = (self.storage.clone(), self.id, self.args.clone());
+        super::wire::send(
+            arrival,
+            Box::new(move || {
+                let mut r = req.lock().unwrap();
+                let reply = storage.execute(id, &r.args[..r.n]);
+                r.reply = Some(reply);
+            }),
+        );
+        time.sleep_until(reply_at).await;
+        super::wire::settle();
+        let reply = self.args.lock().unwrap().reply.take();
+        Ok(reply.expect("a storage request runs at its arrival, before its reply is due"))
+    }
+
+    /// Puts `cmd`'s arguments in the request buffer.
+    fn fill(&self, cmd: &Cmd) {
+        let mut r = self.args.lock().unwrap();
+        let r = &mut *r;
+        r.n = super::connection::fill_args(&mut r.args, cmd);
+    }
 }
 
 impl redis::aio::ConnectionLike for StorageConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        let mut args = std::mem::take(&mut self.args);
-        let n = super::connection::fill_args(&mut args, cmd);
-        Box::pin(async move {
-            let reply = self.request(&args[..n]).await;
-            self.args = args;
-            reply
-        })
+        self.fill(cmd);
+        Box::pin(self.request())
     }
 
     fn req_packed_commands<'a>(
@@ -176,11 +202,12 @@ impl redis::aio::ConnectionLike for StorageConnection {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        let cmds: Vec<Vec<Vec<u8>>> = pipeline.cmd_iter().map(cmd_args).collect();
+        let cmds: Vec<&Cmd> = pipeline.cmd_iter().collect();
         Box::pin(async move {
             let mut out = Vec::with_capacity(cmds.len());
-            for args in &cmds {
-                out.push(self.request(args).await?);
+            for cmd in cmds {
+                self.fill(cmd);
+                out.push(self.request().await?);
             }
             Ok(out.into_iter().skip(offset).take(count).collect())
         })

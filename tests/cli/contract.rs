@@ -520,3 +520,30 @@ fn readme_documents_every_lockcheck_variable() {
         .collect();
     assert!(missing.is_empty(), "not in README.md: {missing:?}");
 }
+
+/// A run whose histories cannot fit is refused before it starts, naming the numbers and the way
+/// out, instead of being killed by the kernel halfway (1,000 runs of a million cycles at once
+/// need more than a terabyte, more than any machine this runs on has available).
+#[test]
+fn a_run_that_cannot_fit_in_memory_is_refused_before_it_starts() {
+    let p = temp_scenario(
+        "huge.toml",
+        "name = \"huge\"\nexpect = \"safe\"\nduration_ms = 1000000000\n[lock]\nkind = \"set-nx-px\"\nttl_ms = 10000\n[workload]\nclients = 10\ncycles = 100000\nhold_ms = [0, 0]\nthink_ms = [0, 0]\n",
+    );
+    let started = std::time::Instant::now();
+    let (code, out, err) = lockcheck(&[
+        "run",
+        p.to_str().unwrap(),
+        "--seeds",
+        "1000",
+        "--jobs",
+        "1000",
+    ]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("8000000 events") && err.contains("memory this machine has available"),
+        "{err}"
+    );
+    assert!(err.contains("--jobs"), "{err}");
+    assert!(started.elapsed().as_secs() < 10, "refused before running");
+}

@@ -11,12 +11,12 @@ use crate::simredis::{Engine, Role};
 impl Cluster {
     /// Clients find masters through sentinels on nodes `nodes` (see [`Cluster::master_for`]).
     pub fn use_sentinels(&self, nodes: Vec<usize>) {
-        self.state.lock().unwrap().sentinel_nodes = nodes;
+        self.st().sentinel_nodes = nodes;
     }
 
     /// `min-replicas-to-write n` with `min-replicas-max-lag lag_s` on every master.
     pub fn set_min_replicas(&self, n: u32, lag_s: u64) {
-        self.state.lock().unwrap().min_replicas = (n > 0).then_some((n, lag_s));
+        self.st().min_replicas = (n > 0).then_some((n, lag_s));
     }
 
     /// Whether master `idx` has enough replicas whose last ack is recent enough (Redis counts
@@ -43,7 +43,7 @@ impl Cluster {
     /// Replica `idx` acks its master, if it is alive, still a replica of a live master, and the
     /// link to it is up.
     pub(super) fn ack(&self, idx: usize) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.st();
         if st.min_replicas.is_none() || !st.servers[idx].alive {
             return;
         }
@@ -57,18 +57,18 @@ impl Cluster {
 
     /// The masters' and replicas' indices of `group` (the sentinels' view).
     pub fn group(&self, group: usize) -> (usize, Vec<usize>) {
-        let st = self.state.lock().unwrap();
+        let st = self.st();
         (st.groups[group].master, st.groups[group].replicas.clone())
     }
 
     /// Groups in the deployment.
     pub fn groups(&self) -> usize {
-        self.state.lock().unwrap().groups.len()
+        self.st().groups.len()
     }
 
     /// Whether server `idx` is running, and the replication offset it has applied.
     pub fn server_state(&self, idx: usize) -> (bool, u64) {
-        let st = self.state.lock().unwrap();
+        let st = self.st();
         (st.servers[idx].alive, st.servers[idx].applied)
     }
 
@@ -77,7 +77,7 @@ impl Cluster {
     /// partition it still believes it is the master and accepts writes from the clients that
     /// reach it, until [`Cluster::demote`].
     pub fn switch_master(&self, group: usize, new: usize) -> (String, String) {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.st();
         let g = st.groups[group].clone();
         st.servers[new].engine.set_role(Role::Master);
         let rest: Vec<usize> = g.replicas.iter().copied().filter(|&r| r != new).collect();
@@ -102,7 +102,7 @@ impl Cluster {
     /// master: what it granted while cut off is gone (a full resync replaces its dataset; here it
     /// restarts from an empty one and follows the new master's stream from now on).
     pub fn demote(&self, idx: usize) -> String {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.st();
         let group = st.servers[idx].group;
         let master = st.groups[group].master;
         st.servers[idx].engine = Engine::new(Role::Replica);

@@ -136,7 +136,7 @@ pub enum Unreachable {
 impl Cluster {
     /// The madsim nodes of the servers, so a finished run can kill them and free their tasks.
     pub fn madsim_nodes(&self) -> Vec<NodeId> {
-        let state = self.state.lock().unwrap();
+        let state = self.st();
         state.servers.iter().filter_map(|s| s.madsim).collect()
     }
 
@@ -190,9 +190,9 @@ impl Cluster {
 
     /// Creates one madsim node per server, each running its expiry sweep.
     pub fn start(&self) {
-        let n = self.state.lock().unwrap().servers.len();
+        let n = self.st().servers.len();
         for idx in 0..n {
-            let name = self.state.lock().unwrap().servers[idx].name.clone();
+            let name = self.st().servers[idx].name.clone();
             let me = self.clone();
             let node = Handle::current()
                 .create_node()
@@ -202,7 +202,7 @@ impl Cluster {
                     async move { me.server_main(idx).await }
                 })
                 .build();
-            self.state.lock().unwrap().servers[idx].madsim = Some(node.id());
+            self.st().servers[idx].madsim = Some(node.id());
         }
     }
 
@@ -217,7 +217,7 @@ impl Cluster {
                 self.ack(idx);
             }
             let now = self.clocks.now_ms(idx);
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.st();
             let s = &mut st.servers[idx];
             if !s.alive {
                 continue;
@@ -234,7 +234,7 @@ impl Cluster {
     /// who removed whose entry is then what the server did, not something a checker infers from
     /// the order of replies. Clients are the nodes after the servers (`Scenario::node_names`).
     pub fn watch_lock_key(&self, key: &str) {
-        self.state.lock().unwrap().lock_key = Some(key.as_bytes().to_vec());
+        self.st().lock_key = Some(key.as_bytes().to_vec());
         self.rec.record(
             "servers",
             EventKind::LockEntriesWatched {
@@ -245,24 +245,24 @@ impl Cluster {
 
     /// The number of servers (they occupy node indices `0..n`).
     pub fn server_count(&self) -> usize {
-        self.state.lock().unwrap().servers.len()
+        self.st().servers.len()
     }
 
     /// Server index by name.
     pub fn server_index(&self, name: &str) -> Option<usize> {
-        let st = self.state.lock().unwrap();
+        let st = self.st();
         st.servers.iter().position(|s| s.name == name)
     }
 
     /// The server a client of `group` is routed to now (Sentinel's answer).
     pub fn master_of(&self, group: usize) -> usize {
-        self.state.lock().unwrap().groups[group].master
+        self.st().groups[group].master
     }
 
     /// The master of `group` as the client on node `client_node` knows it: the group's master,
     /// or with Sentinel the one the sentinels named when the client could last reach one.
     pub fn master_for(&self, client_node: usize, group: usize) -> usize {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.st();
         let master = st.groups[group].master;
         if st.sentinel_nodes.is_empty() {
             return master;
@@ -288,7 +288,7 @@ impl Cluster {
         conn: ClientId,
         args: &[Vec<u8>],
     ) -> Result<Value, Unreachable> {
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.st();
         if !st.servers[idx].alive {
             return Err(Unreachable::Dead);
         }
@@ -378,7 +378,7 @@ impl Cluster {
     /// The connection closed: the server forgets its subscriptions.
     pub fn drop_subscriber(&self, id: ClientId) {
         self.subscribers.lock().unwrap().remove(&id);
-        let mut st = self.state.lock().unwrap();
+        let mut st = self.st();
         for s in st.servers.iter_mut() {
             s.engine.disconnect(id);
         }
@@ -399,9 +399,10 @@ impl Cluster {
                 continue;
             };
             let me = self.clone();
-            let delay = self.net.latency();
+            // Timed from the publishing command's arrival (it may run later, see `sim::wire`).
+            let due = crate::sim::wire::now() + self.net.latency();
             node.spawn(async move {
-                madsim::time::sleep(delay).await;
+                madsim::time::sleep_until(due).await;
                 if me.net.reachable(idx, sub.node) {
                     let _ = sub.inbox.unbounded_send(payload);
                 }
@@ -411,7 +412,7 @@ impl Cluster {
 
     /// For `WAIT`: how many replicas of `idx` have applied connection `conn`'s last write.
     pub fn acked_replicas(&self, idx: usize, conn: ClientId) -> i64 {
-        let st = self.state.lock().unwrap();
+        let st = self.st();
         let target = st.last_write.get(&(idx, conn)).copied().unwrap_or(0);
         let group = &st.groups[st.servers[idx].group];
         if group.master != idx {
@@ -429,10 +430,17 @@ impl Cluster {
         self.net.reachable(from, to)
     }
 
+    /// The cluster's state, after every message on the wire that is due has run (see
+    /// `sim::wire`): every read or change of a server goes through here.
+    fn st(&self) -> std::sync::MutexGuard<'_, State> {
+        crate::sim::wire::settle();
+        self.state.lock().unwrap()
+    }
+
     /// Kills server `name`'s process: its memory and its outgoing replication are gone.
     pub fn kill(&self, idx: usize) {
         let id = {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.st();
             let s = &mut st.servers[idx];
             s.alive = false;
             for stream in s.streams.values_mut() {
@@ -455,7 +463,7 @@ impl Cluster {
     /// Restarts a crashed server with an empty dataset (no persistence).
     pub fn restart_empty(&self, idx: usize) {
         let id = {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.st();
             let s = &mut st.servers[idx];
             let role = s.engine.role();
             s.engine = Engine::new(role);
@@ -483,7 +491,7 @@ impl Cluster {
     /// routes clients to it. The promoted server keeps whatever it had received.
     pub fn promote(&self, group: usize) -> Option<String> {
         let promoted = {
-            let mut st = self.state.lock().unwrap();
+            let mut st = self.st();
             let g = st.groups[group].clone();
             let new = g.replicas.iter().copied().find(|&r| st.servers[r].alive)?;
             st.servers[new].engine.set_role(Role::Master);
@@ -515,18 +523,18 @@ impl Cluster {
 
     /// Commands executed so far, over all servers.
     pub fn commands(&self) -> u64 {
-        self.state.lock().unwrap().commands
+        self.st().commands
     }
 
     /// Server `idx`'s name (`redis-0`, `redis-0-replica-0`), as the history and scenarios say it.
     pub fn name(&self, idx: usize) -> String {
-        self.state.lock().unwrap().servers[idx].name.clone()
+        self.st().servers[idx].name.clone()
     }
 
     /// Live keys on server `idx` (for tests and reports).
     pub fn dbsize(&self, idx: usize) -> usize {
         let now = self.clocks.now_ms(idx);
-        self.state.lock().unwrap().servers[idx].engine.dbsize(now)
+        self.st().servers[idx].engine.dbsize(now)
     }
 }
 

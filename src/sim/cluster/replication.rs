@@ -1,10 +1,13 @@
 //! Asynchronous replication from a master to its replicas: each write's effects travel as a
 //! batch with a drawn lag, in order per replica, and a cut link holds the stream back (Redis
 //! resumes from its backlog when the link heals). This lag is why a failover can lose a lock.
+//!
+//! A batch travels on the wire (`sim::wire`) like a client's request: it is applied at its time
+//! without a task or timer of its own, before anything later can look at the replica.
 
 use super::{Batch, Cluster, State};
 use crate::sim::draw::lo_hi_random;
-use madsim::runtime::Handle;
+use crate::sim::wire;
 use std::time::Duration;
 
 impl Cluster {
@@ -17,6 +20,7 @@ impl Cluster {
             return offset;
         }
         let now_us = self.rec.now_us();
+        let now = wire::now();
         let targets: Vec<usize> = s.streams.keys().copied().collect();
         for r in targets {
             let lag = lo_hi_random(self.lag_us);
@@ -30,12 +34,7 @@ impl Cluster {
             });
             let me = self.clone();
             let wait = Duration::from_micros(deliver_us - now_us);
-            if let Some(node) = s.madsim.and_then(|id| Handle::current().get_node(id)) {
-                node.spawn(async move {
-                    madsim::time::sleep(wait).await;
-                    me.deliver(idx, r);
-                });
-            }
+            wire::send(now + wait, Box::new(move || me.deliver(idx, r)));
         }
         offset
     }
@@ -43,18 +42,16 @@ impl Cluster {
     /// Applies every batch of the `master -> replica` stream that is due. A cut link holds the
     /// stream back (Redis resumes from its backlog when the link heals).
     pub(super) fn deliver(&self, master: usize, replica: usize) {
+        let mut st = self.st();
         let now_us = self.rec.now_us();
-        let mut st = self.state.lock().unwrap();
         if !st.servers[master].alive {
             return;
         }
         if !self.net.reachable(master, replica) {
             drop(st);
             let me = self.clone();
-            madsim::task::spawn(async move {
-                madsim::time::sleep(Duration::from_millis(10)).await;
-                me.deliver(master, replica);
-            });
+            let retry = wire::now() + Duration::from_millis(10);
+            wire::send(retry, Box::new(move || me.deliver(master, replica)));
             return;
         }
         let mut due = Vec::new();

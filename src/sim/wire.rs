@@ -1,0 +1,105 @@
+//! Messages on the wire, run at their arrival time without a timer of their own.
+//!
+//! A simulated round trip used to be two sleeps of the client's task: one to the server, where the
+//! request ran, and one back. A sleep is a madsim timer and a task poll, so every round trip paid
+//! twice. Now the client sends its request here with its arrival time and sleeps once, until the
+//! reply is due; the request itself runs on the server *lazily but exactly on time*: before
+//! anything at a later time can observe or change what it touches, every message due by then is
+//! run, in arrival order, with the simulator's clock reading its arrival time.
+//!
+//! "Before anything can observe" is kept by [`settle`]: everything that reads or changes a
+//! server's state (the cluster's and the storage's every entry point), the network's links, a
+//! node's clock, or the history (the recorder's clock) calls it first. Since a message arrives at
+//! least one millisecond after it is sent, a settle at time `t` leaves nothing due at `t`, so a
+//! later settle at the same instant (inside a locked section, say) runs nothing.
+//!
+//! What runs on the wire must not wait: commands a server holds (`WAIT`, `BLPOP`) keep the
+//! client-driven path. What runs here may schedule follow-ups (a replication batch, a pub/sub
+//! message), which read the arrival time as "now" and so are timed from the arrival, not from
+//! whenever the message was run.
+//!
+//! A request on the wire belongs to the network, not to its client: a client paused after sending
+//! (a GC pause, `SIGSTOP`) does not hold it back; the server runs it on arrival and only the
+//! reading of the reply waits for the client, as on a real server.
+//!
+//! One simulation runs on one thread (madsim's executor), so the wire is per thread; each run
+//! starts and ends with an empty one ([`reset`]).
+
+use madsim::time::Instant;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+
+/// Running a message on its server.
+pub type Delivery = Box<dyn FnOnce()>;
+
+thread_local! {
+    /// Messages not yet run, by arrival time, then by the order they were sent.
+    static PENDING: RefCell<BTreeMap<(Instant, u64), Delivery>> = const { RefCell::new(BTreeMap::new()) };
+    /// The earliest arrival pending (`None`: nothing), read on every settle without a borrow.
+    static NEXT: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// Messages sent so far: the tie-break for equal arrival times.
+    static SENT: Cell<u64> = const { Cell::new(0) };
+    /// The arrival time of the message being run, which the simulator's clock reads meanwhile.
+    static RUNNING_AT: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// Puts a message on the wire: `deliver` runs at `arrival` (see the module docs).
+pub fn send(arrival: Instant, deliver: Delivery) {
+    let seq = SENT.get();
+    SENT.set(seq + 1);
+    PENDING.with_borrow_mut(|p| {
+        p.insert((arrival, seq), deliver);
+    });
+    if NEXT.get().is_none_or(|n| arrival < n) {
+        NEXT.set(Some(arrival));
+    }
+}
+
+/// Runs every message due by `now` (the simulator's true time), in arrival order, each with the
+/// clock reading its arrival. A no-op while a message runs (it is itself on time).
+pub fn settle_until(now: Instant) {
+    if NEXT.get().is_none_or(|n| n > now) || RUNNING_AT.get().is_some() {
+        return;
+    }
+    loop {
+        let next = PENDING.with_borrow_mut(|p| {
+            let (&(at, _), _) = p.first_key_value()?;
+            if at > now {
+                return None;
+            }
+            p.pop_first().map(|((at, _), d)| (at, d))
+        });
+        let Some((at, deliver)) = next else { break };
+        RUNNING_AT.set(Some(at));
+        deliver();
+        RUNNING_AT.set(None);
+    }
+    NEXT.set(PENDING.with_borrow(|p| p.first_key_value().map(|(&(at, _), _)| at)));
+}
+
+/// Runs every message due now. Call before reading or changing anything a message may touch.
+pub fn settle() {
+    if NEXT.get().is_none() || RUNNING_AT.get().is_some() {
+        return;
+    }
+    settle_until(madsim::time::Instant::now());
+}
+
+/// The simulator's "now": the arrival time of the message being run, else the true time.
+pub fn now() -> Instant {
+    RUNNING_AT.get().unwrap_or_else(madsim::time::Instant::now)
+}
+
+/// The arrival time of the message being run, if one is: the simulator's "now" meanwhile.
+pub fn running_at() -> Option<Instant> {
+    RUNNING_AT.get()
+}
+
+/// Empties the wire (messages of an earlier run on this thread are dropped unrun).
+pub fn reset() {
+    let dropped = PENDING.with_borrow_mut(std::mem::take);
+    NEXT.set(None);
+    SENT.set(0);
+    RUNNING_AT.set(None);
+    drop(dropped);
+}
