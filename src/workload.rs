@@ -14,7 +14,7 @@
 //! resource), `before_write` (worked, about to write it back), `before_release` (left the section,
 //! release not yet sent).
 
-use crate::env::Env;
+use crate::env::{ClockKind, Env};
 use crate::history::{EventKind, Recorder};
 use crate::lock::{Guard, Lock};
 use crate::resource::Store;
@@ -76,6 +76,9 @@ pub struct ClientPlan {
     /// Stop working, and skip the write, once the lease's validity has run out on the holder's
     /// own clock (the scenario's `check_validity_before_write`).
     pub check_validity_before_write: bool,
+    /// Renew the lease with `Lock::renew` every this many ms of the holder's clock while it
+    /// works (0: never).
+    pub renew_every_ms: u64,
 }
 
 impl ClientPlan {
@@ -90,6 +93,7 @@ impl ClientPlan {
             workload: scenario.workload.kind,
             nested: scenario.workload.nested,
             check_validity_before_write: scenario.lock.check_validity_before_write,
+            renew_every_ms: scenario.workload.renew_every_ms,
         }
     }
 
@@ -120,7 +124,7 @@ pub async fn run_client<L, E, P, S>(
         }
         rec.record(&me, EventKind::AcquireStart);
         match lock.acquire().await {
-            Ok(Some(guard)) => {
+            Ok(Some(mut guard)) => {
                 rec.record(
                     &me,
                     EventKind::Acquired {
@@ -135,7 +139,7 @@ pub async fn run_client<L, E, P, S>(
                 // so a pause there is a pause of a holder at work.
                 points.acquired(plan.index).await;
                 critical_section(
-                    &plan, cycle, &mut lock, &env, &rec, &points, &mut store, &guard,
+                    &plan, cycle, &mut lock, &env, &rec, &points, &mut store, &mut guard,
                 )
                 .await;
                 rec.record(&me, EventKind::Exit);
@@ -180,8 +184,8 @@ async fn think<E: Env>(plan: &ClientPlan, env: &E) {
 }
 
 /// The holder's work: read the resource, acquire and release the lock `nested` more times, work
-/// for `hold_ms` (no longer than its validity, if it checks it: then it skips the write once the
-/// lease ran out on its clock), write back.
+/// for `hold_ms` (renewing its lease every `renew_every_ms`; no longer than its validity, if it
+/// checks it: then it skips the write once the lease ran out on its clock), write back.
 #[allow(clippy::too_many_arguments)]
 async fn critical_section<L, E, P, S>(
     plan: &ClientPlan,
@@ -191,7 +195,7 @@ async fn critical_section<L, E, P, S>(
     rec: &Recorder,
     points: &P,
     store: &mut Store<S>,
-    guard: &Guard,
+    guard: &mut Guard,
 ) where
     L: Lock,
     E: Env,
@@ -254,21 +258,17 @@ async fn critical_section<L, E, P, S>(
     }
 
     let hold = env.random_range(plan.hold_ms[0], plan.hold_ms[1]);
-    if plan.check_validity_before_write {
+    if plan.renew_every_ms > 0 {
+        if !work_renewing(plan, hold, lock, env, rec, guard).await {
+            return;
+        }
+    } else if plan.check_validity_before_write {
         // Work no longer than the lease lasts, by the clock the lock measures validity with
         // (the monotonic one, unless the lock says otherwise).
         let clock = lock.validity_clock();
         let left = guard.valid_until_ms.saturating_sub(clock.read(env));
         env.sleep(Duration::from_millis(hold.min(left))).await;
-        let now_ms = clock.read(env);
-        if now_ms >= guard.valid_until_ms {
-            rec.record(
-                &me,
-                EventKind::LeaseExpired {
-                    valid_until_ms: guard.valid_until_ms,
-                    now_ms,
-                },
-            );
+        if lease_expired(plan, clock, env, rec, guard) {
             return;
         }
     } else {
@@ -309,6 +309,90 @@ async fn critical_section<L, E, P, S>(
                     seq,
                 },
             );
+        }
+    }
+}
+
+/// Whether the holder's validity time has run out on `clock`; if so it records that it stops
+/// and skips its write.
+fn lease_expired<E: Env>(
+    plan: &ClientPlan,
+    clock: ClockKind,
+    env: &E,
+    rec: &Recorder,
+    guard: &Guard,
+) -> bool {
+    let now_ms = clock.read(env);
+    let expired = now_ms >= guard.valid_until_ms;
+    if expired {
+        rec.record(
+            &plan.name(),
+            EventKind::LeaseExpired {
+                valid_until_ms: guard.valid_until_ms,
+                now_ms,
+            },
+        );
+    }
+    expired
+}
+
+/// Works for `hold` ms, renewing the lease every `renew_every_ms` of the holder's clock until
+/// the work is done (the last stretch needs no renewal). A renewal that succeeds moves the
+/// validity time the holder believes (`guard`); one the lock answers "no longer yours" stops
+/// the work. With `check_validity_before_write` no stretch outlasts the validity time.
+/// `true`: the holder still believes it holds, and writes.
+async fn work_renewing<L, E>(
+    plan: &ClientPlan,
+    hold: u64,
+    lock: &mut L,
+    env: &E,
+    rec: &Recorder,
+    guard: &mut Guard,
+) -> bool
+where
+    L: Lock,
+    E: Env,
+{
+    let me = plan.name();
+    let clock = lock.validity_clock();
+    let mut left = hold;
+    loop {
+        let mut stretch = left.min(plan.renew_every_ms);
+        if plan.check_validity_before_write {
+            stretch = stretch.min(guard.valid_until_ms.saturating_sub(clock.read(env)));
+        }
+        env.sleep(Duration::from_millis(stretch)).await;
+        left -= stretch;
+        if plan.check_validity_before_write && lease_expired(plan, clock, env, rec, guard) {
+            return false;
+        }
+        if left == 0 {
+            return true;
+        }
+        match lock.renew(guard).await {
+            Ok(true) => rec.record(
+                &me,
+                EventKind::Renewed {
+                    valid_until_ms: guard.valid_until_ms,
+                },
+            ),
+            Ok(false) => {
+                rec.record(
+                    &me,
+                    EventKind::RenewalFailed {
+                        lost: true,
+                        reason: "the lock entry is no longer ours".into(),
+                    },
+                );
+                return false;
+            }
+            Err(e) => rec.record(
+                &me,
+                EventKind::RenewalFailed {
+                    lost: false,
+                    reason: e.to_string(),
+                },
+            ),
         }
     }
 }

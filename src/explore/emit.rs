@@ -38,6 +38,10 @@ pub fn found_scenario(input: &str, found: &Found) -> Result<String, String> {
     workload.insert("clients", value(i64::from(s.workload.clients)));
     workload.insert("cycles", value(i64::from(s.workload.cycles)));
     workload.insert("hold_ms", value(pair(s.workload.hold_ms)));
+    // Written only where it matters, so a space without nesting writes the file it always did.
+    if s.workload.nested > 0 || workload.contains_key("nested") {
+        workload.insert("nested", value(i64::from(s.workload.nested)));
+    }
     doc.remove("explore");
     doc.remove("faults");
     if !s.faults.is_empty() {

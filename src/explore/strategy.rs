@@ -81,6 +81,14 @@ pub enum Drawn {
         /// The rate error (ppm).
         ppm: i64,
     },
+    /// A node's wall clock alone steps (an NTP step): a Redis node's expiry moves, a client's
+    /// `currentTimeMillis` moves, monotonic clocks go on.
+    WallClockJump {
+        /// A node slot (Redis nodes and clients).
+        node: u32,
+        /// The step (ms; negative goes back).
+        by_ms: i64,
+    },
 }
 
 /// One explore case: everything proptest draws and shrinks.
@@ -96,6 +104,9 @@ pub struct Case {
     pub hold_ms: [u64; 2],
     /// The simulation seed: shrinks last, since a different seed is a different run altogether.
     pub seed: u64,
+    /// Nested acquires inside each critical section. Drawn after the seed, so the cases of a
+    /// space whose `nested` range is one value are the cases it had before this dimension.
+    pub nested: u32,
 }
 
 /// The strategy for the cases of `space`.
@@ -112,13 +123,15 @@ pub fn cases(space: &Space) -> BoxedStrategy<Case> {
         space.cycles[0]..=space.cycles[1],
         (h0..=h1, h0..=h1),
         0..=u64::from(u32::MAX),
+        space.nested[0]..=space.nested[1],
     )
-        .prop_map(|(faults, clients, cycles, (a, b), seed)| Case {
+        .prop_map(|(faults, clients, cycles, (a, b), seed, nested)| Case {
             faults,
             clients,
             cycles,
             hold_ms: [a.min(b), a.max(b)],
             seed,
+            nested,
         })
         .boxed()
 }
@@ -209,6 +222,13 @@ fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
             )
                 .prop_map(|(w, node, ppm)| (w, Drawn::ClockDrift { node, ppm }))
                 .boxed(),
+            "wall_clock_jump" => (
+                when(space),
+                0..SLOTS,
+                space.wall_clock_jump_ms[0]..=space.wall_clock_jump_ms[1],
+            )
+                .prop_map(|(w, node, by_ms)| (w, Drawn::WallClockJump { node, by_ms }))
+                .boxed(),
             other => unreachable!("Space::of only admits known kinds, got {other}"),
         })
         .collect();
@@ -223,6 +243,7 @@ impl Case {
         s.workload.clients = self.clients;
         s.workload.cycles = self.cycles;
         s.workload.hold_ms = self.hold_ms;
+        s.workload.nested = self.nested;
         let nodes: Vec<String> = space
             .redis_nodes
             .iter()
@@ -280,6 +301,10 @@ impl Case {
                     Drawn::ClockDrift { node: n, ppm } => FaultKind::ClockDrift {
                         node: node(*n),
                         ppm: *ppm,
+                    },
+                    Drawn::WallClockJump { node: n, by_ms } => FaultKind::WallClockJump {
+                        node: node(*n),
+                        by_ms: *by_ms,
                     },
                 };
                 Fault {

@@ -95,6 +95,21 @@ pub enum EventKind {
         /// Whether it removed the lock entry (an inner release must not).
         deleted: bool,
     },
+    /// The holder renewed its lease (the workload's `renew_every_ms`): the lock says the entry
+    /// is still its own, and the holder now believes its lease ends at `valid_until_ms`.
+    Renewed {
+        /// The new end of its validity time, on the clock its lock measures validity with.
+        valid_until_ms: u64,
+    },
+    /// A renewal did not extend the lease. With `lost` the lock said the entry was no longer the
+    /// holder's: it stops working and skips its write. Otherwise the renewal failed (a timeout,
+    /// an error) and the holder keeps the validity time it had.
+    RenewalFailed {
+        /// The lock answered that the entry was no longer this holder's.
+        lost: bool,
+        /// What the lock answered, in words the reports show as they are.
+        reason: String,
+    },
     /// The run is over: every client has finished, or the grace period after `duration_ms` has
     /// run out and the clients still running are cut off. Recorded once, by the run assembly, so
     /// a client still waiting for the lock then is seen waiting until now (the liveness check),
@@ -270,6 +285,10 @@ fn render_event(e: &Event) -> String {
         }
         EventKind::InnerReleased { depth, deleted } => {
             format!("inner-released depth={depth} deleted={deleted}")
+        }
+        EventKind::Renewed { valid_until_ms } => format!("renewed valid_until={valid_until_ms}"),
+        EventKind::RenewalFailed { lost, reason } => {
+            format!("renewal-failed lost={lost} {reason}")
         }
         EventKind::RunEnd => "run-end".to_string(),
         EventKind::Crashed { point } => format!("crashed at {point}"),

@@ -81,4 +81,17 @@ where
             .await?;
         Ok(deleted == 1)
     }
+
+    /// The same renewal as `set-nx-px`'s; the fencing token stays the grant's.
+    async fn renew(&mut self, guard: &mut Guard) -> Result<bool, LockError> {
+        let ttl_ms = self.config.ttl.as_millis() as u64;
+        super::set_nx_px::renew_string_lease(
+            &mut self.conn,
+            &self.env,
+            &self.config.key,
+            ttl_ms,
+            guard,
+        )
+        .await
+    }
 }

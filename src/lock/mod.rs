@@ -30,7 +30,7 @@ pub use fenced::Fenced;
 pub use lettuce_reentrant::LettuceReentrant;
 pub use naive_setnx_expire::NaiveSetnxExpire;
 pub use redisson::Redisson;
-pub use redlock::{Redlock, RedlockOptions};
+pub use redlock::{Redlock, RedlockBug, RedlockOptions};
 pub use set_ex_nx_del::SetExNxDel;
 pub use set_nx_px::SetNxPx;
 
@@ -95,7 +95,11 @@ pub trait Lock: Send {
         ClockKind::Monotonic
     }
 
-    /// Extends the lease of a held lock (a watchdog's renewal); `Ok(false)` when it was no longer ours.
+    /// Extends the lease of a held lock (a watchdog's renewal, the workload's `renew_every_ms`)
+    /// and moves `guard.valid_until_ms` to the new end of its validity time (on
+    /// [`Lock::validity_clock`]); `Ok(false)` when the entry was no longer ours, which a correct
+    /// renewal must check on the server in the same step as it extends the lease: a plain
+    /// `PEXPIRE` would extend whoever holds the key now.
     fn renew(&mut self, guard: &mut Guard) -> impl Future<Output = Result<bool, LockError>> + Send {
         let _ = guard;
         async { Err(LockError::Unsupported("renew")) }
@@ -215,6 +219,15 @@ impl LockKind {
     /// Whether the kind has a lease of its own when the scenario sets no `ttl_ms`.
     pub fn has_default_lease(self) -> bool {
         matches!(self, LockKind::Redisson)
+    }
+
+    /// Whether the kind's lock implements [`Lock::renew`], so the workload's `renew_every_ms`
+    /// can renew its lease. A lock of your own is assumed to (its scenario asks for renewals).
+    pub fn renews(self) -> bool {
+        matches!(
+            self,
+            LockKind::SetNxPx | LockKind::Redisson | LockKind::Fenced | LockKind::Own(_)
+        )
     }
 
     /// Named points inside the lock's protocol where a fault can fire (`on = "<point>"`).

@@ -230,14 +230,18 @@ where
         Ok(reply == Some(1))
     }
 
-    async fn renew(&mut self, _guard: &mut Guard) -> Result<bool, LockError> {
+    async fn renew(&mut self, guard: &mut Guard) -> Result<bool, LockError> {
         let holder = self.holder();
+        let started = self.env.monotonic_ms();
         let renewed: i64 = RENEW
             .key(&self.config.key)
             .arg(self.lease_ms())
             .arg(&holder)
             .invoke_async(&mut self.conn)
             .await?;
+        if renewed == 1 {
+            guard.valid_until_ms = started + self.lease_ms();
+        }
         Ok(renewed == 1)
     }
 }

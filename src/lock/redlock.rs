@@ -50,6 +50,23 @@ pub struct RedlockOptions {
     pub drift_ms: u64,
     /// Antirez's step 3: re-read the clock after the replies and require validity left.
     pub recheck_after_acquire: bool,
+    /// A bug planted on purpose, for lockcheck's own mutant tests (`tests/sim/mutants.rs`): a
+    /// check is worth something only if it catches these. No scenario key sets it.
+    #[doc(hidden)]
+    pub planted: Option<RedlockBug>,
+}
+
+/// A mistake a Redlock implementation can make, planted by the mutant tests (never by a scenario).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RedlockBug {
+    /// The quorum is `N / 2` instead of `N / 2 + 1`: two clients can each count half of the
+    /// masters (of three masters, one) as a majority.
+    QuorumOneShort,
+    /// The validity time is counted from when the replies arrived instead of from before the
+    /// requests were sent: the time spent acquiring is not taken off the lease, so a slow
+    /// acquisition leaves the holder believing in a lease that has already partly run out.
+    ValidityNotReducedByAcquireTime,
 }
 
 impl Default for RedlockOptions {
@@ -59,6 +76,7 @@ impl Default for RedlockOptions {
             drift_factor: 0.01,
             drift_ms: 2,
             recheck_after_acquire: true,
+            planted: None,
         }
     }
 }
@@ -117,6 +135,9 @@ impl<C, E> Redlock<C, E> {
 
     /// How many masters must agree: a strict majority.
     pub fn quorum(&self) -> usize {
+        if self.config.redlock.planted == Some(RedlockBug::QuorumOneShort) {
+            return (self.conns.len() / 2).max(1);
+        }
         self.conns.len() / 2 + 1
     }
 }
@@ -258,7 +279,11 @@ where
             let locked = self.lock_all(&owner, ttl_ms).await;
             let granted = locked.iter().filter(|&&a| a == Answer::Locked).count();
             self.last.clone_from(&locked);
-            let valid_until = (start + ttl_ms).saturating_sub(drift);
+            let counted_from = match self.config.redlock.planted {
+                Some(RedlockBug::ValidityNotReducedByAcquireTime) => self.env.monotonic_ms(),
+                _ => start,
+            };
+            let valid_until = (counted_from + ttl_ms).saturating_sub(drift);
             let in_time = !recheck || self.env.monotonic_ms() < valid_until;
             if granted >= self.quorum() && in_time {
                 return Ok(Some(Guard {

@@ -14,6 +14,38 @@ use std::sync::LazyLock;
 pub static COMPARE_AND_DELETE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("scripts/compare_and_delete.lua")));
 
+/// The renewal script: `PEXPIRE` only while the entry is still ours (one text for real and
+/// simulated Redis).
+pub static COMPARE_AND_PEXPIRE: LazyLock<redis::Script> =
+    LazyLock::new(|| redis::Script::new(include_str!("scripts/compare_and_pexpire.lua")));
+
+/// Renews the string lease `guard` holds under `key` for `ttl_ms` more (the owner token compared
+/// on the server in the same step), and moves its validity time on `env`'s monotonic clock to
+/// `ttl_ms` after the request was sent: the lease restarts, as far as the client can know, then.
+pub(crate) async fn renew_string_lease<C, E>(
+    conn: &mut C,
+    env: &E,
+    key: &str,
+    ttl_ms: u64,
+    guard: &mut Guard,
+) -> Result<bool, LockError>
+where
+    C: ConnectionLike + Send,
+    E: Env,
+{
+    let started = env.monotonic_ms();
+    let renewed: i64 = COMPARE_AND_PEXPIRE
+        .key(key)
+        .arg(&guard.owner)
+        .arg(ttl_ms)
+        .invoke_async(conn)
+        .await?;
+    if renewed == 1 {
+        guard.valid_until_ms = started + ttl_ms;
+    }
+    Ok(renewed == 1)
+}
+
 /// One client's handle on a `SET NX PX` lock.
 pub struct SetNxPx<C, E> {
     conn: C,
@@ -73,5 +105,10 @@ where
             .invoke_async(&mut self.conn)
             .await?;
         Ok(deleted == 1)
+    }
+
+    async fn renew(&mut self, guard: &mut Guard) -> Result<bool, LockError> {
+        let ttl_ms = self.config.ttl.as_millis() as u64;
+        renew_string_lease(&mut self.conn, &self.env, &self.config.key, ttl_ms, guard).await
     }
 }

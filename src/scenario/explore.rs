@@ -9,7 +9,9 @@ use super::Scenario;
 use serde::Deserialize;
 
 /// The fault kinds explore can draw, as written in `[explore] faults`. `crash` crashes a Redis
-/// node (it restarts empty after `restart_ms`); `client_crash` kills a client at a named point.
+/// node (it restarts empty after `restart_ms`); `client_crash` kills a client at a named point;
+/// `wall_clock_jump` steps one node's wall clock alone (a lock that measures its validity on the
+/// wall clock believes a wrong lease; a Redis node expires keys early or late).
 pub const EXPLORE_FAULTS: &[&str] = &[
     "pause",
     "failover",
@@ -18,7 +20,15 @@ pub const EXPLORE_FAULTS: &[&str] = &[
     "partition",
     "clock_jump",
     "clock_drift",
+    "wall_clock_jump",
 ];
+
+/// The kinds drawn only when `[explore] faults` lists them. A wall-clock jump matters to a lock
+/// that reads the wall clock: lockcheck's locks measure validity on the monotonic clock, so on
+/// a client it changes nothing for them, and on a Redis node (which expires keys on its wall
+/// clock) it does what `clock_jump` already draws. A search by default would spend cases on it
+/// and find `clock_jump`'s findings under another name.
+pub const OPT_IN_FAULTS: &[&str] = &["wall_clock_jump"];
 
 /// Faults per schedule when `max_faults` is not given: small, because a short schedule is what
 /// a person can read and what proptest shrinks fastest.
@@ -30,7 +40,8 @@ pub const DEFAULT_MAX_FAULTS: usize = 3;
 pub struct ExploreSpec {
     /// Faults per schedule: from 0 to this.
     pub max_faults: Option<usize>,
-    /// Which fault kinds to draw (default: every kind that applies to the cluster).
+    /// Which fault kinds to draw (default: every kind that applies to the cluster, but those of
+    /// [`OPT_IN_FAULTS`]).
     pub faults: Option<Vec<String>>,
     /// The named points pauses and client crashes may fire at (default: all of the workload's
     /// and the lock's).
@@ -45,6 +56,11 @@ pub struct ExploreSpec {
     pub clock_jump_ms: Option<[i64; 2]>,
     /// A clock's rate error in ppm (default: ±100000, i.e. 10 %).
     pub clock_drift_ppm: Option<[i64; 2]>,
+    /// A wall-clock jump's step (default: three leases back to three leases forward).
+    pub wall_clock_jump_ms: Option<[i64; 2]>,
+    /// Nested acquires inside each critical section (default: 0 to the scenario's `nested`, so
+    /// only a scenario that calls its lock reentrant has it taken again).
+    pub nested: Option<[u32; 2]>,
     /// Clients in the workload (default: from 2 (or 1) to the scenario's count).
     pub clients: Option<[u32; 2]>,
     /// Cycles per client (default: 1 to the scenario's count).
@@ -72,6 +88,10 @@ pub struct Space {
     pub clock_jump_ms: [i64; 2],
     /// A clock's rate error (ppm).
     pub clock_drift_ppm: [i64; 2],
+    /// A wall-clock jump's step (ms; negative jumps back).
+    pub wall_clock_jump_ms: [i64; 2],
+    /// Nested acquires inside each critical section.
+    pub nested: [u32; 2],
     /// Clients in the workload.
     pub clients: [u32; 2],
     /// Cycles per client.
@@ -98,7 +118,7 @@ impl Space {
             None => EXPLORE_FAULTS
                 .iter()
                 .copied()
-                .filter(|k| applies(k))
+                .filter(|k| applies(k) && !OPT_IN_FAULTS.contains(k))
                 .collect(),
             Some(names) => {
                 let mut v = Vec::new();
@@ -148,6 +168,10 @@ impl Space {
                 .clock_jump_ms
                 .unwrap_or([-(three as i64), three as i64]),
             clock_drift_ppm: spec.clock_drift_ppm.unwrap_or([-100_000, 100_000]),
+            wall_clock_jump_ms: spec
+                .wall_clock_jump_ms
+                .unwrap_or([-(three as i64), three as i64]),
+            nested: spec.nested.unwrap_or([0, w.nested]),
             clients: spec.clients.unwrap_or([w.clients.min(2), w.clients.max(2)]),
             cycles: spec.cycles.unwrap_or([1, w.cycles]),
             hold_ms: spec.hold_ms.unwrap_or(w.hold_ms),
@@ -177,6 +201,10 @@ impl Space {
                 "cycles",
                 [u64::from(self.cycles[0]), u64::from(self.cycles[1])],
             ),
+            (
+                "nested",
+                [u64::from(self.nested[0]), u64::from(self.nested[1])],
+            ),
         ];
         for (key, [lo, hi]) in unsigned {
             if lo > hi {
@@ -188,6 +216,7 @@ impl Space {
         for (key, [lo, hi]) in [
             ("clock_jump_ms", self.clock_jump_ms),
             ("clock_drift_ppm", self.clock_drift_ppm),
+            ("wall_clock_jump_ms", self.wall_clock_jump_ms),
         ] {
             if lo > hi {
                 return Err(format!(

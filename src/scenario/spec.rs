@@ -238,6 +238,11 @@ pub struct WorkloadSpec {
     /// before the holder finishes its work.
     #[serde(default)]
     pub nested: u32,
+    /// While it holds (during `hold_ms`), the holder renews its lease every this many ms of its
+    /// own clock with `Lock::renew`, and believes the lease the renewal returns (0: never). A lock
+    /// with a watchdog (Redisson) renews on its own as well.
+    #[serde(default)]
+    pub renew_every_ms: u64,
 }
 
 /// The protected resource and what a holder does to it.
@@ -330,6 +335,7 @@ impl Default for WorkloadSpec {
             think_ms: default_think(),
             kind: WorkloadKind::Counter,
             nested: 0,
+            renew_every_ms: 0,
         }
     }
 }
@@ -452,6 +458,7 @@ impl LockConfig {
                     recheck_after_acquire: spec
                         .recheck_after_acquire
                         .unwrap_or(d.recheck_after_acquire),
+                    ..d
                 }
             },
         }

@@ -102,6 +102,7 @@ pub(super) fn numbers(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> 
     lease(ctx, s)?;
     process_command(ctx, s)?;
     redlock_keys(ctx, s)?;
+    renewal(ctx, s)?;
     counts(ctx, s)?;
     sentinel(ctx, s)?;
     checks(ctx, s)
@@ -319,6 +320,30 @@ fn redlock_keys(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
         return Err(ctx.err(
             at(ctx, "node_timeout_ms"),
             "`node_timeout_ms` must be at least 1",
+        ));
+    }
+    Ok(())
+}
+
+/// `renew_every_ms` needs a lock that can renew: lockcheck's own kinds say whether theirs can; a
+/// lock of your own is trusted to implement `Lock::renew` (a renewal it does not support is
+/// recorded as failed, in the history).
+fn renewal(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    let kind = s.lock.kind;
+    if s.workload.renew_every_ms > 0 && !kind.renews() {
+        return Err(ctx.err(
+            at(ctx, "renew_every_ms"),
+            format!(
+                "lock kind `{}` has no renewal; `renew_every_ms` needs one of {} (or a lock of your own with `Lock::renew`): drop the key or change the kind",
+                kind.name(),
+                quoted(
+                    &LockKind::ALL
+                        .iter()
+                        .filter(|k| k.renews())
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                )
+            ),
         ));
     }
     Ok(())

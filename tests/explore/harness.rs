@@ -240,3 +240,276 @@ fn a_registered_locks_named_points_are_accepted_and_explored() {
     let space = lockcheck::scenario::Space::of(&s).unwrap();
     assert!(space.points.iter().any(|p| p == "before_set"), "{space:?}");
 }
+
+/// A fixture of the dimensions the search space gained (renewal, wall-clock jumps, nesting),
+/// in `tests/explore/search_space/`: apart from `scenarios/`, which `lockcheck run` runs as a
+/// directory, because some name locks only a test's harness registers.
+pub fn search_space_fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/explore/search_space")
+        .join(format!("{name}.toml"))
+}
+
+/// A fixture of `tests/explore/search_space/`, copied into a fresh temp dir (a search saves its
+/// findings beside the scenario), with `from` replaced by `to` in its text.
+fn fixture_with(test: &str, name: &str, from: &str, to: &str) -> PathBuf {
+    let dir = temp_dir(test);
+    let text = std::fs::read_to_string(search_space_fixture(name)).unwrap();
+    assert!(text.contains(from), "{name}: `{from}`");
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text.replace(from, to)).unwrap();
+    path
+}
+
+/// `[lock.params]` of [`LeaseOnClock`].
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClockParams {
+    /// Measure the validity time on the wall clock (`currentTimeMillis`) instead of the
+    /// monotonic one.
+    wall_clock: bool,
+}
+
+/// A user's lease lock that may measure its validity on the wall clock: lockcheck's `set-nx-px`
+/// underneath, its guard's times read off the clock `[lock.params] wall_clock` chooses.
+struct LeaseOnClock<C, E> {
+    inner: SetNxPx<C, E>,
+    env: E,
+    wall_clock: bool,
+}
+
+impl<C, E> lockcheck::Lock for LeaseOnClock<C, E>
+where
+    C: lockcheck::redis::aio::ConnectionLike + Send + Sync + 'static,
+    E: lockcheck::Env,
+{
+    fn validity_clock(&self) -> lockcheck::env::ClockKind {
+        if self.wall_clock {
+            lockcheck::env::ClockKind::Wall
+        } else {
+            lockcheck::env::ClockKind::Monotonic
+        }
+    }
+
+    async fn acquire(&mut self) -> Result<Option<lockcheck::Guard>, lockcheck::LockError> {
+        let Some(mut g) = self.inner.acquire().await? else {
+            return Ok(None);
+        };
+        if self.wall_clock {
+            // The same lease, as `currentTimeMillis` readings (the clocks agree until a jump).
+            let wall = self.env.now_ms() as i64 - self.env.monotonic_ms() as i64;
+            g.acquired_at_ms = (g.acquired_at_ms as i64 + wall) as u64;
+            g.valid_until_ms = (g.valid_until_ms as i64 + wall) as u64;
+        }
+        Ok(Some(g))
+    }
+
+    async fn release(&mut self, guard: &lockcheck::Guard) -> Result<bool, lockcheck::LockError> {
+        self.inner.release(guard).await
+    }
+}
+
+fn lease_on_clock() -> Harness {
+    Harness::new().lock(
+        "lease-on-clock",
+        |config: lockcheck::LockConfig<ClockParams>, mut conns, env: lockcheck::NodeEnv| {
+            let wall_clock = config.params.wall_clock;
+            LeaseOnClock {
+                inner: SetNxPx::new(conns.remove(0), env.clone(), config.with_params(())),
+                env,
+                wall_clock,
+            }
+        },
+    )
+}
+
+/// From a scenario with no faults, explore adds a wall-clock jump back on the holder's node and
+/// finds the lock that measures its validity on the wall clock writing after its lease ran out;
+/// the same lock on the monotonic clock survives the same search.
+#[test]
+fn explore_finds_a_validity_time_on_the_wall_clock_through_wall_clock_jumps() {
+    let start = std::time::Instant::now();
+    let wall = fixture_with(
+        "wall-clock-validity",
+        "wall-clock-validity-no-faults",
+        "wall_clock = true",
+        "wall_clock = true",
+    );
+    let found = lease_on_clock()
+        .explore(&wall)
+        .cases(300)
+        .run()
+        .expect("a wall-clock jump back lets the holder write past its lease");
+    assert_eq!(found.check, "mutual_exclusion", "{found}");
+    // Backward jumps only, and one of them on a holder's node: even a millisecond back lets a
+    // holder that slept until its validity time ran out read a clock that says it has not.
+    let mut on_a_client = false;
+    for f in &found.scenario.faults {
+        let lockcheck::scenario::FaultKind::WallClockJump { node, by_ms } = &f.kind else {
+            panic!("only wall-clock jumps were drawn: {found}");
+        };
+        assert!(*by_ms < 0, "{found}");
+        on_a_client |= node.starts_with("client-");
+    }
+    assert!(on_a_client, "{found}");
+    assert!(found.text.contains("kind = \"wall_clock_jump\""), "{found}");
+    eprintln!("wall clock: found in {:.2?}", start.elapsed());
+
+    let monotonic = fixture_with(
+        "monotonic-validity",
+        "wall-clock-validity-no-faults",
+        "wall_clock = true",
+        "wall_clock = false",
+    );
+    let none = lease_on_clock().explore(&monotonic).cases(2000).run();
+    assert!(none.is_none(), "{}", none.unwrap());
+    eprintln!("wall clock, with the control: {:.2?}", start.elapsed());
+    let _ = std::fs::remove_dir_all(wall.parent().unwrap());
+    let _ = std::fs::remove_dir_all(monotonic.parent().unwrap());
+}
+
+/// `[lock.params]` of [`CountedReentrant`].
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CountParams {
+    /// Start the hold count at 0 instead of 1.
+    off_by_one: bool,
+}
+
+/// A user's reentrant lock: `set-nx-px` underneath, holds counted on the client (as Lettuce's
+/// article does); the outermost release deletes the entry. With `off_by_one` the first acquire
+/// counts 0 holds: without nesting it behaves, with nesting the first inner release deletes the
+/// lock under its own holder.
+struct CountedReentrant<C, E> {
+    inner: SetNxPx<C, E>,
+    held: Option<lockcheck::Guard>,
+    count: u32,
+    off_by_one: bool,
+}
+
+impl<C, E> lockcheck::Lock for CountedReentrant<C, E>
+where
+    C: lockcheck::redis::aio::ConnectionLike + Send + Sync + 'static,
+    E: lockcheck::Env,
+{
+    async fn acquire(&mut self) -> Result<Option<lockcheck::Guard>, lockcheck::LockError> {
+        if let Some(g) = &self.held {
+            self.count += 1;
+            return Ok(Some(g.clone()));
+        }
+        let g = self.inner.acquire().await?;
+        if let Some(g) = &g {
+            self.held = Some(g.clone());
+            self.count = if self.off_by_one { 0 } else { 1 };
+        }
+        Ok(g)
+    }
+
+    async fn release(&mut self, guard: &lockcheck::Guard) -> Result<bool, lockcheck::LockError> {
+        self.count = self.count.saturating_sub(1);
+        if self.count > 0 {
+            return Ok(false);
+        }
+        self.held = None;
+        self.inner.release(guard).await
+    }
+}
+
+fn counted_reentrant() -> Harness {
+    Harness::new().lock(
+        "counted-reentrant",
+        |config: lockcheck::LockConfig<CountParams>, mut conns, env: lockcheck::NodeEnv| {
+            let off_by_one = config.params.off_by_one;
+            CountedReentrant {
+                inner: SetNxPx::new(conns.remove(0), env, config.with_params(())),
+                held: None,
+                count: 0,
+                off_by_one,
+            }
+        },
+    )
+}
+
+/// From a scenario that never nests, explore draws nested acquires and finds the count that is
+/// off by one (its first inner release deletes the entry); the correct count survives the search.
+#[test]
+fn explore_finds_an_off_by_one_reentrant_count_through_nested_acquires() {
+    let start = std::time::Instant::now();
+    let bad = fixture_with(
+        "reentrant-off-by-one",
+        "reentrant-count-no-faults",
+        "off_by_one = true",
+        "off_by_one = true",
+    );
+    let base = counted_reentrant()
+        .registry()
+        .load(&bad)
+        .expect("the fixture parses");
+    assert_eq!(base.workload.nested, 0, "the scenario itself never nests");
+    // The inner release frees the lock under its holder, so mutual exclusion breaks too; the
+    // check that names the mistake is reentrancy.
+    let found = counted_reentrant()
+        .explore(&bad)
+        .check("reentrancy")
+        .cases(300)
+        .run()
+        .expect("nesting exposes the count");
+    assert_eq!(found.check, "reentrancy", "{found}");
+    assert!(found.scenario.faults.is_empty(), "{found}");
+    assert_eq!(
+        found.scenario.workload.nested, 1,
+        "shrunk to one nested acquire: {found}"
+    );
+    assert!(found.text.contains("nested = 1"), "{found}");
+    eprintln!("reentrant count: found in {:.2?}", start.elapsed());
+
+    let good = fixture_with(
+        "reentrant-correct",
+        "reentrant-count-no-faults",
+        "off_by_one = true",
+        "off_by_one = false",
+    );
+    // The same cases with the correct count break no check at all.
+    let none = counted_reentrant().explore(&good).cases(2000).run();
+    assert!(none.is_none(), "{}", none.unwrap());
+    eprintln!("reentrant count, with the control: {:.2?}", start.elapsed());
+    let _ = std::fs::remove_dir_all(bad.parent().unwrap());
+    let _ = std::fs::remove_dir_all(good.parent().unwrap());
+}
+
+/// Wall-clock jumps and nesting are drawn only where asked for: `wall_clock_jump` when
+/// `[explore] faults` lists it, nesting up to the scenario's own `nested` (0: never) unless
+/// `[explore] nested` widens it; a reversed range is refused.
+#[test]
+fn the_space_draws_wall_clock_jumps_and_nesting_only_when_asked() {
+    let base = "name = \"t\"\nexpect = \"safe\"\nduration_ms = 1000\n[lock]\nkind = \"set-nx-px\"\nttl_ms = 100\n";
+    // A bad `[explore]` table is refused when the scenario is parsed, at file:line:col.
+    let space = |extra: &str| {
+        let s = lockcheck::Scenario::parse("t.toml", &format!("{base}{extra}"))
+            .map_err(|e| e.to_string())?;
+        lockcheck::scenario::Space::of(&s)
+    };
+    let default = space("").unwrap();
+    assert!(!default.faults.contains(&"wall_clock_jump"), "{default:?}");
+    assert_eq!(default.nested, [0, 0]);
+    assert_eq!(default.wall_clock_jump_ms, [-300, 300]);
+    let nesting = space("[workload]\nnested = 2\n").unwrap();
+    assert_eq!(nesting.nested, [0, 2]);
+    let asked = space(
+        "[explore]\nfaults = [\"wall_clock_jump\"]\nwall_clock_jump_ms = [-50, 0]\nnested = [1, 3]\n",
+    )
+    .unwrap();
+    assert_eq!(asked.faults, ["wall_clock_jump"]);
+    assert_eq!(asked.wall_clock_jump_ms, [-50, 0]);
+    assert_eq!(asked.nested, [1, 3]);
+    let e = space("[explore]\nwall_clock_jump_ms = [10, -10]\n").unwrap_err();
+    assert!(
+        e.starts_with("t.toml:7:") && e.contains("`wall_clock_jump_ms` is a range"),
+        "{e}"
+    );
+    let e = space("[explore]\nnested = [3, 1]\n").unwrap_err();
+    assert!(
+        e.starts_with("t.toml:7:") && e.contains("`nested` is a range"),
+        "{e}"
+    );
+}

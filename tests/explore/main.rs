@@ -6,6 +6,7 @@ mod cli;
 mod finds;
 mod harness;
 mod parallel;
+mod renewal;
 mod safe;
 
 use lockcheck::exec::Shard;

@@ -2,9 +2,11 @@
 //! never does.
 //!
 //! [`Planted`] is one correct lock (`SET key token NX PX ttl`, a random owner token, release by a
-//! Lua compare-and-delete, reentrancy counted on the client, an optional fencing token from
-//! `INCR`) into which each [`Bug`] plants one mistake that the articles behind lockcheck's locks
-//! warn about, or that a hurried engineer makes. Every mutant runs over the same scenarios as the
+//! Lua compare-and-delete, renewal by a Lua compare-and-`PEXPIRE`, reentrancy counted on the
+//! client, an optional fencing token from `INCR`) into which each [`Bug`] plants one mistake that
+//! the articles behind lockcheck's locks warn about, or that a hurried engineer makes. On the
+//! Redlock scenarios the lock is lockcheck's own Redlock, with its Redlock bugs planted through
+//! `RedlockOptions::planted` (the others leave it correct). Every mutant runs over the same scenarios as the
 //! correct lock. A scenario states what the correct lock gives there (`expect_checks`); a mutant
 //! is caught when some check the correct lock passes reports a violation. The correct lock must
 //! match every expectation on every seed (no false alarm), and every mutant must be caught, by
@@ -12,7 +14,8 @@
 
 use lockcheck::env::{ClockKind, Env, NamedPoint};
 use lockcheck::judge::{Mode, Outcome};
-use lockcheck::lock::{set_nx_px::COMPARE_AND_DELETE, Guard, Lock, LockConfig, LockError};
+use lockcheck::lock::set_nx_px::{COMPARE_AND_DELETE, COMPARE_AND_PEXPIRE};
+use lockcheck::lock::{Guard, Lock, LockConfig, LockError, LockKind, Redlock, RedlockBug};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
 use redis::aio::ConnectionLike;
@@ -70,6 +73,15 @@ enum Bug {
     /// Fencing tokens from the client's wall clock instead of the server's counter: with skewed
     /// clocks the storage refuses legitimate writes.
     ClientClockToken,
+    /// Renewal by a plain `PEXPIRE`, without the owner check: a holder whose lease ran out while
+    /// it was paused extends the key of the client that was granted the lock meanwhile, believes
+    /// it still holds, and writes.
+    RenewWithoutOwnerCheck,
+    /// Redlock counting `N / 2` masters as a majority (one of three).
+    RedlockQuorumOneShort,
+    /// Redlock counting its validity time from the replies instead of from before the requests:
+    /// the time spent acquiring is not taken off the lease.
+    RedlockValidityNotReduced,
 }
 
 const BUGS: &[Bug] = &[
@@ -93,6 +105,9 @@ const BUGS: &[Bug] = &[
     Bug::NoExpiryNeverGivesUp,
     Bug::TtlWrongUnit,
     Bug::ClientClockToken,
+    Bug::RenewWithoutOwnerCheck,
+    Bug::RedlockQuorumOneShort,
+    Bug::RedlockValidityNotReduced,
 ];
 
 /// The named point the planted lock declares: a release that reads and then deletes passes it
@@ -311,6 +326,31 @@ where
             }
         };
         Ok(deleted == 1 || self.bug == Bug::ReleaseAlwaysTrue)
+    }
+
+    async fn renew(&mut self, guard: &mut Guard) -> Result<bool, LockError> {
+        let key = &self.config.key;
+        let ttl_ms = self.config.ttl.as_millis() as u64;
+        let started = self.validity_clock().read(&self.env);
+        let renewed: i64 = if self.bug == Bug::RenewWithoutOwnerCheck {
+            // Whoever holds the key now gets the longer lease.
+            redis::cmd("PEXPIRE")
+                .arg(key)
+                .arg(ttl_ms)
+                .query_async(&mut self.conn)
+                .await?
+        } else {
+            COMPARE_AND_PEXPIRE
+                .key(key)
+                .arg(&guard.owner)
+                .arg(ttl_ms)
+                .invoke_async(&mut self.conn)
+                .await?
+        };
+        if renewed == 1 {
+            guard.valid_until_ms = started + ttl_ms;
+        }
+        Ok(renewed == 1)
     }
 }
 
@@ -580,6 +620,107 @@ for_ms = 1500
 "#,
     ),
     (
+        "renewal-contention",
+        r#"
+name = "renewal-contention"
+about = "Three clients contend, no faults; each works up to two and a half leases and renews every 150 ms of a 500 ms lease: the lease never runs out, so the correct lock is safe on every check."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", resource = "safe", liveness = "safe", foreign_release = "safe", release = "safe" }
+duration_ms = 15000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 500
+wait_ms = 6000
+[workload]
+clients = 3
+cycles = 3
+hold_ms = [600, 1200]
+think_ms = [0, 20]
+renew_every_ms = 150
+"#,
+    ),
+    (
+        "renewal-pause",
+        r#"
+name = "renewal-pause"
+about = "A renewing holder (every 300 ms of a 1000 ms lease) stops for 1.5 s as it enters; another client is granted the lock. Its next renewal must find the entry no longer its own, so it stops and skips its write: two holders for a while, but no stale write."
+expect = "violation"
+expect_checks = { mutual_exclusion = "violation", resource = "safe", foreign_release = "safe", release = "safe" }
+duration_ms = 8000
+[lock]
+kind = "set-nx-px"
+ttl_ms = 1000
+wait_ms = 4000
+[workload]
+clients = 2
+cycles = 3
+hold_ms = [1000, 1200]
+think_ms = [0, 10]
+renew_every_ms = 300
+[[faults]]
+kind = "pause"
+client = "holder"
+on = "acquired"
+for_ms = 1500
+"#,
+    ),
+    (
+        "redlock-contention",
+        r#"
+name = "redlock-contention"
+about = "Redlock on three masters, three clients contend, no faults: a strict majority (two of three) can be granted to one client only, so the correct lock is safe."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", resource = "safe", liveness = "safe" }
+duration_ms = 6000
+[lock]
+kind = "redlock"
+ttl_ms = 1000
+wait_ms = 3000
+[redis]
+masters = 3
+[workload]
+clients = 3
+cycles = 8
+hold_ms = [20, 60]
+think_ms = [0, 10]
+"#,
+    ),
+    (
+        "redlock-slow-acquire",
+        r#"
+name = "redlock-slow-acquire"
+about = "Client 0's SETs land on all five masters, then it stalls 2 s (of a 3 s lease) before it handles the replies. The validity time counts from before the requests, so the holder checks it, stops at its end and skips its write before the keys expire and client 1 is granted them."
+expect = "safe"
+expect_checks = { mutual_exclusion = "safe", resource = "safe" }
+seed = 1
+duration_ms = 8000
+[lock]
+kind = "redlock"
+ttl_ms = 3000
+wait_ms = 6000
+node_timeout_ms = 50
+check_validity_before_write = true
+[redis]
+masters = 5
+latency_ms = [5, 5]
+[workload]
+clients = 2
+cycles = 2
+hold_ms = [2000, 2000]
+think_ms = [0, 20]
+[[faults]]
+kind = "pause"
+client = 1
+at_ms = 0
+for_ms = 8
+[[faults]]
+kind = "pause"
+client = 0
+at_ms = 7
+for_ms = 2000
+"#,
+    ),
+    (
         "cut-off-waiter",
         r#"
 name = "cut-off-waiter"
@@ -612,16 +753,28 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=4;
 
 /// Runs `bug` on `scenario` for one seed and returns every check's verdict.
 fn verdicts(scenario: &Scenario, bug: Bug, seed: u64) -> BTreeMap<String, Verdict> {
-    let fencing = scenario.lock.kind == lockcheck::lock::LockKind::Fenced;
-    let run = lockcheck::sim::run_with(scenario, seed, |config, mut conns, env| Planted {
-        conn: conns.remove(0),
-        env,
-        config,
-        bug,
-        fencing,
-        depth: 0,
-        held: None,
-    });
+    let fencing = scenario.lock.kind == LockKind::Fenced;
+    let run = if scenario.lock.kind == LockKind::Redlock {
+        let planted = match bug {
+            Bug::RedlockQuorumOneShort => Some(RedlockBug::QuorumOneShort),
+            Bug::RedlockValidityNotReduced => Some(RedlockBug::ValidityNotReducedByAcquireTime),
+            _ => None,
+        };
+        lockcheck::sim::run_with(scenario, seed, |mut config: LockConfig, conns, env| {
+            config.redlock.planted = planted;
+            Redlock::new(conns, env, config)
+        })
+    } else {
+        lockcheck::sim::run_with(scenario, seed, |config, mut conns, env| Planted {
+            conn: conns.remove(0),
+            env,
+            config,
+            bug,
+            fencing,
+            depth: 0,
+            held: None,
+        })
+    };
     let outcome = Outcome::judge(scenario, Mode::Sim, seed, run.history);
     outcome
         .checks
@@ -674,6 +827,8 @@ fn expected_catcher(bug: Bug) -> &'static [&'static str] {
         Bug::ClientClockToken => &["resource"],
         Bug::GetThenDel => &["foreign_release"],
         Bug::WallClockValidity => &["resource"],
+        Bug::RenewWithoutOwnerCheck => &["resource"],
+        Bug::RedlockQuorumOneShort | Bug::RedlockValidityNotReduced => &["mutual_exclusion"],
     }
 }
 
@@ -707,4 +862,61 @@ fn every_planted_bug_is_caught_by_the_check_that_names_it() {
         BUGS.len(),
         missed.join("\n")
     );
+}
+
+/// The checks, among those the correct lock passes on `scenario`, that `bug` violates on some
+/// seed.
+fn caught_on(scenario: &str, bug: Bug) -> Vec<String> {
+    let s = scenarios()
+        .into_iter()
+        .find(|s| s.name == scenario)
+        .unwrap_or_else(|| panic!("no scenario {scenario}"));
+    let mut caught = std::collections::BTreeSet::new();
+    for seed in SEEDS {
+        let got = verdicts(&s, bug, seed);
+        for (check, want) in &s.expect_checks {
+            if *want == Verdict::Safe && got.get(check) == Some(&Verdict::Violation) {
+                caught.insert(check.clone());
+            }
+        }
+    }
+    caught.into_iter().collect()
+}
+
+/// Each of these mutants, on the scenario made for it, violates exactly the checks that name its
+/// mistake, and none of the others the correct lock passes there.
+#[test]
+fn renewal_quorum_validity_and_timeout_mutants_fire_exactly_their_checks() {
+    let cases: &[(Bug, &str, &[&str])] = &[
+        // The old holder's PEXPIRE extends the new holder's key; it writes what it read before
+        // the new holder's write: a stale write. Releases stay truthful and delete nothing foreign.
+        (Bug::RenewWithoutOwnerCheck, "renewal-pause", &["resource"]),
+        // One master of three is a "majority": two holders at once, and their read-modify-writes
+        // lose updates.
+        (
+            Bug::RedlockQuorumOneShort,
+            "redlock-contention",
+            &["mutual_exclusion", "resource"],
+        ),
+        // The holder believes in 2 s of lease the keys no longer have and writes after the next
+        // holder was granted them.
+        (
+            Bug::RedlockValidityNotReduced,
+            "redlock-slow-acquire",
+            &["mutual_exclusion", "resource"],
+        ),
+        // A timed-out SET NX taken as a grant: the cut-off waiter works beside the holder.
+        (
+            Bug::TimeoutIsGrant,
+            "cut-off-waiter",
+            &["mutual_exclusion", "resource"],
+        ),
+    ];
+    for (bug, scenario, want) in cases {
+        assert_eq!(
+            caught_on(scenario, *bug),
+            want.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+            "{bug:?} on {scenario}"
+        );
+    }
 }
