@@ -5,7 +5,8 @@
 //! proptest's shrinking does the minimising: the schedule loses faults first, then each fault
 //! fires earlier and lasts less, then there are fewer clients and cycles, shorter critical
 //! sections, and last a smaller seed. Client and node choices are drawn as slots and mapped onto
-//! the case's own client count, so shrinking the clients never makes a fault invalid.
+//! the case's own client count, so shrinking the clients never makes a fault invalid. Only the
+//! fault kinds that apply to the cluster are drawn, from ranges `Space::of` checked non-empty.
 
 use crate::scenario::Space;
 use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Scenario, Trigger};
@@ -44,9 +45,10 @@ pub enum Drawn {
         /// The master group.
         master: u32,
     },
-    /// A Redis node crashes and later restarts empty.
+    /// A server crashes and later restarts (a Redis node empty, the database with its
+    /// committed rows).
     Crash {
-        /// A node slot.
+        /// A server slot.
         node: u32,
         /// How long it stays down (ms).
         restart_after_ms: u64,
@@ -81,6 +83,13 @@ pub enum Drawn {
         /// The rate error (ppm).
         ppm: i64,
     },
+    /// The MySQL locks' database server stops (`SIGSTOP`) and resumes.
+    ServerPause {
+        /// A server slot.
+        node: u32,
+        /// How long it is stopped (ms).
+        for_ms: u64,
+    },
 }
 
 /// One explore case: everything proptest draws and shrinks.
@@ -103,7 +112,10 @@ pub fn cases(space: &Space) -> BoxedStrategy<Case> {
     let faults = if space.max_faults == 0 || space.faults.is_empty() {
         Just(Vec::new()).boxed()
     } else {
-        prop::collection::vec(fault(space), 0..=space.max_faults).boxed()
+        let budget = space.max_total_pause_ms;
+        prop::collection::vec(fault(space), 0..=space.max_faults)
+            .prop_map(move |faults| super::pause_budget::within(faults, budget))
+            .boxed()
     };
     let [h0, h1] = space.hold_ms;
     (
@@ -139,7 +151,7 @@ fn when(space: &Space) -> BoxedStrategy<When> {
 }
 
 fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
-    let redis = space.redis_nodes.len() as u32;
+    let servers = space.servers.len() as u32;
     let arms: Vec<BoxedStrategy<(When, Drawn)>> = space
         .faults
         .iter()
@@ -156,7 +168,7 @@ fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
                 .boxed(),
             "crash" => (
                 when(space),
-                0..redis,
+                0..servers,
                 space.restart_ms[0]..=space.restart_ms[1],
             )
                 .prop_map(|(w, node, restart_after_ms)| {
@@ -209,6 +221,13 @@ fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
             )
                 .prop_map(|(w, node, ppm)| (w, Drawn::ClockDrift { node, ppm }))
                 .boxed(),
+            "server_pause" => (
+                when(space),
+                0..servers,
+                space.pause_ms[0]..=space.pause_ms[1],
+            )
+                .prop_map(|(w, node, for_ms)| (w, Drawn::ServerPause { node, for_ms }))
+                .boxed(),
             other => unreachable!("Space::of only admits known kinds, got {other}"),
         })
         .collect();
@@ -224,7 +243,7 @@ impl Case {
         s.workload.cycles = self.cycles;
         s.workload.hold_ms = self.hold_ms;
         let nodes: Vec<String> = space
-            .redis_nodes
+            .servers
             .iter()
             .cloned()
             .chain((0..self.clients).map(|c| format!("client-{c}")))
@@ -251,7 +270,7 @@ impl Case {
                         node: n,
                         restart_after_ms,
                     } => FaultKind::Crash {
-                        node: space.redis_nodes[*n as usize].clone(),
+                        node: space.servers[*n as usize].clone(),
                         restart_after_ms: *restart_after_ms,
                     },
                     Drawn::ClientCrash { client: c } => {
@@ -280,6 +299,10 @@ impl Case {
                     Drawn::ClockDrift { node: n, ppm } => FaultKind::ClockDrift {
                         node: node(*n),
                         ppm: *ppm,
+                    },
+                    Drawn::ServerPause { node: n, for_ms } => FaultKind::ServerPause {
+                        node: space.servers[*n as usize].clone(),
+                        for_ms: *for_ms,
                     },
                 };
                 Fault {
