@@ -98,6 +98,16 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         }
         Err(e) => return fail(e.to_string()),
     };
+    if base.lock.kind == crate::lock::LockKind::Process {
+        // Its lock is another program; in simulation every call would fail and the search would
+        // find nothing, vacuously.
+        return fail(format!(
+            "{}: lock kind `process` runs a client program against real Redis servers, and \
+             explore searches in simulation only: explore the in-process lock of the same design, \
+             or register your lock with a harness binary (README, \"Testing your own lock\")",
+            path.display()
+        ));
+    }
     let space = match crate::scenario::Space::of(&base) {
         Ok(s) => s,
         Err(m) => return fail(format!("{}: {m}", path.display())),

@@ -104,7 +104,7 @@ fn widening_the_safe_spaces_finds_the_violations() {
             "redlock-drift-safe",
             &[(
                 "clock_drift_ppm = [-4000, 4000]",
-                "clock_drift_ppm = [-300000, 300000]",
+                "clock_drift_ppm = [-900000, 900000]",
             )][..],
         ),
     ] {
