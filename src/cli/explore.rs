@@ -7,7 +7,8 @@ use super::run::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
 use crate::check::CHECK_NAMES;
 use crate::exec::Shard;
 use crate::explore::{
-    default_out, search, write_and_replay, SearchOptions, DEFAULT_CASES, MAX_SHRINK_STEPS,
+    default_out, search, write_and_replay, SearchOptions, DEFAULT_CASES, MAX_CASES, MAX_JOBS,
+    MAX_SHRINK_STEPS,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -72,17 +73,23 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
             ));
         }
     }
-    if opts.cases == 0 {
-        return fail("--cases must be at least 1".into());
+    if !(1..=MAX_CASES).contains(&opts.cases) {
+        return fail(format!(
+            "--cases {}: give 1 to {MAX_CASES} cases (at thousands of cases a second, the top \
+             of that range is days of search)",
+            opts.cases
+        ));
     }
-    let input_text = match std::fs::read_to_string(path) {
+    if !(1..=MAX_JOBS).contains(&opts.jobs) {
+        return fail(format!(
+            "--jobs {}: give 1 to {MAX_JOBS} worker threads (0 or none: every core)",
+            opts.jobs
+        ));
+    }
+    // The same reading as `lockcheck run`: a regular file of at most 1 MiB, in UTF-8.
+    let input_text = match crate::scenario::Scenario::read(path) {
         Ok(t) => t,
-        Err(e) => {
-            return fail(format!(
-                "{}: cannot read scenario file: {e}",
-                path.display()
-            ))
-        }
+        Err(e) => return fail(e.to_string()),
     };
     let base = match opts.locks.parse(&path.display().to_string(), &input_text) {
         Ok(mut s) => {
@@ -91,6 +98,16 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         }
         Err(e) => return fail(e.to_string()),
     };
+    if base.lock.kind == crate::lock::LockKind::Process {
+        // Its lock is another program; in simulation every call would fail and the search would
+        // find nothing, vacuously.
+        return fail(format!(
+            "{}: lock kind `process` runs a client program against real Redis servers, and \
+             explore searches in simulation only: explore the in-process lock of the same design, \
+             or register your lock with a harness binary (README, \"Testing your own lock\")",
+            path.display()
+        ));
+    }
     let space = match crate::scenario::Space::of(&base) {
         Ok(s) => s,
         Err(m) => return fail(format!("{}: {m}", path.display())),
@@ -106,7 +123,7 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         keep_going: opts.keep_going,
         locks: opts.locks.clone(),
     };
-    let bar = crate::progress::bar(opts.shard.indices(opts.cases).len() as u64, "cases");
+    let bar = crate::progress::bar(opts.shard.len(opts.cases), "cases");
     let result = search(&base, &space, &search_opts, &|tried, violating| {
         crate::progress::tick(&bar, tried, violating)
     });

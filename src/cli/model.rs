@@ -26,8 +26,8 @@ pub struct ModelCommand {
     /// A model parameter, key=value (repeatable); an unknown key lists the valid ones.
     #[arg(long = "param", value_name = "K=V")]
     pub params: Vec<String>,
-    /// Checker threads; 0 (the default): every core for DFS proofs, one for BFS (only a
-    /// single-threaded BFS guarantees the shortest counterexample).
+    /// Checker threads, at most 1024; 0 (the default): every core for DFS proofs, one for BFS
+    /// (only a single-threaded BFS guarantees the shortest counterexample).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
     /// Serve stateright's Explorer on this address (e.g. 127.0.0.1:3000) instead of checking.
@@ -44,12 +44,25 @@ pub struct ModelCommand {
     pub report: Option<PathBuf>,
 }
 
+/// The most checker threads `--threads` may ask for: stateright spawns each one and panics when
+/// the OS refuses (100000 threads did), so the bound is checked before it starts.
+pub const MAX_THREADS: usize = 1024;
+
 impl ModelCommand {
     fn options(&self) -> Result<RunOptions, String> {
+        if self.threads > MAX_THREADS {
+            return Err(format!(
+                "--threads {}: give 0 (every core) to {MAX_THREADS} checker threads",
+                self.threads
+            ));
+        }
         let mut params = Vec::new();
         for p in &self.params {
             let Some((k, v)) = p.split_once('=') else {
-                return Err(format!("--param takes key=value, got `{p}`"));
+                return Err(format!(
+                    "--param takes key=value, got `{}`",
+                    crate::scenario::input::excerpt(p, crate::scenario::input::MAX_QUOTED_CHARS)
+                ));
             };
             params.push((k.trim().to_string(), v.trim().to_string()));
         }
@@ -71,8 +84,7 @@ impl ModelCommand {
         let opts = match self.options() {
             Ok(o) => o,
             Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_BAD_INPUT;
+                return bad_input(e);
             }
         };
         if let Some(addr) = &self.explore {
@@ -82,17 +94,13 @@ impl ModelCommand {
             );
             return match lockcheck_models::serve_explorer(&self.name, &opts, addr) {
                 Ok(()) => EXIT_MATCH,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    EXIT_BAD_INPUT
-                }
+                Err(e) => bad_input(e),
             };
         }
         let report = match lockcheck_models::run(&self.name, &opts) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("error: {e}");
-                return EXIT_BAD_INPUT;
+                return bad_input(e);
             }
         };
         if self.json {
@@ -106,10 +114,7 @@ impl ModelCommand {
         if let Some(dir) = &self.report {
             match crate::report_html::model::write_model(dir, &report) {
                 Ok(p) => eprintln!("report written to {}", p.display()),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return EXIT_BAD_INPUT;
-                }
+                Err(e) => return bad_input(e),
             }
         }
         if let Some(path) = &self.emit_scenario {
@@ -123,6 +128,15 @@ impl ModelCommand {
             EXIT_MISMATCH
         }
     }
+}
+
+/// Prints `e` (what it quotes of the user's input cut short) and gives the bad-input exit code.
+fn bad_input(e: impl std::fmt::Display) -> i32 {
+    eprintln!(
+        "error: {}",
+        crate::scenario::input::short_message(&e.to_string())
+    );
+    EXIT_BAD_INPUT
 }
 
 /// Writes the counterexample as a scenario file.

@@ -53,6 +53,31 @@ impl Shard {
             .step_by(self.count as usize)
             .collect()
     }
+
+    /// How many indices below `total` this shard runs (the length of [`Shard::indices`],
+    /// without listing them).
+    pub fn len(&self, total: u64) -> u64 {
+        let first = u64::from(self.index - 1);
+        if total <= first {
+            return 0;
+        }
+        (total - first).div_ceil(u64::from(self.count))
+    }
+
+    /// [`Shard::indices`] in lists of at most `chunk`, each built only when it is reached: a
+    /// budget of 10^9 explore cases, most of them never run once a violation stops the search,
+    /// holds one chunk in memory instead of 8 GB of indices.
+    pub fn chunks(&self, total: u64, chunk: u64) -> impl Iterator<Item = Vec<u64>> {
+        let (first, step) = (u64::from(self.index - 1), u64::from(self.count));
+        let len = self.len(total);
+        let chunk = chunk.max(1);
+        (0..len.div_ceil(chunk)).map(move |c| {
+            let from = c * chunk;
+            (from..len.min(from + chunk))
+                .map(|k| first + k * step)
+                .collect()
+        })
+    }
 }
 
 impl fmt::Display for Shard {
@@ -86,5 +111,21 @@ mod tests {
         let s = Shard { index: 3, count: 5 };
         assert!(s.indices(100).iter().all(|&k| s.owns(k)));
         assert_eq!(s.indices(100).len(), 20);
+    }
+
+    #[test]
+    fn chunks_list_the_same_indices_lazily() {
+        for (index, count) in [(1, 1), (3, 5), (5, 5), (2, 7)] {
+            let s = Shard { index, count };
+            for total in [0, 1, 4, 5, 99, 100, 101] {
+                let listed: Vec<u64> = s.chunks(total, 7).flatten().collect();
+                assert_eq!(listed, s.indices(total), "{s} of {total}");
+                assert_eq!(s.len(total), listed.len() as u64, "{s} of {total}");
+            }
+        }
+        // The largest budget: counted, and its first chunk built, without listing the rest.
+        let s = Shard { index: 2, count: 3 };
+        assert_eq!(s.len(u64::MAX), u64::MAX / 3);
+        assert_eq!(s.chunks(u64::MAX, 4).next(), Some(vec![1, 4, 7, 10]));
     }
 }

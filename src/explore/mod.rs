@@ -5,10 +5,11 @@
 //! Bundled scenarios test the failures someone already thought of; explore starts from a
 //! scenario with no faults at all and finds the schedule itself. The space is the scenario's
 //! `[explore]` table (`scenario::explore`), the cases come from a proptest strategy
-//! ([`strategy`]), the search and proptest's shrinking run in [`mod@search`], and the finding is
-//! written by [`emit`].
+//! ([`strategy`], what pauses add up to bounded by [`pause_budget`]), the search and proptest's
+//! shrinking run in [`mod@search`], and the finding is written by [`emit`].
 
 pub mod emit;
+pub mod pause_budget;
 pub mod search;
 pub mod strategy;
 
@@ -22,6 +23,15 @@ use std::path::{Path, PathBuf};
 /// Cases tried when `--cases` is not given: about a minute on one core for the bundled
 /// scenarios' sizes (a case is one simulated run of a few simulated seconds).
 pub const DEFAULT_CASES: u64 = 2_000;
+
+/// The most cases `--cases` may ask for: 10^9, days of search at the bundled scenarios'
+/// thousands of cases a second. The cases' indices are listed a chunk at a time, so memory does
+/// not grow with the budget.
+pub const MAX_CASES: u64 = 1_000_000_000;
+
+/// The most worker threads `--jobs` may ask for: far more than any machine has cores, far fewer
+/// than the threads an OS refuses to spawn.
+pub const MAX_JOBS: usize = 1024;
 
 /// Shrink steps at most; proptest's binary searches need a few dozen per drawn number.
 pub const MAX_SHRINK_STEPS: u32 = 2_000;

@@ -132,6 +132,15 @@ pub fn violated(outcome: &Outcome, check: Option<&str>) -> Option<String> {
     }
 }
 
+/// Cases whose indices are listed at a time: the budget is walked in chunks so that memory does
+/// not grow with `--cases` (the fold still sees every case in index order).
+const CHUNK: u64 = 1 << 16;
+
+/// `LOCKCHECK_EXPLORE_PANIC_AT=<case>`: that case panics, as a bug in a lock or in lockcheck
+/// would. Internal, for the test that a panic in one worker ends the whole search with its
+/// message instead of leaving the others (or the fold) waiting.
+pub const PANIC_AT_VAR: &str = "LOCKCHECK_EXPLORE_PANIC_AT";
+
 /// Searches the space of `base` for a violation and shrinks the first one found.
 /// `progress` is called after each case with (cases tried, cases violating).
 pub fn search(
@@ -141,29 +150,33 @@ pub fn search(
     progress: &dyn Fn(u64, u64),
 ) -> SearchResult {
     let start = Instant::now();
-    let indices = opts.shard.indices(opts.cases);
     let mut tried = 0u64;
     let mut violating = 0u64;
     let mut traces = crate::exec::DistinctCount::default();
     let mut first: Option<(u64, String)> = None;
     let mut timed_out = false;
     let mut first_at = Duration::ZERO;
+    let stopped = std::cell::Cell::new(false);
     let check = opts.check.as_deref();
-    run_ordered(
-        &indices,
-        opts.jobs,
-        |i| {
-            if opts.time_limit.is_some_and(|t| start.elapsed() > t) {
-                return CaseResult::OutOfTime;
-            }
-            let case = tree(space, opts.seed, i).current();
-            let (_, outcome) = judge(&opts.locks, base, space, &case);
-            CaseResult::Ran {
-                violated: violated(&outcome, check),
-                trace: u64::from_str_radix(&outcome.trace_hash, 16).unwrap_or(0),
-            }
-        },
-        |i, r| match r {
+    let panic_at: Option<u64> = std::env::var(PANIC_AT_VAR)
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let work = |i: u64| {
+        if opts.time_limit.is_some_and(|t| start.elapsed() > t) {
+            return CaseResult::OutOfTime;
+        }
+        if panic_at == Some(i) {
+            panic!("{PANIC_AT_VAR}={i}: case {i} panics on purpose");
+        }
+        let case = tree(space, opts.seed, i).current();
+        let (_, outcome) = judge(&opts.locks, base, space, &case);
+        CaseResult::Ran {
+            violated: violated(&outcome, check),
+            trace: u64::from_str_radix(&outcome.trace_hash, 16).unwrap_or(0),
+        }
+    };
+    let mut fold = |i: u64, r: CaseResult| {
+        let go_on = match r {
             CaseResult::OutOfTime => {
                 timed_out = true;
                 false
@@ -181,8 +194,16 @@ pub fn search(
                 progress(tried, violating);
                 opts.keep_going || first.is_none()
             }
-        },
-    );
+        };
+        stopped.set(!go_on);
+        go_on
+    };
+    for chunk in opts.shard.chunks(opts.cases, CHUNK) {
+        run_ordered(&chunk, opts.jobs, work, &mut fold);
+        if stopped.get() {
+            break;
+        }
+    }
     let time_to_first = first_at;
     let found = first.map(|(index, check)| {
         let shrink_start = Instant::now();

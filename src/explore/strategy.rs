@@ -5,7 +5,8 @@
 //! proptest's shrinking does the minimising: the schedule loses faults first, then each fault
 //! fires earlier and lasts less, then there are fewer clients and cycles, shorter critical
 //! sections, and last a smaller seed. Client and node choices are drawn as slots and mapped onto
-//! the case's own client count, so shrinking the clients never makes a fault invalid.
+//! the case's own client count, so shrinking the clients never makes a fault invalid. Only the
+//! fault kinds that apply to the cluster are drawn, from ranges `Space::of` checked non-empty.
 
 use crate::scenario::Space;
 use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Scenario, Trigger};
@@ -44,9 +45,10 @@ pub enum Drawn {
         /// The master group.
         master: u32,
     },
-    /// A Redis node crashes and later restarts empty.
+    /// A server crashes and later restarts (a Redis node empty, the database with its
+    /// committed rows).
     Crash {
-        /// A node slot.
+        /// A server slot.
         node: u32,
         /// How long it stays down (ms).
         restart_after_ms: u64,
@@ -89,6 +91,13 @@ pub enum Drawn {
         /// The step (ms; negative goes back).
         by_ms: i64,
     },
+    /// The MySQL locks' database server stops (`SIGSTOP`) and resumes.
+    ServerPause {
+        /// A server slot.
+        node: u32,
+        /// How long it is stopped (ms).
+        for_ms: u64,
+    },
 }
 
 /// One explore case: everything proptest draws and shrinks.
@@ -114,7 +123,10 @@ pub fn cases(space: &Space) -> BoxedStrategy<Case> {
     let faults = if space.max_faults == 0 || space.faults.is_empty() {
         Just(Vec::new()).boxed()
     } else {
-        prop::collection::vec(fault(space), 0..=space.max_faults).boxed()
+        let budget = space.max_total_pause_ms;
+        prop::collection::vec(fault(space), 0..=space.max_faults)
+            .prop_map(move |faults| super::pause_budget::within(faults, budget))
+            .boxed()
     };
     let [h0, h1] = space.hold_ms;
     (
@@ -152,7 +164,7 @@ fn when(space: &Space) -> BoxedStrategy<When> {
 }
 
 fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
-    let redis = space.redis_nodes.len() as u32;
+    let servers = space.servers.len() as u32;
     let arms: Vec<BoxedStrategy<(When, Drawn)>> = space
         .faults
         .iter()
@@ -169,7 +181,7 @@ fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
                 .boxed(),
             "crash" => (
                 when(space),
-                0..redis,
+                0..servers,
                 space.restart_ms[0]..=space.restart_ms[1],
             )
                 .prop_map(|(w, node, restart_after_ms)| {
@@ -229,6 +241,13 @@ fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
             )
                 .prop_map(|(w, node, by_ms)| (w, Drawn::WallClockJump { node, by_ms }))
                 .boxed(),
+            "server_pause" => (
+                when(space),
+                0..servers,
+                space.pause_ms[0]..=space.pause_ms[1],
+            )
+                .prop_map(|(w, node, for_ms)| (w, Drawn::ServerPause { node, for_ms }))
+                .boxed(),
             other => unreachable!("Space::of only admits known kinds, got {other}"),
         })
         .collect();
@@ -245,7 +264,7 @@ impl Case {
         s.workload.hold_ms = self.hold_ms;
         s.workload.nested = self.nested;
         let nodes: Vec<String> = space
-            .redis_nodes
+            .servers
             .iter()
             .cloned()
             .chain((0..self.clients).map(|c| format!("client-{c}")))
@@ -272,7 +291,7 @@ impl Case {
                         node: n,
                         restart_after_ms,
                     } => FaultKind::Crash {
-                        node: space.redis_nodes[*n as usize].clone(),
+                        node: space.servers[*n as usize].clone(),
                         restart_after_ms: *restart_after_ms,
                     },
                     Drawn::ClientCrash { client: c } => {
@@ -305,6 +324,10 @@ impl Case {
                     Drawn::WallClockJump { node: n, by_ms } => FaultKind::WallClockJump {
                         node: node(*n),
                         by_ms: *by_ms,
+                    },
+                    Drawn::ServerPause { node: n, for_ms } => FaultKind::ServerPause {
+                        node: space.servers[*n as usize].clone(),
+                        for_ms: *for_ms,
                     },
                 };
                 Fault {

@@ -9,8 +9,8 @@
 //! - integers as 8 bytes little-endian (`u32` fields widened to 8), booleans as one byte 0 or 1;
 //! - an optional integer as one byte 0 (none) or 1 followed by the integer;
 //! - a string as its length (8 bytes little-endian) followed by its UTF-8 bytes;
-//! - an event as `at_us`, `node`, the kind's tag (one byte, the variant's position in
-//!   [`EventKind`], from 0), then the kind's fields in declaration order.
+//! - an event as `at_us`, `node`, the kind's tag (one byte, a fixed number per kind, given in
+//!   [`Encoder::event`] and never reused), then the kind's fields in declaration order.
 //!
 //! The digest is XXH3-64 (seed 0; a specified hash, stable across platforms and versions) of the
 //! concatenation, printed as 16 lower-case hexadecimal digits. It is not a cryptographic hash:
@@ -178,6 +178,15 @@ impl Encoder {
                 self.u64(u64::from(*by_client));
                 self.str(owner);
                 self.opt(owner_client.map(u64::from));
+            }
+            EventKind::Renewed { valid_until_ms } => {
+                self.tag(20);
+                self.u64(*valid_until_ms);
+            }
+            EventKind::RenewalFailed { lost, reason } => {
+                self.tag(21);
+                self.bool(*lost);
+                self.str(reason);
             }
             EventKind::AddressBookState {
                 user,

@@ -49,7 +49,8 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// The error `message` at the start of `span`.
+    /// The error `message` at the start of `span`, with what it quotes from the file cut short
+    /// (`input::short_message`): a message names a bad value, it does not echo a huge one.
     pub(super) fn err(
         &self,
         span: std::ops::Range<usize>,
@@ -60,7 +61,7 @@ impl Ctx<'_> {
             file: self.file.to_string(),
             line,
             column,
-            message: message.into(),
+            message: super::input::short_message(&message.into()),
         }
     }
 }

@@ -8,10 +8,12 @@
 use super::Scenario;
 use serde::Deserialize;
 
-/// The fault kinds explore can draw, as written in `[explore] faults`. `crash` crashes a Redis
-/// node (it restarts empty after `restart_ms`); `client_crash` kills a client at a named point;
-/// `wall_clock_jump` steps one node's wall clock alone (a lock that measures its validity on the
-/// wall clock believes a wrong lease; a Redis node expires keys early or late).
+/// The fault kinds explore can draw, as written in `[explore] faults`. `crash` crashes a server
+/// (a Redis node restarts empty, the MySQL locks' database keeps its committed rows) and it comes
+/// back after `restart_ms`; `client_crash` kills a client at a named point; `server_pause` stops
+/// the MySQL locks' database server (`SIGSTOP`) for `pause_ms`; `wall_clock_jump` steps one
+/// node's wall clock alone (a lock that measures its validity on the wall clock believes a wrong
+/// lease; a Redis node expires keys early or late).
 pub const EXPLORE_FAULTS: &[&str] = &[
     "pause",
     "failover",
@@ -21,6 +23,7 @@ pub const EXPLORE_FAULTS: &[&str] = &[
     "clock_jump",
     "clock_drift",
     "wall_clock_jump",
+    "server_pause",
 ];
 
 /// The kinds drawn only when `[explore] faults` lists them. A wall-clock jump matters to a lock
@@ -34,6 +37,66 @@ pub const OPT_IN_FAULTS: &[&str] = &["wall_clock_jump"];
 /// a person can read and what proptest shrinks fastest.
 pub const DEFAULT_MAX_FAULTS: usize = 3;
 
+/// The most faults one schedule may have: more cannot be shrunk to a readable schedule.
+pub const MAX_FAULTS: usize = 16;
+
+/// Why fault kind `kind` cannot happen to `scenario`'s cluster, or `None` when it can. Explore
+/// draws only the kinds that apply (a MySQL lock has no Redis node to fail over), and refuses an
+/// `[explore] faults` list that names one that does not.
+pub fn not_applicable(kind: &str, scenario: &Scenario) -> Option<String> {
+    let mysql = scenario.lock.kind.is_mysql();
+    let redis = &scenario.redis;
+    match kind {
+        "failover" if mysql => Some(
+            "`failover` promotes a Redis replica; the MySQL locks run on one database server: drop it (`crash` and `server_pause` stop the server)".into(),
+        ),
+        "failover" if redis.replicas == 0 => Some(
+            "`failover` needs a replica to promote: set `[redis] replicas = 1` or drop it".into(),
+        ),
+        "failover" if redis.sentinels > 0 => Some(
+            "with `sentinels` the sentinels decide a failover: drop `failover` (explore's `crash`, `pause` and `partition` make them fail over)".into(),
+        ),
+        "clock_jump" | "clock_drift" | "wall_clock_jump" if mysql => Some(format!(
+            "`{kind}` is not modelled for the MySQL locks (their leases are kept by the server's transactions, not by clocks): drop it"
+        )),
+        "server_pause" if !mysql => Some(
+            "`server_pause` is modelled for the MySQL locks' database only: drop it (`pause` stops a client, `partition` cuts a Redis node off)".into(),
+        ),
+        _ => None,
+    }
+}
+
+/// Why a space was refused: the `[explore]` key at fault (`None`: the table as a whole), so the
+/// message can name its line and column, and what to write instead.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpaceError {
+    /// The key of `[explore]` whose value is wrong.
+    pub key: Option<&'static str>,
+    /// One line: what is wrong and how to fix it.
+    pub message: String,
+}
+
+impl std::fmt::Display for SpaceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SpaceError {}
+
+fn refuse(key: &'static str, message: impl Into<String>) -> SpaceError {
+    SpaceError {
+        key: Some(key),
+        message: format!("[explore] `{key}`: {}", message.into()),
+    }
+}
+
+/// At most the first 40 characters of a name from the file, so that a message never echoes a
+/// huge value whole.
+fn excerpt(s: &str) -> String {
+    super::input::excerpt(s, 40)
+}
+
 /// `[explore]` as written. Ranges are `[low, high]`, both ends included.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -46,9 +109,13 @@ pub struct ExploreSpec {
     /// The named points pauses and client crashes may fire at (default: all of the workload's
     /// and the lock's).
     pub points: Option<Vec<String>>,
-    /// Length of a GC pause (default: 1 ms to three leases).
+    /// Length of a pause, of a client or of the database server (default: 1 ms to three leases).
     pub pause_ms: Option<[u64; 2]>,
-    /// How long a crashed Redis node stays down before it restarts empty (default: 0 to three leases).
+    /// The pauses of one case together last at most this (default: no bound). Pauses add up:
+    /// two back-to-back pauses of a holder, each shorter than its lease, can outlast it, so a
+    /// space meant to be safe bounds their sum, not only each one.
+    pub max_total_pause_ms: Option<u64>,
+    /// How long a crashed server stays down before it restarts (default: 0 to three leases).
     pub restart_ms: Option<[u64; 2]>,
     /// Length of a partition (default: 1 ms to three leases).
     pub partition_ms: Option<[u64; 2]>,
@@ -61,7 +128,8 @@ pub struct ExploreSpec {
     /// Nested acquires inside each critical section (default: 0 to the scenario's `nested`, so
     /// only a scenario that calls its lock reentrant has it taken again).
     pub nested: Option<[u32; 2]>,
-    /// Clients in the workload (default: from 2 (or 1) to the scenario's count).
+    /// Clients in the workload (default: from 2, or 1 for a one-client scenario, up to the
+    /// scenario's count: explore never runs more clients than the scenario has).
     pub clients: Option<[u32; 2]>,
     /// Cycles per client (default: 1 to the scenario's count).
     pub cycles: Option<[u32; 2]>,
@@ -69,7 +137,8 @@ pub struct ExploreSpec {
     pub hold_ms: Option<[u64; 2]>,
 }
 
-/// The resolved space one search draws from: every range known, every name checked.
+/// The resolved space one search draws from: every range known, non-empty and checked, every
+/// name checked, every fault kind one that applies to the cluster.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Space {
     /// Faults per schedule: from 0 to this.
@@ -78,9 +147,11 @@ pub struct Space {
     pub faults: Vec<&'static str>,
     /// The named points pauses and client crashes may fire at, the lock's and the workload's.
     pub points: Vec<String>,
-    /// Length of a GC pause (ms, both ends included), as [`ExploreSpec::pause_ms`] resolved.
+    /// Length of a pause (ms, both ends included), as [`ExploreSpec::pause_ms`] resolved.
     pub pause_ms: [u64; 2],
-    /// How long a crashed Redis node stays down (ms).
+    /// The pauses of one case add up to at most this (ms; `u64::MAX`: no bound).
+    pub max_total_pause_ms: u64,
+    /// How long a crashed server stays down (ms).
     pub restart_ms: [u64; 2],
     /// Length of a partition (ms).
     pub partition_ms: [u64; 2],
@@ -102,40 +173,43 @@ pub struct Space {
     pub duration_ms: u64,
     /// Master groups (for `failover`).
     pub masters: u32,
-    /// The Redis nodes' names (for `crash`, partitions and clocks).
-    pub redis_nodes: Vec<String>,
+    /// The cluster's servers, the nodes a crash, a partition, a clock fault or a server pause
+    /// may hit: the Redis nodes, or the MySQL locks' database server.
+    pub servers: Vec<String>,
 }
 
 impl Space {
     /// The space of `scenario`: its `[explore]` table over the default for its lock kind.
-    /// An error is one line naming the key and what to write instead.
-    pub fn of(scenario: &Scenario) -> Result<Space, String> {
+    /// An error names the key and says what to write instead.
+    pub fn of(scenario: &Scenario) -> Result<Space, SpaceError> {
         let spec = scenario.explore.clone().unwrap_or_default();
         let lease = scenario.lock.lease_ms().max(1);
         let three = lease.saturating_mul(3);
-        let applies = |k: &str| k != "failover" || scenario.redis.replicas > 0;
         let faults: Vec<&'static str> = match &spec.faults {
             None => EXPLORE_FAULTS
                 .iter()
                 .copied()
-                .filter(|k| applies(k) && !OPT_IN_FAULTS.contains(k))
+                .filter(|k| not_applicable(k, scenario).is_none() && !OPT_IN_FAULTS.contains(k))
                 .collect(),
             Some(names) => {
                 let mut v = Vec::new();
                 for n in names {
                     let Some(k) = EXPLORE_FAULTS.iter().find(|k| *k == n) else {
-                        return Err(format!(
-                            "[explore] faults: unknown fault kind `{n}`, expected one of {}",
-                            EXPLORE_FAULTS.join(", ")
+                        return Err(refuse(
+                            "faults",
+                            format!(
+                                "unknown fault kind `{}`, expected one of {}",
+                                excerpt(n),
+                                EXPLORE_FAULTS.join(", ")
+                            ),
                         ));
                     };
-                    if !applies(k) {
-                        return Err(
-                            "[explore] faults: `failover` needs a replica to promote: set `[redis] replicas = 1` or drop it"
-                                .to_string(),
-                        );
+                    if let Some(why) = not_applicable(k, scenario) {
+                        return Err(refuse("faults", why));
                     }
-                    v.push(*k);
+                    if !v.contains(k) {
+                        v.push(*k);
+                    }
                 }
                 v
             }
@@ -145,13 +219,14 @@ impl Space {
             None => all_points,
             Some(p) => {
                 if let Some(bad) = p.iter().find(|x| !all_points.contains(x)) {
-                    return Err(format!(
-                        "[explore] points: unknown point `{bad}`, expected some of {}",
-                        all_points.join(", ")
+                    return Err(refuse(
+                        "points",
+                        format!(
+                            "unknown point `{}`, expected some of {}",
+                            excerpt(bad),
+                            all_points.join(", ")
+                        ),
                     ));
-                }
-                if p.is_empty() {
-                    return Err("[explore] points: give at least one point".to_string());
                 }
                 p.clone()
             }
@@ -162,6 +237,7 @@ impl Space {
             faults,
             points,
             pause_ms: spec.pause_ms.unwrap_or([1, three]),
+            max_total_pause_ms: spec.max_total_pause_ms.unwrap_or(u64::MAX),
             restart_ms: spec.restart_ms.unwrap_or([0, three]),
             partition_ms: spec.partition_ms.unwrap_or([1, three]),
             clock_jump_ms: spec
@@ -172,22 +248,24 @@ impl Space {
                 .wall_clock_jump_ms
                 .unwrap_or([-(three as i64), three as i64]),
             nested: spec.nested.unwrap_or([0, w.nested]),
-            clients: spec.clients.unwrap_or([w.clients.min(2), w.clients.max(2)]),
+            clients: spec.clients.unwrap_or([w.clients.min(2), w.clients]),
             cycles: spec.cycles.unwrap_or([1, w.cycles]),
             hold_ms: spec.hold_ms.unwrap_or(w.hold_ms),
             duration_ms: scenario.duration_ms,
             masters: scenario.redis.masters,
-            redis_nodes: scenario
+            servers: scenario
                 .node_names()
                 .into_iter()
-                .filter(|n| n.starts_with("redis-"))
+                .filter(|n| !n.starts_with("client-") && !n.starts_with("sentinel-"))
                 .collect(),
         };
         space.validate()?;
         Ok(space)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    /// Every range the strategy draws from must be non-empty (proptest panics on an empty one)
+    /// and every count within what a run and a shrink can take.
+    fn validate(&self) -> Result<(), SpaceError> {
         let unsigned = [
             ("pause_ms", self.pause_ms),
             ("restart_ms", self.restart_ms),
@@ -206,47 +284,86 @@ impl Space {
                 [u64::from(self.nested[0]), u64::from(self.nested[1])],
             ),
         ];
-        for (key, [lo, hi]) in unsigned {
-            if lo > hi {
-                return Err(format!(
-                    "[explore] `{key}` is a range [low, high] and needs low <= high, got [{lo}, {hi}]"
-                ));
-            }
-        }
-        for (key, [lo, hi]) in [
+        let signed = [
             ("clock_jump_ms", self.clock_jump_ms),
             ("clock_drift_ppm", self.clock_drift_ppm),
             ("wall_clock_jump_ms", self.wall_clock_jump_ms),
-        ] {
-            if lo > hi {
-                return Err(format!(
-                    "[explore] `{key}` is a range [low, high] and needs low <= high, got [{lo}, {hi}]"
+        ];
+        let reversed = unsigned
+            .iter()
+            .map(|&(k, [lo, hi])| (k, lo > hi, format!("[{lo}, {hi}]")))
+            .chain(
+                signed
+                    .iter()
+                    .map(|&(k, [lo, hi])| (k, lo > hi, format!("[{lo}, {hi}]"))),
+            );
+        for (key, bad, got) in reversed {
+            if bad {
+                return Err(refuse(
+                    key,
+                    format!("a range [low, high] needs low <= high, got {got}"),
                 ));
             }
         }
         if self.clock_drift_ppm[0] <= -1_000_000 {
-            return Err(
-                "[explore] `clock_drift_ppm` must stay above -1000000 (a clock that stands still)"
-                    .to_string(),
-            );
+            return Err(refuse(
+                "clock_drift_ppm",
+                "must stay above -1000000 (a clock that stands still)",
+            ));
         }
         if self.clients[0] == 0 {
-            return Err("[explore] `clients` must start at 1 or more".to_string());
+            return Err(refuse("clients", "must start at 1 or more"));
         }
         if self.cycles[0] == 0 {
-            return Err("[explore] `cycles` must start at 1 or more".to_string());
+            return Err(refuse("cycles", "must start at 1 or more"));
         }
         if self.max_faults > 0 && self.faults.is_empty() {
-            return Err(
-                "[explore] `faults` is empty: list some fault kinds or set `max_faults = 0`"
-                    .to_string(),
-            );
-        }
-        if self.max_faults > 16 {
-            return Err(format!(
-                "[explore] `max_faults` = {} is too many to shrink to a readable schedule; use 16 or fewer",
-                self.max_faults
+            return Err(refuse(
+                "faults",
+                "is empty: list some fault kinds or set `max_faults = 0`",
             ));
+        }
+        if self.max_faults > MAX_FAULTS {
+            return Err(refuse(
+                "max_faults",
+                format!(
+                    "{} is too many to shrink to a readable schedule; use {MAX_FAULTS} or fewer",
+                    self.max_faults
+                ),
+            ));
+        }
+        if self.points.is_empty() && self.max_faults > 0 {
+            return Err(refuse(
+                "points",
+                "give at least one point (faults fire at a time or at a named point)",
+            ));
+        }
+        if self.max_total_pause_ms < self.pause_ms[0] {
+            return Err(refuse(
+                "max_total_pause_ms",
+                format!(
+                    "{} is below the shortest pause (`pause_ms` starts at {}): no pause could be drawn",
+                    self.max_total_pause_ms, self.pause_ms[0]
+                ),
+            ));
+        }
+        let needs_servers = [
+            "crash",
+            "partition",
+            "clock_jump",
+            "clock_drift",
+            "server_pause",
+        ];
+        if self.servers.is_empty() {
+            if let Some(k) = self.faults.iter().find(|k| needs_servers.contains(k)) {
+                return Err(refuse(
+                    "faults",
+                    format!("`{k}` needs a server, and the cluster has none: drop it"),
+                ));
+            }
+        }
+        if self.faults.contains(&"failover") && self.masters == 0 {
+            return Err(refuse("faults", "`failover` needs a master: drop it"));
         }
         Ok(())
     }

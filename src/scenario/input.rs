@@ -39,6 +39,54 @@ pub const COUNT_LIMITS: &[(&str, i64, i64)] = &[
     ("min_replicas_max_lag_s", 0, 3600),
 ];
 
+/// The most characters of a value from the file that a message quotes: a wrong-typed string of
+/// a million characters is named by its start and its length, not echoed whole.
+pub const MAX_QUOTED_CHARS: usize = 40;
+
+/// The most characters of a whole message (after [`MAX_QUOTED_CHARS`] has shortened what it
+/// quotes): a long list of valid choices still fits, a runaway message does not.
+pub const MAX_MESSAGE_CHARS: usize = 600;
+
+/// `s` when it has at most `max` characters, else its first `max` and how long it was.
+pub fn excerpt(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(max).collect();
+    format!("{head}… ({n} characters)")
+}
+
+/// A message about the file with every value it quotes (between `"` or `` ` ``) cut to
+/// [`MAX_QUOTED_CHARS`] and the whole cut to [`MAX_MESSAGE_CHARS`]. The parser's and serde's
+/// messages quote the offending value whole (`invalid type: string "…", expected u32`).
+pub fn short_message(message: &str) -> String {
+    let chars: Vec<char> = message.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        out.push(c);
+        i += 1;
+        if c != '"' && c != '`' {
+            continue;
+        }
+        // The closing delimiter (a `\"` inside a Debug-quoted string does not close it).
+        let mut j = i;
+        while j < chars.len() && chars[j] != c {
+            j += if c == '"' && chars[j] == '\\' { 2 } else { 1 };
+        }
+        if j >= chars.len() {
+            continue;
+        }
+        let inner: String = chars[i..j].iter().collect();
+        out.push_str(&excerpt(&inner, MAX_QUOTED_CHARS));
+        out.push(c);
+        i = j + 1;
+    }
+    excerpt(&out, MAX_MESSAGE_CHARS)
+}
+
 /// An input error: where (a byte range of the text; `None` when the file could not be read) and
 /// what.
 #[derive(Debug)]

@@ -185,7 +185,7 @@ impl Scenario {
                 file: file.to_string(),
                 line,
                 column,
-                message: e.message,
+                message: input::short_message(&e.message),
             }
         };
         // Syntax and the numbers' ranges first, from the parser's spans: an out-of-range number
@@ -235,7 +235,12 @@ impl Scenario {
         }
         let scenario = Scenario { faults, ..scenario };
         if let Some(table) = &raw.explore {
-            Space::of(&scenario).map_err(|m| ctx.err(table.span(), m))?;
+            Space::of(&scenario).map_err(|e| {
+                let at = e
+                    .key
+                    .map_or(table.span(), |k| ctx.spans.at(&["explore", k]));
+                ctx.err(at, e.message)
+            })?;
         }
         Ok(scenario)
     }

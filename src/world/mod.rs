@@ -65,14 +65,15 @@ pub trait World {
 
 /// How long after `duration_ms` a run still waits for clients that have not finished: enough for
 /// a client that started a cycle just before the end to wait for the lock, hold it for a whole
-/// lease, run its longest critical section and think time, and have one request time out. A
-/// client still running after that is stuck (paused for good, waiting on a lost lock) and is cut
-/// off, so that every run ends.
+/// lease, run its longest critical section, and have one request time out. A client still
+/// running after that is stuck (paused for good, waiting on a lost lock) or thinking, and is cut
+/// off, so that every run ends. Think time is not waited out: after the end a client starts no
+/// other cycle, so its think has nothing left to show, and a `think_ms` of 10^9 would otherwise
+/// keep a simulated run busy for seconds and a real one for days.
 pub fn grace_ms(scenario: &Scenario, request_timeout_ms: u64) -> u64 {
     scenario.lock.wait_ms
         + scenario.lock.lease_ms()
         + scenario.workload.hold_ms[1]
-        + scenario.workload.think_ms[1]
         + request_timeout_ms
         + 5_000
 }

@@ -2,7 +2,9 @@
 //! failure (and replay it from the written file to the same trace), and must find nothing where
 //! the lock holds. Each test prints how long it took.
 
+mod bounds;
 mod cli;
+mod every_lock;
 mod finds;
 mod harness;
 mod parallel;
@@ -113,15 +115,25 @@ pub fn fault_kinds(r: &Replayed) -> Vec<&'static str> {
     r.scenario
         .faults
         .iter()
-        .map(|f| match f.kind {
-            FaultKind::Failover { .. } => "failover",
-            FaultKind::Pause { .. } | FaultKind::ServerPause { .. } => "pause",
-            FaultKind::Partition { .. } => "partition",
-            FaultKind::ClockJump { .. } => "clock_jump",
-            FaultKind::WallClockJump { .. } => "wall_clock_jump",
-            FaultKind::ClockDrift { .. } => "clock_drift",
-            FaultKind::Crash { .. } => "crash",
-            FaultKind::ClientCrash { .. } => "client_crash",
+        .map(|f| match explore_kind(&f.kind) {
+            "server_pause" => "pause",
+            k => k,
         })
         .collect()
+}
+
+/// A fault's kind as `[explore] faults` names it (a server pause is `server_pause` there,
+/// `kind = "pause"` with a `node` in a scenario file).
+pub fn explore_kind(kind: &FaultKind) -> &'static str {
+    match kind {
+        FaultKind::Failover { .. } => "failover",
+        FaultKind::Pause { .. } => "pause",
+        FaultKind::ServerPause { .. } => "server_pause",
+        FaultKind::Partition { .. } => "partition",
+        FaultKind::ClockJump { .. } => "clock_jump",
+        FaultKind::WallClockJump { .. } => "wall_clock_jump",
+        FaultKind::ClockDrift { .. } => "clock_drift",
+        FaultKind::Crash { .. } => "crash",
+        FaultKind::ClientCrash { .. } => "client_crash",
+    }
 }

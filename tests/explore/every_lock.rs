@@ -1,0 +1,128 @@
+//! Explore on every lock kind: the default space of every bundled scenario draws only faults its
+//! cluster has, and `lockcheck explore` runs every bundled MySQL and Sentinel scenario to an
+//! answer (exit 0 or 1), never a panic.
+
+use super::{explore_kind, lockcheck, temp_dir};
+use lockcheck::explore::strategy::cases;
+use lockcheck::scenario::{FaultKind, Scenario, Space};
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::TestRunner;
+use std::path::PathBuf;
+
+/// The bundled scenarios (`scenarios/*.toml`; the external client programs' ones run in real
+/// mode only), sorted.
+fn bundled() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Why `kind` cannot happen to `s`'s cluster, if it cannot.
+fn foreign(s: &Scenario, space: &Space, kind: &FaultKind) -> Option<String> {
+    let mysql = s.lock.kind.is_mysql();
+    match kind {
+        FaultKind::Failover { .. } if mysql || s.redis.replicas == 0 || s.redis.sentinels > 0 => {
+            Some("a failover".into())
+        }
+        FaultKind::ClockJump { .. } | FaultKind::ClockDrift { .. } if mysql => {
+            Some("a clock fault on a MySQL lock".into())
+        }
+        FaultKind::ServerPause { .. } if !mysql => Some("a server pause on Redis".into()),
+        FaultKind::Crash { node, .. } if !space.servers.contains(node) => {
+            Some(format!("a crash of {node}, not a server"))
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn every_bundled_scenario_draws_only_the_faults_its_cluster_has() {
+    let mut kinds_seen = std::collections::BTreeSet::new();
+    for path in bundled() {
+        let s = Scenario::load(&path).unwrap();
+        let space = Space::of(&s).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if s.lock.kind.is_mysql() {
+            assert_eq!(space.servers, ["mysql-0"], "{}", path.display());
+            assert!(space.faults.contains(&"server_pause"), "{}", path.display());
+        }
+        let mut runner = TestRunner::deterministic();
+        for _ in 0..300 {
+            let case = cases(&space).new_tree(&mut runner).unwrap().current();
+            let run = case.scenario(&s, &space);
+            for f in &run.faults {
+                kinds_seen.insert(explore_kind(&f.kind));
+                if let Some(why) = foreign(&s, &space, &f.kind) {
+                    panic!("{}: drew {why}: {:?}", path.display(), f.kind);
+                }
+            }
+        }
+    }
+    // Over every lock kind, every fault kind explore knows was drawn somewhere.
+    for k in lockcheck::scenario::explore::EXPLORE_FAULTS {
+        assert!(kinds_seen.contains(k), "{k} never drawn: {kinds_seen:?}");
+    }
+}
+
+#[test]
+fn explore_answers_on_every_bundled_mysql_and_sentinel_scenario() {
+    let dir = temp_dir("every-lock");
+    let out = dir.join("found.toml");
+    let mut ran = 0;
+    for path in bundled() {
+        let s = Scenario::load(&path).unwrap();
+        if !s.lock.kind.is_mysql() && s.redis.sentinels == 0 {
+            continue;
+        }
+        let (code, stdout, stderr) = lockcheck(&[
+            "explore",
+            &path.display().to_string(),
+            "--cases",
+            "30",
+            "--out",
+            &out.display().to_string(),
+        ]);
+        assert!(
+            code == 0 || code == 1,
+            "{}: exit {code}\n{stdout}\n{stderr}",
+            path.display()
+        );
+        assert!(
+            stdout.starts_with("NOTHING FOUND") || stdout.starts_with("FOUND"),
+            "{}: {stdout}",
+            path.display()
+        );
+        ran += 1;
+    }
+    assert!(
+        ran >= 9,
+        "6 MySQL and 3 Sentinel scenarios are bundled, ran {ran}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The default space keeps the scenario's workload as its upper bound: explore never runs more
+/// clients or cycles than the scenario has, so a one-client scenario is explored with one client.
+#[test]
+fn the_default_space_never_grows_the_workload() {
+    let one = Scenario::load(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios/mysql-insert-unique-server-pause.toml"),
+    )
+    .unwrap();
+    assert_eq!(one.workload.clients, 1);
+    let space = Space::of(&one).unwrap();
+    assert_eq!(space.clients, [1, 1]);
+    assert_eq!(space.cycles, [1, one.workload.cycles]);
+    assert_eq!(space.hold_ms, one.workload.hold_ms);
+    let three = Scenario::load(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios/mysql-for-update-no-faults.toml"),
+    )
+    .unwrap();
+    assert_eq!(Space::of(&three).unwrap().clients, [2, 3]);
+}
