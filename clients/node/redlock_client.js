@@ -1,5 +1,7 @@
 // lockcheck adapter for node-redlock 4 (with ioredis 4): SET NX PX on every master, a majority
-// within the validity time (driftFactor 0.01); no fencing, no automatic extension.
+// within the validity time (driftFactor 0.01); no fencing, no automatic extension. With
+// LOCKCHECK_SENTINELS set (a Sentinel run) each master is one ioredis client that finds it
+// through the sentinels (`new Redis({ sentinels, name })`).
 'use strict';
 const readline = require('readline');
 const Redis = require('ioredis');
@@ -7,8 +9,14 @@ const Redlock = require('redlock');
 
 const env = process.env;
 const timeout = Number(env.LOCKCHECK_REQUEST_TIMEOUT_MS);
-const clients = env.LOCKCHECK_REDIS_URLS.split(',').map(
-  (u) => new Redis(u, { connectTimeout: timeout, commandTimeout: timeout, maxRetriesPerRequest: 1 }));
+const options = { connectTimeout: timeout, commandTimeout: timeout, maxRetriesPerRequest: 1 };
+const sentinels = (env.LOCKCHECK_SENTINELS || '').split(',').filter(Boolean).map((a) => {
+  const i = a.lastIndexOf(':');
+  return { host: a.slice(0, i), port: Number(a.slice(i + 1)) };
+});
+const clients = sentinels.length
+  ? env.LOCKCHECK_SENTINEL_MASTERS.split(',').map((name) => new Redis({ sentinels, name, ...options }))
+  : env.LOCKCHECK_REDIS_URLS.split(',').map((u) => new Redis(u, options));
 const retryDelay = Number(env.LOCKCHECK_RETRY_MS.split(',')[0]) || 10;
 const redlock = new Redlock(clients, {
   driftFactor: 0.01,

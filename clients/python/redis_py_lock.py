@@ -1,15 +1,24 @@
 """lockcheck adapter for redis-py's Lock (SET NX PX + Lua compare-and-delete, no fencing,
-no automatic extension)."""
+no automatic extension). With LOCKCHECK_SENTINELS set (a Sentinel run) it finds the master
+through redis-py's Sentinel client, as an application under Redis Sentinel does."""
 import os
 
 import redis
 from redis.exceptions import LockNotOwnedError
+from redis.sentinel import Sentinel
 
 from lockcheck_protocol import env_ms, serve
 
 timeout = env_ms("LOCKCHECK_REQUEST_TIMEOUT_MS")
-r = redis.Redis.from_url(os.environ["LOCKCHECK_REDIS_URLS"].split(",")[0],
-                         socket_timeout=timeout, socket_connect_timeout=timeout)
+if os.environ.get("LOCKCHECK_SENTINELS"):
+    sentinels = [(h, int(p)) for h, p in
+                 (a.rsplit(":", 1) for a in os.environ["LOCKCHECK_SENTINELS"].split(","))]
+    r = Sentinel(sentinels, socket_timeout=timeout, socket_connect_timeout=timeout).master_for(
+        os.environ["LOCKCHECK_SENTINEL_MASTERS"].split(",")[0],
+        socket_timeout=timeout, socket_connect_timeout=timeout)
+else:
+    r = redis.Redis.from_url(os.environ["LOCKCHECK_REDIS_URLS"].split(",")[0],
+                             socket_timeout=timeout, socket_connect_timeout=timeout)
 lock = r.lock(os.environ["LOCKCHECK_KEY"], timeout=env_ms("LOCKCHECK_TTL_MS"),
               sleep=int(os.environ["LOCKCHECK_RETRY_MS"].split(",")[0]) / 1000.0,
               blocking_timeout=env_ms("LOCKCHECK_WAIT_MS"))

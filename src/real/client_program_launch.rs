@@ -63,8 +63,13 @@ pub(super) fn client_clocks(
 }
 
 /// The client protocol's environment for client `c`, whose program reaches the master groups
-/// at `urls` (its proxies, in group order).
-pub(super) fn protocol_env(s: &Scenario, c: u32, urls: &[String]) -> Vec<(String, String)> {
+/// at `urls` (its proxies, in group order), and `extra` (a Sentinel run's `LOCKCHECK_SENTINELS`).
+pub(super) fn protocol_env(
+    s: &Scenario,
+    c: u32,
+    urls: &[String],
+    extra: &[(String, String)],
+) -> Vec<(String, String)> {
     let l = &s.lock;
     [
         (
@@ -87,6 +92,7 @@ pub(super) fn protocol_env(s: &Scenario, c: u32, urls: &[String]) -> Vec<(String
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
+    .chain(extra.iter().cloned())
     .collect()
 }
 
@@ -95,6 +101,7 @@ pub(super) fn start_client(
     s: &Scenario,
     c: u32,
     urls: &[String],
+    extra_env: &[(String, String)],
     fake: Option<&FakeTime>,
     start_offset_ms: i64,
 ) -> Result<
@@ -119,7 +126,7 @@ pub(super) fn start_client(
                 }
             })
             .map(|d| d.to_path_buf()),
-        env: protocol_env(s, c, urls),
+        env: protocol_env(s, c, urls, extra_env),
     };
     let (process, stdin, stdout) = ClientProcess::spawn(&cmd, fake)?;
     if fake == Some(&FakeTime::Jumpable) && start_offset_ms != 0 {

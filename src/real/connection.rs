@@ -7,11 +7,17 @@
 //! [`RoutedConnection`] plays the client's. Without this, a client keeps talking
 //! to the dead master and the failover scenario cannot show a second holder.
 
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, RedisResult, Value};
+use redis::{
+    AsyncConnectionConfig, Cmd, ConnectionAddr, IntoConnectionInfo, Pipeline, RedisFuture,
+    RedisResult, Value,
+};
+
+use super::master_finder::MasterFinder;
 
 /// Where clients should send their commands: the current master's URL and a
 /// generation number that increases with every switch.
@@ -111,6 +117,11 @@ pub struct RoutedConnection {
     current: Option<Connected>,
     /// The name each new connection gives itself (`CLIENT SETNAME`), if any.
     name: Option<String>,
+    /// The address its connections are sent from: in a Sentinel run, the client's node address,
+    /// by which the link proxies know it (see `network.rs`).
+    source: Option<IpAddr>,
+    /// In a Sentinel run, who tells it where the master is (asked again after a failed request).
+    finder: Option<Arc<MasterFinder>>,
 }
 
 #[derive(Clone)]
@@ -138,7 +149,18 @@ impl RoutedConnection {
             timeouts,
             current: None,
             name: None,
+            source: None,
+            finder: None,
         }
+    }
+
+    /// Sends every connection from `source` and asks `finder` where the master is after a
+    /// request fails on the connection or with `READONLY` (the master it knew was demoted): a
+    /// Sentinel-aware client. `finder` switches this connection's route.
+    pub(super) fn following(mut self, source: IpAddr, finder: Arc<MasterFinder>) -> Self {
+        self.source = Some(source);
+        self.finder = Some(finder);
+        self
     }
 
     /// Names every connection it makes (`CLIENT SETNAME name`), so the servers' `MONITOR`
@@ -179,13 +201,17 @@ impl RoutedConnection {
             }
         }
         self.current = None;
-        let client = redis::Client::open(url.as_str())?;
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeouts.connect))
             .set_response_timeout(Some(self.timeouts.response));
-        let mut conn = client
-            .get_multiplexed_async_connection_with_config(&config)
-            .await?;
+        let mut conn = match self.source {
+            Some(source) => connect_from(source, &url, self.timeouts).await?,
+            None => {
+                redis::Client::open(url.as_str())?
+                    .get_multiplexed_async_connection_with_config(&config)
+                    .await?
+            }
+        };
         if let Some(name) = &self.name {
             redis::cmd("CLIENT")
                 .arg("SETNAME")
@@ -202,23 +228,62 @@ impl RoutedConnection {
     }
 
     /// Forgets the connection after an I/O-level failure; server errors
-    /// (`WRONGTYPE`, `NOSCRIPT`, ...) leave a perfectly good connection behind.
-    fn after<T>(&mut self, result: RedisResult<T>) -> RedisResult<T> {
+    /// (`WRONGTYPE`, `NOSCRIPT`, ...) leave a perfectly good connection behind. In a Sentinel
+    /// run such a failure, or `READONLY` from a demoted master, sends it to the sentinels first.
+    async fn after<T>(&mut self, result: RedisResult<T>) -> RedisResult<T> {
         if let Err(err) = &result {
-            if err.is_io_error() || err.is_unrecoverable_error() || err.is_timeout() {
+            let read_only =
+                err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly);
+            if err.is_io_error() || err.is_unrecoverable_error() || err.is_timeout() || read_only {
                 self.current = None;
+                if let Some(finder) = &self.finder {
+                    finder.reask().await;
+                }
             }
         }
         result
     }
 }
 
+/// A connection to the server at `url` sent from `source` (a node address of a Sentinel run),
+/// bounded by `timeouts` like redis-rs's own.
+pub(super) async fn connect_from(
+    source: IpAddr,
+    url: &str,
+    timeouts: ConnectionTimeouts,
+) -> RedisResult<MultiplexedConnection> {
+    let info = url.into_connection_info()?;
+    let ConnectionAddr::Tcp(host, port) = info.addr() else {
+        return Err(std::io::Error::other(format!("{url}: not a TCP address")).into());
+    };
+    let ip: IpAddr = host
+        .parse()
+        .map_err(|_| std::io::Error::other(format!("{url}: not an IP address")))?;
+    // The whole of it is bounded: over a cut link the handshake (redis-rs's `CLIENT SETINFO`)
+    // would wait for the partition to heal.
+    let connect = async {
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.bind(SocketAddr::new(source, 0))?;
+        let stream = socket.connect(SocketAddr::new(ip, *port)).await?;
+        stream.set_nodelay(true)?;
+        let config = AsyncConnectionConfig::new().set_response_timeout(Some(timeouts.response));
+        MultiplexedConnection::new_with_config(info.redis_settings(), stream, config).await
+    };
+    let (conn, driver) = tokio::time::timeout(timeouts.connect, connect)
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "connect timed out"))??;
+    tokio::spawn(driver);
+    Ok(conn)
+}
+
 impl ConnectionLike for RoutedConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let result = conn.req_packed_command(cmd).await;
-            self.after(result)
+            let result = match self.connection().await {
+                Ok(mut conn) => conn.req_packed_command(cmd).await,
+                Err(e) => Err(e),
+            };
+            self.after(result).await
         })
     }
 
@@ -229,9 +294,11 @@ impl ConnectionLike for RoutedConnection {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let mut conn = self.connection().await?;
-            let result = conn.req_packed_commands(pipeline, offset, count).await;
-            self.after(result)
+            let result = match self.connection().await {
+                Ok(mut conn) => conn.req_packed_commands(pipeline, offset, count).await,
+                Err(e) => Err(e),
+            };
+            self.after(result).await
         })
     }
 

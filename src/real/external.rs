@@ -99,6 +99,12 @@ pub fn refusal(s: &Scenario, ext: &ExternalRedis) -> Option<String> {
         };
         faults.extend(what);
     }
+    if s.redis.sentinels > 0 {
+        faults.push(
+            "Redis Sentinel (lockcheck's sentinels watch and fail over its own servers)"
+                .to_string(),
+        );
+    }
     if !s.clocks.is_perfect() {
         let masters: Vec<String> = s
             .clocks

@@ -25,6 +25,10 @@
 //!   accepts and never answers), so exactly that client times out on exactly that master while
 //!   the others still reach it (see `blackhole.rs`). Cuts that only lose replies (a request that
 //!   lands, a reply that does not) have no recipe: that needs a proxy.
+//! - with Redis Sentinel (`sentinel_deployment.rs`): a `crash` of any server is a `SIGKILL` (and
+//!   a restart, empty, behind the same announced address); a `partition` cuts the named links in
+//!   the link proxies every server and sentinel is reached through (`network.rs`). Nothing is
+//!   promoted by lockcheck: the sentinels decide, and `sentinel_events.rs` records what.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -33,8 +37,9 @@ use std::time::Duration;
 use super::client_program::ClientProcess;
 use super::connection::Route;
 use super::failover::FailoverRig;
-use super::plan::{client_cuts, client_index, master_index};
+use super::plan::{client_cuts, client_index, master_index, sentinel_links, server_index};
 use super::redis_server::{RedisServer, ServerOptions};
+use super::sentinel_deployment::SentinelDeployment;
 use super::RealError;
 use crate::env::{Gate, RealEnv};
 use crate::history::{EventKind, Recorder};
@@ -51,6 +56,9 @@ pub(super) enum Group {
     Replicated(Box<FailoverRig>),
     /// A server lockcheck did not start (`--redis`): used, never faulted.
     External(String),
+    /// A group under Redis Sentinel (`sentinel_deployment.rs`): the URL of its first master's
+    /// proxy; where the master is later, each client learns from the sentinels.
+    Sentinel(String),
 }
 
 impl Group {
@@ -59,7 +67,7 @@ impl Group {
         match self {
             Group::Single(s) => Route::new(s.url()),
             Group::Replicated(r) => r.route(),
-            Group::External(url) => Route::new(url.clone()),
+            Group::External(url) | Group::Sentinel(url) => Route::new(url.clone()),
         }
     }
 }
@@ -91,6 +99,9 @@ pub(super) struct RealNemesis {
     pub(super) cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
     /// Each client's gate: closed during its pauses, closed for good when it crashed.
     pub(super) gates: Vec<Gate>,
+    /// The servers, sentinels and link proxies of a Sentinel run: partitions cut its links and
+    /// crashes kill its servers; the sentinels decide the rest.
+    pub(super) sentinel: Option<Arc<SentinelDeployment>>,
 }
 
 impl RealNemesis {
@@ -186,6 +197,45 @@ impl RealNemesis {
                 from,
                 for_ms,
                 direction,
+            } if self.sentinel.is_some() => {
+                let d = self.sentinel.clone().expect("checked");
+                let Ok(links) = sentinel_links(&self.scenario, nodes, from, *direction) else {
+                    return;
+                };
+                d.net.cut(&links, true);
+                self.note(format!(
+                    "{} (the link proxies hold what crosses the cut)",
+                    describe_partition(nodes, from, *for_ms)
+                ));
+                self.heal_after(*for_ms, move |_| d.net.cut(&links, false));
+            }
+            FaultKind::Crash {
+                node,
+                restart_after_ms,
+            } if self.sentinel.is_some() => {
+                let d = self.sentinel.clone().expect("checked");
+                let Some(idx) = server_index(&self.scenario, node) else {
+                    return;
+                };
+                if d.crash(idx) {
+                    self.note(format!("{node} killed (SIGKILL)"));
+                }
+                self.restart_after(
+                    node,
+                    *restart_after_ms,
+                    move || d.restart(idx),
+                    |me, node, pid| {
+                        me.note(format!(
+                            "{node} restarted empty (new process, pid {pid}, same announced address)"
+                        ))
+                    },
+                );
+            }
+            FaultKind::Partition {
+                nodes,
+                from,
+                for_ms,
+                direction,
             } => {
                 let Ok(cuts) = client_cuts(&self.scenario, nodes, from, *direction) else {
                     return;
@@ -195,13 +245,7 @@ impl RealNemesis {
                     "{} (client connections to a black hole)",
                     describe_partition(nodes, from, *for_ms)
                 ));
-                let me = self.clone();
-                let for_ms = Duration::from_millis(*for_ms);
-                tokio::spawn(async move {
-                    tokio::time::sleep(for_ms).await;
-                    me.cut(&cuts, false);
-                    me.note("partition healed".to_string());
-                });
+                self.heal_after(*for_ms, move |me| me.cut(&cuts, false));
             }
             FaultKind::Crash {
                 node,
@@ -214,18 +258,13 @@ impl RealNemesis {
                     server.kill();
                 }
                 self.note(format!("{node} killed (SIGKILL)"));
-                let me = self.clone();
-                let node = node.clone();
-                let after = Duration::from_millis(*restart_after_ms);
-                tokio::spawn(async move {
-                    tokio::time::sleep(after).await;
-                    let opts = me.server_opts[m].clone();
-                    match tokio::task::spawn_blocking(move || RedisServer::spawn(opts)).await {
-                        Ok(Ok(server)) => me.restarted(m, &node, server),
-                        Ok(Err(e)) => me.note(format!("{node} restart failed: {e}")),
-                        Err(e) => me.note(format!("{node} restart failed: {e}")),
-                    }
-                });
+                let opts = self.server_opts[m].clone();
+                self.restart_after(
+                    node,
+                    *restart_after_ms,
+                    move || RedisServer::spawn(opts),
+                    move |me, node, server| me.restarted(m, node, server),
+                );
             }
             _ => {}
         }
@@ -266,6 +305,37 @@ impl RealNemesis {
                 route.switch_to(url);
             }
         }
+    }
+
+    /// Restarts crashed `node` `after_ms` from now: `start` (blocking) brings up its new process,
+    /// `started` puts it in place and says so; a failure is noted instead.
+    fn restart_after<T: Send + 'static>(
+        &self,
+        node: &str,
+        after_ms: u64,
+        start: impl FnOnce() -> Result<T, RealError> + Send + 'static,
+        started: impl FnOnce(&RealNemesis, &str, T) + Send + 'static,
+    ) {
+        let me = self.clone();
+        let node = node.to_string();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(after_ms)).await;
+            match tokio::task::spawn_blocking(start).await {
+                Ok(Ok(process)) => started(&me, &node, process),
+                Ok(Err(e)) => me.note(format!("{node} restart failed: {e}")),
+                Err(e) => me.note(format!("{node} restart failed: {e}")),
+            }
+        });
+    }
+
+    /// Heals a partition `for_ms` from now with `heal`, and says so.
+    fn heal_after(&self, for_ms: u64, heal: impl FnOnce(&RealNemesis) + Send + 'static) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(for_ms)).await;
+            heal(&me);
+            me.note("partition healed".to_string());
+        });
     }
 
     fn note(&self, what: String) {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::client_program_launch::fake_time;
 use super::faketime::FakeTime;
 use super::RealError;
+use crate::lock::LockKind;
 use crate::scenario::{ClientRef, Direction, FaultKind, Scenario, Trigger};
 use crate::schedule::{clocks, partition_links};
 
@@ -24,21 +25,37 @@ pub fn real_mode_unsupported(scenario: &Scenario) -> Option<String> {
 
 /// Checks that every fault of the scenario has a real-mode recipe.
 pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
-    if s.redis.sentinels > 0 || s.redis.min_replicas_to_write > 0 {
+    let sentinels = s.redis.sentinels > 0;
+    if s.redis.min_replicas_to_write > 0 && !sentinels && s.redis.replicas > 0 {
         return Err(unsupported(format!(
-            "`{}` runs Redis Sentinel or min-replicas-to-write, which real mode does not run yet (simulation only)",
+            "`{}` sets min-replicas-to-write without sentinels: real mode's failover recipe cuts \
+             the replica off from the start, which a real master would count against it; add \
+             sentinels or run it in simulation (without --real)",
             s.name
         )));
     }
-    if s.redis.replicas > 1 {
+    if s.redis.replicas > 1 && !sentinels {
         return Err(unsupported(format!(
-            "real mode runs at most 1 replica per master; `{}` asks for {}",
+            "real mode runs at most 1 replica per master without sentinels; `{}` asks for {}",
             s.name, s.redis.replicas
         )));
     }
     for f in &s.faults {
         match (&f.kind, &f.trigger) {
             (FaultKind::Failover { .. }, _) => {}
+            // With sentinels every link goes through a link proxy, and every server can crash.
+            (FaultKind::Crash { node, .. }, _) if sentinels && server_index(s, node).is_some() => {}
+            (
+                FaultKind::Partition {
+                    nodes,
+                    from,
+                    direction,
+                    ..
+                },
+                _,
+            ) if sentinels => {
+                sentinel_links(s, nodes, from, *direction)?;
+            }
             (
                 FaultKind::Pause { .. } | FaultKind::ClientCrash { .. },
                 Trigger::Acquired { .. } | Trigger::BeforeWrite { .. } | Trigger::Point { .. },
@@ -100,6 +117,59 @@ fn faked_master(s: &Scenario, node: &str, what: &str) -> Result<usize, RealError
     }
 }
 
+/// A Redis server node (master or replica) -> its node index.
+pub(super) fn server_index(s: &Scenario, node: &str) -> Option<usize> {
+    node.starts_with("redis-")
+        .then(|| s.node_names().iter().position(|n| n == node))
+        .flatten()
+}
+
+/// The directed links (node indices) a partition cuts in a Sentinel run, or why it cannot: a
+/// client program's connections do not come from its node address (it is no process of
+/// lockcheck's to bind), so a partition may not cut them.
+pub(super) fn sentinel_links(
+    s: &Scenario,
+    nodes: &[String],
+    from: &[String],
+    direction: Direction,
+) -> Result<Vec<(usize, usize)>, RealError> {
+    let (names, links) = scenario_links(s, nodes, from, direction);
+    if s.lock.kind == LockKind::Process {
+        for &(a, b) in &links {
+            for n in [a, b] {
+                let other = if n == a { b } else { a };
+                if client_index(s, &names[n]).is_some() && client_index(s, &names[other]).is_none()
+                {
+                    return Err(unsupported(format!(
+                        "partition cutting {} -> {}: in a Sentinel run real mode cuts the links of \
+                         servers, sentinels and lockcheck's own clients, not a client program's; \
+                         run it in simulation, without --real",
+                        names[a], names[b]
+                    )));
+                }
+            }
+        }
+    }
+    Ok(links)
+}
+
+/// The scenario's node names and the directed links (node indices) a partition cuts.
+fn scenario_links(
+    s: &Scenario,
+    nodes: &[String],
+    from: &[String],
+    direction: Direction,
+) -> (Vec<String>, Vec<(usize, usize)>) {
+    let names = s.node_names();
+    let index: BTreeMap<String, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), i))
+        .collect();
+    let links = partition_links(&index, nodes, from, direction);
+    (names, links)
+}
+
 /// `redis-<m>` -> m, for the scenario's masters.
 pub(super) fn master_index(s: &Scenario, node: &str) -> Option<usize> {
     let m: u32 = node.strip_prefix("redis-")?.parse().ok()?;
@@ -119,13 +189,7 @@ pub(super) fn client_cuts(
     from: &[String],
     direction: Direction,
 ) -> Result<Vec<(usize, usize)>, RealError> {
-    let names = s.node_names();
-    let index: BTreeMap<String, usize> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.clone(), i))
-        .collect();
-    let links = partition_links(&index, nodes, from, direction);
+    let (names, links) = scenario_links(s, nodes, from, direction);
     let mut cuts = Vec::new();
     for &(a, b) in &links {
         let (na, nb) = (&names[a], &names[b]);

@@ -32,6 +32,9 @@ pub struct ServerOptions {
     pub faketime: Option<FakeTime>,
     /// Extra `redis-server` arguments, appended after lockcheck's own (so they win).
     pub extra_args: Vec<String>,
+    /// Run as a sentinel (`redis-server <dir>/sentinel.conf --sentinel`) with this configuration
+    /// file. Sentinel rewrites it as it learns, so it lives in the server's own temporary dir.
+    pub sentinel_config: Option<String>,
 }
 
 /// A `redis-server` process that lockcheck started and owns.
@@ -126,6 +129,12 @@ impl RedisServer {
                 .try_clone()
                 .map_err(|e| RealError::io("duplicating the server's stderr log", e))?;
             let mut command = Command::new(program);
+            if let Some(config) = &opts.sentinel_config {
+                let file = dir.join("sentinel.conf");
+                std::fs::write(&file, config)
+                    .map_err(|e| RealError::io("writing a sentinel's configuration", e))?;
+                command.arg(file).arg("--sentinel");
+            }
             command
                 .arg("--port")
                 .arg(port.to_string())

@@ -16,10 +16,14 @@ use super::connection::{ConnectionTimeouts, Route, RoutedConnection};
 use super::external::{self, ExternalRedis};
 use super::failover::FailoverRig;
 use super::faketime::FakeTime;
+use super::master_finder::MasterFinder;
 use super::nemesis::{Group, RealNemesis};
+use super::network::Network;
 use super::plan::{check_supported, server_clocks};
 use super::proxy::RouteProxy;
 use super::redis_server::{RedisServer, ServerOptions};
+use super::sentinel_deployment::{master_name, min_replicas_args, SentinelDeployment};
+use super::sentinel_events::{self, Namer};
 use super::witness::{client_connection_name, Witness};
 use super::ProcessLock;
 use super::RealError;
@@ -166,22 +170,39 @@ where
     check_supported(scenario)?;
     let clocks = server_clocks(scenario, seed)?;
     super::cleanup::install_signal_handlers();
-    // Spawn from this (long-lived) thread: the servers' parent-death signal is tied to it.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| RealError::io("starting the tokio runtime", e))?;
+    // Redis Sentinel: the servers and sentinels, wired through their link proxies (on `rt`).
+    let sentinel = match external {
+        None if scenario.redis.sentinels > 0 => {
+            Some(Arc::new(SentinelDeployment::start(scenario, seed, &rt)?))
+        }
+        _ => None,
+    };
     let mut groups = Vec::new();
     let mut server_opts = Vec::new();
     for m in 0..scenario.redis.masters as usize {
         groups.push(if let Some(urls) = external {
             Group::External(urls[m].clone())
+        } else if let Some(d) = &sentinel {
+            Group::Sentinel(d.initial_master_url(m))
         } else if scenario.redis.replicas == 1 {
             Group::Replicated(Box::new(FailoverRig::start_with(
                 ServerOptions::default(),
                 ServerOptions::default(),
             )?))
         } else {
-            let opts = ServerOptions {
+            let mut opts = ServerOptions {
                 faketime: clocks.fake[m].clone(),
                 ..ServerOptions::default()
             };
+            if scenario.redis.min_replicas_to_write > 0 {
+                // Without replicas a master then refuses every write, in both worlds.
+                opts.extra_args = min_replicas_args(scenario);
+            }
             server_opts.push(opts.clone());
             let server = RedisServer::spawn(opts)?;
             if clocks.offsets[m] != 0 && clocks.fake[m] == Some(FakeTime::Jumpable) {
@@ -191,11 +212,6 @@ where
         });
     }
     let storage = RedisServer::spawn(ServerOptions::default())?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| RealError::io("starting the tokio runtime", e))?;
     let groups: Arc<Vec<Mutex<Group>>> = Arc::new(groups.into_iter().map(Mutex::new).collect());
     // Every client has its own route to every master, so a partition can cut one client off
     // from one master. Replicated groups share the rig's route, which the failover switches.
@@ -224,12 +240,18 @@ where
     let mut pipes = Vec::new();
     if matches!(clients, Clients::Programs) {
         let fakes = client_clocks(scenario, &clocks.clients)?;
+        let sentinel_env = sentinel
+            .as_deref()
+            .map(SentinelDeployment::client_env)
+            .unwrap_or_default();
         for (c, client_routes) in routes.iter().enumerate() {
             // A server lockcheck did not start is never faulted: no proxy needed, and the
             // program gets the user's URL as it is (credentials, database).
-            let urls = match external {
-                Some(urls) => Ok(urls.to_vec()),
-                None => rt.block_on(async {
+            let urls = match (external, &sentinel) {
+                (Some(urls), _) => Ok(urls.to_vec()),
+                // The program asks the sentinels (LOCKCHECK_SENTINELS) where the master is.
+                (None, Some(_)) => Ok(client_routes.iter().map(|r| r.url()).collect()),
+                (None, None) => rt.block_on(async {
                     let mut urls = Vec::new();
                     for r in client_routes {
                         urls.push(RouteProxy::start(r.clone()).await?.url());
@@ -242,6 +264,7 @@ where
                 scenario,
                 c as u32,
                 &urls,
+                &sentinel_env,
                 fakes[c].as_ref(),
                 clocks.clients[c].0,
             )?;
@@ -255,6 +278,15 @@ where
     let rec = rt.block_on(async { Recorder::real() });
     for note in clocks.notes {
         rec.record("nemesis", EventKind::Fault { what: note });
+    }
+    if let Some(d) = &sentinel {
+        rec.record(
+            "nemesis",
+            EventKind::Fault {
+                what: d.describe(&scenario.node_names()),
+            },
+        );
+        follow_sentinels(scenario, d, &rt, &rec)?;
     }
     let nemesis = RealNemesis {
         processes: Arc::new(processes),
@@ -271,18 +303,24 @@ where
         gates: (0..scenario.workload.clients)
             .map(|_| Gate::default())
             .collect(),
+        sentinel: sentinel.clone(),
     };
     nemesis.hold_back_replication()?;
     let witness = watch_entries(scenario, &clients, &groups, &rec);
+    let timeouts = ConnectionTimeouts {
+        connect: Duration::from_millis(scenario.redis.request_timeout_ms),
+        response: Duration::from_millis(scenario.redis.request_timeout_ms),
+    };
     let world = RealWorld {
         rec: rec.clone(),
         nemesis: nemesis.clone(),
         storage: Route::new(storage.url()),
-        timeouts: ConnectionTimeouts {
-            connect: Duration::from_millis(scenario.redis.request_timeout_ms),
-            response: Duration::from_millis(scenario.redis.request_timeout_ms),
-        },
+        timeouts,
         tasks: Vec::new(),
+        finders: sentinel
+            .as_deref()
+            .map(|d| finders(scenario, d, &nemesis.routes, timeouts))
+            .unwrap_or_default(),
     };
     let history = match clients {
         Clients::InProcess(make) => rt.block_on(drive(scenario, world, |_, config, conns, env| {
@@ -316,6 +354,63 @@ where
     drop(groups);
     drop(storage);
     Ok(history)
+}
+
+/// Records what the sentinels decide (`sentinel_events.rs`) from now on.
+fn follow_sentinels(
+    scenario: &Scenario,
+    d: &SentinelDeployment,
+    rt: &tokio::runtime::Runtime,
+    rec: &Recorder,
+) -> Result<(), RealError> {
+    let names = scenario.node_names();
+    let namer = Namer {
+        nodes: d
+            .announced()
+            .into_iter()
+            .map(|(i, a)| (a, names[i].clone()))
+            .collect(),
+        quorum: scenario.redis.quorum(),
+    };
+    for (i, port) in d.sentinel_ports().into_iter().enumerate() {
+        rt.block_on(sentinel_events::follow(i, port, namer.clone(), rec.clone()))
+            .map_err(|e| RealError::redis(format!("subscribing to sentinel-{i}'s events"), e))?;
+    }
+    Ok(())
+}
+
+/// Each in-process client's [`MasterFinder`] per master group, `finders[client][group]`: it asks
+/// the sentinels from the client's node address and switches the client's route.
+fn finders(
+    scenario: &Scenario,
+    d: &SentinelDeployment,
+    routes: &[Vec<Arc<Route>>],
+    timeouts: ConnectionTimeouts,
+) -> Vec<Vec<Arc<MasterFinder>>> {
+    let names = scenario.node_names();
+    routes
+        .iter()
+        .enumerate()
+        .map(|(c, client_routes)| {
+            let node = names
+                .iter()
+                .position(|n| *n == format!("client-{c}"))
+                .expect("a client node");
+            client_routes
+                .iter()
+                .enumerate()
+                .map(|(m, route)| {
+                    MasterFinder::new(
+                        d.sentinel_addresses(),
+                        master_name(m),
+                        Network::address(node),
+                        route.clone(),
+                        timeouts,
+                    )
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Starts the servers' witness of the lock entry ([`Witness`]) on every master, when it can
@@ -383,6 +478,9 @@ struct RealWorld {
     storage: Arc<Route>,
     timeouts: ConnectionTimeouts,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// In a Sentinel run, `finders[client][group]`: whom each client asks where the master is
+    /// (empty otherwise).
+    finders: Vec<Vec<Arc<MasterFinder>>>,
 }
 
 impl world::World for RealWorld {
@@ -400,10 +498,17 @@ impl world::World for RealWorld {
     }
 
     fn connections(&mut self, c: u32, _env: &RealEnv) -> Vec<RoutedConnection> {
+        let finders = self.finders.get(c as usize);
         self.nemesis.routes[c as usize]
             .iter()
-            .map(|r| {
-                RoutedConnection::new(r.clone(), self.timeouts).named(client_connection_name(c))
+            .enumerate()
+            .map(|(m, r)| {
+                let conn = RoutedConnection::new(r.clone(), self.timeouts)
+                    .named(client_connection_name(c));
+                match finders {
+                    Some(f) => conn.following(f[m].source(), f[m].clone()),
+                    None => conn,
+                }
             })
             .collect()
     }

@@ -275,7 +275,8 @@ pub fn fires_after_end(trigger: &Trigger, duration_ms: u64) -> Option<(&'static 
 
 /// What `--real` cannot apply of a scenario: the simulated network's latency and replication
 /// lag (real servers talk over loopback, and a replica either follows at once or is held back for
-/// a failover). One line per setting changed from its default.
+/// a failover; with sentinels the link proxies do apply the lag). One line per setting changed
+/// from its default.
 pub fn real_mode_warnings(s: &Scenario) -> Vec<String> {
     let d = RedisSpec::default();
     let mut v = Vec::new();
@@ -285,7 +286,10 @@ pub fn real_mode_warnings(s: &Scenario) -> Vec<String> {
             s.redis.latency_ms
         ));
     }
-    if s.redis.replicas > 0 && s.redis.replication_lag_ms != d.replication_lag_ms {
+    if s.redis.replicas > 0
+        && s.redis.sentinels == 0
+        && s.redis.replication_lag_ms != d.replication_lag_ms
+    {
         v.push(format!(
             "`[redis] replication_lag_ms = {:?}` is simulated only: under --real a replica follows its master at once, or not at all while a failover fault holds replication back",
             s.redis.replication_lag_ms

@@ -50,8 +50,8 @@ macro_rules! real {
                 if s.lock.kind == lockcheck::lock::LockKind::Redlock || s.lock.kind.is_mysql() {
                     continue;
                 }
-                // Real mode does not run Sentinel yet: a test below holds that it says so.
-                if s.redis.sentinels > 0 || s.redis.min_replicas_to_write > 0 {
+                // The Sentinel scenarios' real runs are in tests/real/sentinel.rs.
+                if s.redis.sentinels > 0 {
                     continue;
                 }
                 let stem = f.file_stem().unwrap().to_str().unwrap().to_string();
@@ -104,22 +104,4 @@ fn a_real_client_crash_leaves_the_setnx_key_without_expiry() {
     let ev = &o.checks["liveness"].evidence;
     assert_eq!(ev["crashes"][0]["point"], "after_setnx");
     assert!(ev["longest_unavailable_us"].as_u64().unwrap() > 3_000_000);
-}
-
-/// Until real mode runs Redis Sentinel, every Sentinel scenario is refused before any process
-/// starts, with the reason, rather than run without the sentinels it is about.
-#[test]
-fn sentinel_scenarios_are_refused_in_real_mode_with_the_reason() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut seen = 0;
-    for f in lockcheck::cli::run::scenario_files(&dir).unwrap() {
-        let s = Scenario::load(&f).unwrap();
-        if s.redis.sentinels == 0 && s.redis.min_replicas_to_write == 0 {
-            continue;
-        }
-        seen += 1;
-        let e = lockcheck::real::redis_world::run(&s, 1).expect_err("refused");
-        assert!(e.to_string().contains("Sentinel"), "{}: {e}", s.name);
-    }
-    assert!(seen >= 3, "the bundled Sentinel scenarios");
 }

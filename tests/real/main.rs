@@ -1,6 +1,7 @@
 //! Real-mode tests, one binary: lockcheck's own `redis-server` processes (spawning, cleanup on
 //! every exit path, the failover recipe, libfaketime), every lock's scripts against real Redis,
-//! the bundled scenarios on real servers, Redlock's clock faults, and black-box client programs.
+//! the bundled scenarios on real servers, Redlock's clock faults, black-box client programs, and
+//! Redis Sentinel (real sentinels decide the failovers).
 //!
 //! Needs `redis-server`, `faketime` and a C compiler, and for `clients` the pinned client
 //! libraries (`scripts/install-clients.sh`); `.ci/run` installs all of them. A missing one fails
@@ -16,3 +17,4 @@ mod processes;
 mod recipe;
 mod redlock;
 mod scenarios;
+mod sentinel;
