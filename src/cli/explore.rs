@@ -6,9 +6,10 @@ use super::explore_report as report;
 use super::run::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
 use crate::check::CHECK_NAMES;
 use crate::exec::Shard;
+use crate::explore::real::{DEFAULT_RUNS, MAX_RUNS, REAL_MAX_SHRINK_STEPS};
 use crate::explore::{
-    default_out, search, write_and_replay, SearchOptions, DEFAULT_CASES, MAX_CASES, MAX_JOBS,
-    MAX_SHRINK_STEPS,
+    default_out, search, write_and_replay, SearchOptions, World, DEFAULT_CASES, MAX_CASES,
+    MAX_JOBS, MAX_SHRINK_STEPS,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -39,6 +40,13 @@ pub struct ExploreOptions {
     pub artifacts: crate::suite::Artifacts,
     /// The lock kinds the scenario may name: lockcheck's, and those the program registered.
     pub locks: crate::registry::Registry,
+    /// `--real`: run each case on spawned servers (and client processes) instead of simulating it.
+    pub real: bool,
+    /// `--runs`: on real servers, runs per confirmation and per shrink candidate.
+    pub runs: u32,
+    /// `--shrink-steps`: the shrink budget (default: [`MAX_SHRINK_STEPS`] in simulation,
+    /// [`REAL_MAX_SHRINK_STEPS`] on real servers).
+    pub shrink_steps: Option<u32>,
 }
 
 impl Default for ExploreOptions {
@@ -55,6 +63,9 @@ impl Default for ExploreOptions {
             keep_going: false,
             artifacts: Default::default(),
             locks: Default::default(),
+            real: false,
+            runs: DEFAULT_RUNS,
+            shrink_steps: None,
         }
     }
 }
@@ -86,6 +97,12 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
             opts.jobs
         ));
     }
+    if !(1..=MAX_RUNS).contains(&opts.runs) {
+        return fail(format!(
+            "--runs {}: give 1 to {MAX_RUNS} runs per real case (each is a real run of seconds)",
+            opts.runs
+        ));
+    }
     // The same reading as `lockcheck run`: a regular file of at most 1 MiB, in UTF-8.
     let input_text = match crate::scenario::Scenario::read(path) {
         Ok(t) => t,
@@ -98,19 +115,28 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         }
         Err(e) => return fail(e.to_string()),
     };
-    if base.lock.kind == crate::lock::LockKind::Process {
+    if base.lock.kind == crate::lock::LockKind::Process && !opts.real {
         // Its lock is another program; in simulation every call would fail and the search would
         // find nothing, vacuously.
         return fail(format!(
-            "{}: lock kind `process` runs a client program against real Redis servers, and \
-             explore searches in simulation only: explore the in-process lock of the same design, \
-             or register your lock with a harness binary (README, \"Testing your own lock\")",
+            "{}: lock kind `process` runs a client program against real Redis servers, which the \
+             simulator cannot run: add --real to search on spawned servers and client processes",
             path.display()
         ));
     }
     let space = match crate::scenario::Space::of(&base) {
+        Ok(s) if opts.real => s.on_real_servers(&base),
         Ok(s) => s,
         Err(m) => return fail(format!("{}: {m}", path.display())),
+    };
+    let (world, max_shrink_steps) = if opts.real {
+        for w in crate::scenario::input::real_mode_warnings(&base) {
+            eprintln!("warning: {}: {w}", path.display());
+        }
+        let runs = opts.runs;
+        (World::Real { runs }, REAL_MAX_SHRINK_STEPS)
+    } else {
+        (World::Sim, MAX_SHRINK_STEPS)
     };
     let search_opts = SearchOptions {
         cases: opts.cases,
@@ -119,18 +145,25 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         shard: opts.shard,
         time_limit: opts.time_limit,
         check: opts.check.clone(),
-        max_shrink_steps: MAX_SHRINK_STEPS,
+        max_shrink_steps: opts.shrink_steps.unwrap_or(max_shrink_steps),
         keep_going: opts.keep_going,
         locks: opts.locks.clone(),
+        world,
     };
     let bar = crate::progress::bar(opts.shard.len(opts.cases), "cases");
     let result = search(&base, &space, &search_opts, &|tried, violating| {
         crate::progress::tick(&bar, tried, violating)
     });
     bar.finish_and_clear();
+    if let Some(e) = &result.error {
+        return fail(format!(
+            "{}: a real run could not be made: {e}",
+            path.display()
+        ));
+    }
     let out = opts.out.clone().unwrap_or_else(|| default_out(path));
     let replayed = match &result.found {
-        Some(f) => match write_and_replay(&opts.locks, &input_text, f, &out) {
+        Some(f) => match write_and_replay(&opts.locks, &input_text, f, &out, world, opts.jobs) {
             Ok(r) => Some(r),
             Err(m) => return fail(m),
         },
@@ -141,6 +174,7 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         outcome: &r.outcome,
         text: &r.text,
         out: &out,
+        rate: r.rate,
     });
     if opts.json {
         let v = report::json(&base, &result, written.as_ref());

@@ -21,6 +21,8 @@ pub struct Written<'a> {
     pub text: &'a str,
     /// Where the file was written, for the `lockcheck run` line that replays it.
     pub out: &'a Path,
+    /// On real servers: how often the file violated when run from the file.
+    pub rate: Option<crate::explore::Rate>,
 }
 
 /// The text report.
@@ -33,6 +35,12 @@ pub fn text(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
                 "FOUND {} violation — {} (case {} of the search, shrunk in {} steps)",
                 f.check, base.name, f.index, f.shrink_steps
             );
+            if let (Some(confirmed), Some(rate)) = (f.confirmed, w.rate) {
+                let _ = writeln!(
+                    out,
+                    "on real servers: the case as drawn violated again in {confirmed}; the minimal scenario violated in {rate}"
+                );
+            }
             let _ = writeln!(out, "minimal scenario, written to {}:", w.out.display());
             for line in w.text.lines() {
                 let _ = writeln!(out, "  | {line}");
@@ -60,6 +68,13 @@ pub fn text(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
         r.distinct_traces,
         r.found.as_ref().map_or(0, |f| f.shrink_steps)
     );
+    if r.skipped > 0 {
+        let _ = writeln!(
+            out,
+            "cases skipped: {} (real mode has no recipe for one of their faults)",
+            r.skipped
+        );
+    }
     out
 }
 
@@ -71,6 +86,8 @@ pub fn json(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
             "case": f.index,
             "shrink_steps": f.shrink_steps,
             "out": w.out.display().to_string(),
+            "confirmed": f.confirmed.map(|r| serde_json::json!({"violated": r.violated, "runs": r.runs})),
+            "rate": w.rate.map(|r| serde_json::json!({"violated": r.violated, "runs": r.runs})),
             "scenario_toml": w.text,
             "run": super::report::json(w.scenario, w.outcome),
         }),
@@ -82,6 +99,7 @@ pub fn json(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
         "cases_violating": r.violating,
         "distinct_traces": r.distinct_traces,
         "timed_out": r.timed_out,
+        "cases_skipped": r.skipped,
         "found": found,
     })
 }
@@ -92,10 +110,11 @@ pub fn timing(r: &SearchResult, jobs: usize) -> String {
     let shrink = r.found.as_ref().map_or(Duration::ZERO, |f| f.shrink_time);
     let secs = r.elapsed.saturating_sub(shrink).as_secs_f64().max(1e-9);
     let mut s = format!(
-        "{} cases in {:.2} s on {jobs} thread(s): {:.1} cases/s",
+        "{} cases in {:.2} s on {jobs} thread(s): {:.1} cases/s, {:.3} s per case",
         r.tried,
         secs,
-        r.tried as f64 / secs
+        r.tried as f64 / secs,
+        secs * jobs.min(r.tried.max(1) as usize) as f64 / r.tried.max(1) as f64
     );
     if let Some(f) = &r.found {
         let _ = write!(

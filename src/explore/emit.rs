@@ -5,20 +5,32 @@
 //! workload knobs, `expect`/`expect_checks` and `about`. `lockcheck run` on the result replays the
 //! found run to the same trace hash, because the scenario it parses is the one the search ran.
 
+use super::real::Rate;
 use super::search::Found;
 use crate::check::Verdict;
 use crate::scenario::fault_table;
+use std::path::Path;
 use toml_edit::{value, Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table};
 
-/// The found scenario's text, from the input scenario's text.
-pub fn found_scenario(input: &str, found: &Found) -> Result<String, String> {
+/// The found scenario's text, from the input scenario's text. `rate`: on real servers, how often
+/// the file violated when run from the file (`None` before it has been run, and in simulation).
+/// `moved_from`: the input's directory, when the file is written in another one.
+pub fn found_scenario(
+    input: &str,
+    found: &Found,
+    rate: Option<Rate>,
+    moved_from: Option<&Path>,
+) -> Result<String, String> {
     let mut doc: DocumentMut = input
         .parse()
         .map_err(|e| format!("cannot re-read the scenario to write the finding: {e}"))?;
+    if let Some(dir) = moved_from {
+        rebase_command(&mut doc, dir);
+    }
     let s = &found.scenario;
     let name = format!("{}-found", s.name);
     doc["name"] = value(name);
-    doc["about"] = value(about(found));
+    doc["about"] = value(about(found, rate));
     let me = found.outcome.checks["mutual_exclusion"].verdict;
     doc["expect"] = value(me.to_string());
     let mut checks = InlineTable::new();
@@ -54,13 +66,78 @@ pub fn found_scenario(input: &str, found: &Found) -> Result<String, String> {
     Ok(doc.to_string())
 }
 
-/// The `about` line: what the search found, in which case, and the seed.
-fn about(found: &Found) -> String {
+/// The `about` line: what the search found, in which case, and the seed; on real servers, how
+/// often it reproduces instead of the seed (which does not fix a real run).
+fn about(found: &Found, rate: Option<Rate>) -> String {
     let summary = &found.outcome.checks[&found.check].summary;
+    let Some(confirmed) = found.confirmed else {
+        return format!(
+            "Found by lockcheck explore (case {}, shrunk in {} steps): {} violated — {}; seed {}.",
+            found.index, found.shrink_steps, found.check, summary, found.scenario.seed
+        );
+    };
+    let file = rate.map_or_else(
+        || "not yet run from this file".to_string(),
+        |r| format!("this file violated in {r} on real servers"),
+    );
+    let back = match found.taken_back {
+        0 => String::new(),
+        1 => ", the last step taken back as it violated in under half its runs".to_string(),
+        n => format!(", the last {n} taken back as they violated in under half their runs"),
+    };
     format!(
-        "Found by lockcheck explore (case {}, shrunk in {} steps): {} violated — {}; seed {}.",
-        found.index, found.shrink_steps, found.check, summary, found.scenario.seed
+        "Found by lockcheck explore --real (case {}, shrunk in {} steps{back}): {} violated — {}; \
+         {file} (the case as drawn: once in the search, then in {confirmed} when rerun).",
+        found.index, found.shrink_steps, found.check, summary
     )
+}
+
+/// A client program's `[lock] command` names its files relative to the scenario's directory (and
+/// runs there). A finding written in another directory gets them as absolute paths, so that
+/// `lockcheck run` on it starts the same program; it then runs in the finding's directory.
+fn rebase_command(doc: &mut DocumentMut, input_dir: &Path) {
+    let Some(command) = doc
+        .get_mut("lock")
+        .and_then(|l| l.get_mut("command"))
+        .and_then(|c| c.as_array_mut())
+    else {
+        return;
+    };
+    for arg in command.iter_mut() {
+        let Some(text) = arg.as_str() else { continue };
+        let path = Path::new(text);
+        if text.contains('/') && path.is_relative() {
+            // Joined, not canonicalized: a virtualenv's `bin/python` is a symlink whose target
+            // is another interpreter, without the virtualenv's packages.
+            *arg = lexically_joined(input_dir, path)
+                .display()
+                .to_string()
+                .into();
+        }
+    }
+}
+
+/// `dir` joined with `rel`, each `..` of `rel` taking back one component of `dir` as written
+/// (`/a/scenarios/clients` + `../../bin/x` = `/a/bin/x`), without reading the file system, so
+/// that a symlink at the end keeps its name. A `..` with nothing left to take back is kept (in a relative `dir`) or dropped (at `/`).
+fn lexically_joined(dir: &Path, rel: &Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = dir.to_path_buf();
+    for part in rel.components() {
+        match part {
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                // `/..` is `/`.
+                Some(Component::RootDir) => {}
+                _ => out.push(".."),
+            },
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }
 
 fn pair(v: [u64; 2]) -> Array {
@@ -68,4 +145,27 @@ fn pair(v: [u64; 2]) -> Array {
     a.push(v[0] as i64);
     a.push(v[1] as i64);
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lexically_joined;
+    use std::path::Path;
+
+    #[test]
+    fn a_client_command_path_is_joined_without_resolving_symlinks() {
+        let dir = Path::new("/repo/scenarios/clients");
+        assert_eq!(
+            lexically_joined(dir, Path::new("../../.venv-clients/bin/python")),
+            Path::new("/repo/.venv-clients/bin/python")
+        );
+        assert_eq!(
+            lexically_joined(dir, Path::new("./client.py")),
+            Path::new("/repo/scenarios/clients/client.py")
+        );
+        assert_eq!(
+            lexically_joined(Path::new("/a"), Path::new("../../x")),
+            Path::new("/x")
+        );
+    }
 }

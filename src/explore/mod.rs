@@ -6,14 +6,17 @@
 //! scenario with no faults at all and finds the schedule itself. The space is the scenario's
 //! `[explore]` table (`scenario::explore`), the cases come from a proptest strategy
 //! ([`strategy`], what pauses add up to bounded by [`pause_budget`]), the search and proptest's
-//! shrinking run in [`mod@search`], and the finding is written by [`emit`].
+//! shrinking run in [`mod@search`], and the finding is written by [`emit`]. On real servers
+//! (`--real`) the same search runs real cases, and a verdict is a rate ([`real`]).
 
 pub mod emit;
 pub mod pause_budget;
+pub mod real;
 pub mod search;
 pub mod strategy;
 
-pub use search::{search, Found, SearchOptions, SearchResult};
+pub use real::Rate;
+pub use search::{search, Found, SearchOptions, SearchResult, World};
 
 use crate::judge::{Mode, Outcome, SeedsOutcome};
 use crate::registry::Registry;
@@ -53,22 +56,62 @@ pub struct Replayed {
     pub scenario: Scenario,
     /// The replay's judged run: the proof that the file reproduces the finding.
     pub outcome: SeedsOutcome,
+    /// On real servers: how often the file's scenario violated when run from the file.
+    pub rate: Option<Rate>,
+}
+
+/// The input scenario's directory, when `out` is in another one (its relative paths then need
+/// rebasing, see [`emit::found_scenario`]).
+fn moved_from(found: &Found, out: &Path) -> Option<PathBuf> {
+    let dir = |p: &Path| {
+        let d = p.parent().filter(|d| !d.as_os_str().is_empty());
+        let d = d.unwrap_or(Path::new("."));
+        d.canonicalize().unwrap_or_else(|_| d.to_path_buf())
+    };
+    let input = dir(found.scenario.path.as_deref()?);
+    (input != dir(out)).then_some(input)
+}
+
+/// Writes `text` to `out` and parses it back as `lockcheck run` would.
+fn write_and_read(locks: &Registry, text: &str, out: &Path) -> Result<Scenario, String> {
+    std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    let mut scenario = locks
+        .parse(&out.display().to_string(), text)
+        .map_err(|e| format!("the written finding does not parse (a bug): {e}"))?;
+    scenario.path = Some(out.to_path_buf());
+    Ok(scenario)
 }
 
 /// Writes the finding to `out` and replays the written file (its lock built by `locks`), which
-/// must give the found trace.
+/// must give the found trace. On real servers, where no run gives a trace twice, the file is run
+/// `runs` times (`jobs` at once) instead, and its `about` states how many violated.
 pub fn write_and_replay(
     locks: &Registry,
     input_text: &str,
     found: &Found,
     out: &Path,
+    world: World,
+    jobs: usize,
 ) -> Result<Replayed, String> {
-    let text = emit::found_scenario(input_text, found)?;
-    std::fs::write(out, &text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
-    let mut scenario = locks
-        .parse(&out.display().to_string(), &text)
-        .map_err(|e| format!("the written finding does not parse (a bug): {e}"))?;
-    scenario.path = Some(out.to_path_buf());
+    let moved = moved_from(found, out);
+    let moved = moved.as_deref();
+    if let World::Real { runs } = world {
+        let first_text = emit::found_scenario(input_text, found, None, moved)?;
+        let scenario = write_and_read(locks, &first_text, out)?;
+        let (rate, first) = real::rate(locks, &scenario, &found.check, runs, jobs)?;
+        let text = emit::found_scenario(input_text, found, Some(rate), moved)?;
+        let scenario = write_and_read(locks, &text, out)?;
+        // The report shows a run of the file that violated; if none did, the search's own run.
+        let shown = first.unwrap_or_else(|| found.outcome.clone());
+        return Ok(Replayed {
+            outcome: SeedsOutcome::aggregate(&scenario, vec![shown]),
+            text,
+            scenario,
+            rate: Some(rate),
+        });
+    }
+    let text = emit::found_scenario(input_text, found, None, moved)?;
+    let scenario = write_and_read(locks, &text, out)?;
     let run = locks.run_sim(&scenario, scenario.seed);
     let outcome = Outcome::judge(&scenario, Mode::Sim, scenario.seed, run.history);
     if outcome.trace_hash != found.outcome.trace_hash {
@@ -82,5 +125,6 @@ pub fn write_and_replay(
         text,
         scenario,
         outcome,
+        rate: None,
     })
 }

@@ -5,7 +5,11 @@
 //! whichever thread runs it and whichever shard owns it; `exec::run_ordered` folds results in
 //! index order, so the first violating index wins whatever `--jobs` is. Shrinking then runs
 //! sequentially on that case's tree, which keeps it deterministic too.
+//!
+//! On real servers ([`World::Real`]) the same loop runs real cases instead, and a verdict becomes
+//! a rate: see [`super::real`].
 
+use super::real::{self, Rate, RealRun};
 use super::strategy::{cases, Case};
 use crate::check::Verdict;
 use crate::exec::{run_ordered, Shard};
@@ -39,6 +43,21 @@ pub struct SearchOptions {
     pub keep_going: bool,
     /// The lock kinds the search can build: lockcheck's, and those a program registered.
     pub locks: Registry,
+    /// Where the cases run.
+    pub world: World,
+}
+
+/// Where the cases run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum World {
+    /// The simulator: a case is a function of its seed, and one run decides it.
+    Sim,
+    /// Spawned servers and client processes (`--real`): a verdict is a rate over `runs` runs
+    /// ([`super::real`]).
+    Real {
+        /// Runs per confirmation and per shrink candidate.
+        runs: u32,
+    },
 }
 
 /// The minimal violating case and what it took to find it.
@@ -58,8 +77,13 @@ pub struct Found {
     pub shrink_steps: u32,
     /// Wall time until the first violating case finished: how hard the violation was to hit.
     pub time_to_first: Duration,
-    /// Wall time spent shrinking.
+    /// Wall time spent shrinking (on real servers, confirming the first case included).
     pub shrink_time: Duration,
+    /// On real servers: how often the first violating case violated again when rerun.
+    pub confirmed: Option<Rate>,
+    /// On real servers: the last shrink steps taken back because the cases they kept violated in
+    /// fewer than half of their runs ([`real::settle`]).
+    pub taken_back: u32,
 }
 
 /// What a search did.
@@ -77,6 +101,11 @@ pub struct SearchResult {
     pub elapsed: Duration,
     /// Stopped by `--time-limit` before the budget ran out.
     pub timed_out: bool,
+    /// Cases not run because real mode has no recipe for one of their faults (0 in simulation).
+    pub skipped: u64,
+    /// Why the search stopped without a verdict: a real run that could not be made (a missing
+    /// `redis-server`, a client program that died at start). `None` in simulation.
+    pub error: Option<String>,
 }
 
 /// What one case gave: the violated check (if any) and its trace.
@@ -84,8 +113,14 @@ enum CaseResult {
     Ran {
         violated: Option<String>,
         trace: u64,
+        /// On real servers, the violating run (it cannot be had again by rerunning the case).
+        outcome: Option<Box<Outcome>>,
     },
     OutOfTime,
+    /// Real mode has no recipe for one of the case's faults.
+    Skipped,
+    /// A real run could not be made.
+    Failed(String),
 }
 
 /// The 32-byte ChaCha seed of case `index` of the search seeded with `seed`.
@@ -153,8 +188,10 @@ pub fn search(
     let mut tried = 0u64;
     let mut violating = 0u64;
     let mut traces = crate::exec::DistinctCount::default();
-    let mut first: Option<(u64, String)> = None;
+    let mut first: Option<(u64, String, Option<Box<Outcome>>)> = None;
     let mut timed_out = false;
+    let mut skipped = 0u64;
+    let mut error = None;
     let mut first_at = Duration::ZERO;
     let stopped = std::cell::Cell::new(false);
     let check = opts.check.as_deref();
@@ -169,10 +206,21 @@ pub fn search(
             panic!("{PANIC_AT_VAR}={i}: case {i} panics on purpose");
         }
         let case = tree(space, opts.seed, i).current();
-        let (_, outcome) = judge(&opts.locks, base, space, &case);
+        let outcome = match opts.world {
+            World::Sim => Box::new(judge(&opts.locks, base, space, &case).1),
+            World::Real { .. } => match real::run_once(&opts.locks, &case.scenario(base, space)) {
+                RealRun::Judged(o) => o,
+                RealRun::Unsupported(_) => return CaseResult::Skipped,
+                RealRun::Failed(m) => return CaseResult::Failed(m),
+            },
+        };
+        let violated = violated(&outcome, check);
+        let trace = u64::from_str_radix(&outcome.trace_hash, 16).unwrap_or(0);
+        let keep = violated.is_some() && opts.world != World::Sim;
         CaseResult::Ran {
-            violated: violated(&outcome, check),
-            trace: u64::from_str_radix(&outcome.trace_hash, 16).unwrap_or(0),
+            violated,
+            trace,
+            outcome: keep.then_some(outcome),
         }
     };
     let mut fold = |i: u64, r: CaseResult| {
@@ -181,18 +229,31 @@ pub fn search(
                 timed_out = true;
                 false
             }
-            CaseResult::Ran { violated, trace } => {
+            CaseResult::Ran {
+                violated,
+                trace,
+                outcome,
+            } => {
                 tried += 1;
                 traces.add(trace);
                 if let Some(c) = violated {
                     violating += 1;
                     if first.is_none() {
-                        first = Some((i, c));
+                        first = Some((i, c, outcome));
                         first_at = start.elapsed();
                     }
                 }
-                progress(tried, violating);
+                progress(tried + skipped, violating);
                 opts.keep_going || first.is_none()
+            }
+            CaseResult::Skipped => {
+                skipped += 1;
+                progress(tried + skipped, violating);
+                true
+            }
+            CaseResult::Failed(m) => {
+                error = Some(m);
+                false
             }
         };
         stopped.set(!go_on);
@@ -205,21 +266,16 @@ pub fn search(
         }
     }
     let time_to_first = first_at;
-    let found = first.map(|(index, check)| {
-        let shrink_start = Instant::now();
-        let (case, shrink_steps) = shrink(base, space, opts, index, &check);
-        let (scenario, outcome) = judge(&opts.locks, base, space, &case);
-        Found {
-            index,
-            check,
-            case,
-            scenario,
-            outcome,
-            shrink_steps,
-            time_to_first,
-            shrink_time: shrink_start.elapsed(),
+    let mut found = None;
+    if let Some((index, check, seen)) = first.filter(|_| error.is_none()) {
+        match found_case(base, space, opts, index, check, seen) {
+            Ok(mut f) => {
+                f.time_to_first = time_to_first;
+                found = Some(f);
+            }
+            Err(m) => error = Some(m),
         }
-    });
+    }
     SearchResult {
         tried,
         violating,
@@ -227,7 +283,106 @@ pub fn search(
         found,
         elapsed: start.elapsed(),
         timed_out,
+        skipped,
+        error,
     }
+}
+
+/// The finding of case `index`, which violated `check`: confirmed (on real servers), shrunk, and
+/// judged once more. `seen` is its violating run on real servers.
+fn found_case(
+    base: &Scenario,
+    space: &Space,
+    opts: &SearchOptions,
+    index: u64,
+    check: String,
+    seen: Option<Box<Outcome>>,
+) -> Result<Found, String> {
+    let shrink_start = Instant::now();
+    let confirmed = match opts.world {
+        World::Sim => None,
+        World::Real { runs } => {
+            let scenario = tree(space, opts.seed, index)
+                .current()
+                .scenario(base, space);
+            Some(real::rate(&opts.locks, &scenario, &check, runs, opts.jobs)?.0)
+        }
+    };
+    let shrunk = shrink(base, space, opts, index, &check)?;
+    let mut taken_back = 0;
+    let (case, outcome) = match opts.world {
+        World::Sim => {
+            let outcome = judge(&opts.locks, base, space, &shrunk.case).1;
+            (shrunk.case, outcome)
+        }
+        World::Real { runs } => {
+            let kept: Vec<Scenario> = shrunk
+                .kept
+                .iter()
+                .map(|c| c.scenario(base, space))
+                .collect();
+            match real::settle(&opts.locks, &kept, &check, runs, opts.jobs)? {
+                Some((i, _, outcome)) => {
+                    taken_back = (kept.len() - 1 - i) as u32;
+                    (shrunk.kept[i].clone(), outcome)
+                }
+                // No kept candidate reproduces: the case as drawn, with its violating run.
+                None => {
+                    taken_back = shrunk.kept.len() as u32;
+                    let seen = seen.expect("a real case is found only from a violating run");
+                    (tree(space, opts.seed, index).current(), *seen)
+                }
+            }
+        }
+    };
+    Ok(Found {
+        index,
+        check,
+        scenario: case.scenario(base, space),
+        case,
+        outcome,
+        shrink_steps: shrunk.steps,
+        time_to_first: Duration::ZERO,
+        shrink_time: shrink_start.elapsed(),
+        confirmed,
+        taken_back,
+    })
+}
+
+/// Whether `case` still violates `check`: in its one simulated run, or on real servers in at
+/// least one of `runs` runs.
+fn still_violates(
+    base: &Scenario,
+    space: &Space,
+    opts: &SearchOptions,
+    case: &Case,
+    check: &str,
+) -> Result<bool, String> {
+    match opts.world {
+        World::Sim => {
+            let (_, outcome) = judge(&opts.locks, base, space, case);
+            Ok(violated(&outcome, Some(check)).is_some())
+        }
+        World::Real { runs } => Ok(real::violates_in(
+            &opts.locks,
+            &case.scenario(base, space),
+            check,
+            runs,
+            opts.jobs,
+        )?
+        .is_some()),
+    }
+}
+
+/// What a shrink ended with.
+struct Shrunk {
+    /// The smallest case that kept the violation (the case as drawn, when no step kept it).
+    case: Case,
+    /// Steps taken.
+    steps: u32,
+    /// Every case a step kept, in order: on real servers the end of this chain may be taken
+    /// back ([`real::settle`]).
+    kept: Vec<Case>,
 }
 
 /// proptest's shrink loop over case `index`'s tree: simplify while the case still violates
@@ -238,20 +393,21 @@ fn shrink(
     opts: &SearchOptions,
     index: u64,
     check: &str,
-) -> (Case, u32) {
+) -> Result<Shrunk, String> {
     let mut tree = tree(space, opts.seed, index);
-    let mut minimal = tree.current();
-    let mut steps = 0u32;
+    let mut shrunk = Shrunk {
+        case: tree.current(),
+        steps: 0,
+        kept: Vec::new(),
+    };
     if !tree.simplify() {
-        return (minimal, steps);
+        return Ok(shrunk);
     }
-    while steps < opts.max_shrink_steps {
-        steps += 1;
+    while shrunk.steps < opts.max_shrink_steps {
+        shrunk.steps += 1;
         let candidate = tree.current();
-        let (_, outcome) = judge(&opts.locks, base, space, &candidate);
-        let keeps = violated(&outcome, Some(check)).is_some();
-        if keeps {
-            minimal = candidate;
+        if still_violates(base, space, opts, &candidate, check)? {
+            shrunk.keep(candidate);
             if !tree.simplify() {
                 break;
             }
@@ -259,33 +415,43 @@ fn shrink(
             break;
         }
     }
-    drop_faults(base, space, opts, check, minimal, steps)
+    drop_faults(base, space, opts, check, shrunk)
+}
+
+impl Shrunk {
+    /// `case` kept the violation: it is the smallest so far.
+    fn keep(&mut self, case: Case) {
+        self.kept.push(case.clone());
+        self.case = case;
+    }
 }
 
 /// A last pass after proptest's shrink: drops each remaining fault in turn and keeps the case
 /// without it while it still violates `check`, until no fault can go. proptest removes a fault
 /// only while it shrinks the schedule, before the seed and the other faults have shrunk; a fault
 /// that was needed then (a 1 ms pause that shifted the interleaving) can be spare at the end.
+///
+/// It is not bounded by `max_shrink_steps`: it tries at most n(n+1)/2 removals for n faults
+/// (`max_faults` is at most 16), and a spare fault is what a reader of the finding would trip on
+/// first, also when the numbers' budget ran out (on real servers it always does).
 fn drop_faults(
     base: &Scenario,
     space: &Space,
     opts: &SearchOptions,
     check: &str,
-    mut minimal: Case,
-    mut steps: u32,
-) -> (Case, u32) {
+    mut shrunk: Shrunk,
+) -> Result<Shrunk, String> {
     let mut i = 0;
-    while i < minimal.faults.len() && minimal.faults.len() > 1 && steps < opts.max_shrink_steps {
-        steps += 1;
-        let mut candidate = minimal.clone();
+    while i < shrunk.case.faults.len() && shrunk.case.faults.len() > 1 {
+        shrunk.steps += 1;
+        let mut candidate = shrunk.case.clone();
         candidate.faults.remove(i);
-        let (_, outcome) = judge(&opts.locks, base, space, &candidate);
-        if violated(&outcome, Some(check)).is_some() {
-            minimal = candidate;
+        if still_violates(base, space, opts, &candidate, check)? {
+            shrunk.keep(candidate);
             i = 0;
         } else {
             i += 1;
         }
     }
-    (minimal, steps)
+    Ok(shrunk)
 }

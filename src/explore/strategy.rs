@@ -124,17 +124,26 @@ pub fn cases(space: &Space) -> BoxedStrategy<Case> {
         Just(Vec::new()).boxed()
     } else {
         let budget = space.max_total_pause_ms;
-        prop::collection::vec(fault(space), 0..=space.max_faults)
+        // On real servers every case has a fault: the fault-free run is the scenario itself,
+        // which `lockcheck run --real` checks, and a real case costs a second.
+        let fewest = usize::from(space.real);
+        prop::collection::vec(fault(space), fewest..=space.max_faults)
             .prop_map(move |faults| super::pause_budget::within(faults, budget))
             .boxed()
     };
     let [h0, h1] = space.hold_ms;
+    // On real servers the seed does not fix the run, so every case keeps the scenario's.
+    let seed = if space.real {
+        Just(space.seed).boxed()
+    } else {
+        (0..=u64::from(u32::MAX)).boxed()
+    };
     (
         faults,
         space.clients[0]..=space.clients[1],
         space.cycles[0]..=space.cycles[1],
         (h0..=h1, h0..=h1),
-        0..=u64::from(u32::MAX),
+        seed,
         space.nested[0]..=space.nested[1],
     )
         .prop_map(|(faults, clients, cycles, (a, b), seed, nested)| Case {
@@ -150,17 +159,42 @@ pub fn cases(space: &Space) -> BoxedStrategy<Case> {
 
 fn at_point(space: &Space) -> BoxedStrategy<When> {
     let n = space.points.len();
-    (0..n, 0..=space.duration_ms)
+    let [low, high] = space.after_ms();
+    (0..n, low..=high)
         .prop_map(|(point, after_ms)| When::Point { point, after_ms })
         .boxed()
 }
 
+fn at_time(space: &Space) -> BoxedStrategy<When> {
+    (0..=space.duration_ms).prop_map(When::At).boxed()
+}
+
+/// When a server or network fault fires: at a named point or at a time in simulation; at a time
+/// on real servers, where a named point is a client's own (real mode stops a process there, but
+/// does not crash a server on its behalf).
 fn when(space: &Space) -> BoxedStrategy<When> {
-    Union::new(vec![
-        at_point(space),
-        (0..=space.duration_ms).prop_map(When::At).boxed(),
-    ])
-    .boxed()
+    if space.real {
+        return at_time(space);
+    }
+    Union::new(vec![at_point(space), at_time(space)]).boxed()
+}
+
+/// When a clock starts drifting: at any time in simulation; from the start on real servers, where
+/// libfaketime sets a server's rate when it starts.
+fn drift_when(space: &Space) -> BoxedStrategy<When> {
+    if space.real {
+        return Just(When::At(0)).boxed();
+    }
+    when(space)
+}
+
+/// When a client pause fires: at a named point or at a time in simulation; at a named point on
+/// real servers, where a pause is a `SIGSTOP` (or a stopped task) sent as the client reaches it.
+fn pause_when(space: &Space) -> BoxedStrategy<When> {
+    if space.real {
+        return at_point(space);
+    }
+    when(space)
 }
 
 fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
@@ -170,7 +204,7 @@ fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
         .iter()
         .map(|kind| match *kind {
             "pause" => (
-                when(space),
+                pause_when(space),
                 prop::option::of(0..SLOTS),
                 space.pause_ms[0]..=space.pause_ms[1],
             )
@@ -228,7 +262,7 @@ fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
                 .prop_map(|(w, node, by_ms)| (w, Drawn::ClockJump { node, by_ms }))
                 .boxed(),
             "clock_drift" => (
-                when(space),
+                drift_when(space),
                 0..SLOTS,
                 space.clock_drift_ppm[0]..=space.clock_drift_ppm[1],
             )

@@ -93,6 +93,20 @@ enum Command {
         /// shrunk and written).
         #[arg(long)]
         keep_going: bool,
+        /// Run each case on redis-server (or MariaDB) and client processes that lockcheck
+        /// spawns, one set per case (`--jobs` cases at once), instead of the simulator. A
+        /// violation is confirmed by rerunning it, shrunk while it violates in at least one of
+        /// `--runs` runs, and written with its reproduction rate. Any lock kind, `process`
+        /// included.
+        #[arg(long)]
+        real: bool,
+        /// With --real: runs per confirmation and per shrink candidate.
+        #[arg(long, value_name = "K", default_value_t = crate::explore::real::DEFAULT_RUNS)]
+        runs: u32,
+        /// Shrink at most this many steps (default: 2000 in simulation, 48 with --real, where a
+        /// step is up to --runs real runs).
+        #[arg(long, value_name = "N")]
+        shrink_steps: Option<u32>,
         #[command(flatten)]
         artifacts: crate::suite::Artifacts,
     },
@@ -198,6 +212,9 @@ pub(super) fn run(cli: Cli, locks: &Registry) -> i32 {
             jobs,
             shard,
             keep_going,
+            real,
+            runs,
+            shrink_steps,
             artifacts,
         } => {
             let time_limit = match time_limit.map(std::time::Duration::try_from_secs_f64) {
@@ -224,6 +241,9 @@ pub(super) fn run(cli: Cli, locks: &Registry) -> i32 {
                     keep_going,
                     artifacts,
                     locks: locks.clone(),
+                    real,
+                    runs,
+                    shrink_steps,
                 },
             )
         }

@@ -386,6 +386,18 @@ impl Recorder {
         rec.history.events.push(Event { at_us, node, kind });
     }
 
+    /// Inserts an event of `node` stamped `at_us`, after every event stamped at or before it: for
+    /// an observer that learns of an event after the fact (the real-mode witness reads the
+    /// servers' `MONITOR` streams behind them), so the history stays in true-time order.
+    pub fn insert_at(&self, node: &str, kind: EventKind, at_us: u64) {
+        let mut rec = self.inner.lock().unwrap();
+        let node = rec.names.get(node);
+        let events = &mut rec.history.events;
+        let later = events.iter().rev().take_while(|e| e.at_us > at_us).count();
+        let at = events.len() - later;
+        events.insert(at, Event { at_us, node, kind });
+    }
+
     /// Makes room for `events` more events up front: a long run's history then grows without
     /// copying itself at every doubling (a sixth of a 100,000-cycle run went to that). Only
     /// address space is taken until events are written, so a generous estimate costs nothing.

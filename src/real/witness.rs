@@ -11,6 +11,16 @@
 //! records an `EntryRemoved` whenever a client's command removes a live entry: a `DEL`, a
 //! script's `DEL`, an overwriting `SET`, an `EXPIRE` into the past.
 //!
+//! The witness reads each stream behind the servers (by milliseconds on a loaded machine), so a
+//! removal is not recorded when it is read: a client may have recorded its release's answer by
+//! then, and the release check would see the answer before the removal. Each removal is kept with
+//! the server's timestamp and, once the run is over, put in the history at the true time the
+//! server executed it. The server's clock is tied to the run's at both ends: a marker `ECHO` sent
+//! when watching starts and another when it finishes, each timed by the run's clock around its
+//! round trip; between the two, server time maps linearly to run time (which also absorbs a
+//! constant libfaketime drift). A mapped time is never later than the moment the line was read
+//! and never earlier than the server's previous removal.
+//!
 //! The witness vouches for a run only if it understood every command on the key of every server
 //! to the end: then it records [`EventKind::LockEntriesWatched`] and the foreign-release check
 //! judges from what the servers did. A command on the key it does not model (a hash lock's
@@ -34,8 +44,75 @@ pub fn client_connection_name(client: u32) -> String {
 /// What `finish` sends each server so the witness knows it has seen everything before it.
 const END_MARKER: &str = "lockcheck-witness-end";
 
-/// One watched server: its name, its port, and the thread following its `MONITOR` stream.
-type Watched = (String, u16, JoinHandle<Result<(), String>>);
+/// What `start` sends each server once its `MONITOR` is in place: the first tie between the
+/// server's clock and the run's.
+const START_MARKER: &str = "lockcheck-witness-start";
+
+/// Sends `ECHO <marker>` to the server on `port` and waits for the answer; the run's time (µs)
+/// halfway through the round trip, when the server executed it to within half the round trip.
+/// `None`: the server could not be reached.
+fn send_marker(port: u16, marker: &str, rec: &Recorder) -> Option<u64> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let cmd = format!("*2\r\n$4\r\nECHO\r\n${}\r\n{marker}\r\n", marker.len());
+    let sent = rec.now_us();
+    s.write_all(cmd.as_bytes()).ok()?;
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).ok()?;
+    let answered = rec.now_us();
+    Some(sent + (answered - sent) / 2)
+}
+
+/// A removal as the witness read it: the server's time (µs), the run's time when read, and the
+/// event.
+struct Removal {
+    server_us: i64,
+    read_us: u64,
+    kind: EventKind,
+}
+
+/// What following one server's stream gave: the server's time of the start and end markers,
+/// and its removals in execution order.
+#[derive(Default)]
+struct Followed {
+    start_us: Option<i64>,
+    end_us: Option<i64>,
+    removals: Vec<Removal>,
+}
+
+impl Followed {
+    /// The removals with run times: server time mapped linearly through the two markers
+    /// (`start` and `end`: the run's times when the server executed them), each no later than
+    /// when it was read and no earlier than the one before.
+    fn timed(self, start: Option<u64>, end: Option<u64>) -> Vec<(u64, EventKind)> {
+        let tie = match (self.start_us, start, self.end_us, end) {
+            (Some(s0), Some(r0), Some(s1), Some(r1)) if s1 > s0 => Some((s0, r0, s1, r1)),
+            _ => None,
+        };
+        let mut last = 0u64;
+        self.removals
+            .into_iter()
+            .map(|r| {
+                let mapped = tie.map_or(r.read_us, |(s0, r0, s1, r1)| {
+                    let along = (r.server_us - s0) as f64 / (s1 - s0) as f64;
+                    let at = r0 as f64 + along * (r1 as f64 - r0 as f64);
+                    at.max(0.0) as u64
+                });
+                last = mapped.min(r.read_us).max(last);
+                (last, r.kind)
+            })
+            .collect()
+    }
+}
+
+/// One watched server: its name, its port, the run's time its start marker was executed, and
+/// the thread following its `MONITOR` stream.
+type Watched = (
+    String,
+    u16,
+    Option<u64>,
+    JoinHandle<Result<Followed, String>>,
+);
 
 /// Watches the lock entry on a set of servers (one thread and one `MONITOR` connection each).
 pub struct Witness {
@@ -70,11 +147,9 @@ impl Witness {
             }
             let mut model = Model::new(name.clone(), key.as_bytes().to_vec(), rec.clone());
             let stop = stop.clone();
-            threads.push((
-                name.clone(),
-                *port,
-                std::thread::spawn(move || model.follow(reader, &stop)),
-            ));
+            let thread = std::thread::spawn(move || model.follow(reader, &stop));
+            let started = send_marker(*port, START_MARKER, rec);
+            threads.push((name.clone(), *port, started, thread));
         }
         Ok(Witness {
             key: key.to_string(),
@@ -88,35 +163,35 @@ impl Witness {
     /// [`EventKind::LockEntriesWatched`] when every server's commands on the key were understood
     /// to the end; otherwise returns why not (and records nothing).
     pub fn finish(self) -> Result<(), String> {
-        for (_, port, _) in &self.servers {
-            // The marker goes through the server like any command: once the witness reads it,
-            // it has read every command before it. A dead server has nothing more to say.
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", *port)) {
-                let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-                let cmd = format!(
-                    "*2\r\n$4\r\nECHO\r\n${}\r\n{END_MARKER}\r\n",
-                    END_MARKER.len()
-                );
-                let _ = s.write_all(cmd.as_bytes());
-                let mut line = String::new();
-                let _ = BufReader::new(s).read_line(&mut line);
-            }
-        }
+        // The marker goes through the server like any command: once the witness reads it, it
+        // has read every command before it. A dead server has nothing more to say.
+        let ends: Vec<Option<u64>> = self
+            .servers
+            .iter()
+            .map(|(_, port, _, _)| send_marker(*port, END_MARKER, &self.rec))
+            .collect();
         let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline && self.servers.iter().any(|(_, _, t)| !t.is_finished()) {
+        while Instant::now() < deadline && self.servers.iter().any(|(_, _, _, t)| !t.is_finished())
+        {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.stop.store(true, Ordering::Relaxed);
         let mut why = Vec::new();
-        for (name, _, t) in self.servers {
+        let mut removals = Vec::new();
+        for ((name, _, start, t), end) in self.servers.into_iter().zip(ends) {
             match t.join() {
-                Ok(Ok(())) => {}
+                Ok(Ok(followed)) => removals.push((name, followed.timed(start, end))),
                 Ok(Err(e)) => why.push(e),
                 Err(_) => why.push(format!("{name}: the witness thread panicked")),
             }
         }
         if !why.is_empty() {
             return Err(why.join("; "));
+        }
+        for (server, timed) in removals {
+            for (at_us, kind) in timed {
+                self.rec.insert_at(&server, kind, at_us);
+            }
         }
         self.rec
             .record("servers", EventKind::LockEntriesWatched { key: self.key });
@@ -134,6 +209,10 @@ struct Model {
     /// The client whose script is running (the last `EVAL`/`EVALSHA`/`FCALL`).
     scripting: Option<u32>,
     entry: Option<Entry>,
+    /// What the stream has given so far.
+    followed: Followed,
+    /// The server's time of the command being applied (µs).
+    now_us: i64,
 }
 
 struct Entry {
@@ -161,6 +240,8 @@ impl Model {
             clients: BTreeMap::new(),
             scripting: None,
             entry: None,
+            followed: Followed::default(),
+            now_us: 0,
         }
     }
 
@@ -169,7 +250,7 @@ impl Model {
         &mut self,
         mut reader: BufReader<TcpStream>,
         stop: &AtomicBool,
-    ) -> Result<(), String> {
+    ) -> Result<Followed, String> {
         let mut buf = Vec::new();
         loop {
             match reader.read_until(b'\n', &mut buf) {
@@ -188,13 +269,19 @@ impl Model {
                             String::from_utf8_lossy(&text)
                         ));
                     };
-                    if line
+                    let echo = line
                         .args
                         .first()
-                        .is_some_and(|c| c.eq_ignore_ascii_case(b"echo"))
-                        && line.args.get(1).is_some_and(|a| a == END_MARKER.as_bytes())
-                    {
-                        return Ok(());
+                        .is_some_and(|c| c.eq_ignore_ascii_case(b"echo"));
+                    let marker =
+                        |m: &str| echo && line.args.get(1).is_some_and(|a| a == m.as_bytes());
+                    if marker(START_MARKER) {
+                        self.followed.start_us = Some(line.at_us);
+                        continue;
+                    }
+                    if marker(END_MARKER) {
+                        self.followed.end_us = Some(line.at_us);
+                        return Ok(std::mem::take(&mut self.followed));
                     }
                     self.apply(&line)?;
                 }
@@ -216,6 +303,7 @@ impl Model {
 
     /// Replays one command on the model; `Err` when it touches the key in a way not modelled.
     fn apply(&mut self, line: &Line) -> Result<(), String> {
+        self.now_us = line.at_us;
         let Some(cmd) = line.args.first() else {
             return Ok(());
         };
@@ -335,14 +423,15 @@ impl Model {
     fn replace(&mut self, client: Option<u32>, value: Option<Vec<u8>>, expires_ms: Option<i64>) {
         if let (Some(old), Some(by)) = (&self.entry, client) {
             if value.as_ref() != Some(&old.value) {
-                self.rec.record(
-                    &self.server,
-                    EventKind::EntryRemoved {
+                self.followed.removals.push(Removal {
+                    server_us: self.now_us,
+                    read_us: self.rec.now_us(),
+                    kind: EventKind::EntryRemoved {
                         by_client: by,
                         owner: String::from_utf8_lossy(&old.value).into_owned(),
                         owner_client: old.creator,
                     },
-                );
+                });
             }
         }
         self.entry = value.map(|value| Entry {
@@ -429,7 +518,6 @@ fn parse_line(raw: &[u8]) -> Option<Line> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::History;
 
     fn line(text: &str) -> Line {
         parse_line(format!("+{text}\r\n").as_bytes()).unwrap()
@@ -444,10 +532,11 @@ mod tests {
         assert_eq!(line(r#"1.000001 [0 lua] "del" "k""#).source, "lua");
     }
 
-    fn removals(h: &History) -> Vec<(u32, String, Option<u32>)> {
-        h.events
+    fn removals(m: &Model) -> Vec<(u32, String, Option<u32>)> {
+        m.followed
+            .removals
             .iter()
-            .filter_map(|e| match &e.kind {
+            .filter_map(|r| match &r.kind {
                 EventKind::EntryRemoved {
                     by_client,
                     owner,
@@ -482,14 +571,56 @@ mod tests {
         ] {
             m.apply(&line(l)).unwrap();
         }
-        let h = rec.snapshot();
         assert_eq!(
-            removals(&h),
+            removals(&m),
             [(0, "b".to_string(), Some(1)), (2, "c".to_string(), Some(2))]
         );
         // A command on the key the model does not know: the witness stops vouching.
         assert!(m
             .apply(&line(r#"3.0 [0 127.0.0.1:1] "hset" "lock" "f" "1""#))
             .is_err());
+    }
+
+    fn removal(server_us: i64, read_us: u64) -> Removal {
+        Removal {
+            server_us,
+            read_us,
+            kind: EventKind::EntryRemoved {
+                by_client: 0,
+                owner: "a".into(),
+                owner_client: Some(0),
+            },
+        }
+    }
+
+    #[test]
+    fn removals_are_timed_by_the_servers_clock_not_when_they_were_read() {
+        // The server's clock runs 1 s ahead of the run's and 10 % fast (libfaketime drift):
+        // the start marker ran at run time 1,000 µs, the end marker at 101,000 µs.
+        let followed = Followed {
+            start_us: Some(1_001_000),
+            end_us: Some(1_111_000),
+            removals: vec![
+                // Executed halfway (run time 51,000), read 20 ms later: timed when executed.
+                removal(1_056_000, 71_000),
+                // Mapped later than it was read (a clock step): capped at the read time.
+                removal(1_100_000, 60_000),
+                // Mapped before the previous removal: not earlier than it.
+                removal(1_002_100, 90_000),
+            ],
+        };
+        let times: Vec<u64> = followed
+            .timed(Some(1_000), Some(101_000))
+            .into_iter()
+            .map(|(at, _)| at)
+            .collect();
+        assert_eq!(times, [51_000, 60_000, 60_000]);
+        // Without both markers the read time is all there is.
+        let unanchored = Followed {
+            start_us: None,
+            end_us: Some(1_111_000),
+            removals: vec![removal(1_056_000, 71_000)],
+        };
+        assert_eq!(unanchored.timed(None, Some(101_000))[0].0, 71_000);
     }
 }

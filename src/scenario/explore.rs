@@ -66,6 +66,21 @@ pub fn not_applicable(kind: &str, scenario: &Scenario) -> Option<String> {
     }
 }
 
+/// How long a scenario's fault-free workload takes at most, when its clients contend: a cycle
+/// takes the longest of every client holding the lock in turn (the holds serialize) and one
+/// client's own hold and think time (the thinks overlap the others' holds). A fault after this
+/// span finds every client done and changes nothing.
+pub fn workload_span_ms(scenario: &Scenario) -> u64 {
+    let w = &scenario.workload;
+    let [_, hold] = w.hold_ms;
+    let [_, think] = w.think_ms;
+    let cycle = u64::from(w.clients)
+        .saturating_mul(hold)
+        .max(hold.saturating_add(think))
+        .max(1);
+    u64::from(w.cycles).saturating_mul(cycle)
+}
+
 /// Why a space was refused: the `[explore]` key at fault (`None`: the table as a whole), so the
 /// message can name its line and column, and what to write instead.
 #[derive(Clone, Debug, PartialEq)]
@@ -135,6 +150,11 @@ pub struct ExploreSpec {
     pub cycles: Option<[u32; 2]>,
     /// Critical-section length (default: the scenario's `hold_ms`).
     pub hold_ms: Option<[u64; 2]>,
+    /// A fault at a named point fires the first time a client passes the point at or after a
+    /// true time drawn from this range (ms; default: 0 to the run's duration). Narrow it to aim
+    /// at the first cycles: a point reached late in a run may have no other client left to
+    /// conflict with.
+    pub after_ms: Option<[u64; 2]>,
 }
 
 /// The resolved space one search draws from: every range known, non-empty and checked, every
@@ -171,11 +191,18 @@ pub struct Space {
     pub hold_ms: [u64; 2],
     /// Times (`at_ms`, `after_ms`) are drawn below the scenario's duration.
     pub duration_ms: u64,
+    /// The range of a point trigger's `after_ms`, when `[explore] after_ms` gives one (else 0 to
+    /// `duration_ms`): see [`Space::after_ms`].
+    pub after_ms_given: Option<[u64; 2]>,
     /// Master groups (for `failover`).
     pub masters: u32,
     /// The cluster's servers, the nodes a crash, a partition, a clock fault or a server pause
     /// may hit: the Redis nodes, or the MySQL locks' database server.
     pub servers: Vec<String>,
+    /// The scenario's seed, every case's seed on real servers (see [`Space::on_real_servers`]).
+    pub seed: u64,
+    /// The cases run on spawned servers and client processes (`explore --real`).
+    pub real: bool,
 }
 
 impl Space {
@@ -252,15 +279,50 @@ impl Space {
             cycles: spec.cycles.unwrap_or([1, w.cycles]),
             hold_ms: spec.hold_ms.unwrap_or(w.hold_ms),
             duration_ms: scenario.duration_ms,
+            after_ms_given: spec.after_ms,
             masters: scenario.redis.masters,
             servers: scenario
                 .node_names()
                 .into_iter()
                 .filter(|n| !n.starts_with("client-") && !n.starts_with("sentinel-"))
                 .collect(),
+            seed: scenario.seed,
+            real: false,
         };
         space.validate()?;
         Ok(space)
+    }
+
+    /// The same space searched on real servers (`explore --real`). Three things change in what
+    /// is drawn, because a real run is not a function of its seed and costs a second, not a
+    /// millisecond:
+    /// - every case keeps the scenario's seed: it fixes only lockcheck's own draws (think and
+    ///   hold times), not the servers' and the processes' timing, so drawing and shrinking it
+    ///   would spend real runs on noise;
+    /// - each fault is fired the way real mode can fire it: a client pause at a named point (real
+    ///   mode stops a process when it reaches one, never at a bare time), a server or network
+    ///   fault at a time, a clock drift from the start (libfaketime sets a server's rate when it
+    ///   starts). A case real mode still has no recipe for (say a clock fault on a replica) is
+    ///   skipped and counted, not run;
+    /// - times (`at_ms`, `after_ms`) are drawn below the workload's own length when that is
+    ///   shorter than `duration_ms`: a real run ends when its clients have done their cycles, so
+    ///   a fault drawn after that never fires, and the case is a second spent on a fault-free run.
+    ///   The length is [`workload_span_ms`], and so that it is the run's, every case keeps the
+    ///   scenario's cycles unless `[explore] cycles` says otherwise. (In simulation a wasted case
+    ///   costs a millisecond, and the space stays as it always was.)
+    pub fn on_real_servers(mut self, scenario: &Scenario) -> Space {
+        self.real = true;
+        self.duration_ms = self.duration_ms.min(workload_span_ms(scenario));
+        let given = scenario.explore.as_ref().and_then(|e| e.cycles);
+        if given.is_none() {
+            self.cycles = [scenario.workload.cycles; 2];
+        }
+        self
+    }
+
+    /// The range a point trigger's `after_ms` is drawn from (ms, both ends included).
+    pub fn after_ms(&self) -> [u64; 2] {
+        self.after_ms_given.unwrap_or([0, self.duration_ms])
     }
 
     /// Every range the strategy draws from must be non-empty (proptest panics on an empty one)
@@ -271,6 +333,7 @@ impl Space {
             ("restart_ms", self.restart_ms),
             ("partition_ms", self.partition_ms),
             ("hold_ms", self.hold_ms),
+            ("after_ms", self.after_ms()),
             (
                 "clients",
                 [u64::from(self.clients[0]), u64::from(self.clients[1])],

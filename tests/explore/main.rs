@@ -12,7 +12,7 @@ mod renewal;
 mod safe;
 
 use lockcheck::exec::Shard;
-use lockcheck::explore::{search, write_and_replay, Replayed, SearchOptions, SearchResult};
+use lockcheck::explore::{search, write_and_replay, Replayed, SearchOptions, SearchResult, World};
 use lockcheck::scenario::Space;
 use lockcheck::scenario::{FaultKind, Scenario};
 use std::path::PathBuf;
@@ -59,6 +59,7 @@ pub fn options(cases: u64, check: Option<&str>) -> SearchOptions {
         max_shrink_steps: lockcheck::explore::MAX_SHRINK_STEPS,
         keep_going: false,
         locks: Default::default(),
+        world: World::Sim,
     }
 }
 
@@ -82,8 +83,8 @@ pub fn explore(name: &str, opts: &SearchOptions) -> (Scenario, SearchResult, Opt
             "lockcheck-explore-test-{}-{name}.found.toml",
             std::process::id()
         ));
-        let r =
-            write_and_replay(&opts.locks, &text, f, &out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let r = write_and_replay(&opts.locks, &text, f, &out, World::Sim, opts.jobs)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
         let (code, json, err) = lockcheck(&["run".as_ref(), out.as_os_str(), "--json".as_ref()]);
         assert_eq!(
             code, 0,
