@@ -26,6 +26,7 @@ fn config() -> LockConfig {
         retry: (Duration::from_millis(1), Duration::from_millis(2)),
         watchdog: false,
         redlock: RedlockOptions::default(),
+        wait_replicas: None,
         params: (),
     }
 }

@@ -115,6 +115,9 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         }
         Err(e) => return fail(e.to_string()),
     };
+    for w in &base.warnings {
+        eprintln!("warning: {w}");
+    }
     if base.lock.kind == crate::lock::LockKind::Process && !opts.real {
         // Its lock is another program; in simulation every call would fail and the search would
         // find nothing, vacuously.

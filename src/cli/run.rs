@@ -218,6 +218,9 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
             }
         }
     }
+    for w in scenarios.iter().flat_map(|s| &s.warnings) {
+        eprintln!("warning: {w}");
+    }
     if opts.real {
         for s in &scenarios {
             for w in crate::scenario::input::real_mode_warnings(s) {

@@ -256,6 +256,9 @@ pub struct LockConfig<P = ()> {
     pub watchdog: bool,
     /// Redlock's parameters (ignored by other kinds).
     pub redlock: RedlockOptions,
+    /// `set-nx-px` only: after a grant, `WAIT` for this many replicas to have the entry, and
+    /// give the grant back when they do not (`None`: no `WAIT`, the articles' lock).
+    pub wait_replicas: Option<WaitReplicas>,
     /// The scenario's `[lock.params]`, read into the lock's own parameter type.
     pub params: P,
 }
@@ -270,9 +273,24 @@ impl<P> LockConfig<P> {
             retry: self.retry,
             watchdog: self.watchdog,
             redlock: self.redlock,
+            wait_replicas: self.wait_replicas,
             params,
         }
     }
+}
+
+/// `WAIT numreplicas timeout` after a grant: the mitigation the Redis documentation offers for a
+/// failover to a replica that never received the key. `WAIT` makes the write synchronous for the
+/// replicas that acknowledge it; a grant they have not acknowledged is given back, so no holder
+/// enters on an entry a promoted replica would not have. (It does not make the lock safe under
+/// a crash that restarts a master empty, or under pauses and clock jumps: only the failover
+/// window closes.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WaitReplicas {
+    /// Replicas that must acknowledge the grant.
+    pub replicas: u32,
+    /// How long `WAIT` blocks for them.
+    pub timeout: Duration,
 }
 
 /// Why an [`AnyLock::External`] lock cannot run.

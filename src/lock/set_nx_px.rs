@@ -3,7 +3,9 @@
 //! The owner token is a random uuid so a client can tell its own entry from another's; the release
 //! runs GET-compare-DEL as one script, because as two commands another client's SET could land
 //! between them (the Redlock article). What this lock cannot prevent: a lease that runs out while its holder
-//! is paused or slow, and a failover to a replica that never received the key.
+//! is paused or slow, and a failover to a replica that never received the key. The last one has
+//! an optional mitigation, `[lock] wait_replicas`: `WAIT` for the replicas after each grant and
+//! give back a grant they did not acknowledge ([`super::WaitReplicas`]).
 
 use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
@@ -61,6 +63,35 @@ impl<C, E> SetNxPx<C, E> {
     }
 }
 
+/// With `wait_replicas`: whether enough replicas acknowledged the grant just made under
+/// `owner` (`WAIT`). If not, the grant is given back (compare-and-delete: the entry is
+/// removed only if it is still ours) before the client could act on it: a failover now would
+/// promote a replica without it and hand the lock to someone else. A `WAIT` that fails (the
+/// master died under it) counts as not acknowledged. Without `wait_replicas`: true.
+async fn replicated<C: ConnectionLike + Send>(
+    conn: &mut C,
+    config: &LockConfig,
+    owner: &str,
+) -> bool {
+    let Some(w) = config.wait_replicas else {
+        return true;
+    };
+    let acked: Result<i64, _> = redis::cmd("WAIT")
+        .arg(w.replicas)
+        .arg(w.timeout.as_millis() as u64)
+        .query_async(conn)
+        .await;
+    if matches!(acked, Ok(n) if n >= i64::from(w.replicas)) {
+        return true;
+    }
+    let _: Result<i64, _> = COMPARE_AND_DELETE
+        .key(&config.key)
+        .arg(owner)
+        .invoke_async(conn)
+        .await;
+    false
+}
+
 impl<C, E> Lock for SetNxPx<C, E>
 where
     C: ConnectionLike + Send + Sync + 'static,
@@ -85,12 +116,19 @@ where
             let reply: Result<Option<()>, _> = set.query_async(&mut self.conn).await;
             match wait.next(reply).await? {
                 Next::Granted(()) => {
+                    if !replicated(&mut self.conn, &self.config, &owner).await {
+                        // Given back: try again after the usual pause, within the same wait.
+                        match wait.next::<()>(Ok(None)).await? {
+                            Next::GaveUp => return Ok(None),
+                            _ => continue,
+                        }
+                    }
                     return Ok(Some(Guard {
                         owner,
                         fencing_token: None,
                         acquired_at_ms: started,
                         valid_until_ms: started + ttl_ms,
-                    }))
+                    }));
                 }
                 Next::Again => {}
                 Next::GaveUp => return Ok(None),

@@ -163,13 +163,14 @@ fn keys_of(kind: &str) -> &'static [&'static str] {
     }
 }
 
-/// Checks one `[[faults]]` table against its kind's keys and the topology.
+/// Checks one `[[faults]]` table against its kind's keys and the topology. Returns the fault and,
+/// when its trigger is ambiguous ([`ambiguous_trigger`]), a warning at its `on` key.
 pub(super) fn convert(
     ctx: &Ctx<'_>,
     f: Spanned<RawFault>,
     nodes: &[String],
     scenario: &Scenario,
-) -> Result<Fault, ScenarioError> {
+) -> Result<(Fault, Option<ScenarioError>), ScenarioError> {
     let span = f.span();
     let raw = f.into_inner();
     let kind = raw.kind.get_ref().as_str();
@@ -202,11 +203,39 @@ pub(super) fn convert(
         _ => unreachable!("checked against FAULT_KINDS"),
     };
     let by_client = table.by_client(&trigger, &kind)?;
-    Ok(Fault {
+    let fault = Fault {
         trigger,
         kind,
         by_client,
-    })
+    };
+    let warning = ambiguous_trigger(&fault, raw.client.is_some(), scenario)
+        .map(|m| ctx.err(raw.on.as_ref().map_or(0..0, |on| on.span()), m));
+    Ok((fault, warning))
+}
+
+/// Why a fault's trigger is ambiguous, if it is: it fires at a point of the lock's own, names no
+/// client, and the scenario has more than one. The workload's points (`acquired`, `after_read`,
+/// `before_write`, `before_release`) are reached only by the holder, so "the first client to
+/// reach it" is whoever holds the lock. A lock's own point may sit inside `acquire`, where every
+/// client that tries reaches it, holder or not: which one comes first is up to the run's timing,
+/// and a scenario written with one client in mind may be testing another.
+fn ambiguous_trigger(fault: &Fault, client_written: bool, scenario: &Scenario) -> Option<String> {
+    let Trigger::Point { point, .. } = &fault.trigger else {
+        return None;
+    };
+    let clients = scenario.workload.clients;
+    if clients < 2 || client_written || super::WORKLOAD_POINTS.iter().any(|p| p.name == point) {
+        return None;
+    }
+    match &fault.kind {
+        FaultKind::Pause { .. } => Some(format!(
+            "`on = \"{point}\"` with no `client`: the pause hits the first of the {clients} clients to reach this point of the lock's own, which may not hold the lock; write `client = N` to aim it at one client, or `client = \"holder\"` to keep this meaning"
+        )),
+        FaultKind::ClientCrash { .. } => None,
+        _ => Some(format!(
+            "`on = \"{point}\"` with no `client`: this fault fires when the first of the {clients} clients reaches this point of the lock's own, holder or not, whichever that is in this run; add `client = N` to aim it at one client's point"
+        )),
+    }
 }
 
 /// One `[[faults]]` table being converted, with what its errors need to point into the file.

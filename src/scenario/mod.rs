@@ -81,6 +81,9 @@ pub struct Scenario {
     pub explore: Option<ExploreSpec>,
     /// Where it was read from (for messages and the replay command).
     pub path: Option<PathBuf>,
+    /// What the parser found legal but likely not meant, each `file:line:col: message` (a fault
+    /// whose trigger is ambiguous); the commands print them to standard error.
+    pub warnings: Vec<String>,
 }
 
 impl Scenario {
@@ -216,6 +219,7 @@ impl Scenario {
             lock_points,
             explore: raw.explore.as_ref().map(|e| e.get_ref().clone()),
             path: None,
+            warnings: Vec::new(),
         };
         validate::numbers(&ctx, &scenario)?;
         database::validate(&scenario, raw.database.is_some())
@@ -223,8 +227,10 @@ impl Scenario {
         let nodes = scenario.node_names();
         validate::clock_nodes(&ctx, &scenario, &nodes)?;
         let mut faults = Vec::new();
+        let mut warnings = Vec::new();
         for (i, f) in raw.faults.into_iter().enumerate() {
-            let fault = fault::convert(&ctx, f, &nodes, &scenario)?;
+            let (fault, warning) = fault::convert(&ctx, f, &nodes, &scenario)?;
+            warnings.extend(warning.map(|w| w.to_string()));
             // A fault that cannot fire before the run ends would make a vacuous verdict.
             if let Some((key, message)) =
                 input::fires_after_end(&fault.trigger, scenario.duration_ms)
@@ -233,7 +239,11 @@ impl Scenario {
             }
             faults.push(fault);
         }
-        let scenario = Scenario { faults, ..scenario };
+        let scenario = Scenario {
+            faults,
+            warnings,
+            ..scenario
+        };
         if let Some(table) = &raw.explore {
             Space::of(&scenario).map_err(|e| {
                 let at = e

@@ -9,7 +9,7 @@ use toml::Spanned;
 
 use crate::check::Verdict;
 use crate::env::NamedPoint;
-use crate::lock::{LockConfig, LockKind, RedlockOptions};
+use crate::lock::{LockConfig, LockKind, RedlockOptions, WaitReplicas};
 
 /// `[lock]`: which lock and its lease parameters.
 #[derive(Clone, Debug, Deserialize)]
@@ -51,6 +51,12 @@ pub struct LockSpec {
     pub drift_ms: Option<u64>,
     /// Antirez's step 3: re-check the elapsed time after the replies (default true).
     pub recheck_after_acquire: Option<bool>,
+    // `set-nx-px`'s `WAIT` (lock::WaitReplicas).
+    /// After a grant, `WAIT` until this many replicas have the entry; a grant they have not
+    /// acknowledged within `wait_timeout_ms` is given back and the acquire tries again.
+    pub wait_replicas: Option<u32>,
+    /// How long `WAIT` blocks (ms; default 100). Needs `wait_replicas`.
+    pub wait_timeout_ms: Option<u64>,
     // Any kind.
     /// The holder stops working, and skips its write, once its validity time has run out on
     /// its own clock (default false: it works for `hold_ms` and writes whatever its lease says).
@@ -106,6 +112,10 @@ impl LockSpec {
 fn unresolved() -> LockKind {
     LockKind::SetNxPx
 }
+
+/// `WAIT`'s timeout when `wait_timeout_ms` is not given: ten times the simulated default
+/// replication lag's upper end, so that a healthy replica always answers in time.
+pub const DEFAULT_WAIT_TIMEOUT_MS: u64 = 100;
 
 fn default_wait_ms() -> u64 {
     5000
@@ -446,6 +456,12 @@ impl LockConfig {
             ),
             watchdog: spec.ttl_ms.is_none(),
             params: (),
+            wait_replicas: spec.wait_replicas.map(|replicas| WaitReplicas {
+                replicas,
+                timeout: Duration::from_millis(
+                    spec.wait_timeout_ms.unwrap_or(DEFAULT_WAIT_TIMEOUT_MS),
+                ),
+            }),
             redlock: {
                 let d = RedlockOptions::default();
                 RedlockOptions {

@@ -366,3 +366,101 @@ fn sentinel_keys_are_checked() {
     .unwrap_err();
     assert!(e.message.contains("sentinels decide"), "{e}");
 }
+
+/// A fault at a point of the lock's own that names no client fires at whichever client gets
+/// there first, holder or not: legal, but warned about at its `on` key. Naming the client (or
+/// "holder" for a pause), a workload point (reached only by the holder) or a one-client scenario
+/// is not ambiguous.
+#[test]
+fn an_ambiguous_trigger_is_warned_about_at_its_on_key() {
+    let scenario = |clients: u32, fault: &str| {
+        format!(
+            "name = \"t\"\nexpect = \"safe\"\nduration_ms = 1000\n\n[lock]\nkind = \"naive-setnx-expire\"\nttl_ms = 500\n\n\
+             [redis]\nreplicas = 1\n\n[workload]\nclients = {clients}\n\n[[faults]]\n{fault}\n"
+        )
+    };
+    let warnings = |clients: u32, fault: &str| {
+        Scenario::parse("t.toml", &scenario(clients, fault))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .warnings
+    };
+    let node = warnings(2, "kind = \"failover\"\non = \"after_setnx\"");
+    assert_eq!(node.len(), 1, "{node:?}");
+    assert!(
+        node[0].starts_with("t.toml:17:6: `on = \"after_setnx\"` with no `client`"),
+        "{node:?}"
+    );
+    assert!(node[0].contains("add `client = N`"), "{node:?}");
+    let pause = warnings(3, "kind = \"pause\"\non = \"after_setnx\"\nfor_ms = 100");
+    assert_eq!(pause.len(), 1, "{pause:?}");
+    assert!(
+        pause[0].contains("which may not hold the lock"),
+        "{pause:?}"
+    );
+    for quiet in [
+        (2, "kind = \"failover\"\non = \"after_setnx\"\nclient = 1"),
+        (
+            2,
+            "kind = \"pause\"\non = \"after_setnx\"\nclient = \"holder\"\nfor_ms = 100",
+        ),
+        (2, "kind = \"failover\"\non = \"acquired\""),
+        (1, "kind = \"failover\"\non = \"after_setnx\""),
+        (2, "kind = \"failover\"\nat_ms = 100"),
+    ] {
+        assert!(warnings(quiet.0, quiet.1).is_empty(), "{quiet:?}");
+    }
+}
+
+/// `wait_replicas` belongs to set-nx-px, needs replicas to acknowledge, and `wait_timeout_ms`
+/// needs it; each mistake is named at its key.
+#[test]
+fn wait_replicas_is_checked_at_its_key() {
+    let text = |kind: &str, replicas: u32, lock_keys: &str| {
+        format!(
+            "name = \"t\"\nexpect = \"safe\"\nduration_ms = 1000\n\n[lock]\nkind = \"{kind}\"\nttl_ms = 1000\n{lock_keys}\n\n\
+             [redis]\nreplicas = {replicas}\n"
+        )
+    };
+    let ok = Scenario::parse("t.toml", &text("set-nx-px", 1, "wait_replicas = 1")).unwrap();
+    let w = crate::lock::LockConfig::from_spec(&ok.lock)
+        .wait_replicas
+        .unwrap();
+    assert_eq!((w.replicas, w.timeout.as_millis()), (1, 100));
+    for (kind, replicas, keys, says) in [
+        (
+            "set-nx-px",
+            1,
+            "wait_replicas = 2",
+            "t.toml:8:17: `wait_replicas = 2`: give 1 to",
+        ),
+        (
+            "set-nx-px",
+            1,
+            "wait_replicas = 0",
+            "give 1 to `[redis] replicas` (1)",
+        ),
+        (
+            "redisson",
+            1,
+            "wait_replicas = 1",
+            "an option of lock kind `set-nx-px`",
+        ),
+        (
+            "set-nx-px",
+            1,
+            "wait_timeout_ms = 50",
+            "set `wait_replicas` too",
+        ),
+        (
+            "set-nx-px",
+            1,
+            "wait_replicas = 1\nwait_timeout_ms = 0",
+            "block forever",
+        ),
+    ] {
+        let e = Scenario::parse("t.toml", &text(kind, replicas, keys))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{keys}: {e}");
+    }
+}

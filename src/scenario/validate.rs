@@ -102,6 +102,7 @@ pub(super) fn numbers(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> 
     lease(ctx, s)?;
     process_command(ctx, s)?;
     redlock_keys(ctx, s)?;
+    wait_replicas(ctx, s)?;
     renewal(ctx, s)?;
     counts(ctx, s)?;
     sentinel(ctx, s)?;
@@ -320,6 +321,46 @@ fn redlock_keys(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
         return Err(ctx.err(
             at(ctx, "node_timeout_ms"),
             "`node_timeout_ms` must be at least 1",
+        ));
+    }
+    Ok(())
+}
+
+/// `wait_replicas` is `set-nx-px`'s, between 1 and the replicas a master has (more could never
+/// acknowledge, and every acquire would fail); `wait_timeout_ms` needs it.
+fn wait_replicas(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    let lock = &s.lock;
+    let Some(n) = lock.wait_replicas else {
+        if lock.wait_timeout_ms.is_some() {
+            return Err(ctx.err(
+                at(ctx, "wait_timeout_ms"),
+                "`wait_timeout_ms` is how long `WAIT` blocks: set `wait_replicas` too",
+            ));
+        }
+        return Ok(());
+    };
+    if lock.kind != LockKind::SetNxPx {
+        return Err(ctx.err(
+            at(ctx, "wait_replicas"),
+            format!(
+                "`wait_replicas` is an option of lock kind `set-nx-px`; `{}` does not take it",
+                lock.kind.name()
+            ),
+        ));
+    }
+    if n == 0 || n > s.redis.replicas {
+        return Err(ctx.err(
+            at(ctx, "wait_replicas"),
+            format!(
+                "`wait_replicas = {n}`: give 1 to `[redis] replicas` ({}), the replicas that can acknowledge a grant",
+                s.redis.replicas
+            ),
+        ));
+    }
+    if lock.wait_timeout_ms == Some(0) {
+        return Err(ctx.err(
+            at(ctx, "wait_timeout_ms"),
+            "`wait_timeout_ms = 0` makes `WAIT` block forever: give at least 1",
         ));
     }
     Ok(())

@@ -74,15 +74,18 @@ fn explore_reads_its_file_as_run_does() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A `process` lock runs only in real mode: in simulation each of its calls fails, so a search
-/// would find nothing without having run the lock.
+/// A `process` lock runs only on real servers: in simulation each of its calls would fail, so a
+/// search would find nothing without having run the lock. The message says to add `--real`.
 #[test]
 fn a_lock_that_cannot_run_in_simulation_is_refused() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios/clients/redis-py-lock-no-faults.toml");
     let (code, out, err) = lockcheck(&["explore", &path.display().to_string()]);
     assert_eq!(code, 2, "{out}{err}");
-    assert!(err.contains("explore searches in simulation only"), "{err}");
+    assert!(
+        err.contains("the simulator cannot run") && err.contains("add --real"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -86,6 +86,29 @@ fn fenced_resource_under_failover() {
     assert_safe("fenced-failover", Some("resource"), false);
 }
 
+/// `WAIT` closes the failover window: set-nx-px with `wait_replicas = 1` under failovers alone
+/// keeps mutual exclusion (the fixture's `about` says why), and the same space without `WAIT`
+/// loses the lock: the search is not vacuous.
+#[test]
+fn set_nx_px_with_wait_under_failover() {
+    assert_safe("failover-wait-safe", Some("mutual_exclusion"), false);
+    let found = search_widened(
+        "failover-wait-safe",
+        &[("wait_replicas = 1\nwait_timeout_ms = 100\n", "")],
+        1_000,
+    )
+    .expect("without WAIT, a failover loses the lock");
+    assert!(
+        found
+            .scenario
+            .faults
+            .iter()
+            .any(|f| matches!(f.kind, lockcheck::scenario::FaultKind::Failover { .. })),
+        "{:?}",
+        found.scenario.faults
+    );
+}
+
 /// The safe searches can fail: the same fixtures with pauses that add up to more than the lease,
 /// or with drift far beyond Redlock's allowance, violate mutual exclusion within 200 cases.
 #[test]

@@ -36,6 +36,7 @@ fn config(wait_ms: u64) -> LockConfig {
         retry: (Duration::from_millis(2), Duration::from_millis(8)),
         watchdog: false,
         redlock: RedlockOptions::default(),
+        wait_replicas: None,
         params: (),
     }
 }
