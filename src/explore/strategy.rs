@@ -69,6 +69,18 @@ pub enum Drawn {
         /// How long the partition lasts (ms).
         for_ms: u64,
     },
+    /// With sentinels: a master and the first `clients` clients cut off from everyone else
+    /// (the sentinels, the replicas, the other clients), both ways; with `clients = 0`, the
+    /// master cut off from the sentinels alone. The split brain Sentinel users meet: the
+    /// sentinels promote a replica while the old master keeps serving whoever is on its side.
+    Split {
+        /// A master group.
+        master: u32,
+        /// Clients on the master's side (0: none, and only the sentinels are on the other).
+        clients: u32,
+        /// How long the split lasts (ms).
+        for_ms: u64,
+    },
     /// A Redis node's clock steps (an NTP correction, an operator's `date`).
     ClockJump {
         /// A node slot.
@@ -197,6 +209,57 @@ fn pause_when(space: &Space) -> BoxedStrategy<When> {
     when(space)
 }
 
+/// A node cut off from one other node or from everyone, one way or both.
+fn partition(space: &Space) -> BoxedStrategy<(When, Drawn)> {
+    (
+        when(space),
+        0..SLOTS,
+        prop::option::of(0..SLOTS),
+        prop_oneof![
+            Just(Direction::Both),
+            Just(Direction::Inbound),
+            Just(Direction::Outbound)
+        ],
+        space.partition_ms[0]..=space.partition_ms[1],
+    )
+        .prop_map(|(w, node, from, direction, for_ms)| {
+            (
+                w,
+                Drawn::Partition {
+                    node,
+                    from,
+                    direction,
+                    for_ms,
+                },
+            )
+        })
+        .boxed()
+}
+
+/// With sentinels, a master with some clients split from the rest ([`Drawn::Split`]). Drawn as
+/// one fault, so that the split brain shrinks to one partition rather than to the several
+/// single-node cuts it would otherwise take to build; the count of clients on the master's side
+/// shrinks towards 0 (the master against the sentinels alone).
+fn split(space: &Space) -> BoxedStrategy<(When, Drawn)> {
+    (
+        when(space),
+        0..space.masters.max(1),
+        0..=space.clients[1],
+        space.partition_ms[0]..=space.partition_ms[1],
+    )
+        .prop_map(|(w, master, clients, for_ms)| {
+            (
+                w,
+                Drawn::Split {
+                    master,
+                    clients,
+                    for_ms,
+                },
+            )
+        })
+        .boxed()
+}
+
 fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
     let servers = space.servers.len() as u32;
     let arms: Vec<BoxedStrategy<(When, Drawn)>> = space
@@ -231,29 +294,10 @@ fn fault(space: &Space) -> BoxedStrategy<(When, Drawn)> {
             "client_crash" => (at_point(space), 0..SLOTS)
                 .prop_map(|(w, client)| (w, Drawn::ClientCrash { client }))
                 .boxed(),
-            "partition" => (
-                when(space),
-                0..SLOTS,
-                prop::option::of(0..SLOTS),
-                prop_oneof![
-                    Just(Direction::Both),
-                    Just(Direction::Inbound),
-                    Just(Direction::Outbound)
-                ],
-                space.partition_ms[0]..=space.partition_ms[1],
-            )
-                .prop_map(|(w, node, from, direction, for_ms)| {
-                    (
-                        w,
-                        Drawn::Partition {
-                            node,
-                            from,
-                            direction,
-                            for_ms,
-                        },
-                    )
-                })
-                .boxed(),
+            "partition" if space.sentinels > 0 => {
+                Union::new(vec![partition(space), split(space)]).boxed()
+            }
+            "partition" => partition(space),
             "clock_jump" => (
                 when(space),
                 0..SLOTS,
@@ -345,6 +389,29 @@ impl Case {
                             from,
                             for_ms: *for_ms,
                             direction: *direction,
+                        }
+                    }
+                    Drawn::Split {
+                        master,
+                        clients,
+                        for_ms,
+                    } => {
+                        let mut side = vec![format!("redis-{master}")];
+                        side.extend(
+                            (0..(*clients).min(self.clients)).map(|c| format!("client-{c}")),
+                        );
+                        let from = if side.len() == 1 {
+                            (0..space.sentinels)
+                                .map(|i| format!("sentinel-{i}"))
+                                .collect()
+                        } else {
+                            Vec::new()
+                        };
+                        FaultKind::Partition {
+                            nodes: side,
+                            from,
+                            for_ms: *for_ms,
+                            direction: Direction::Both,
                         }
                     }
                     Drawn::ClockJump { node: n, by_ms } => FaultKind::ClockJump {

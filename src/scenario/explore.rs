@@ -196,6 +196,9 @@ pub struct Space {
     pub after_ms_given: Option<[u64; 2]>,
     /// Master groups (for `failover`).
     pub masters: u32,
+    /// Redis Sentinel processes watching the masters (`[redis] sentinels`): with any, a
+    /// `partition` may also split a master and some clients from the rest.
+    pub sentinels: u32,
     /// The cluster's servers, the nodes a crash, a partition, a clock fault or a server pause
     /// may hit: the Redis nodes, or the MySQL locks' database server.
     pub servers: Vec<String>,
@@ -281,6 +284,7 @@ impl Space {
             duration_ms: scenario.duration_ms,
             after_ms_given: spec.after_ms,
             masters: scenario.redis.masters,
+            sentinels: scenario.redis.sentinels,
             servers: scenario
                 .node_names()
                 .into_iter()

@@ -87,3 +87,49 @@ fn fenced_counter_loses_an_update_under_a_short_pause() {
     assert_found(&r, "resource");
     assert_eq!(fault_kinds(&r), ["pause"]);
 }
+
+/// The three Sentinel claims, each from its fault-free setting (issue: failover as people run
+/// it). Explore finds each as one fault on two clients: a crash the sentinels answer with a
+/// failover to a replica without the key; the split brain, where the master and a client are cut
+/// off from the sentinels, the replica and the other client and the old master keeps granting;
+/// and the same split with `min-replicas-to-write 1`, which narrows the window to the lag and
+/// does not close it.
+#[test]
+fn sentinel_lock_loss_split_brain_and_min_replicas_from_no_faults() {
+    use lockcheck::scenario::FaultKind;
+    for (fixture, kind) in [
+        ("sentinel-crash-no-faults", "crash"),
+        ("sentinel-split-no-faults", "partition"),
+        ("sentinel-split-min-replicas-no-faults", "partition"),
+    ] {
+        let (_, _, found) = explore(fixture, &options(4000, Some("mutual_exclusion")));
+        let r = found.unwrap_or_else(|| panic!("{fixture}: explore finds it"));
+        assert_found(&r, "mutual_exclusion");
+        assert_eq!(fault_kinds(&r), [kind], "{fixture}: one fault");
+        assert_eq!(r.scenario.workload.clients, 2, "{fixture}");
+        let notes: Vec<&str> = r
+            .outcome
+            .shown
+            .history
+            .events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                lockcheck::history::EventKind::Fault { what } => Some(what.as_str()),
+                _ => None,
+            })
+            .collect();
+        let notes = notes.join("\n");
+        assert!(
+            notes.contains("+switch-master"),
+            "{fixture}: the sentinels decided\n{notes}"
+        );
+        if kind == "partition" {
+            // The split brain: the master with a client on its side, everyone else on the other.
+            let FaultKind::Partition { nodes, from, .. } = &r.scenario.faults[0].kind else {
+                unreachable!()
+            };
+            assert_eq!(nodes, &["redis-0", "client-0"], "{fixture}");
+            assert!(from.is_empty(), "{fixture}: cut off from everyone else");
+        }
+    }
+}
