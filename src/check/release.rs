@@ -13,7 +13,17 @@
 //!   may undo work that was in fact protected).
 //!
 //! A release's commands are those the client sent between leaving its critical section (`Exit`)
-//! and the answer (`Released`). On several independent masters (Redlock) "released" means a
+//! and the answer (`Released`). Its removals are counted past the answer, up to the client's
+//! next event that follows a server's reply (not `acquire-start` or a named point, which a client
+//! records before it sends): in real mode the witness places a removal by the server's clock,
+//! tied to the run's to within tens of microseconds, and a client with no think time records its
+//! answer and its next `acquire-start` within a microsecond or two of each other, so a removal
+//! may land after both. Past the answer only a removal of the released grant's own entry (its
+//! owner token) counts: the client's next acquire may remove entries too (Redlock's clean-up of
+//! a failed acquire removes the new grant's), and those have a new token. What the window gives
+//! up: a release that lied, followed by an acquire that overwrote that very stale entry (a `SET`
+//! without `NX`), would hide the lie; a lock whose entry does not hold its owner token gets no
+//! late removal counted, as before. On several independent masters (Redlock) "released" means a
 //! majority of them removed the entry. Without the servers' word (`LockEntriesWatched` absent:
 //! real mode with the witness off) the check does not judge.
 
@@ -32,8 +42,11 @@ pub struct Release {
 struct Open {
     /// The owner token of the client's current grant.
     owner: Option<String>,
-    /// Whether the client is between `Exit` and its release's answer.
+    /// Whether the client is between `Exit` and its release's answer (or its next event).
     releasing: bool,
+    /// The answer of a release not judged yet (its time, and whether it said "released"):
+    /// judged at the client's next event, or at the end.
+    answered: Option<(u64, bool)>,
     /// Removals of its own entry, and of others' entries, during the release.
     own: u32,
     foreign: Vec<u32>,
@@ -73,7 +86,14 @@ impl Checker for Release {
             } = &e.kind
             {
                 let o = open.entry(*by_client).or_default();
-                if o.releasing {
+                if o.releasing && o.answered.is_some() {
+                    // Past the answer: only the released grant's own entry, placed late by the
+                    // witness. Anything else is the client's next acquire at work (Redlock's
+                    // clean-up of a failed acquire removes the new grant's entries).
+                    if o.owner.as_deref() == Some(owner) {
+                        o.own += 1;
+                    }
+                } else if o.releasing {
                     let mine =
                         owner_client.map_or(o.owner.as_deref() == Some(owner), |c| c == *by_client);
                     if mine {
@@ -86,6 +106,12 @@ impl Checker for Release {
             }
             let Some(c) = e.client() else { continue };
             let o = open.entry(c).or_default();
+            let before_a_send = matches!(e.kind, EventKind::AcquireStart | EventKind::Point { .. });
+            if !before_a_send {
+                if let Some(lie) = judge(c, o, need) {
+                    lies.push(lie);
+                }
+            }
             match &e.kind {
                 EventKind::Acquired { owner, .. } => o.owner = Some(owner.clone()),
                 EventKind::Exit => {
@@ -95,30 +121,18 @@ impl Checker for Release {
                 }
                 EventKind::ReleaseFailed { .. } | EventKind::Crashed { .. } => o.releasing = false,
                 EventKind::Released { deleted } if o.releasing => {
-                    o.releasing = false;
                     releases += 1;
-                    let removed = o.own >= need;
-                    if *deleted != removed {
-                        let did = if o.own > 0 {
-                            format!("removed its entry on {} server(s)", o.own)
-                        } else if !o.foreign.is_empty() {
-                            format!("removed the entry of client {:?}, not its own", o.foreign)
-                        } else {
-                            "removed no entry".to_string()
-                        };
-                        lies.push(serde_json::json!({
-                            "client": c,
-                            "at_us": e.at_us,
-                            "said_released": deleted,
-                            "own_removed": o.own,
-                            "foreign_removed": o.foreign,
-                            "servers_did": did,
-                        }));
-                    }
+                    o.answered = Some((e.at_us, *deleted));
                 }
                 _ => {}
             }
         }
+        for (c, o) in open.iter_mut() {
+            if let Some(lie) = judge(*c, o, need) {
+                lies.push(lie);
+            }
+        }
+        lies.sort_by_key(|l| (l["at_us"].as_u64(), l["client"].as_u64()));
         let timeline = lies
             .iter()
             .take(3)
@@ -150,6 +164,32 @@ impl Checker for Release {
             timeline,
         }
     }
+}
+
+/// Judges client `c`'s answered release, if one waits: a mismatch between what it answered and
+/// what the servers removed (`need` servers for "released"), as evidence. Ends the release.
+fn judge(c: u32, o: &mut Open, need: u32) -> Option<serde_json::Value> {
+    let (at_us, deleted) = o.answered.take()?;
+    o.releasing = false;
+    let removed = o.own >= need;
+    if deleted == removed {
+        return None;
+    }
+    let did = if o.own > 0 {
+        format!("removed its entry on {} server(s)", o.own)
+    } else if !o.foreign.is_empty() {
+        format!("removed the entry of client {:?}, not its own", o.foreign)
+    } else {
+        "removed no entry".to_string()
+    };
+    Some(serde_json::json!({
+        "client": c,
+        "at_us": at_us,
+        "said_released": deleted,
+        "own_removed": o.own,
+        "foreign_removed": o.foreign,
+        "servers_did": did,
+    }))
 }
 
 #[cfg(test)]
@@ -253,5 +293,63 @@ mod tests {
         let r = Release { masters: 1 }.check(&h);
         assert_eq!(r.verdict, Verdict::Safe);
         assert_eq!(r.evidence["judged"], false);
+    }
+
+    /// In real mode a removal may be placed just after the answer it belongs to (the witness ties
+    /// the server's clock to the run's only to within tens of microseconds), even after the
+    /// client's next `acquire-start`: it counts up to the client's next event that follows a
+    /// reply, and not after it.
+    #[test]
+    fn a_removal_placed_just_after_its_answer_still_counts() {
+        let h = history(vec![
+            ev(1, "client-0", acquired(None)),
+            ev(2, "client-0", EventKind::Exit),
+            ev(4, "client-0", EventKind::Released { deleted: true }),
+            ev(5, "client-0", EventKind::AcquireStart),
+            removed(6, 0, 0),
+            ev(9, "client-0", acquired(None)),
+        ]);
+        let r = Release { masters: 1 }.check(&h);
+        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+        let late = history(vec![
+            ev(1, "client-0", acquired(None)),
+            ev(2, "client-0", EventKind::Exit),
+            ev(4, "client-0", EventKind::Released { deleted: true }),
+            ev(9, "client-0", acquired(None)),
+            removed(10, 0, 0),
+        ]);
+        let r = Release { masters: 1 }.check(&late);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+    }
+
+    /// Past the answer only the released grant's own entry counts: Redlock's next acquire,
+    /// failing, cleans up the entries of its new grant (another token), which says nothing about
+    /// the release before it.
+    #[test]
+    fn the_next_acquires_clean_up_is_not_the_release() {
+        let h = history(vec![
+            ev(1, "client-0", acquired(None)),
+            ev(2, "client-0", EventKind::Exit),
+            ev(4, "client-0", EventKind::Released { deleted: false }),
+            ev(5, "client-0", EventKind::AcquireStart),
+            ev(
+                6,
+                "redis-0",
+                EventKind::EntryRemoved {
+                    by_client: 0,
+                    owner: "the next grant".into(),
+                    owner_client: Some(0),
+                },
+            ),
+            ev(
+                9,
+                "client-0",
+                EventKind::AcquireFailed {
+                    reason: "taken".into(),
+                },
+            ),
+        ]);
+        let r = Release { masters: 1 }.check(&h);
+        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
     }
 }
