@@ -179,6 +179,36 @@ fn observed(history: &History) -> Vec<serde_json::Value> {
             .rev()
             .find(|(t, k)| *t <= e.at_us && matches!(k, EventKind::Acquired { .. }))
             .map(|&(t, _)| t);
+        // Whether a release removed it: the client's last step before the removal is leaving its
+        // section or a release's answer (nothing of its own goes out between an answer and its
+        // next acquire-start). Otherwise the command was an acquire's or a renewal's: a `SET`
+        // over a live entry, or an expiry moved into the past.
+        let by_release = own
+            .iter()
+            .rev()
+            .find(|(t, k)| {
+                *t <= e.at_us
+                    && matches!(
+                        k,
+                        EventKind::Exit
+                            | EventKind::Released { .. }
+                            | EventKind::ReleaseFailed { .. }
+                            | EventKind::InnerReleased { .. }
+                            | EventKind::AcquireStart
+                            | EventKind::Acquired { .. }
+                            | EventKind::Renewed { .. }
+                            | EventKind::RenewalFailed { .. }
+                    )
+            })
+            .is_some_and(|(_, k)| {
+                matches!(
+                    k,
+                    EventKind::Exit
+                        | EventKind::Released { .. }
+                        | EventKind::ReleaseFailed { .. }
+                        | EventKind::InnerReleased { .. }
+                )
+            });
         let del_sent = own
             .iter()
             .rev()
@@ -207,6 +237,7 @@ fn observed(history: &History) -> Vec<serde_json::Value> {
             "release_started_us": release_started,
             "deleting_command_sent_us": del_sent,
             "released_us": released,
+            "by_release": by_release,
             "owner": owner_client,
             "owner_token": owner,
             "owner_granted_us": owner_granted,
@@ -222,6 +253,15 @@ fn verdict(found: Vec<serde_json::Value>, observed: bool) -> CheckResult {
             .iter()
             .take(3)
             .map(|f| {
+                if f["by_release"] == false {
+                    return format!(
+                        "client-{} removed the entry of client-{} (granted {} ms) at {} ms, outside a release: an overwriting SET or an expiry moved into the past",
+                        f["client"],
+                        f["owner"],
+                        fmt_ms(f["owner_granted_us"].as_u64().unwrap_or(0)),
+                        fmt_ms(f["removed_us"].as_u64().unwrap_or(0)),
+                    );
+                }
                 format!(
                     "client-{} (granted {} ms) released at {} ms and deleted the entry of client-{} (granted {} ms)",
                     f["client"],
@@ -240,10 +280,18 @@ fn verdict(found: Vec<serde_json::Value>, observed: bool) -> CheckResult {
             Verdict::Safe
         },
         summary: if violation {
-            format!(
-                "{} release(s) deleted another client's lock entry",
-                found.len()
-            )
+            let outside = found.iter().filter(|f| f["by_release"] == false).count();
+            if outside == 0 {
+                format!(
+                    "{} release(s) deleted another client's lock entry",
+                    found.len()
+                )
+            } else {
+                format!(
+                    "{} removal(s) of another client's lock entry, {outside} of them outside a release (an overwriting SET or an expiry moved into the past)",
+                    found.len()
+                )
+            }
         } else {
             "no release deleted another client's entry".to_string()
         },
@@ -418,5 +466,37 @@ mod tests {
         let r = ForeignRelease::for_masters(1).check(&h);
         assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
         assert_eq!(r.evidence["foreign_releases"], 0);
+    }
+
+    /// A removal outside any release (a client's acquire overwrote a live entry) is still a
+    /// foreign removal, and is worded as what it was, not as a release.
+    #[test]
+    fn an_overwrite_is_worded_as_an_overwrite() {
+        let h = History {
+            events: vec![
+                ev(
+                    0,
+                    "servers",
+                    EventKind::LockEntriesWatched { key: "k".into() },
+                ),
+                granted(0, "client-0", "a"),
+                ev(1_000_000, "client-1", EventKind::AcquireStart),
+                removed(1_000_001, 1, "a", Some(0)),
+                granted(1_000_002, "client-1", "b"),
+            ],
+        };
+        let r = ForeignRelease::for_masters(1).check(&h);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+        assert!(
+            r.summary.contains("1 of them outside a release"),
+            "{}",
+            r.summary
+        );
+        assert!(
+            r.timeline[0].contains("outside a release: an overwriting SET"),
+            "{:?}",
+            r.timeline
+        );
+        assert_eq!(r.evidence["releases"][0]["by_release"], false);
     }
 }
