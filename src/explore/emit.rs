@@ -119,7 +119,8 @@ fn rebase_command(doc: &mut DocumentMut, input_dir: &Path) {
 
 /// `dir` joined with `rel`, each `..` of `rel` taking back one component of `dir` as written
 /// (`/a/scenarios/clients` + `../../bin/x` = `/a/bin/x`), without reading the file system, so
-/// that a symlink at the end keeps its name. A `..` with nothing left to take back is kept (in a relative `dir`) or dropped (at `/`).
+/// that a symlink at the end keeps its name. A `..` with nothing left to take back is kept (in a
+/// relative `dir`) or dropped (at `/`).
 fn lexically_joined(dir: &Path, rel: &Path) -> std::path::PathBuf {
     use std::path::Component;
     let mut out = dir.to_path_buf();

@@ -312,8 +312,8 @@ fn found_case(
     let mut taken_back = 0;
     let (case, outcome) = match opts.world {
         World::Sim => {
-            let outcome = judge(&opts.locks, base, space, &shrunk.case).1;
-            (shrunk.case, outcome)
+            let outcome = judge(&opts.locks, base, space, shrunk.case()).1;
+            (shrunk.case().clone(), outcome)
         }
         World::Real { runs } => {
             let kept: Vec<Scenario> = shrunk
@@ -330,7 +330,7 @@ fn found_case(
                 None => {
                     taken_back = shrunk.kept.len() as u32;
                     let seen = seen.expect("a real case is found only from a violating run");
-                    (tree(space, opts.seed, index).current(), *seen)
+                    (shrunk.drawn, *seen)
                 }
             }
         }
@@ -376,12 +376,12 @@ fn still_violates(
 
 /// What a shrink ended with.
 struct Shrunk {
-    /// The smallest case that kept the violation (the case as drawn, when no step kept it).
-    case: Case,
+    /// The case as drawn.
+    drawn: Case,
     /// Steps taken.
     steps: u32,
-    /// Every case a step kept, in order: on real servers the end of this chain may be taken
-    /// back ([`real::settle`]).
+    /// Every case a step kept, in order: the last is the smallest. On real servers the end of
+    /// this chain may be taken back ([`real::settle`]).
     kept: Vec<Case>,
 }
 
@@ -396,7 +396,7 @@ fn shrink(
 ) -> Result<Shrunk, String> {
     let mut tree = tree(space, opts.seed, index);
     let mut shrunk = Shrunk {
-        case: tree.current(),
+        drawn: tree.current(),
         steps: 0,
         kept: Vec::new(),
     };
@@ -407,7 +407,7 @@ fn shrink(
         shrunk.steps += 1;
         let candidate = tree.current();
         if still_violates(base, space, opts, &candidate, check)? {
-            shrunk.keep(candidate);
+            shrunk.kept.push(candidate);
             if !tree.simplify() {
                 break;
             }
@@ -419,10 +419,9 @@ fn shrink(
 }
 
 impl Shrunk {
-    /// `case` kept the violation: it is the smallest so far.
-    fn keep(&mut self, case: Case) {
-        self.kept.push(case.clone());
-        self.case = case;
+    /// The smallest case that kept the violation (the case as drawn, when no step kept it).
+    fn case(&self) -> &Case {
+        self.kept.last().unwrap_or(&self.drawn)
     }
 }
 
@@ -442,12 +441,12 @@ fn drop_faults(
     mut shrunk: Shrunk,
 ) -> Result<Shrunk, String> {
     let mut i = 0;
-    while i < shrunk.case.faults.len() && shrunk.case.faults.len() > 1 {
+    while i < shrunk.case().faults.len() && shrunk.case().faults.len() > 1 {
         shrunk.steps += 1;
-        let mut candidate = shrunk.case.clone();
+        let mut candidate = shrunk.case().clone();
         candidate.faults.remove(i);
         if still_violates(base, space, opts, &candidate, check)? {
-            shrunk.keep(candidate);
+            shrunk.kept.push(candidate);
             i = 0;
         } else {
             i += 1;
