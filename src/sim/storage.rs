@@ -4,9 +4,9 @@
 //! the real-mode storage `redis-server` runs) and is reached over the simulated network with the
 //! scenario's latency. No fault touches it: the question is what the lock lets through to it.
 //!
-//! The counter's fenced write is the one storage command every lock cycle makes, so the node runs
-//! it natively ([`fenced_write`]: the script's steps as plain commands on the same engine) instead
-//! of through Lua; `tests/sim/fenced_write_native.rs` checks it against the script, reply and state.
+//! The counter's fenced write is the one storage command every lock cycle makes, so the engine
+//! runs it natively (`simredis::native`: the script's steps as plain commands) instead of through
+//! Lua; `tests/sim/fenced_write_native.rs` checks it against the script, reply and state.
 
 use super::network::Network;
 use crate::simredis::{Engine, Role};
@@ -24,10 +24,6 @@ pub struct Storage {
 /// The storage server's state.
 struct Node {
     engine: Engine,
-    /// Whether a client has loaded `fenced_write.lua` (`EVAL` or `SCRIPT LOAD`): until then an
-    /// `EVALSHA` of it must answer `NOSCRIPT` as Redis does, so the client's round trips, and the
-    /// history's timing, stay those of the script path.
-    fenced_loaded: bool,
 }
 
 impl Storage {
@@ -42,7 +38,6 @@ impl Storage {
                     e.set_effects_wanted(false);
                     e
                 },
-                fenced_loaded: false,
             })),
             net,
             time: super::clock::TrueTime::start(),
@@ -61,75 +56,9 @@ impl Storage {
     fn execute(&self, id: u64, args: &[Vec<u8>]) -> Value {
         super::wire::settle();
         let mut node = self.node.lock().unwrap();
-        let Node {
-            engine,
-            fenced_loaded,
-        } = &mut *node;
-        if *fenced_loaded && is_fenced_write(args) {
-            return fenced_write(engine, id, &args[3..6], &args[6], &args[7]);
-        }
         // The storage keeps no expiring keys: its clock never matters.
-        let reply = engine.execute(super::clock::EPOCH_MS, id, args).reply;
-        if !*fenced_loaded
-            && (args[0].eq_ignore_ascii_case(b"EVAL") || args[0].eq_ignore_ascii_case(b"SCRIPT"))
-        {
-            let sha = crate::resource::FENCED_WRITE.get_hash().as_bytes().to_vec();
-            let exists = [b"SCRIPT".to_vec(), b"EXISTS".to_vec(), sha];
-            *fenced_loaded = engine.execute(super::clock::EPOCH_MS, id, &exists).reply
-                == Value::Array(vec![Value::Int(1)]);
-        }
-        reply
+        node.engine.execute(super::clock::EPOCH_MS, id, args).reply
     }
-}
-
-/// Whether `args` is `EVALSHA <fenced_write.lua> 3 k1 k2 k3 value token`.
-fn is_fenced_write(args: &[Vec<u8>]) -> bool {
-    args.len() == 8
-        && args[0].eq_ignore_ascii_case(b"EVALSHA")
-        && args[1].eq_ignore_ascii_case(crate::resource::FENCED_WRITE.get_hash().as_bytes())
-        && args[2] == b"3"
-}
-
-/// `resource/scripts/fenced_write.lua`, step for step, as plain commands on `engine`: why it
-/// exists is speed (Lua was a sixth of a simulated lock cycle). `keys` = value, highest-token and
-/// sequence keys; `token` empty for a write without one. Returns the script's reply: the write's
-/// sequence number, or 0 if the token is older than the highest seen (compared as Lua numbers).
-pub fn fenced_write(
-    engine: &mut Engine,
-    id: u64,
-    keys: &[Vec<u8>],
-    value: &[u8],
-    token: &[u8],
-) -> Value {
-    let now = super::clock::EPOCH_MS;
-    // One argument buffer for every step, refilled in place (no allocation after the first).
-    let mut buf: Vec<Vec<u8>> = Vec::with_capacity(3);
-    let mut run = |args: &[&[u8]]| {
-        buf.resize_with(args.len(), Vec::new);
-        for (to, from) in buf.iter_mut().zip(args) {
-            to.clear();
-            to.extend_from_slice(from);
-        }
-        engine.execute(now, id, &buf).reply
-    };
-    if !token.is_empty() {
-        if let Value::BulkString(highest) = run(&[b"GET", &keys[1]]) {
-            if lua_number(token) < lua_number(&highest) {
-                return Value::Int(0);
-            }
-        }
-        run(&[b"SET", &keys[1], token]);
-    }
-    run(&[b"SET", &keys[0], value]);
-    run(&[b"INCR", &keys[2]])
-}
-
-/// Lua 5.1's `tonumber` on a decimal string (a double; NaN, which compares false, if not a number).
-fn lua_number(s: &[u8]) -> f64 {
-    std::str::from_utf8(s)
-        .ok()
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .unwrap_or(f64::NAN)
 }
 
 /// A client's connection to the storage node.

@@ -100,6 +100,12 @@ impl Engine {
         self.scripts.native_runs()
     }
 
+    /// Whether EVAL's Lua host has been built: only once a script had to compile or run in Lua
+    /// (tests hold that the lock cycles' native scripts never build it).
+    pub fn lua_host_built(&self) -> bool {
+        self.scripts.lua_host_built()
+    }
+
     /// Whether it is a master or a replica now (a failover changes it).
     pub fn role(&self) -> Role {
         self.role

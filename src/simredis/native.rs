@@ -2,8 +2,12 @@
 //! its sha1 and replaced by the very command calls its Lua body makes, in the same execution
 //! unit, so the reply, the data, the replication effects and the WATCH touches are those of the
 //! script. Whenever a case could differ (a replica, where a write from a script fails with
-//! Redis's script error text; a key of another type, where `redis.call` raises), the native path
-//! declines and the script runs in Lua. `tests/simredis/native_scripts.rs` checks both paths agree.
+//! Redis's script error text; a key of another type, where `redis.call` raises; a number Lua
+//! would read differently), the native path declines, before it changes anything, and the script
+//! runs in Lua. `tests/simredis/native_scripts.rs` checks both paths agree.
+//!
+//! The scripts: the locks' compare-and-delete release, and the protected resource's fenced write
+//! (the storage node runs one per critical section).
 
 use super::commands;
 use super::context::{Ctx, Db};
@@ -16,6 +20,24 @@ use std::sync::LazyLock;
 /// `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`.
 pub static COMPARE_AND_DELETE_SHA: LazyLock<Sha> =
     LazyLock::new(|| sha1hex(include_bytes!("../lock/scripts/compare_and_delete.lua")));
+
+/// The protected resource's fenced counter write (`src/resource/scripts/fenced_write.lua`).
+pub static FENCED_WRITE_SHA: LazyLock<Sha> =
+    LazyLock::new(|| sha1hex(include_bytes!("../resource/scripts/fenced_write.lua")));
+
+/// The native scripts' bodies, which are known to compile (`tests/simredis/native_scripts.rs`
+/// compiles each): a cache may hold them without a Lua host.
+const BODIES: [&[u8]; 2] = [
+    include_bytes!("../lock/scripts/compare_and_delete.lua"),
+    include_bytes!("../resource/scripts/fenced_write.lua"),
+];
+
+/// If `body` is a native script's, its sha1 and the body (kept for a later compilation, should a
+/// call need Lua after all).
+pub(super) fn known(body: &[u8]) -> Option<(Sha, &'static [u8])> {
+    let known = BODIES.into_iter().find(|b| *b == body)?;
+    Some((sha1hex(known), known))
+}
 
 /// Runs the script `sha` natively if it is one of the known scripts and this call is a case the
 /// native path covers; `None` means "run it in Lua". The caller has checked the script is in the
@@ -32,7 +54,73 @@ pub(super) fn run(
             return compare_and_delete(db, ctx, key, owner);
         }
     }
+    if sha == &*FENCED_WRITE_SHA {
+        if let ([value_key, token_key, seq_key], [value, token]) = (keys, args) {
+            return fenced_write(db, ctx, [value_key, token_key, seq_key], value, token);
+        }
+    }
     None
+}
+
+/// `fenced_write.lua`: refuse a token below the highest seen, else record it, set the value and
+/// take the next write number. Declines (None) unless the keys are distinct, the token key holds
+/// a string or nothing, both numbers are plain decimals (what Lua's `tonumber` and Rust read
+/// alike) and the sequence key holds an integer below the maximum or nothing: anything else
+/// raises in Lua, with Lua's text.
+fn fenced_write(
+    db: &mut Db,
+    ctx: &mut Ctx,
+    [value_key, token_key, seq_key]: [&Vec<u8>; 3],
+    value: &[u8],
+    token: &[u8],
+) -> Option<Value> {
+    if value_key == token_key || value_key == seq_key || token_key == seq_key {
+        return None;
+    }
+    match db.keys.get(seq_key) {
+        None => {}
+        Some(Data::Str(n)) if super::num::parse_i64(n).is_some_and(|n| n < i64::MAX) => {}
+        Some(_) => return None,
+    }
+    let mut argv = [b"get".to_vec(), token_key.to_vec(), Vec::new()];
+    if !token.is_empty() {
+        // Every reason to decline is known before the first command runs: a stored highest
+        // token (even one about to expire) and the token must both be decimals.
+        let as_number = match db.keys.get(token_key) {
+            None => None,
+            Some(Data::Str(highest)) => {
+                decimal(highest)?;
+                Some(decimal(token)?)
+            }
+            Some(_) => return None,
+        };
+        // `local highest = redis.call('get', KEYS[2])`, run whatever it will find.
+        let highest = call_command(db, ctx, &argv[..2]);
+        if let (Some(t), Value::BulkString(h)) = (as_number, highest) {
+            if t < decimal(&h).expect("a stored decimal, checked above") {
+                return Some(Value::Int(0));
+            }
+        }
+        argv[0] = b"set".to_vec();
+        argv[2] = token.to_vec();
+        call_command(db, ctx, &argv);
+    }
+    argv[0] = b"set".to_vec();
+    argv[1] = value_key.to_vec();
+    argv[2] = value.to_vec();
+    call_command(db, ctx, &argv);
+    Some(call_command(db, ctx, &[b"incr".to_vec(), seq_key.to_vec()]))
+}
+
+/// A plain decimal integer (`-?[0-9]+`) as the double Lua 5.1's `tonumber` makes of it (strtod,
+/// correctly rounded, as Rust's parse is); None for any other text, which the native path leaves
+/// to Lua.
+fn decimal(s: &[u8]) -> Option<f64> {
+    let digits = s.strip_prefix(b"-").unwrap_or(s);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(s).ok()?.parse().ok()
 }
 
 fn compare_and_delete(db: &mut Db, ctx: &mut Ctx, key: &[u8], owner: &[u8]) -> Option<Value> {

@@ -1,9 +1,15 @@
 //! EVAL, EVALSHA, their `_RO` forms and SCRIPT: the script cache and how a script call is run.
 //!
 //! Why it is apart from the engine: a script call is parsed (numkeys, the sha), found in the
-//! cache of the Lua host, and then run either natively (`native.rs`, the lock scripts every
-//! cycle runs) or in Lua; none of that needs the engine's transactions, watches or
-//! subscriptions, only the data and the unit's context, which the engine lends.
+//! script cache, and then run either natively (`native.rs`, the scripts every lock cycle runs)
+//! or in Lua; none of that needs the engine's transactions, watches or subscriptions, only the
+//! data and the unit's context, which the engine lends.
+//!
+//! Why the Lua host is built lazily: building one (a Lua state, Redis's sandbox, its `bit`,
+//! `cjson`, `cmsgpack` and `struct` libraries) and dropping it again was 36 % of an explore case
+//! on `set-nx-px`, whose every script runs natively. A native script's body is known to compile,
+//! so loading it only records it; the host is built, and the body compiled into it, the first
+//! time a script must run in Lua (any other script, or a case the native path declines).
 
 use super::context::{Ctx, Db};
 use super::lua::{LuaHost, Sha};
@@ -12,11 +18,16 @@ use super::num::parse_i64;
 use super::reply::{self, bulk};
 use super::role::Role;
 use redis::Value;
+use std::collections::BTreeMap;
 
-/// The EVAL engine's state: the Lua host with its script cache, and the native path.
+/// The EVAL engine's state: the script cache (the Lua host's, and the native scripts loaded
+/// without it), and the native path.
 #[derive(Debug)]
 pub struct Scripts {
-    lua: LuaHost,
+    /// The Lua host, once a script had to be compiled or run in Lua.
+    lua: Option<LuaHost>,
+    /// Cached scripts the host has not compiled: native scripts' bodies, by sha.
+    uncompiled: BTreeMap<Sha, &'static [u8]>,
     /// Whether known scripts run natively ([`super::native`]); off only to compare with Lua.
     native: bool,
     /// Script calls the native path answered (so tests can see it was taken).
@@ -26,7 +37,8 @@ pub struct Scripts {
 impl Default for Scripts {
     fn default() -> Self {
         Scripts {
-            lua: LuaHost::new(),
+            lua: None,
+            uncompiled: BTreeMap::new(),
             native: true,
             native_runs: 0,
         }
@@ -44,9 +56,59 @@ impl Scripts {
         self.native_runs
     }
 
+    /// Whether the Lua host has been built.
+    pub fn lua_host_built(&self) -> bool {
+        self.lua.is_some()
+    }
+
     /// Whether a script with this sha1 is cached.
     pub fn exists(&self, sha: &[u8]) -> bool {
-        self.lua.exists(sha)
+        // Redis compares SHAs case-insensitively (its dict lower-cases them on lookup).
+        let uncompiled = <Sha>::try_from(sha).is_ok_and(|mut s| {
+            s.make_ascii_lowercase();
+            self.uncompiled.contains_key(&s)
+        });
+        uncompiled || self.lua.as_ref().is_some_and(|l| l.exists(sha))
+    }
+
+    /// The Lua host, built on first use.
+    fn host(&mut self) -> &mut LuaHost {
+        self.lua.get_or_insert_with(LuaHost::new)
+    }
+
+    /// Caches a script (SCRIPT LOAD, and EVAL of a body): a native script's body is recorded
+    /// as it is (it compiles: a test holds it), any other is compiled by the host, which
+    /// answers a syntax error. Err is the error reply.
+    fn load(&mut self, body: &[u8]) -> Result<Sha, Value> {
+        if self.native {
+            if let Some((sha, body)) = native::known(body) {
+                if !self.exists(&sha) {
+                    self.uncompiled.insert(sha, body);
+                }
+                return Ok(sha);
+            }
+        }
+        self.host().load(body)
+    }
+
+    /// Runs a cached script in Lua, compiling it first if it was cached uncompiled. None if no
+    /// script has that sha.
+    fn run_in_lua(
+        &mut self,
+        sha: &Sha,
+        db: &mut Db,
+        ctx: &mut Ctx,
+        role: Role,
+        read_only: bool,
+        keys_and_args: (&[Vec<u8>], &[Vec<u8>]),
+    ) -> Option<Value> {
+        if let Some(body) = self.uncompiled.remove(sha) {
+            if let Err(e) = self.host().load(body) {
+                unreachable!("a native script's body compiles: {e:?}");
+            }
+        }
+        let lua = self.lua.as_ref()?;
+        lua.run(sha, db, ctx, role, read_only, keys_and_args)
     }
 
     /// EVAL, EVALSHA and their `_RO` forms (Redis's evalGenericCommand).
@@ -81,28 +143,27 @@ impl Scripts {
                 Err(_) => return reply::noscript(),
             }
         } else {
-            match self.lua.load(&args[1]) {
+            match self.load(&args[1]) {
                 Ok(s) => s,
                 Err(e) => return e,
             }
         };
-        if self.native && role == Role::Master && self.lua.exists(&sha) {
+        if self.native && role == Role::Master && self.exists(&sha) {
             let (keys, argv) = (&args[3..split], &args[split..]);
             if let Some(reply) = native::run(&sha, db, ctx, keys, argv) {
                 self.native_runs += 1;
                 return reply;
             }
         }
-        self.lua
-            .run(
-                &sha,
-                db,
-                ctx,
-                role,
-                how.read_only,
-                (&args[3..split], &args[split..]),
-            )
-            .unwrap_or_else(reply::noscript)
+        self.run_in_lua(
+            &sha,
+            db,
+            ctx,
+            role,
+            how.read_only,
+            (&args[3..split], &args[split..]),
+        )
+        .unwrap_or_else(reply::noscript)
     }
 
     /// SCRIPT LOAD / EXISTS / FLUSH / KILL / HELP.
@@ -112,14 +173,14 @@ impl Scripts {
         }
         let sub = args[1].to_ascii_lowercase();
         match sub.as_slice() {
-            b"load" => match self.lua.load(&args[2]) {
+            b"load" => match self.load(&args[2]) {
                 Ok(sha) => bulk(&sha),
                 Err(e) => e,
             },
             b"exists" => Value::Array(
                 args[2..]
                     .iter()
-                    .map(|s| Value::Int(i64::from(self.lua.exists(s))))
+                    .map(|s| Value::Int(i64::from(self.exists(s))))
                     .collect(),
             ),
             b"flush" => {
@@ -130,7 +191,10 @@ impl Scripts {
                 if !ok {
                     return reply::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
                 }
-                self.lua.flush();
+                self.uncompiled.clear();
+                if let Some(lua) = &mut self.lua {
+                    lua.flush();
+                }
                 Value::Okay
             }
             b"kill" => reply::error("NOTBUSY No scripts in execution right now."),

@@ -190,6 +190,42 @@ fn the_native_path_answers_like_lua() {
     assert_eq!(e.native_runs(), 2);
 }
 
+/// The engine caches a native script's body without compiling it (no Lua host is built for the
+/// scripts every lock cycle runs), trusting that it compiles: each one does, in Lua, and runs
+/// there when the native path declines after it was cached uncompiled.
+#[test]
+fn every_native_script_compiles_and_runs_in_lua_when_declined() {
+    let args = |v: &[&str]| v.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>();
+    for body in [
+        SCRIPT,
+        include_str!("../../src/resource/scripts/fenced_write.lua"),
+    ] {
+        let sha = redis::Script::new(body).get_hash().to_string();
+        let mut lua = Engine::new(Role::Master);
+        lua.set_native_scripts(false);
+        let loaded = lua.execute(0, 1, &args(&["SCRIPT", "LOAD", body]));
+        assert_eq!(loaded.reply, Value::BulkString(sha.clone().into_bytes()));
+
+        let mut native = Engine::new(Role::Master);
+        native.execute(0, 1, &args(&["SCRIPT", "LOAD", body]));
+        assert!(!native.lua_host_built(), "cached without Lua");
+        // A key of another type under KEYS[1] (and KEYS[3]): the native path declines.
+        native.execute(0, 1, &args(&["HSET", "a", "f", "v"]));
+        native.execute(0, 1, &args(&["HSET", "c", "f", "v"]));
+        let declined = native.execute(
+            0,
+            1,
+            &args(&["EVALSHA", &sha, "3", "a", "b", "c", "1", "2"]),
+        );
+        assert!(native.lua_host_built(), "compiled when first needed");
+        assert!(
+            matches!(&declined.reply, Value::ServerError(e) if e.code() != "NOSCRIPT"),
+            "Lua's own error: {:?}",
+            declined.reply
+        );
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
     #[test]
