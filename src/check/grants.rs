@@ -30,7 +30,9 @@ pub struct Grant {
 
 /// Every grant of a history, in true-time order of acquisition.
 pub fn grants(history: &History) -> Vec<Grant> {
-    let mut out: Vec<Grant> = Vec::new();
+    // A hint, not a bound: a grant takes at least an acquire-start, an acquire and an end event
+    // (reserved address space costs nothing until it is written; growing by doubling copies).
+    let mut out: Vec<Grant> = Vec::with_capacity(history.events.len() / 4);
     let mut open: BTreeMap<u32, usize> = BTreeMap::new();
     for e in &history.events {
         let Some(c) = e.client() else { continue };

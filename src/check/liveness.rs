@@ -48,7 +48,8 @@ pub fn stretches(history: &History, gs: &[crate::check::grants::Grant]) -> Vec<S
         .map(|g| (g.acquired_us, g.end_us.unwrap_or(end)))
         .collect();
     // Waiting intervals, per client.
-    let mut waits: Vec<(u64, u64, u32)> = Vec::new();
+    // A hint, not a bound: a wait takes an acquire-start and its end.
+    let mut waits: Vec<(u64, u64, u32)> = Vec::with_capacity(history.events.len() / 4);
     let mut started: BTreeMap<u32, u64> = BTreeMap::new();
     for e in &history.events {
         let Some(c) = e.client() else { continue };

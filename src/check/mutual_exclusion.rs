@@ -7,7 +7,7 @@
 
 use super::{CheckResult, Checker};
 use crate::check::Verdict;
-use crate::history::{fmt_ms, EventKind, History};
+use crate::history::{fmt_ms, Event, EventKind, History};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,35 +54,39 @@ pub struct Overlap {
 
 /// Extracts the critical sections of a history, in order of entry.
 pub fn sections(history: &History) -> Vec<Section> {
-    let mut last_acquired: BTreeMap<u32, (u64, String, Option<u64>, u64, u64)> = BTreeMap::new();
+    // Each client's latest successful acquire, as its event: the owner token is copied once,
+    // into the section, not at every acquire (a long run has a hundred thousand).
+    let mut last_acquired: BTreeMap<u32, &Event> = BTreeMap::new();
     let mut open: BTreeMap<u32, usize> = BTreeMap::new();
-    let mut out: Vec<Section> = Vec::new();
+    // A hint, not a bound: a section takes at least an acquire, an enter and an exit event.
+    let mut out: Vec<Section> = Vec::with_capacity(history.events.len() / 4);
     for e in &history.events {
         let Some(c) = e.client() else { continue };
         match &e.kind {
-            EventKind::Acquired {
-                owner,
-                fencing_token,
-                acquired_at_ms,
-                valid_until_ms,
-            } => {
-                last_acquired.insert(
-                    c,
-                    (
-                        e.at_us,
-                        owner.clone(),
-                        *fencing_token,
-                        *acquired_at_ms,
-                        *valid_until_ms,
-                    ),
-                );
+            EventKind::Acquired { .. } => {
+                last_acquired.insert(c, e);
             }
             EventKind::Enter => {
+                let acquired = last_acquired.get(&c).map(|a| (a.at_us, &a.kind));
                 let (acquired_us, owner, fencing_token, acquired_at_ms, valid_until_ms) =
-                    last_acquired
-                        .get(&c)
-                        .cloned()
-                        .unwrap_or((e.at_us, String::new(), None, 0, 0));
+                    match acquired {
+                        Some((
+                            at_us,
+                            EventKind::Acquired {
+                                owner,
+                                fencing_token,
+                                acquired_at_ms,
+                                valid_until_ms,
+                            },
+                        )) => (
+                            at_us,
+                            owner.clone(),
+                            *fencing_token,
+                            *acquired_at_ms,
+                            *valid_until_ms,
+                        ),
+                        _ => (e.at_us, String::new(), None, 0, 0),
+                    };
                 open.insert(c, out.len());
                 out.push(Section {
                     client: c,

@@ -58,7 +58,8 @@ pub fn writes(history: &History, gs: &[crate::check::grants::Grant]) -> Vec<Writ
             .map(|g| g.acquired_us)
             .unwrap_or(0)
     };
-    let mut out = Vec::new();
+    // A hint, not a bound: a write takes at least an acquire, an enter and an exit event too.
+    let mut out = Vec::with_capacity(history.events.len() / 4);
     for e in &history.events {
         let Some(c) = e.client() else { continue };
         let w = match &e.kind {

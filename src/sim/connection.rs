@@ -17,7 +17,8 @@
 
 use super::clock::TrueTime;
 use super::cluster::{Cluster, Unreachable};
-use super::network::{Delivery, Network, OnTheWire};
+use super::network::{self, Network, OnTheWire};
+use super::wire::{Arrive, Delivery};
 use crate::simredis::ClientId;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 use std::sync::{Arc, Mutex};
@@ -55,12 +56,19 @@ struct FlightState {
 }
 
 impl FlightState {
-    /// The request's commands, as slices.
-    fn cmds(&self) -> Vec<&[Vec<u8>]> {
-        match &self.pipeline {
-            Some(p) => p.iter().map(Vec::as_slice).collect(),
-            None => vec![&self.args[..self.n]],
-        }
+    /// The request's commands, as slices (no allocation: every simulated request asks).
+    fn cmds(&self) -> impl Iterator<Item = &[Vec<u8>]> {
+        let single = self.pipeline.is_none().then(|| &self.args[..self.n]);
+        self.pipeline
+            .iter()
+            .flatten()
+            .map(Vec::as_slice)
+            .chain(single)
+    }
+
+    /// The request's commands, copied (for a request that runs after its buffer is reused).
+    fn cmds_owned(&self) -> Vec<Vec<Vec<u8>>> {
+        self.cmds().map(<[Vec<u8>]>::to_vec).collect()
     }
 }
 
@@ -151,12 +159,18 @@ impl Flight {
     }
 }
 
+impl Arrive for Flight {
+    fn arrive(&self, server: usize, seq: u64) {
+        self.run_on_arrival(server, seq, None);
+    }
+}
+
 impl OnTheWire for Flight {
-    fn claim(&self) -> Option<(madsim::time::Instant, Delivery)> {
+    fn claim(&self) -> Option<(madsim::time::Instant, network::Delivery)> {
         let mut st = self.state.lock().unwrap();
         let (arrival, server) = st.on_wire.take()?;
         st.claimed = true;
-        let cmds: Vec<Vec<Vec<u8>>> = st.cmds().iter().map(|c| c.to_vec()).collect();
+        let cmds: Vec<Vec<Vec<u8>>> = st.cmds_owned();
         drop(st);
         let (cluster, node, id) = (self.cluster.clone(), self.node, self.id);
         let state = self.state.clone();
@@ -240,7 +254,8 @@ impl SimConnection {
     async fn round_trip(&self, sink: impl FnMut(Value)) -> redis::RedisResult<()> {
         let held = {
             let st = self.flight.state.lock().unwrap();
-            st.cmds().iter().any(|c| blocks(c))
+            let held = st.cmds().any(blocks);
+            held
         };
         if held {
             self.held_round_trip(sink).await
@@ -269,13 +284,18 @@ impl SimConnection {
         // send again, and reads the buffer in place.
         let gone: Option<Vec<Vec<Vec<u8>>>> = (arrival > deadline).then(|| {
             let st = self.flight.state.lock().unwrap();
-            st.cmds().iter().map(|c| c.to_vec()).collect()
+            st.cmds_owned()
         });
-        let flight = self.flight.clone();
-        super::wire::send(
-            arrival,
-            Box::new(move || flight.run_on_arrival(server, seq, gone)),
-        );
+        let delivery = match gone {
+            None => Delivery::Request(self.flight.clone(), server, seq),
+            Some(cmds) => {
+                let flight = self.flight.clone();
+                Delivery::Once(Box::new(move || {
+                    flight.run_on_arrival(server, seq, Some(cmds))
+                }))
+            }
+        };
+        super::wire::send(arrival, delivery);
         if reply_at > deadline {
             return self.time_out(deadline, Unreachable::NoReplyInTime).await;
         }
@@ -310,7 +330,7 @@ impl SimConnection {
             let (cluster, node, id) = (self.cluster.clone(), self.node, self.id);
             let cmds: Vec<Vec<Vec<u8>>> = {
                 let st = self.flight.state.lock().unwrap();
-                st.cmds().iter().map(|c| c.to_vec()).collect()
+                st.cmds_owned()
             };
             madsim::task::spawn(async move {
                 madsim::time::sleep(there).await;
@@ -394,11 +414,10 @@ impl SimConnection {
         if let Some(replies) = st.delivered.take() {
             return Arrived::Delivered(replies);
         }
-        let cmds = st.cmds();
-        if cmds.iter().any(|c| blocks(c)) {
-            return Arrived::Blocking(cmds.iter().map(|c| c.to_vec()).collect());
+        if st.cmds().any(blocks) {
+            return Arrived::Blocking(st.cmds_owned());
         }
-        for args in cmds {
+        for args in st.cmds() {
             match self.cluster.execute(self.node, server, self.id, args) {
                 Ok(v) => sink(v),
                 Err(why) => return Arrived::Ran(Err(why)),

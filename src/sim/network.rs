@@ -67,7 +67,7 @@ impl Network {
     /// A new network starts a new simulation on this thread: messages an earlier one left on the
     /// wire are dropped (`sim::wire`).
     pub fn new(latency_ms: [u64; 2]) -> Network {
-        super::wire::reset();
+        super::wire::start();
         Network {
             cuts: Arc::default(),
             latency_ms,

@@ -47,9 +47,11 @@ impl Storage {
     /// A connection for client `id`.
     pub fn connect(&self, id: u64) -> StorageConnection {
         StorageConnection {
-            storage: self.clone(),
-            id,
-            args: Arc::default(),
+            shared: Arc::new(Shared {
+                storage: self.clone(),
+                id,
+                args: Mutex::default(),
+            }),
         }
     }
 
@@ -63,21 +65,31 @@ impl Storage {
 
 /// A client's connection to the storage node.
 pub struct StorageConnection {
+    shared: Arc<Shared>,
+}
+
+/// A connection's state, shared with the request it has on the wire (which runs it on arrival:
+/// sending it takes a reference count, not an allocation).
+struct Shared {
     storage: Storage,
     id: u64,
     /// The request on the wire: the argument vectors of the last command (kept for the next
     /// one, as `SimConnection` does), then its reply.
-    args: Arc<Mutex<Request>>,
+    args: Mutex<Request>,
 }
 
 impl Clone for StorageConnection {
     /// Another connection of the same client (its own request buffer).
     fn clone(&self) -> Self {
-        StorageConnection {
-            storage: self.storage.clone(),
-            id: self.id,
-            args: Arc::default(),
-        }
+        self.shared.storage.connect(self.shared.id)
+    }
+}
+
+impl super::wire::Arrive for Shared {
+    fn arrive(&self, _server: usize, _seq: u64) {
+        let mut r = self.args.lock().unwrap();
+        let reply = self.storage.execute(self.id, &r.args[..r.n]);
+        r.reply = Some(reply);
     }
 }
 
@@ -93,27 +105,24 @@ impl StorageConnection {
     /// One round trip: the request goes on the wire and runs at its arrival (`sim::wire`); the
     /// client sleeps once, until the reply is due. The storage never fails a request.
     async fn request(&self) -> redis::RedisResult<Value> {
-        let time = &self.storage.time;
-        let arrival = time.instant() + self.storage.net.latency();
-        let reply_at = arrival + self.storage.net.latency();
-        let (storage, id, req) = (self.storage.clone(), self.id, self.args.clone());
+        let storage = &self.shared.storage;
+        let time = &storage.time;
+        let arrival = time.instant() + storage.net.latency();
+        let reply_at = arrival + storage.net.latency();
+        // One request at a time per connection: the storage has one node and seq is unused.
         super::wire::send(
             arrival,
-            Box::new(move || {
-                let mut r = req.lock().unwrap();
-                let reply = storage.execute(id, &r.args[..r.n]);
-                r.reply = Some(reply);
-            }),
+            super::wire::Delivery::Request(self.shared.clone(), 0, 0),
         );
         time.sleep_until(reply_at).await;
         super::wire::settle();
-        let reply = self.args.lock().unwrap().reply.take();
+        let reply = self.shared.args.lock().unwrap().reply.take();
         Ok(reply.expect("a storage request runs at its arrival, before its reply is due"))
     }
 
     /// Puts `cmd`'s arguments in the request buffer.
     fn fill(&self, cmd: &Cmd) {
-        let mut r = self.args.lock().unwrap();
+        let mut r = self.shared.args.lock().unwrap();
         let r = &mut *r;
         r.n = super::connection::fill_args(&mut r.args, cmd);
     }

@@ -25,22 +25,87 @@
 //! One simulation runs on one thread (madsim's executor), so the wire is per thread; each run
 //! starts and ends with an empty one ([`reset`]).
 
-use madsim::time::Instant;
+use madsim::time::{Instant, TimeHandle};
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
 
 /// Running a message on its server.
-pub type Delivery = Box<dyn FnOnce()>;
+pub enum Delivery {
+    /// A client's request, run by its connection's shared state (`arrive(server, seq)`): sending
+    /// it takes a reference count, not an allocation, and every simulated round trip sends one.
+    Request(Arc<dyn Arrive>, usize, u64),
+    /// Anything else (a storage request, a replication batch, an abandoned request's copy).
+    Once(Box<dyn FnOnce()>),
+}
+
+impl Delivery {
+    fn run(self) {
+        match self {
+            Delivery::Request(to, server, seq) => to.arrive(server, seq),
+            Delivery::Once(f) => f(),
+        }
+    }
+}
+
+/// What runs a client's request when it arrives at `server`; `seq` tells the request apart from
+/// the client's later ones.
+pub trait Arrive {
+    /// Runs the request numbered `seq` on `server`, at its arrival (the clock reads it).
+    fn arrive(&self, server: usize, seq: u64);
+}
+
+/// A message not yet run, ordered so that the heap's top is the earliest arrival, then the
+/// earliest sent.
+struct Pending {
+    at: Instant,
+    seq: u64,
+    deliver: Delivery,
+}
+
+impl PartialEq for Pending {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+
+impl Eq for Pending {}
+
+impl PartialOrd for Pending {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Pending {
+    /// Reversed: `BinaryHeap` is a max-heap, and the earliest message must come out first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
 
 thread_local! {
-    /// Messages not yet run, by arrival time, then by the order they were sent.
-    static PENDING: RefCell<BTreeMap<(Instant, u64), Delivery>> = const { RefCell::new(BTreeMap::new()) };
+    /// Messages not yet run, earliest arrival (then earliest sent) on top. A heap rather than an
+    /// ordered map: a handful of messages are in flight at a time, and the heap keeps its buffer
+    /// where a map would allocate a node whenever it fills up from empty, every round trip.
+    static PENDING: RefCell<BinaryHeap<Pending>> = const { RefCell::new(BinaryHeap::new()) };
     /// The earliest arrival pending (`None`: nothing), read on every settle without a borrow.
     static NEXT: Cell<Option<Instant>> = const { Cell::new(None) };
     /// Messages sent so far: the tie-break for equal arrival times.
     static SENT: Cell<u64> = const { Cell::new(0) };
     /// The arrival time of the message being run, which the simulator's clock reads meanwhile.
     static RUNNING_AT: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// The running simulation's time, kept from [`start`]: every settle reads the clock, and
+    /// `Instant::now()` finds madsim's runtime through its `clock_gettime` hook each time.
+    static CLOCK: RefCell<Option<TimeHandle>> = const { RefCell::new(None) };
+}
+
+/// True time now, through the kept handle when a simulation has started on this thread.
+fn true_now() -> Instant {
+    CLOCK
+        .with_borrow(|c| c.as_ref().map(TimeHandle::now_instant))
+        .unwrap_or_else(Instant::now)
 }
 
 /// Puts a message on the wire: `deliver` runs at `arrival` (see the module docs).
@@ -48,7 +113,11 @@ pub fn send(arrival: Instant, deliver: Delivery) {
     let seq = SENT.get();
     SENT.set(seq + 1);
     PENDING.with_borrow_mut(|p| {
-        p.insert((arrival, seq), deliver);
+        p.push(Pending {
+            at: arrival,
+            seq,
+            deliver,
+        })
     });
     if NEXT.get().is_none_or(|n| arrival < n) {
         NEXT.set(Some(arrival));
@@ -63,18 +132,17 @@ pub fn settle_until(now: Instant) {
     }
     loop {
         let next = PENDING.with_borrow_mut(|p| {
-            let (&(at, _), _) = p.first_key_value()?;
-            if at > now {
+            if p.peek()?.at > now {
                 return None;
             }
-            p.pop_first().map(|((at, _), d)| (at, d))
+            p.pop().map(|m| (m.at, m.deliver))
         });
         let Some((at, deliver)) = next else { break };
         RUNNING_AT.set(Some(at));
-        deliver();
+        deliver.run();
         RUNNING_AT.set(None);
     }
-    NEXT.set(PENDING.with_borrow(|p| p.first_key_value().map(|(&(at, _), _)| at)));
+    NEXT.set(PENDING.with_borrow(|p| p.peek().map(|m| m.at)));
 }
 
 /// Runs every message due now. Call before reading or changing anything a message may touch.
@@ -82,12 +150,12 @@ pub fn settle() {
     if NEXT.get().is_none() || RUNNING_AT.get().is_some() {
         return;
     }
-    settle_until(madsim::time::Instant::now());
+    settle_until(true_now());
 }
 
 /// The simulator's "now": the arrival time of the message being run, else the true time.
 pub fn now() -> Instant {
-    RUNNING_AT.get().unwrap_or_else(madsim::time::Instant::now)
+    RUNNING_AT.get().unwrap_or_else(true_now)
 }
 
 /// The arrival time of the message being run, if one is: the simulator's "now" meanwhile.
@@ -101,5 +169,13 @@ pub fn reset() {
     NEXT.set(None);
     SENT.set(0);
     RUNNING_AT.set(None);
+    CLOCK.set(None);
     drop(dropped);
+}
+
+/// Starts a simulation's wire on this thread: empty, on the running madsim runtime's clock. Call
+/// inside the runtime.
+pub fn start() {
+    reset();
+    CLOCK.set(Some(TimeHandle::current()));
 }

@@ -14,6 +14,7 @@ use super::context::{Ctx, Db};
 use super::keyspace::Data;
 use super::lua::{sha1hex, Sha};
 use redis::Value;
+use std::cell::RefCell;
 use std::sync::LazyLock;
 
 /// The locks' compare-and-delete release (`src/lock/scripts/compare_and_delete.lua`):
@@ -82,7 +83,6 @@ fn fenced_write(
         Some(Data::Str(n)) if super::num::parse_i64(n).is_some_and(|n| n < i64::MAX) => {}
         Some(_) => return None,
     }
-    let mut argv = [b"get".to_vec(), token_key.to_vec(), Vec::new()];
     if !token.is_empty() {
         // Every reason to decline is known before the first command runs: a stored highest
         // token (even one about to expire) and the token must both be decimals.
@@ -95,21 +95,16 @@ fn fenced_write(
             Some(_) => return None,
         };
         // `local highest = redis.call('get', KEYS[2])`, run whatever it will find.
-        let highest = call_command(db, ctx, &argv[..2]);
+        let highest = call_command(db, ctx, &[b"get", token_key]);
         if let (Some(t), Value::BulkString(h)) = (as_number, highest) {
             if t < decimal(&h).expect("a stored decimal, checked above") {
                 return Some(Value::Int(0));
             }
         }
-        argv[0] = b"set".to_vec();
-        argv[2] = token.to_vec();
-        call_command(db, ctx, &argv);
+        call_command(db, ctx, &[b"set", token_key, token]);
     }
-    argv[0] = b"set".to_vec();
-    argv[1] = value_key.to_vec();
-    argv[2] = value.to_vec();
-    call_command(db, ctx, &argv);
-    Some(call_command(db, ctx, &[b"incr".to_vec(), seq_key.to_vec()]))
+    call_command(db, ctx, &[b"set", value_key, value]);
+    Some(call_command(db, ctx, &[b"incr", seq_key]))
 }
 
 /// A plain decimal integer (`-?[0-9]+`) as the double Lua 5.1's `tonumber` makes of it (strtod,
@@ -128,23 +123,31 @@ fn compare_and_delete(db: &mut Db, ctx: &mut Ctx, key: &[u8], owner: &[u8]) -> O
     if !matches!(db.keys.get(key), None | Some(Data::Str(_))) {
         return None;
     }
-    // The argv `redis.call` builds from the script's literals and KEYS[1] (one buffer for both
-    // calls: this runs for every release of every simulated lock cycle).
-    let mut argv = [b"get".to_vec(), key.to_vec()];
-    match call_command(db, ctx, &argv) {
-        Value::BulkString(held) if held == owner => {
-            argv[0] = b"del".to_vec();
-            Some(call_command(db, ctx, &argv))
-        }
+    match call_command(db, ctx, &[b"get", key]) {
+        Value::BulkString(held) if held == owner => Some(call_command(db, ctx, &[b"del", key])),
         // `false ~= ARGV[1]`, or another holder's token.
         Value::BulkString(_) | Value::Nil => Some(Value::Int(0)),
         _ => unreachable!("GET of a string or a missing key answers a bulk string or nil"),
     }
 }
 
-/// What `redis.call` does once its checks passed (`script_call`): the command's handler on the
-/// unit's data and context.
-fn call_command(db: &mut Db, ctx: &mut Ctx, argv: &[Vec<u8>]) -> Value {
-    let spec = commands::lookup(&argv[0]).expect("a command of the table");
-    (spec.run)(db, ctx, argv)
+thread_local! {
+    /// The argument vector `redis.call` builds, kept between calls: a native script runs for
+    /// every release and every protected write of every simulated lock cycle, and filling kept
+    /// buffers allocates nothing once they are large enough.
+    static ARGV: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// What `redis.call(parts...)` does once its checks passed (`script_call`): the command's
+/// handler on the unit's data and context.
+fn call_command(db: &mut Db, ctx: &mut Ctx, parts: &[&[u8]]) -> Value {
+    ARGV.with_borrow_mut(|argv| {
+        argv.resize_with(parts.len(), Vec::new);
+        for (to, from) in argv.iter_mut().zip(parts) {
+            to.clear();
+            to.extend_from_slice(from);
+        }
+        let spec = commands::lookup(&argv[0]).expect("a command of the table");
+        (spec.run)(db, ctx, argv)
+    })
 }

@@ -34,7 +34,10 @@ impl Cluster {
             });
             let me = self.clone();
             let wait = Duration::from_micros(deliver_us - now_us);
-            wire::send(now + wait, Box::new(move || me.deliver(idx, r)));
+            wire::send(
+                now + wait,
+                wire::Delivery::Once(Box::new(move || me.deliver(idx, r))),
+            );
         }
         offset
     }
@@ -51,7 +54,10 @@ impl Cluster {
             drop(st);
             let me = self.clone();
             let retry = wire::now() + Duration::from_millis(10);
-            wire::send(retry, Box::new(move || me.deliver(master, replica)));
+            wire::send(
+                retry,
+                wire::Delivery::Once(Box::new(move || me.deliver(master, replica))),
+            );
             return;
         }
         let mut due = Vec::new();
