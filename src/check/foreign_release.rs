@@ -409,6 +409,15 @@ mod tests {
         )
     }
 
+    /// The servers start watching the lock entry of `k`, at 0.
+    fn watching() -> Event {
+        ev(
+            0,
+            "servers",
+            EventKind::LockEntriesWatched { key: "k".into() },
+        )
+    }
+
     fn granted(at: u64, client: &str, owner: &str) -> Event {
         ev(
             at,
@@ -428,11 +437,7 @@ mod tests {
         // saw it remove client 2's entry: the order of grants would have blamed client 1.
         let h = History {
             events: vec![
-                ev(
-                    0,
-                    "servers",
-                    EventKind::LockEntriesWatched { key: "k".into() },
-                ),
+                watching(),
                 granted(0, "client-0", "a"),
                 granted(1_000_000, "client-1", "b"),
                 granted(1_200_000, "client-2", "c"),
@@ -453,11 +458,7 @@ mod tests {
     fn removing_your_own_entry_seen_by_the_server_is_safe() {
         let h = History {
             events: vec![
-                ev(
-                    0,
-                    "servers",
-                    EventKind::LockEntriesWatched { key: "k".into() },
-                ),
+                watching(),
                 granted(0, "client-0", "a"),
                 // Creation not seen (for example it came by replication): the grant names it.
                 removed(10, 0, "a", None),
@@ -474,11 +475,7 @@ mod tests {
     fn an_overwrite_is_worded_as_an_overwrite() {
         let h = History {
             events: vec![
-                ev(
-                    0,
-                    "servers",
-                    EventKind::LockEntriesWatched { key: "k".into() },
-                ),
+                watching(),
                 granted(0, "client-0", "a"),
                 ev(1_000_000, "client-1", EventKind::AcquireStart),
                 removed(1_000_001, 1, "a", Some(0)),

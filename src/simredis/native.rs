@@ -19,25 +19,28 @@ use std::sync::LazyLock;
 
 /// The locks' compare-and-delete release (`src/lock/scripts/compare_and_delete.lua`):
 /// `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`.
-pub static COMPARE_AND_DELETE_SHA: LazyLock<Sha> =
-    LazyLock::new(|| sha1hex(include_bytes!("../lock/scripts/compare_and_delete.lua")));
+const COMPARE_AND_DELETE: &[u8] = include_bytes!("../lock/scripts/compare_and_delete.lua");
 
 /// The protected resource's fenced counter write (`src/resource/scripts/fenced_write.lua`).
-pub static FENCED_WRITE_SHA: LazyLock<Sha> =
-    LazyLock::new(|| sha1hex(include_bytes!("../resource/scripts/fenced_write.lua")));
+const FENCED_WRITE: &[u8] = include_bytes!("../resource/scripts/fenced_write.lua");
 
-/// The native scripts' bodies, which are known to compile (`tests/simredis/native_scripts.rs`
-/// compiles each): a cache may hold them without a Lua host.
-const BODIES: [&[u8]; 2] = [
-    include_bytes!("../lock/scripts/compare_and_delete.lua"),
-    include_bytes!("../resource/scripts/fenced_write.lua"),
-];
+/// The compare-and-delete release's sha1.
+pub static COMPARE_AND_DELETE_SHA: LazyLock<Sha> = LazyLock::new(|| sha1hex(COMPARE_AND_DELETE));
+
+/// The fenced write's sha1.
+pub static FENCED_WRITE_SHA: LazyLock<Sha> = LazyLock::new(|| sha1hex(FENCED_WRITE));
 
 /// If `body` is a native script's, its sha1 and the body (kept for a later compilation, should a
-/// call need Lua after all).
+/// call need Lua after all). Native bodies are known to compile (`tests/simredis/native_scripts.rs`
+/// compiles each), so a cache may hold them without a Lua host.
 pub(super) fn known(body: &[u8]) -> Option<(Sha, &'static [u8])> {
-    let known = BODIES.into_iter().find(|b| *b == body)?;
-    Some((sha1hex(known), known))
+    [
+        (COMPARE_AND_DELETE, &COMPARE_AND_DELETE_SHA),
+        (FENCED_WRITE, &FENCED_WRITE_SHA),
+    ]
+    .into_iter()
+    .find(|(known, _)| *known == body)
+    .map(|(known, sha)| (**sha, known))
 }
 
 /// Runs the script `sha` natively if it is one of the known scripts and this call is a case the
