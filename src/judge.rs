@@ -10,23 +10,23 @@ use crate::history::History;
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
 
-/// Every checker, parameterised for `scenario` (`[checks]`: the liveness bound, three of its
-/// leases unless set, and the throughput check when `min_throughput` is set; the foreign-release
-/// rule needs the lock to live on one master).
-pub fn for_scenario(scenario: &Scenario) -> Vec<Box<dyn Checker>> {
-    let bound_ms = scenario.checks.liveness_bound_ms(scenario.lock.lease_ms());
-    let mut v = check::with(
-        bound_ms,
-        scenario.redis.masters,
-        scenario.checks.max_refused_writes,
-    );
-    if let Some(min) = scenario.checks.min_throughput {
-        v.push(Box::new(check::throughput::Throughput {
-            min_share: min,
-            capacity: scenario.capacity(),
-        }));
+/// The numbers the checkers take from `scenario` (`[checks]`: the liveness bound, three of its
+/// leases unless set; the refused writes allowed; the throughput minimum; and the masters the
+/// lock lives on and the cycles the workload could complete).
+pub fn params(scenario: &Scenario) -> check::Params {
+    check::Params {
+        liveness_bound_ms: scenario.checks.liveness_bound_ms(scenario.lock.lease_ms()),
+        masters: scenario.redis.masters,
+        max_refused_writes: scenario.checks.max_refused_writes,
+        min_throughput: scenario.checks.min_throughput,
+        capacity: scenario.capacity(),
     }
-    v
+}
+
+/// Every checker that runs for `scenario`, composed from the one list (`check::CHECKERS`), each
+/// with its declaration.
+pub fn for_scenario(scenario: &Scenario) -> Vec<(&'static check::Declaration, Box<dyn Checker>)> {
+    check::for_params(&params(scenario))
 }
 
 /// The program replay commands name: `lockcheck`, or a harness binary's own name.
@@ -87,10 +87,9 @@ pub struct Outcome {
 impl Outcome {
     /// Runs every checker over `history`.
     pub fn judge(scenario: &Scenario, mode: Mode, seed: u64, history: History) -> Outcome {
-        let grants = check::grants::grants(&history);
-        let checks = for_scenario(scenario)
+        let checks = check::run(for_scenario(scenario), &history)
             .into_iter()
-            .map(|c| (c.name().to_string(), c.check_with(&history, &grants)))
+            .map(|(name, result)| (name.to_string(), result))
             .collect();
         Outcome {
             scenario: scenario.name.clone(),
@@ -106,7 +105,7 @@ impl Outcome {
 
     /// The headline verdict: mutual exclusion.
     pub fn verdict(&self) -> Verdict {
-        self.checks["mutual_exclusion"].verdict
+        self.checks[check::MUTUAL_EXCLUSION].verdict
     }
 
     /// The command line that reproduces this run.
@@ -223,7 +222,7 @@ impl SeedsOutcome {
     /// The mutual-exclusion verdict over all seeds.
     pub fn verdict(&self) -> Verdict {
         self.expectations
-            .get("mutual_exclusion")
+            .get(check::MUTUAL_EXCLUSION)
             .map(|&(_, o)| o)
             .unwrap_or_else(|| self.shown.verdict())
     }

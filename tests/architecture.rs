@@ -269,3 +269,92 @@ fn every_kind_of_path_counts() {
     assert!(!text.contains("imports `cli`"), "{text}");
     assert_eq!(bad.len(), 4, "{text}");
 }
+
+/// Literals outside `src/check/` that spell a check's name but mean something else, with why.
+const NOT_CHECK_NAMES: &[(&str, &str, &str)] = &[(
+    "src/real/program_lock.rs",
+    "release",
+    "the client-program protocol's operation, not the release check",
+)];
+
+/// Every `"<check name>"` string literal in `files` outside `src/check/` (`file:line: name`), but
+/// those `allowed` names; and every allowed entry that no longer occurs, so the list stays true.
+fn check_name_literals(
+    files: &[(PathBuf, String)],
+    names: &[&str],
+    allowed: &[(&str, &str, &str)],
+) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut seen = Vec::new();
+    for (rel, text) in files {
+        if rel.starts_with("check") {
+            continue;
+        }
+        let at = format!("src/{}", rel.display());
+        for (n, line) in text.lines().enumerate() {
+            for name in names {
+                if !line.contains(&format!("\"{name}\"")) {
+                    continue;
+                }
+                match allowed.iter().position(|&(f, a, _)| f == at && a == *name) {
+                    Some(i) => seen.push(i),
+                    None => bad.push(format!(
+                        "{at}:{}: names the check `{name}` by a string literal; use its \
+                         declaration (`check::MUTUAL_EXCLUSION`, `<Checker>::DECLARATION.name`)",
+                        n + 1
+                    )),
+                }
+            }
+        }
+    }
+    for (i, (f, a, why)) in allowed.iter().enumerate() {
+        if !seen.contains(&i) {
+            bad.push(format!(
+                "{f}: no longer has \"{a}\" ({why}); drop it from the list"
+            ));
+        }
+    }
+    bad
+}
+
+/// Nothing outside `src/check/` names a check by a string literal: a check's name, label and
+/// parameters come from its declaration in `check::CHECKERS`.
+#[test]
+fn no_check_is_named_by_a_literal_outside_check() {
+    let src = repo().join("src");
+    let mut files = Vec::new();
+    read_src(&src, &src, &mut files);
+    let bad = check_name_literals(&files, lockcheck::check::CHECK_NAMES, NOT_CHECK_NAMES);
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// The literal search finds a planted name, leaves `src/check/` and allowed literals alone, and
+/// names an allowed literal that is gone.
+#[test]
+fn a_planted_check_name_literal_fails() {
+    let files = vec![
+        file(
+            "cli/table.rs",
+            "fn f() {\n    short(\"mutual_exclusion\");\n}\n",
+        ),
+        file("check/mod.rs", "const N: &str = \"mutual_exclusion\";\n"),
+        file("real/p.rs", "call(\"release\");\n"),
+    ];
+    let names = ["mutual_exclusion", "release"];
+    let allowed = [
+        ("src/real/p.rs", "release", "a protocol word"),
+        ("src/x.rs", "release", "gone"),
+    ];
+    let bad = check_name_literals(&files, &names, &allowed);
+    assert_eq!(bad.len(), 2, "{bad:?}");
+    assert!(
+        bad[0].starts_with("src/cli/table.rs:2: names the check `mutual_exclusion`"),
+        "{}",
+        bad[0]
+    );
+    assert!(
+        bad[1].starts_with("src/x.rs: no longer has \"release\""),
+        "{}",
+        bad[1]
+    );
+}

@@ -18,7 +18,7 @@
 //! done, the DEL goes next), so a grant that slipped in between its GET and its DEL counts. A grant
 //! whose reply was still in flight when the release began is not counted: a violation is certain.
 
-use super::{grants, CheckResult, Checker, GrantIndex};
+use super::{grants, CheckResult, Checker, Declaration, GrantIndex, Reads};
 use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History};
 use std::collections::BTreeMap;
@@ -32,6 +32,14 @@ pub struct ForeignRelease {
 }
 
 impl ForeignRelease {
+    /// Its entry in `check::CHECKERS`: releases against the grants (or the servers' removals); the masters.
+    pub const DECLARATION: Declaration = Declaration {
+        name: "foreign_release",
+        label: "foreign release",
+        reads: Reads::Grants,
+        build: |p| Some(Box::new(ForeignRelease::for_masters(p.masters))),
+    };
+
     /// The checker for a deployment of `masters` independent masters: the scenario's count,
     /// so that a quorum lock's releases are judged against the masters it really spans.
     pub fn for_masters(masters: u32) -> ForeignRelease {
@@ -41,7 +49,7 @@ impl ForeignRelease {
 
 impl Checker for ForeignRelease {
     fn name(&self) -> &'static str {
-        "foreign_release"
+        Self::DECLARATION.name
     }
 
     fn check(&self, history: &History) -> CheckResult {

@@ -15,7 +15,7 @@
 //! holding lasts a full lease) makes each waiter wait most of a lease after every release: a
 //! bound under one lease catches it, and so does the throughput check.
 
-use super::{grants, CheckResult, Checker};
+use super::{grants, CheckResult, Checker, Declaration, Reads};
 use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History, PauseNote};
 use std::collections::BTreeMap;
@@ -212,9 +212,23 @@ fn asking(
     out
 }
 
+impl Liveness {
+    /// Its entry in `check::CHECKERS`: waits against the grants; the liveness bound.
+    pub const DECLARATION: Declaration = Declaration {
+        name: "liveness",
+        label: "liveness",
+        reads: Reads::Grants,
+        build: |p| {
+            Some(Box::new(Liveness {
+                bound_us: p.liveness_bound_ms.saturating_mul(1000),
+            }))
+        },
+    };
+}
+
 impl Checker for Liveness {
     fn name(&self) -> &'static str {
-        "liveness"
+        Self::DECLARATION.name
     }
 
     fn check(&self, history: &History) -> CheckResult {

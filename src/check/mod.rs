@@ -4,6 +4,7 @@
 //! to show it in the evidence, because the question is what actually happened, not what anyone
 //! thought was happening.
 
+pub mod declaration;
 pub mod foreign_release;
 pub mod grants;
 pub mod liveness;
@@ -17,20 +18,44 @@ pub mod verdict;
 use crate::history::History;
 use serde::Serialize;
 
+pub use declaration::{Declaration, Params, Reads};
 pub use grants::{grants, Grant, GrantIndex};
 pub use verdict::Verdict;
 
-/// The check names a scenario may name in `expect_checks`, in report order (the names the
-/// checkers of [`all`] report; a test keeps the two lists equal).
-pub const CHECK_NAMES: &[&str] = &[
-    "mutual_exclusion",
-    "resource",
-    "liveness",
-    "foreign_release",
-    "reentrancy",
-    "release",
-    "throughput",
+/// Every checker lockcheck has, in report order: the one list the judge composes a run's checkers
+/// from, and `expect_checks`, the reports and the table read their names and labels from.
+pub const CHECKERS: &[Declaration] = &[
+    mutual_exclusion::MutualExclusion::DECLARATION,
+    protected_resource::Resource::DECLARATION,
+    liveness::Liveness::DECLARATION,
+    foreign_release::ForeignRelease::DECLARATION,
+    reentrancy::Reentrancy::DECLARATION,
+    release::Release::DECLARATION,
+    throughput::Throughput::DECLARATION,
 ];
+
+/// The check names a scenario may name in `expect_checks`, in report order: the names
+/// [`CHECKERS`] declares.
+pub const CHECK_NAMES: &[&str] = &{
+    let mut names = [""; CHECKERS.len()];
+    let mut i = 0;
+    while i < CHECKERS.len() {
+        names[i] = CHECKERS[i].name;
+        i += 1;
+    }
+    names
+};
+
+/// The headline check, whose verdict is a run's (`Outcome::verdict`, a scenario's `expect`).
+pub const MUTUAL_EXCLUSION: &str = mutual_exclusion::MutualExclusion::DECLARATION.name;
+
+/// A check's short label for narrow places (a table cell); an unknown name is its own label.
+pub fn label(name: &str) -> &str {
+    CHECKERS
+        .iter()
+        .find(|d| d.name == name)
+        .map_or(name, |d| d.label)
+}
 
 /// The outcome of one check.
 #[derive(Clone, Debug, Serialize)]
@@ -52,9 +77,10 @@ pub trait Checker {
     fn name(&self) -> &'static str;
     /// Read the whole history and decide, with the evidence a reader needs to see why.
     fn check(&self, history: &History) -> CheckResult;
-    /// The same, given the history's grants (`grants::grants(history)`): the judge computes them
-    /// once for every checker, since five of them need them and a long history's grants cost
-    /// as much as a checker's own pass. Checkers that use grants implement this one.
+    /// The same, given the history's grants (`grants::grants(history)`): [`run`] computes them
+    /// once for every checker whose declaration reads them ([`Reads::Grants`]), since a long
+    /// history's grants cost as much as a checker's own pass. Checkers that use grants implement
+    /// this one.
     fn check_with(&self, history: &History, grants: &[grants::Grant]) -> CheckResult {
         let _ = grants;
         self.check(history)
@@ -65,31 +91,45 @@ pub trait Checker {
 /// three times Redisson's default 30 s watchdog lease (a test in `judge.rs` keeps the two equal).
 pub const DEFAULT_LIVENESS_BOUND_MS: u64 = 90_000;
 
-/// Every checker lockcheck runs, in report order, with default parameters (the default liveness
-/// bound; one master).
-pub fn all() -> Vec<Box<dyn Checker>> {
-    with(DEFAULT_LIVENESS_BOUND_MS, 1, None)
+/// The checkers that run for `params`, in report order, each with its declaration.
+pub fn for_params(params: &Params) -> Vec<(&'static Declaration, Box<dyn Checker>)> {
+    CHECKERS
+        .iter()
+        .filter_map(|d| (d.build)(params).map(|c| (d, c)))
+        .collect()
 }
 
-/// Every checker that always runs, parameterised: the liveness bound (ms), the masters the lock
-/// lives on (the foreign-release and release rules need them), and the share of writes the
-/// resource may refuse before that is a violation (`None`: refusals are only reported). The throughput check runs besides when a
-/// scenario sets a minimum (`judge::for_scenario`).
-pub fn with(
-    liveness_bound_ms: u64,
-    masters: u32,
-    max_refused_writes: Option<f64>,
-) -> Vec<Box<dyn Checker>> {
-    vec![
-        Box::new(mutual_exclusion::MutualExclusion),
-        Box::new(protected_resource::Resource { max_refused_writes }),
-        Box::new(liveness::Liveness {
-            bound_us: liveness_bound_ms.saturating_mul(1000),
-        }),
-        Box::new(foreign_release::ForeignRelease::for_masters(masters)),
-        Box::new(reentrancy::Reentrancy),
-        Box::new(release::Release { masters }),
-    ]
+/// Every checker that runs with default parameters (the default liveness bound, one master, no
+/// throughput minimum), in report order.
+pub fn all() -> Vec<Box<dyn Checker>> {
+    for_params(&Params::default())
+        .into_iter()
+        .map(|(_, c)| c)
+        .collect()
+}
+
+/// Runs `checkers` over `history`, by check name: the grants are computed once, and only when a
+/// checker reads them.
+pub fn run(
+    checkers: Vec<(&'static Declaration, Box<dyn Checker>)>,
+    history: &History,
+) -> Vec<(&'static str, CheckResult)> {
+    let reads_grants = checkers.iter().any(|(d, _)| d.reads == Reads::Grants);
+    let grants = if reads_grants {
+        grants::grants(history)
+    } else {
+        Vec::new()
+    };
+    checkers
+        .into_iter()
+        .map(|(d, c)| {
+            let result = match d.reads {
+                Reads::History => c.check(history),
+                Reads::Grants => c.check_with(history, &grants),
+            };
+            (d.name, result)
+        })
+        .collect()
 }
 
 /// Builds an event (for checker tests).
@@ -115,12 +155,35 @@ pub(crate) fn acquired(token: Option<u64>) -> crate::history::EventKind {
 
 #[cfg(test)]
 mod names {
-    /// `expect_checks` accepts exactly the names the checkers report.
+    use super::*;
+
+    /// Every checker reports the name it is declared under, and with every parameter set that
+    /// lets a checker run, every declared checker runs, in the list's order.
     #[test]
-    fn check_names_are_the_checkers_names() {
-        let mut reported: Vec<&str> = super::all().iter().map(|c| c.name()).collect();
-        // The throughput check runs only when a scenario sets `[checks] min_throughput`.
-        reported.push(super::throughput::Throughput::NAME);
-        assert_eq!(reported, super::CHECK_NAMES);
+    fn each_checker_reports_its_declared_name() {
+        let every = Params {
+            min_throughput: Some(0.5),
+            ..Params::default()
+        };
+        let reported: Vec<&str> = for_params(&every).iter().map(|(_, c)| c.name()).collect();
+        assert_eq!(reported, CHECK_NAMES);
+        let names: Vec<&str> = CHECKERS.iter().map(|d| d.name).collect();
+        assert_eq!(names, CHECK_NAMES);
+    }
+
+    /// Throughput runs only when a scenario sets a minimum; the others always do.
+    #[test]
+    fn throughput_runs_only_with_a_minimum() {
+        let names =
+            |p: &Params| -> Vec<&str> { for_params(p).iter().map(|(d, _)| d.name).collect() };
+        let default = names(&Params::default());
+        assert!(!default.contains(&throughput::Throughput::DECLARATION.name));
+        assert_eq!(default.len(), CHECKERS.len() - 1);
+    }
+
+    #[test]
+    fn labels_come_from_the_declarations() {
+        assert_eq!(label(MUTUAL_EXCLUSION), "ME");
+        assert_eq!(label("no_such_check"), "no_such_check");
     }
 }

@@ -5,7 +5,7 @@
 //! do not overlap. The sweep sorts sections by entry and keeps the open ones ordered by exit, so it
 //! finds every overlapping pair in O(n log n + k) for k pairs.
 
-use super::{CheckResult, Checker};
+use super::{CheckResult, Checker, Declaration, Reads};
 use crate::check::Verdict;
 use crate::history::{fmt_ms, Event, EventKind, History};
 use serde::Serialize;
@@ -52,8 +52,28 @@ pub struct Overlap {
     pub to_us: u64,
 }
 
+/// What the mutual-exclusion check finds in a history: every critical section and every pair that
+/// overlapped. The verdict is reached from it, and a report draws it (the HTML timeline's
+/// sections and overlap bands), so what the page shows is what was judged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holdings {
+    /// Every critical section, in order of entry.
+    pub sections: Vec<Section>,
+    /// Every overlapping pair, ordered by the second section's entry.
+    pub overlaps: Vec<Overlap>,
+}
+
+impl Holdings {
+    /// Reads the critical sections of `history` and finds every overlapping pair.
+    pub fn of(history: &History) -> Holdings {
+        let sections = sections(history);
+        let overlaps = overlaps(&sections, history.end_us());
+        Holdings { sections, overlaps }
+    }
+}
+
 /// Extracts the critical sections of a history, in order of entry.
-pub fn sections(history: &History) -> Vec<Section> {
+fn sections(history: &History) -> Vec<Section> {
     // Each client's latest successful acquire, as its event: the owner token is copied once,
     // into the section, not at every acquire (a long run has a hundred thousand).
     let mut last_acquired: BTreeMap<u32, &Event> = BTreeMap::new();
@@ -112,7 +132,7 @@ pub fn sections(history: &History) -> Vec<Section> {
 }
 
 /// Every overlapping pair of sections, ordered by the second section's entry.
-pub fn overlaps(sections: &[Section], history_end: u64) -> Vec<Overlap> {
+fn overlaps(sections: &[Section], history_end: u64) -> Vec<Overlap> {
     let mut order: Vec<usize> = (0..sections.len()).collect();
     order.sort_by_key(|&i| (sections[i].enter_us, i));
     // Open sections keyed by (end, index): the earliest-ending is first, so the ones that ended
@@ -148,15 +168,26 @@ pub fn overlaps(sections: &[Section], history_end: u64) -> Vec<Overlap> {
 /// The mutual-exclusion checker.
 pub struct MutualExclusion;
 
+impl MutualExclusion {
+    /// Its entry in `check::CHECKERS`: every critical section against every other; no parameter.
+    pub const DECLARATION: Declaration = Declaration {
+        name: "mutual_exclusion",
+        label: "ME",
+        reads: Reads::History,
+        build: |_| Some(Box::new(MutualExclusion)),
+    };
+}
+
 impl Checker for MutualExclusion {
     fn name(&self) -> &'static str {
-        "mutual_exclusion"
+        Self::DECLARATION.name
     }
 
     fn check(&self, history: &History) -> CheckResult {
-        let secs = sections(history);
-        let end = history.end_us();
-        let found = overlaps(&secs, end);
+        let Holdings {
+            sections: secs,
+            overlaps: found,
+        } = Holdings::of(history);
         let verdict = if found.is_empty() {
             Verdict::Safe
         } else {

@@ -15,7 +15,7 @@
 //! replica) and writes the storage refused are reported as evidence; they are not damage by
 //! themselves.
 
-use super::{grants, CheckResult, Checker, GrantIndex};
+use super::{grants, CheckResult, Checker, Declaration, GrantIndex, Reads};
 use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History};
 use serde::Serialize;
@@ -101,9 +101,23 @@ pub fn writes(history: &History, gs: &[crate::check::grants::Grant]) -> Vec<Writ
     out
 }
 
+impl Resource {
+    /// Its entry in `check::CHECKERS`: the writes the storage saw, against the grants; `[checks] max_refused_writes`.
+    pub const DECLARATION: Declaration = Declaration {
+        name: "resource",
+        label: "resource",
+        reads: Reads::Grants,
+        build: |p| {
+            Some(Box::new(Resource {
+                max_refused_writes: p.max_refused_writes,
+            }))
+        },
+    };
+}
+
 impl Checker for Resource {
     fn name(&self) -> &'static str {
-        "resource"
+        Self::DECLARATION.name
     }
 
     fn check(&self, history: &History) -> CheckResult {

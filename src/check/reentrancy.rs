@@ -13,16 +13,26 @@
 //! A holder that had already lost the lock (its lease ran out while it was paused and another
 //! client was granted it) is the lease's failure, not reentrancy's: mutual exclusion reports it.
 
-use super::{grants, CheckResult, Checker, GrantIndex};
+use super::{grants, CheckResult, Checker, Declaration, GrantIndex, Reads};
 use crate::check::Verdict;
 use crate::history::{fmt_ms, EventKind, History};
 
 /// The reentrancy checker.
 pub struct Reentrancy;
 
+impl Reentrancy {
+    /// Its entry in `check::CHECKERS`: nested acquisitions against the grants; no parameter.
+    pub const DECLARATION: Declaration = Declaration {
+        name: "reentrancy",
+        label: "reentrancy",
+        reads: Reads::Grants,
+        build: |_| Some(Box::new(Reentrancy)),
+    };
+}
+
 impl Checker for Reentrancy {
     fn name(&self) -> &'static str {
-        "reentrancy"
+        Self::DECLARATION.name
     }
 
     fn check(&self, history: &History) -> CheckResult {

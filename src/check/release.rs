@@ -27,7 +27,7 @@
 //! majority of them removed the entry. Without the servers' word (`LockEntriesWatched` absent:
 //! real mode with the witness off) the check does not judge.
 
-use super::{CheckResult, Checker, Verdict};
+use super::{CheckResult, Checker, Declaration, Reads, Verdict};
 use crate::history::{fmt_ms, EventKind, History};
 use std::collections::BTreeMap;
 
@@ -52,9 +52,19 @@ struct Open {
     foreign: Vec<u32>,
 }
 
+impl Release {
+    /// Its entry in `check::CHECKERS`: each release's answer against the servers' removals; the masters.
+    pub const DECLARATION: Declaration = Declaration {
+        name: "release",
+        label: "release",
+        reads: Reads::History,
+        build: |p| Some(Box::new(Release { masters: p.masters })),
+    };
+}
+
 impl Checker for Release {
     fn name(&self) -> &'static str {
-        "release"
+        Self::DECLARATION.name
     }
 
     fn check(&self, history: &History) -> CheckResult {

@@ -10,7 +10,7 @@
 //! `[checks] min_throughput` and reports a violation when the share completed is below it.
 
 use super::Verdict;
-use super::{grants, CheckResult, Checker};
+use super::{grants, CheckResult, Checker, Declaration, Reads};
 use crate::history::History;
 
 /// The throughput checker: the least share of `capacity` cycles that must complete.
@@ -23,13 +23,24 @@ pub struct Throughput {
 }
 
 impl Throughput {
-    /// The check's name in reports and `expect_checks`.
-    pub const NAME: &'static str = "throughput";
+    /// Its entry in `check::CHECKERS`: completed grants; runs only when a scenario sets `[checks] min_throughput`.
+    pub const DECLARATION: Declaration = Declaration {
+        name: "throughput",
+        label: "throughput",
+        reads: Reads::Grants,
+        build: |p| {
+            let min_share = p.min_throughput?;
+            Some(Box::new(Throughput {
+                min_share,
+                capacity: p.capacity,
+            }))
+        },
+    };
 }
 
 impl Checker for Throughput {
     fn name(&self) -> &'static str {
-        Throughput::NAME
+        Self::DECLARATION.name
     }
 
     fn check(&self, history: &History) -> CheckResult {

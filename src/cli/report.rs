@@ -1,6 +1,7 @@
 //! Reports: the text a person reads (verdict first, then the two holders, then how to replay) and
 //! the JSON object of the CLI contract.
 
+use crate::check::MUTUAL_EXCLUSION;
 use crate::history::{fmt_ms, EventKind};
 use crate::judge::SeedsOutcome;
 use crate::scenario::Scenario;
@@ -16,7 +17,7 @@ pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
         "NOT AS EXPECTED"
     };
     let seeds = if o.seeds_run > 1 {
-        let v = &o.violating_seeds["mutual_exclusion"];
+        let v = &o.violating_seeds[MUTUAL_EXCLUSION];
         format!(
             ", {} of {} seeds violated, showing seed {}",
             v.len(),
@@ -39,7 +40,7 @@ pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
     }
     // The headline check first, the damage checks after it.
     let mut checks: Vec<_> = r.checks.iter().collect();
-    checks.sort_by_key(|(name, _)| name.as_str() != "mutual_exclusion");
+    checks.sort_by_key(|(name, _)| name.as_str() != MUTUAL_EXCLUSION);
     for (name, c) in checks {
         let expected = o
             .expectations

@@ -41,15 +41,6 @@ impl Default for TableOptions {
     }
 }
 
-/// Short names of the checks, for table cells.
-fn short(check: &str) -> &str {
-    match check {
-        "mutual_exclusion" => "ME",
-        "foreign_release" => "foreign release",
-        other => other,
-    }
-}
-
 /// A column label: what happens to the lock in this scenario.
 pub fn fault_label(s: &Scenario) -> String {
     let lease = s.lock.lease_ms();
@@ -126,7 +117,7 @@ fn cell(o: &SeedsOutcome) -> String {
         .violating_seeds
         .iter()
         .filter(|(_, seeds)| !seeds.is_empty())
-        .map(|(name, _)| short(name))
+        .map(|(name, _)| check::label(name))
         .collect();
     if violated.is_empty() {
         "safe".to_string()
@@ -303,7 +294,7 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
     let names: Vec<&str> = check::all().iter().map(|c| c.name()).collect();
     let _ = write!(out, "| scenario | lock | fault |");
     for n in &names {
-        let _ = write!(out, " {} |", short(n));
+        let _ = write!(out, " {} |", check::label(n));
     }
     let _ = write!(out, " as expected |\n|---|---|---|");
     for _ in &names {

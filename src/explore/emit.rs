@@ -7,7 +7,7 @@
 
 use super::real::Rate;
 use super::search::Found;
-use crate::check::Verdict;
+use crate::check::{Verdict, MUTUAL_EXCLUSION};
 use crate::scenario::fault_table;
 use std::path::Path;
 use toml_edit::{value, Array, ArrayOfTables, DocumentMut, InlineTable, Item, Table};
@@ -31,10 +31,10 @@ pub fn found_scenario(
     let name = format!("{}-found", s.name);
     doc["name"] = value(name);
     doc["about"] = value(about(found, rate));
-    let me = found.outcome.checks["mutual_exclusion"].verdict;
+    let me = found.outcome.checks[MUTUAL_EXCLUSION].verdict;
     doc["expect"] = value(me.to_string());
     let mut checks = InlineTable::new();
-    if found.check != "mutual_exclusion" {
+    if found.check != MUTUAL_EXCLUSION {
         checks.insert(&found.check, Verdict::Violation.to_string().into());
     }
     doc.remove("expect_checks");

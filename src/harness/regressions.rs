@@ -12,7 +12,7 @@
 //! # fn harness() -> lockcheck::Harness { lockcheck::Harness::new() }
 //! let found = harness().explore("tests/check_then_set.toml").cases(300).run();
 //! let finding = found.expect("the GET-then-SET race is found without any fault");
-//! assert_eq!(finding.check, "mutual_exclusion");
+//! assert_eq!(finding.check, lockcheck::check::MUTUAL_EXCLUSION);
 //! ```
 
 use crate::explore::search::violated;

@@ -69,7 +69,7 @@ pub fn run_page(scenario: &Scenario, outcome: &SeedsOutcome) -> String {
         &serde_json::to_value(&tl).unwrap_or_default(),
     ));
     let mut checks: Vec<_> = r.checks.iter().collect();
-    checks.sort_by_key(|(name, _)| name.as_str() != "mutual_exclusion");
+    checks.sort_by_key(|(name, _)| name.as_str() != crate::check::MUTUAL_EXCLUSION);
     let rows: Vec<Vec<(String, String)>> = checks
         .iter()
         .map(|(name, c)| {

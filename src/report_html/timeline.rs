@@ -7,7 +7,7 @@
 //! replica, killed), partitions and clock notes. Faults are markers across every lane; the
 //! overlap of two critical sections is drawn in red across the two client lanes.
 
-use crate::check::mutual_exclusion::{overlaps, sections};
+use crate::check::mutual_exclusion::Holdings;
 use crate::history::{fmt_ms, EventKind, History};
 use crate::scenario::Scenario;
 use serde::Serialize;
@@ -310,9 +310,9 @@ pub fn build(scenario: &Scenario, history: &History) -> Timeline {
             _ => {}
         }
     }
-    // Critical sections, from the checker's own reading of the history.
-    let secs = sections(history);
-    for s in &secs {
+    // Critical sections and their overlaps, as the mutual-exclusion check found them.
+    let holdings = Holdings::of(history);
+    for s in &holdings.sections {
         let lane = format!("client-{}", s.client);
         lanes.span(
             &lane,
@@ -330,7 +330,8 @@ pub fn build(scenario: &Scenario, history: &History) -> Timeline {
     for ((lane, kind), (from, title)) in std::mem::take(&mut open.0) {
         lanes.span(&lane, kind, from, end, title);
     }
-    let overlaps = overlaps(&secs, end)
+    let overlaps = holdings
+        .overlaps
         .into_iter()
         .map(|o| OverlapBand {
             first: format!("client-{}", o.first.client),

@@ -293,6 +293,6 @@ impl Scenario {
         self.expect_checks
             .get(check)
             .copied()
-            .or_else(|| (check == "mutual_exclusion").then_some(self.expect))
+            .or_else(|| (check == crate::check::MUTUAL_EXCLUSION).then_some(self.expect))
     }
 }

@@ -34,7 +34,10 @@ fn parses_the_contract_example() {
             for_ms: 500
         }
     );
-    assert_eq!(s.expected("mutual_exclusion"), Some(Verdict::Violation));
+    assert_eq!(
+        s.expected(crate::check::MUTUAL_EXCLUSION),
+        Some(Verdict::Violation)
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ use toml::Spanned;
 use super::error::{quoted, Ctx, ScenarioError};
 use super::spec::LockSpec;
 use super::{OwnKind, Scenario};
+use crate::check::throughput::Throughput;
 use crate::check::{Verdict, CHECK_NAMES};
 use crate::env::NamedPoint;
 use crate::lock::LockKind;
@@ -180,7 +181,9 @@ fn checks(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
             "`liveness_bound_ms` must be at least 1",
         ));
     }
-    if s.expect_checks.contains_key("throughput") && s.checks.min_throughput.is_none() {
+    if s.expect_checks.contains_key(Throughput::DECLARATION.name)
+        && s.checks.min_throughput.is_none()
+    {
         return Err(ctx.err(
             at(ctx, "expect_checks"),
             "`expect_checks` names `throughput`, which runs only when `[checks] min_throughput` is set (for example `min_throughput = 0.5`)",

@@ -238,7 +238,7 @@ fn crash_restart_empty_and_delayed_restart_on_real_servers() {
     let restarted = fault_at(&o, "redis-1 restarted empty").unwrap();
     assert!(restarted - killed >= 3_000_000);
     // The other client did get the lock, once B was back.
-    let secs = lockcheck::check::mutual_exclusion::sections(&o.history);
+    let secs = lockcheck::check::mutual_exclusion::Holdings::of(&o.history).sections;
     assert!(
         secs.len() >= 2 && secs[1].acquired_us >= restarted,
         "{secs:?}"

@@ -301,7 +301,7 @@ fn a_master_restarting_empty_forgets_the_lock_unless_restart_waits_a_ttl() {
         let killed = fault_at(&o, "redis-1 killed").unwrap();
         let restarted = fault_at(&o, "redis-1 restarted empty").unwrap();
         assert!(restarted - killed >= 3_000_000);
-        let secs = lockcheck::check::mutual_exclusion::sections(&o.history);
+        let secs = lockcheck::check::mutual_exclusion::Holdings::of(&o.history).sections;
         assert!(
             secs.len() >= 2 && secs[1].acquired_us >= restarted,
             "seed {seed}"
