@@ -138,7 +138,6 @@ pub mod history;
 pub mod junit;
 pub mod progress;
 pub mod resource;
-pub mod simredis;
 pub mod stdout;
 pub mod subscription;
 // 2. The SQL seam and engine; the checkers.
@@ -146,8 +145,9 @@ pub mod check;
 pub mod sql;
 // 3. The locks under test.
 pub mod lock;
-// 4. The scenario format.
+// 4. The scenario format; the simulated Redis engine (it runs the locks' scripts natively).
 pub mod scenario;
+pub mod simredis;
 // 5. When faults fire; what a client does.
 pub mod schedule;
 pub mod workload;

@@ -1,12 +1,15 @@
-//! The layering rule as a test: every `crate::` path in `src/` runs down the layers that
-//! `ARCHITECTURE.md` draws, so no two folders import each other, directly or through others.
+//! The layering rule as a test: every path in `src/` runs down the layers that `ARCHITECTURE.md`
+//! draws, so no two folders import each other, directly or through others.
 //!
 //! A module may import only modules of a lower layer (same-layer modules stay apart too). A strict
 //! order has no cycles, so this also holds "no import cycle between folders". The test reads the
-//! source text, as `../shared/tools/folder-cycles` does: `use crate::a::…`, `crate::{a, b}` and
-//! inline `crate::a::f()` paths, and the `crate::out!`/`crate::outln!` macros (which expand to
-//! `stdout`); comment lines and `#[cfg(test)]` code (from that line to the end of the file, where
-//! the tests of this crate live) are left out, since test code may build whatever it checks.
+//! source text of every file to its end, test modules included (a test module may import only
+//! what its file may): `use crate::a::…`, `crate::{a, b}` and inline `crate::a::f()` paths; a
+//! crate-root item (`crate::Scenario`, `crate::outln!`) as the module `src/lib.rs` re-exports it
+//! from or the module that exports the macro; `super::` chains, climbed from the file's module
+//! (and any inline `mod` it is in), counted when they leave the folder; and the file an
+//! `include_str!`/`include_bytes!`/`include!` reads, which belongs to the folder it lives in.
+//! Comments and the insides of string literals are left out.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -63,36 +66,211 @@ fn module_of(rel: &Path) -> Option<String> {
     (name != "lib" && name != "main").then(|| name.to_string())
 }
 
-/// The top-level modules `line` reaches through `crate::` paths.
-fn imports_of_line(line: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    let mut rest = line;
-    while let Some(i) = rest.find("crate::") {
-        let after = &rest[i + "crate::".len()..];
-        if let Some(group) = after.strip_prefix('{') {
-            // `crate::{a::X, b}`: the first segment of each item at the top of the braces.
-            let mut depth = 0;
-            let mut item_start = true;
-            for (j, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => item_start = true,
-                    c if item_start && (c.is_ascii_alphabetic() || c == '_') => {
-                        item_start = false;
-                        found.push(ident_at(&group[j..]));
+/// A file's module path from the crate root (`sim/cluster/failover.rs` → `[sim, cluster,
+/// failover]`, `sim/mod.rs` → `[sim]`), which `super::` paths climb.
+fn module_path(rel: &Path) -> Vec<String> {
+    let mut path: Vec<String> = rel
+        .components()
+        .filter_map(|c| c.as_os_str().to_str())
+        .map(|c| c.trim_end_matches(".rs").to_string())
+        .collect();
+    if path.last().is_some_and(|l| l == "mod" || l == "lib") {
+        path.pop();
+    }
+    path
+}
+
+/// The text with comments, and the insides of string and character literals, blanked to spaces
+/// (newlines kept), so a `crate::` in a doc comment or a message is not an import, and brace
+/// counting sees only code. Every character stays at its place.
+fn code_only(text: &str) -> Vec<char> {
+    let b: Vec<char> = text.chars().collect();
+    let mut out = b.clone();
+    let blank = |out: &mut Vec<char>, from: usize, to: usize| {
+        for c in &mut out[from..to.min(b.len())] {
+            if *c != '\n' {
+                *c = ' ';
+            }
+        }
+    };
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    // `b'x'`: the `b` of a byte literal, not the end of an identifier.
+    let byte_prefix = |i: usize| b[i - 1] == 'b' && (i < 2 || !ident(b[i - 2]));
+    let mut i = 0;
+    while i < b.len() {
+        let next = b.get(i + 1).copied();
+        let prev_ident = i > 0 && ident(b[i - 1]);
+        if b[i] == '/' && next == Some('/') {
+            let end = b[i..]
+                .iter()
+                .position(|&c| c == '\n')
+                .map_or(b.len(), |n| i + n);
+            blank(&mut out, i, end);
+            i = end;
+        } else if b[i] == '/' && next == Some('*') {
+            let (mut depth, mut j) = (0, i);
+            while j < b.len() {
+                if b[j] == '/' && b.get(j + 1) == Some(&'*') {
+                    depth += 1;
+                    j += 2;
+                } else if b[j] == '*' && b.get(j + 1) == Some(&'/') {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break;
                     }
-                    _ => {}
+                } else {
+                    j += 1;
                 }
             }
-        } else {
-            let name = ident_at(after);
-            // The crate's output macros are exported at its root and expand to `stdout`.
-            if after[name.len()..].starts_with('!') {
-                found.push("stdout".into());
+            blank(&mut out, i, j);
+            i = j;
+        } else if b[i] == 'r' && !prev_ident && matches!(next, Some('"' | '#')) {
+            let hashes = b[i + 1..].iter().take_while(|&&c| c == '#').count();
+            let open = i + 1 + hashes;
+            if b.get(open) != Some(&'"') {
+                i += 1;
+                continue;
+            }
+            let mut j = open + 1;
+            while j < b.len()
+                && !(b[j] == '"'
+                    && b[j + 1..]
+                        .iter()
+                        .take(hashes)
+                        .filter(|&&c| c == '#')
+                        .count()
+                        == hashes)
+            {
+                j += 1;
+            }
+            blank(&mut out, open + 1, j);
+            i = j + 1 + hashes;
+        } else if b[i] == '"' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != '"' {
+                j += if b[j] == '\\' { 2 } else { 1 };
+            }
+            blank(&mut out, i + 1, j);
+            i = j + 1;
+        } else if b[i] == '\'' && (!prev_ident || byte_prefix(i)) {
+            // A character literal ('x', b'x', '\n', '\u{7f}'), not a lifetime ('a).
+            let end = if next == Some('\\') {
+                b[i + 2..]
+                    .iter()
+                    .position(|&c| c == '\'')
+                    .map(|n| i + 2 + n)
             } else {
-                found.push(name);
+                (b.get(i + 2) == Some(&'\'')).then_some(i + 2)
+            };
+            match end {
+                Some(end) => {
+                    blank(&mut out, i + 1, end);
+                    i = end + 1;
+                }
+                None => i += 1,
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// What the crate root names besides its modules: each `pub use` re-export (`crate::Scenario` →
+/// `scenario`) and each `#[macro_export]` macro (`crate::outln!` → `stdout`), by name → the
+/// top-level module it comes from.
+fn root_items(files: &[(PathBuf, String)]) -> BTreeMap<String, String> {
+    let mut of = BTreeMap::new();
+    for (rel, text) in files {
+        let code: String = code_only(text).into_iter().collect();
+        if rel == Path::new("lib.rs") {
+            for statement in code.split("pub use ").skip(1) {
+                let statement = statement.split(';').next().unwrap_or("");
+                let module = ident_at(statement.trim_start());
+                let items = match (statement.find('{'), statement.rfind("::")) {
+                    (Some(open), _) => statement[open + 1..].trim_end_matches('}').to_string(),
+                    (None, Some(last)) => statement[last + 2..].to_string(),
+                    (None, None) => continue, // `pub use redis;`: another crate
+                };
+                for item in items.split(',') {
+                    // `a::B as C` names C.
+                    let name = item.split(" as ").last().unwrap_or("").trim();
+                    let name = name.rsplit("::").next().unwrap_or("").trim();
+                    if !name.is_empty() && name != "self" {
+                        of.insert(name.to_string(), module.clone());
+                    }
+                }
+            }
+        } else if let Some(module) = module_of(rel) {
+            for exported in code.split("#[macro_export]").skip(1) {
+                if let Some(after) = exported.trim_start().strip_prefix("macro_rules!") {
+                    of.insert(ident_at(after.trim_start()), module.clone());
+                }
+            }
+        }
+    }
+    of
+}
+
+/// The top-level modules `line` reaches through paths: `crate::…` (an item at the crate root
+/// resolved through `root`), `super::…` chains (climbed from the module path `at`) and groups
+/// (`crate::{a::X, b}`).
+fn imports_of_line(line: &str, at: &[String], root: &BTreeMap<String, String>) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = line;
+    while let Some(i) = rest.find(['c', 's']) {
+        let boundary = rest[..i]
+            .chars()
+            .last()
+            .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'));
+        let tail = &rest[i..];
+        let base: Option<(Vec<String>, &str)> = if !boundary {
+            None
+        } else if let Some(after) = tail.strip_prefix("crate::") {
+            Some((Vec::new(), after))
+        } else if tail.starts_with("super::") {
+            let mut path = at.to_vec();
+            let mut after = tail;
+            let mut climbed = true;
+            while let Some(a) = after.strip_prefix("super::") {
+                climbed &= path.pop().is_some();
+                after = a;
+            }
+            climbed.then_some((path, after))
+        } else {
+            None
+        };
+        let Some((base, after)) = base else {
+            rest = &tail[1..];
+            continue;
+        };
+        if let Some(top) = base.first() {
+            found.push(top.clone());
+        } else {
+            let mut names = Vec::new();
+            if let Some(group) = after.strip_prefix('{') {
+                // `crate::{a::X, b}`: the first segment of each item at the top of the braces.
+                let mut depth = 0;
+                let mut item_start = true;
+                for (j, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => item_start = true,
+                        c if item_start && (c.is_ascii_alphabetic() || c == '_') => {
+                            item_start = false;
+                            names.push(ident_at(&group[j..]));
+                        }
+                        _ => {}
+                    }
+                }
+            } else {
+                names.push(ident_at(after));
+            }
+            for name in names {
+                found.push(root.get(&name).cloned().unwrap_or(name));
             }
         }
         rest = after;
@@ -106,22 +284,98 @@ fn ident_at(s: &str) -> String {
         .collect()
 }
 
-/// Every import of a module from another layer's point of view: `(file:line, from, to)`.
+/// The top-level module of the file an `include_str!`/`include_bytes!`/`include!` on `line`
+/// reads (`code` is the line with literals blanked, `raw` the line itself): a path relative to
+/// the including file, so `src/simredis/native.rs` including `../lock/scripts/x.lua` reads from
+/// `lock`. A file outside `src/`, or at its top, belongs to no module.
+fn includes_of_line(code: &str, raw: &str, rel: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let raw: Vec<char> = raw.chars().collect();
+    let code: Vec<char> = code.chars().collect();
+    let text: String = code.iter().collect();
+    for macro_name in ["include_str!(", "include_bytes!(", "include!("] {
+        let mut from = 0;
+        while let Some(i) = text[from..].find(macro_name) {
+            let start = from + i;
+            from = start + macro_name.len();
+            let boundary = text[..start]
+                .chars()
+                .last()
+                .is_none_or(|c| !(c.is_ascii_alphanumeric() || c == '_'));
+            let open = text[..from].chars().count();
+            let Some(quote) = (open..code.len()).find(|&k| !code[k].is_whitespace()) else {
+                continue;
+            };
+            if !boundary || code[quote] != '"' {
+                continue;
+            }
+            let Some(close) = (quote + 1..code.len()).find(|&k| code[k] == '"') else {
+                continue;
+            };
+            let literal: String = raw[quote + 1..close].iter().collect();
+            let mut path: Vec<String> = rel
+                .parent()
+                .into_iter()
+                .flat_map(|p| p.components())
+                .filter_map(|c| c.as_os_str().to_str().map(String::from))
+                .collect();
+            let mut outside = false;
+            for part in literal.split('/') {
+                match part {
+                    "" | "." => {}
+                    ".." => outside |= path.pop().is_none(),
+                    p => path.push(p.to_string()),
+                }
+            }
+            if !outside && path.len() > 1 {
+                found.push(path[0].clone());
+            }
+        }
+    }
+    found
+}
+
+/// Every import of a module from another layer's point of view: `(file:line, from, to)`. Every
+/// line of code counts, test modules included; comments and literals do not.
 fn imports(files: &[(PathBuf, String)]) -> Vec<(String, String, String)> {
+    let root = root_items(files);
     let mut out = Vec::new();
     for (rel, text) in files {
         let Some(from) = module_of(rel) else { continue };
-        for (n, line) in text.lines().enumerate() {
-            if line.contains("#[cfg(test)]") {
-                break;
-            }
-            if line.trim_start().starts_with("//") {
-                continue;
-            }
-            for to in imports_of_line(line) {
+        let file_path = module_path(rel);
+        let code: String = code_only(text).into_iter().collect();
+        // Inline modules (`mod tests {`) open below the file's path, each closing at the depth
+        // it opened at.
+        let mut inline: Vec<(String, i64)> = Vec::new();
+        let mut depth: i64 = 0;
+        for (n, (line, raw)) in code.lines().zip(text.lines()).enumerate() {
+            let mut at = file_path.clone();
+            at.extend(inline.iter().map(|(m, _)| m.clone()));
+            let reached = imports_of_line(line, &at, &root)
+                .into_iter()
+                .chain(includes_of_line(line, raw, rel));
+            for to in reached {
                 if to != from {
                     let at = format!("src/{}:{}", rel.display(), n + 1);
                     out.push((at, from.clone(), to));
+                }
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            for w in words.windows(2) {
+                if w[0] == "mod" && line.contains('{') {
+                    inline.push((ident_at(w[1]), depth));
+                }
+            }
+            for c in line.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if inline.last().is_some_and(|&(_, d)| d == depth) {
+                            inline.pop();
+                        }
+                    }
+                    _ => {}
                 }
             }
         }
@@ -242,14 +496,17 @@ fn a_deliberate_upward_import_fails_naming_file_and_line() {
 }
 
 /// Same-layer imports, grouped imports, inline paths and the output macros all count; comments
-/// and test code do not; a module missing from the diagram is named.
+/// and string literals do not; a module missing from the diagram is named.
 #[test]
 fn every_kind_of_path_counts() {
     let files = vec![
         file("history.rs", "fn f() { crate::env::thing(); }\n"),
-        file("env/mod.rs", "use crate::{history::Event, check};\n// use crate::cli;\n#[cfg(test)]\nuse crate::cli;\n"),
+        file(
+            "env/mod.rs",
+            "use crate::{history::Event, check};\n// use crate::cli;\nconst S: &str = \"crate::cli\";\n",
+        ),
         file("check/mod.rs", "fn g() { crate::outln!(\"x\"); }\n"),
-        file("stdout.rs", "\n"),
+        file("stdout.rs", "#[macro_export]\nmacro_rules! outln { () => {} }\n"),
     ];
     let bad = violations(DIAGRAM, &files);
     let text = bad.join("\n");
@@ -268,6 +525,89 @@ fn every_kind_of_path_counts() {
     );
     assert!(!text.contains("imports `cli`"), "{text}");
     assert_eq!(bad.len(), 4, "{text}");
+    let reached: Vec<_> = imports(&files).into_iter().map(|(_, _, to)| to).collect();
+    assert!(reached.contains(&"stdout".to_string()), "{reached:?}");
+}
+
+/// The one violation `files` gives, asserted to start with `expected`.
+fn fails_with(files: &[(PathBuf, String)], expected: &str) {
+    let bad = violations(DIAGRAM, files);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].starts_with(expected), "{}", bad[0]);
+}
+
+/// A test module imports only what its file may: an upward import inside `#[cfg(test)]` fails.
+#[test]
+fn an_upward_import_in_a_test_module_fails() {
+    fails_with(
+        &[
+            file("cli/mod.rs", "\n"),
+            file(
+                "check/mod.rs",
+                "pub fn f() {}\n\n#[cfg(test)]\nmod tests {\n    use super::f;\n    use crate::cli::run;\n}\n",
+            ),
+        ],
+        "src/check/mod.rs:6: `check` (layer 2) imports `cli` (layer 3)",
+    );
+}
+
+/// A file `include_bytes!`/`include_str!` reads belongs to the folder it lives in.
+#[test]
+fn an_upward_include_fails() {
+    fails_with(
+        &[
+            file("check/mod.rs", "\n"),
+            file(
+                "env/native.rs",
+                "const S: &[u8] =\n    include_bytes!(\"../check/scripts/s.lua\");\nconst T: &str = include_str!(\"scripts/own.lua\");\n",
+            ),
+        ],
+        "src/env/native.rs:2: `env` (layer 1) imports `check` (layer 2)",
+    );
+}
+
+/// `crate::Name` reaches the module `src/lib.rs` re-exports `Name` from.
+#[test]
+fn an_upward_crate_root_path_fails() {
+    fails_with(
+        &[
+            file(
+                "lib.rs",
+                "pub mod check;\npub mod cli;\npub use cli::{Report, run as Run};\n",
+            ),
+            file("cli/mod.rs", "pub struct Report;\n"),
+            file("check/mod.rs", "fn f(_: crate::Report) {}\n"),
+        ],
+        "src/check/mod.rs:1: `check` (layer 2) imports `cli` (layer 3)",
+    );
+}
+
+/// `super::super::` that leaves a folder reaches the module it climbs to; inside one it does not
+/// count, and a test module's `super::` climbs from the test module.
+#[test]
+fn an_upward_super_chain_fails() {
+    fails_with(
+        &[
+            file("cli/mod.rs", "pub fn run() {}\n"),
+            file("history/mod.rs", "pub struct History;\n"),
+            file("history/node/mod.rs", "pub struct Node;\n"),
+            file(
+                "history/node/name.rs",
+                "use super::Node;\nuse super::super::History;\n#[cfg(test)]\nmod tests {\n    use super::super::Node;\n}\nuse super::super::super::cli::run;\n",
+            ),
+        ],
+        "src/history/node/name.rs:7: `history` (layer 1) imports `cli` (layer 3)",
+    );
+    fails_with(
+        &[
+            file("check/mod.rs", "\n"),
+            file(
+                "history.rs",
+                "#[cfg(test)]\nmod tests {\n    mod inner {\n        use super::super::super::check::X;\n    }\n}\n",
+            ),
+        ],
+        "src/history.rs:4: `history` (layer 1) imports `check` (layer 2)",
+    );
 }
 
 /// Literals outside `src/check/` that spell a check's name but mean something else, with why.
