@@ -143,7 +143,8 @@ pub mod subscription;
 // 2. The SQL seam and engine; the checkers.
 pub mod check;
 pub mod sql;
-// 3. The locks under test.
+// 3. The locks under test; the fault families.
+pub mod fault;
 pub mod lock;
 // 4. The scenario format; the simulated Redis engine (it runs the locks' scripts natively).
 pub mod scenario;

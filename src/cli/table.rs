@@ -9,7 +9,7 @@ use crate::cli::run::{run_scenario, scenario_files, BadInput, RunOptions};
 use crate::exec::run_ordered;
 use crate::judge::SeedsOutcome;
 use crate::lock::LockKind;
-use crate::scenario::{ClientRef, FaultKind, Scenario, Trigger, WorkloadKind};
+use crate::scenario::{Scenario, Trigger, WorkloadKind};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -52,33 +52,7 @@ pub fn fault_label(s: &Scenario) -> String {
             Trigger::Acquired { .. } => String::new(),
             Trigger::At(ms) => format!(" at {ms} ms"),
         };
-        parts.push(match &f.kind {
-            FaultKind::Failover { .. } => "failover".to_string(),
-            FaultKind::Pause {
-                client: ClientRef::Index(_),
-                ..
-            } if f.trigger == Trigger::At(0) => "a client starts late".to_string(),
-            FaultKind::Pause { client, for_ms } => {
-                let who = match client {
-                    ClientRef::Holder => "",
-                    ClientRef::Index(_) => " of a client",
-                };
-                let vs = if *for_ms > lease {
-                    "> lease"
-                } else {
-                    "< lease"
-                };
-                format!("GC pause{who} {vs}{at}")
-            }
-            FaultKind::ServerPause { .. } => format!("server pause{at}"),
-            FaultKind::ClientCrash { .. } if at.is_empty() => "client crash while holding".into(),
-            FaultKind::ClientCrash { .. } => format!("client crash{at}"),
-            FaultKind::Crash { .. } => "Redis crash".to_string(),
-            FaultKind::Partition { .. } => "partition".to_string(),
-            FaultKind::ClockJump { .. } => "clock jump".to_string(),
-            FaultKind::WallClockJump { .. } => "wall-clock jump".to_string(),
-            FaultKind::ClockDrift { .. } => "clock drift".to_string(),
-        });
+        parts.push(f.kind.label(&f.trigger, &at, lease));
     }
     if !s.clocks.is_perfect() {
         parts.push("clock skew".to_string());

@@ -7,16 +7,17 @@
 //! is cut to what the budget has left, and one with nothing left is dropped. Proptest's shrinking
 //! still works on the drawn values; a shrunk case is mapped through the same cut.
 
-use super::strategy::{Drawn, When};
+use super::strategy::When;
+use crate::fault::FaultKind;
 
 /// `faults` with every pause (a client's or the server's) cut so that together they last at
 /// most `budget` ms; a pause the budget has nothing left for is dropped.
-pub fn within(faults: Vec<(When, Drawn)>, budget: u64) -> Vec<(When, Drawn)> {
+pub fn within(faults: Vec<(When, FaultKind)>, budget: u64) -> Vec<(When, FaultKind)> {
     let mut left = budget;
     faults
         .into_iter()
         .filter_map(|(when, mut drawn)| {
-            if let Drawn::Pause { for_ms, .. } | Drawn::ServerPause { for_ms, .. } = &mut drawn {
+            if let Some(for_ms) = drawn.pause_ms_mut() {
                 if left == 0 {
                     return None;
                 }
@@ -32,23 +33,20 @@ pub fn within(faults: Vec<(When, Drawn)>, budget: u64) -> Vec<(When, Drawn)> {
 mod tests {
     use super::*;
 
-    fn pause(for_ms: u64) -> (When, Drawn) {
+    fn pause(for_ms: u64) -> (When, FaultKind) {
         (
             When::At(0),
-            Drawn::Pause {
-                client: None,
+            FaultKind::Pause {
+                client: crate::fault::ClientRef::Holder,
                 for_ms,
             },
         )
     }
 
-    fn lengths(faults: &[(When, Drawn)]) -> Vec<u64> {
+    fn lengths(faults: &[(When, FaultKind)]) -> Vec<u64> {
         faults
             .iter()
-            .map(|(_, d)| match d {
-                Drawn::Pause { for_ms, .. } | Drawn::ServerPause { for_ms, .. } => *for_ms,
-                _ => 0,
-            })
+            .map(|(_, d)| d.clone().pause_ms_mut().map_or(0, |ms| *ms))
             .collect()
     }
 
@@ -57,21 +55,9 @@ mod tests {
         // The unsafe pair the Redisson search found: 348 + 229 > 390.
         let cut = within(vec![pause(348), pause(229), pause(5)], 390);
         assert_eq!(lengths(&cut), vec![348, 42]);
-        let crash = (When::At(1), Drawn::ClientCrash { client: 0 });
+        let crash = (When::At(1), FaultKind::ClientCrash { client: 0 });
         let cut = within(vec![pause(400), crash.clone(), pause(1)], 390);
-        assert_eq!(
-            cut,
-            vec![
-                (
-                    When::At(0),
-                    Drawn::Pause {
-                        client: None,
-                        for_ms: 390
-                    }
-                ),
-                crash
-            ]
-        );
+        assert_eq!(cut, vec![pause(390), crash]);
         // No bound: nothing changes.
         let all = vec![pause(348), pause(229)];
         assert_eq!(within(all.clone(), u64::MAX), all);

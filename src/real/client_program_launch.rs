@@ -7,8 +7,9 @@
 
 use super::client_program::{ClientCommand, ClientProcess};
 use super::faketime::FakeTime;
+use super::recipes::{ClockSetting, ClockSettings};
 use super::RealError;
-use crate::scenario::{FaultKind, Scenario};
+use crate::scenario::Scenario;
 
 /// How one process (a master or a client program) runs under libfaketime, from its start
 /// `offset_ms`, its drift and whether its clock jumps later; `None` for a true clock.
@@ -42,18 +43,15 @@ pub(super) fn client_clocks(
     s: &Scenario,
     starts: &[(i64, i64)],
 ) -> Result<Vec<Option<FakeTime>>, RealError> {
+    let settings = ClockSettings::of(s);
     let mut out = Vec::new();
     for (c, &(offset, mut ppm)) in starts.iter().enumerate() {
         let name = format!("client-{c}");
         let mut jumps = false;
-        for f in &s.faults {
-            match &f.kind {
-                FaultKind::ClockDrift { node, ppm: p } if *node == name => ppm = *p,
-                FaultKind::ClockJump { node, .. } | FaultKind::WallClockJump { node, .. }
-                    if *node == name =>
-                {
-                    jumps = true
-                }
+        for (node, setting) in &settings {
+            match setting {
+                ClockSetting::Drift(p) if *node == name => ppm = *p,
+                ClockSetting::Jumps if *node == name => jumps = true,
                 _ => {}
             }
         }

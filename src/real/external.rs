@@ -7,8 +7,10 @@
 //! prefix and nothing else (`SCAN MATCH <prefix>*`, then `DEL` of what it found). The protected
 //! resource the workload writes to is still lockcheck's own `redis-server`, not the user's.
 
+use super::recipes::{ask, ExternalServers};
 use super::RealError;
-use crate::scenario::{FaultKind, Scenario};
+use crate::fault::Refused;
+use crate::scenario::Scenario;
 use std::time::Duration;
 
 /// How long lockcheck waits for a user's server to accept a connection and answer `PING`.
@@ -80,24 +82,9 @@ pub fn redact(url: &str) -> String {
 pub fn refusal(s: &Scenario, ext: &ExternalRedis) -> Option<String> {
     let mut faults = Vec::new();
     for f in &s.faults {
-        let what = match &f.kind {
-            FaultKind::Failover { master } => Some(format!(
-                "a failover of redis-{master} (a SIGKILL and a promotion)"
-            )),
-            FaultKind::Crash { node, .. } => Some(format!("a crash of {node} (a SIGKILL)")),
-            FaultKind::Partition { .. } => {
-                Some("a partition (connections to servers cut)".to_string())
-            }
-            FaultKind::ClockJump { node, .. } | FaultKind::ClockDrift { node, .. }
-                if !node.starts_with("client-") =>
-            {
-                Some(format!(
-                    "a clock fault on {node} (libfaketime in the server)"
-                ))
-            }
-            _ => None,
-        };
-        faults.extend(what);
+        if let Err(Refused::Because(what)) = ask(&ExternalServers, f) {
+            faults.push(what);
+        }
     }
     if s.redis.sentinels > 0 {
         faults.push(

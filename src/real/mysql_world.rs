@@ -20,22 +20,21 @@
 
 use super::client_tasks::wait_for_live_clients;
 use super::mariadb::{MariaDb, DATABASE, USER};
+use super::mysql_nemesis::MysqlNemesis;
+use super::recipes::{ask, MysqlRecipes};
 use super::RealError;
 use super::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
 use crate::env::{Gate, PointHook, RealEnv};
-use crate::history::{EventKind, History, Recorder};
+use crate::history::{History, Recorder};
 use crate::lock::mysql::SqlLock;
 use crate::resource::Store;
-use crate::scenario::database::SERVER;
-use crate::scenario::{FaultKind, Scenario, Trigger};
-use crate::schedule::paused_client;
-use crate::schedule::{describe_partition, Schedule};
+use crate::scenario::Scenario;
+use crate::schedule::Schedule;
 use crate::sql::{RealSqlConn, SqlConn};
-use crate::workload::FaultPoints;
 use crate::world;
-use crate::world::mysql::{cleanup_pass, due, prepare, record_client_crash};
+use crate::world::mysql::{cleanup_pass, prepare};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -140,17 +139,13 @@ pub fn run(scenario: &Scenario, _seed: u64) -> Result<History, RealError> {
 /// Why a MySQL scenario cannot run on real processes.
 fn check_supported(s: &Scenario) -> Result<(), RealError> {
     for f in &s.faults {
-        let ok = match (&f.kind, &f.trigger) {
-            (FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }, Trigger::At(_)) => false,
-            (FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }, _) => true,
-            (
-                FaultKind::Crash { .. }
-                | FaultKind::Partition { .. }
-                | FaultKind::ServerPause { .. },
-                _,
-            ) => true,
-            _ => false,
-        };
+        let ok = ask(
+            &MysqlRecipes {
+                trigger: &f.trigger,
+            },
+            f,
+        )
+        .is_ok();
         if !ok {
             return Err(RealError::Unsupported(format!(
                 "fault {} has no real-mode recipe for the MySQL locks (client pauses and crashes fire at a client's point, `on = ...`); run it in simulation",
@@ -162,7 +157,7 @@ fn check_supported(s: &Scenario) -> Result<(), RealError> {
 }
 
 /// `SET GLOBAL wait_timeout`: how long the server keeps an idle connection (new sessions).
-async fn set_wait_timeout(port: u16, s: &Scenario) -> Result<(), crate::sql::SqlError> {
+pub(super) async fn set_wait_timeout(port: u16, s: &Scenario) -> Result<(), crate::sql::SqlError> {
     let mut admin = RealSqlConn::connect(port, USER, DATABASE, Duration::from_secs(10)).await?;
     admin
         .execute(&format!(
@@ -222,7 +217,7 @@ async fn drive(
             }
         })
     });
-    let nemesis = Nemesis {
+    let nemesis = MysqlNemesis {
         pending: Schedule::new(scenario.faults.clone()),
         db: db.clone(),
         rec: rec.clone(),
@@ -277,7 +272,7 @@ async fn drive(
 /// it); the protected resource lives on a spawned `redis-server`, as for the Redis locks.
 struct SqlRealWorld {
     rec: Recorder,
-    nemesis: Nemesis,
+    nemesis: MysqlNemesis,
     /// Each client's connection, made before the run (see `drive`), taken when its lock is built.
     conns: Vec<Option<RealSqlConn>>,
     storage: Arc<Route>,
@@ -290,13 +285,13 @@ impl world::World for SqlRealWorld {
     type Conns = RealSqlConn;
     type Env = RealEnv;
     type StoreConn = RoutedConnection;
-    type Nemesis = Nemesis;
+    type Nemesis = MysqlNemesis;
 
     fn recorder(&self) -> &Recorder {
         &self.rec
     }
 
-    fn nemesis(&self) -> &Nemesis {
+    fn nemesis(&self) -> &MysqlNemesis {
         &self.nemesis
     }
 
@@ -336,185 +331,5 @@ impl world::World for SqlRealWorld {
     /// Lets a server restart in progress finish before the history is read.
     async fn settle(&self) {
         self.nemesis.settle().await;
-    }
-}
-
-/// The fault executor of a real MySQL run.
-#[derive(Clone)]
-struct Nemesis {
-    pending: Schedule,
-    db: Arc<MariaDb>,
-    rec: Recorder,
-    scenario: Arc<Scenario>,
-    proxies: Arc<Vec<CutProxy>>,
-    gates: Vec<Gate>,
-    /// Each client's task, to abort it when the client crashes.
-    tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
-}
-
-impl Nemesis {
-    fn note(&self, what: String) {
-        self.rec.record("nemesis", EventKind::Fault { what });
-    }
-
-    fn start_timed(&self) {
-        for (at_ms, kind) in self.pending.take_timed() {
-            let me = self.clone();
-            tokio::spawn(async move {
-                let now = Duration::from_micros(me.rec.now_us());
-                tokio::time::sleep(Duration::from_millis(at_ms).saturating_sub(now)).await;
-                me.fire(&kind);
-            });
-        }
-    }
-
-    /// Waits for a server restart in progress.
-    async fn settle(&self) {
-        while self.db.pid().is_none() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Carries out a fault that does not stop the triggering client.
-    fn fire(&self, kind: &FaultKind) {
-        match kind {
-            FaultKind::Partition {
-                nodes,
-                from,
-                for_ms,
-                ..
-            } => {
-                let server_cut = nodes.iter().any(|n| n == SERVER);
-                let clients: Vec<usize> = (0..self.proxies.len())
-                    .filter(|c| {
-                        let name = format!("client-{c}");
-                        if server_cut {
-                            from.is_empty() || from.contains(&name)
-                        } else {
-                            nodes.contains(&name)
-                        }
-                    })
-                    .collect();
-                for &c in &clients {
-                    self.proxies[c].cut(true);
-                }
-                self.note(format!(
-                    "{} (forwarders hold every byte)",
-                    describe_partition(nodes, from, *for_ms)
-                ));
-                let me = self.clone();
-                let for_ms = *for_ms;
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(for_ms)).await;
-                    for &c in &clients {
-                        me.proxies[c].cut(false);
-                    }
-                    me.note("partition healed".into());
-                });
-            }
-            FaultKind::Crash {
-                node,
-                restart_after_ms,
-            } => {
-                let me = self.clone();
-                let node = node.clone();
-                let after = Duration::from_millis(*restart_after_ms);
-                tokio::spawn(async move {
-                    let db = me.db.clone();
-                    let pid = db.pid();
-                    let _ = tokio::task::spawn_blocking(move || db.kill()).await;
-                    me.note(format!("{node} killed (SIGKILL, pid {pid:?})"));
-                    tokio::time::sleep(after).await;
-                    let db = me.db.clone();
-                    match tokio::task::spawn_blocking(move || db.restart()).await {
-                        Ok(Ok(())) => {
-                            let _ = set_wait_timeout(me.db.port(), &me.scenario).await;
-                            me.note(format!("{node} restarted (InnoDB crash recovery)"));
-                        }
-                        other => me.note(format!("{node} restart failed: {other:?}")),
-                    }
-                });
-            }
-            FaultKind::ServerPause { node, for_ms } => {
-                let me = self.clone();
-                let node = node.clone();
-                let for_ms = *for_ms;
-                tokio::spawn(async move { me.pause_server(node, for_ms).await });
-            }
-            other => self.note(format!("{other:?}: no real-mode recipe here")),
-        }
-    }
-
-    /// `SIGSTOP`s the server and returns once it is stopped; `SIGCONT` follows after `for_ms`.
-    async fn pause_server(&self, node: String, for_ms: u64) {
-        let db = self.db.clone();
-        let pid = db.pid();
-        match tokio::task::spawn_blocking(move || db.pause()).await {
-            Ok(Ok(())) => self.note(format!(
-                "{node} paused for {for_ms} ms (SIGSTOP, pid {pid:?})"
-            )),
-            other => {
-                self.note(format!("{node} pause failed: {other:?}"));
-                return;
-            }
-        }
-        let me = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(for_ms)).await;
-            let db = me.db.clone();
-            match tokio::task::spawn_blocking(move || db.resume()).await {
-                Ok(Ok(())) => me.note(format!("{node} resumed (SIGCONT)")),
-                other => me.note(format!("{node} resume failed: {other:?}")),
-            }
-        });
-    }
-
-    /// The faults `client` triggered at `point`; returns when it may go on (never, if it crashed).
-    async fn fire_at_client(&self, client: u32, point: &str, due: Vec<FaultKind>) {
-        let mut stall = Duration::ZERO;
-        for kind in due {
-            match kind {
-                FaultKind::Pause { client: r, for_ms } => {
-                    let Some(c) = paused_client(&r, Some(client), &self.rec) else {
-                        continue;
-                    };
-                    self.note(format!(
-                        "client-{c} paused for {for_ms} ms at {point} (its transaction stays open)"
-                    ));
-                    stall = stall.max(Duration::from_millis(for_ms));
-                }
-                FaultKind::ClientCrash { .. } => {
-                    record_client_crash(
-                        &self.rec,
-                        client,
-                        point,
-                        "task aborted, its connection closes",
-                    );
-                    self.gates[client as usize].kill();
-                    if let Some(t) = self.tasks.lock().unwrap().get(client as usize) {
-                        t.abort();
-                    }
-                    std::future::pending::<()>().await;
-                }
-                // The triggering client goes on only once the server is stopped, so what it
-                // sends next meets the pause (as the simulated server's pause is immediate).
-                FaultKind::ServerPause { node, for_ms } => self.pause_server(node, for_ms).await,
-                other => self.fire(&other),
-            }
-        }
-        if !stall.is_zero() {
-            let gate = &self.gates[client as usize];
-            gate.close();
-            tokio::time::sleep(stall).await;
-            gate.open();
-            self.note(format!("client-{client} resumed"));
-        }
-    }
-}
-
-impl FaultPoints for Nemesis {
-    async fn reached(&self, client: u32, point: &'static str) {
-        let due = due(&self.pending, &self.rec, client, point);
-        self.fire_at_client(client, point, due).await;
     }
 }

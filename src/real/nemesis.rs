@@ -30,6 +30,7 @@
 //!   the link proxies every server and sentinel is reached through (`network.rs`). Nothing is
 //!   promoted by lockcheck: the sentinels decide, and `sentinel_events.rs` records what.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,13 +39,15 @@ use super::client_program::ClientProcess;
 use super::connection::Route;
 use super::failover::FailoverRig;
 use super::plan::{client_cuts, client_index, master_index, sentinel_links, server_index};
+use super::recipes::{FailsOver, StartsLate};
 use super::redis_server::{RedisServer, ServerOptions};
 use super::sentinel_deployment::SentinelDeployment;
 use super::RealError;
 use crate::env::{Gate, RealEnv};
+use crate::fault::partition::describe_partition;
+use crate::fault::{ClientRef, Cut, Fault, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
-use crate::scenario::{ClientRef, Fault, FaultKind, Scenario, Trigger};
-use crate::schedule::describe_partition;
+use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
 
@@ -107,20 +110,7 @@ pub(super) struct RealNemesis {
 impl RealNemesis {
     /// How late client `c` starts: the longest `pause` of it at `at_ms = 0`.
     pub(super) fn start_delay(&self, c: u32) -> Duration {
-        let ms = (self.scenario.faults.iter())
-            .filter_map(|f| match (&f.kind, &f.trigger) {
-                (
-                    FaultKind::Pause {
-                        client: ClientRef::Index(i),
-                        for_ms,
-                    },
-                    Trigger::At(0),
-                ) if *i == c => Some(*for_ms),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
-        Duration::from_millis(ms)
+        Duration::from_millis(StartsLate::of(&self.scenario, c))
     }
 
     /// Fires the faults with an absolute time: those at 0 now, the others from timer tasks.
@@ -142,131 +132,15 @@ impl RealNemesis {
 
     /// Carries out a timed fault now (pauses are handled where they are triggered).
     pub(super) fn fire(&self, kind: &FaultKind) {
-        match kind {
-            FaultKind::Failover { master } => {
-                let me = self.clone();
-                let m = *master as usize;
-                tokio::task::spawn_blocking(move || me.fail_over(m));
-            }
-            FaultKind::ClockJump { node, by_ms } | FaultKind::WallClockJump { node, by_ms }
-                if client_index(&self.scenario, node).is_some() =>
-            {
-                let c = client_index(&self.scenario, node).expect("checked");
-                let wall_only = matches!(kind, FaultKind::WallClockJump { .. });
-                if wall_only {
-                    self.client_envs[c].jump_wall(*by_ms);
-                } else {
-                    self.client_envs[c].jump(*by_ms);
-                }
-                if let Some(Some(p)) = self.processes.get(c) {
-                    // A client program's clocks are one libfaketime clock: both move.
-                    if let Err(e) = p.jump_clock(*by_ms) {
-                        self.note(format!("{node} program clock jump failed: {e}"));
-                    }
-                }
-                let which = if wall_only { "wall clock" } else { "clock" };
-                self.note(format!("{node} {which} jumped by {by_ms} ms"));
-            }
-            FaultKind::ClockDrift { node, ppm } => {
-                if let Some(c) = client_index(&self.scenario, node) {
-                    self.client_envs[c].set_drift(*ppm);
-                    self.note(format!("{node} clock drift set to {ppm} ppm"));
-                } else {
-                    // A master's drift is its libfaketime rate, set when it was started.
-                    self.note(format!(
-                        "{node} clock drift set to {ppm} ppm (libfaketime rate from the start)"
-                    ));
-                }
-            }
-            FaultKind::ClockJump { node, by_ms } | FaultKind::WallClockJump { node, by_ms } => {
-                let Some(m) = master_index(&self.scenario, node) else {
-                    return;
-                };
-                let g = self.groups[m].lock().unwrap();
-                let Group::Single(server) = &*g else { return };
-                match server.jump_clock(*by_ms) {
-                    Ok(()) => self.note(format!(
-                        "{node} clock jumped by {by_ms} ms (libfaketime offset now {} ms)",
-                        server.clock_offset_ms().unwrap_or(0)
-                    )),
-                    Err(e) => self.note(format!("{node} clock jump failed: {e}")),
-                }
-            }
-            FaultKind::Partition {
-                nodes,
-                from,
-                for_ms,
-                direction,
-            } if self.sentinel.is_some() => {
-                let d = self.sentinel.clone().expect("checked");
-                let Ok(links) = sentinel_links(&self.scenario, nodes, from, *direction) else {
-                    return;
-                };
-                d.net.cut(&links, true);
-                self.note(format!(
-                    "{} (the link proxies hold what crosses the cut)",
-                    describe_partition(nodes, from, *for_ms)
-                ));
-                self.heal_after(*for_ms, move |_| d.net.cut(&links, false));
-            }
-            FaultKind::Crash {
-                node,
-                restart_after_ms,
-            } if self.sentinel.is_some() => {
-                let d = self.sentinel.clone().expect("checked");
-                let Some(idx) = server_index(&self.scenario, node) else {
-                    return;
-                };
-                if d.crash(idx) {
-                    self.note(format!("{node} killed (SIGKILL)"));
-                }
-                self.restart_after(
-                    node,
-                    *restart_after_ms,
-                    move || d.restart(idx),
-                    |me, node, pid| {
-                        me.note(format!(
-                            "{node} restarted empty (new process, pid {pid}, same announced address)"
-                        ))
-                    },
-                );
-            }
-            FaultKind::Partition {
-                nodes,
-                from,
-                for_ms,
-                direction,
-            } => {
-                let Ok(cuts) = client_cuts(&self.scenario, nodes, from, *direction) else {
-                    return;
-                };
-                self.cut(&cuts, true);
-                self.note(format!(
-                    "{} (client connections to a black hole)",
-                    describe_partition(nodes, from, *for_ms)
-                ));
-                self.heal_after(*for_ms, move |me| me.cut(&cuts, false));
-            }
-            FaultKind::Crash {
-                node,
-                restart_after_ms,
-            } => {
-                let Some(m) = master_index(&self.scenario, node) else {
-                    return;
-                };
-                if let Group::Single(server) = &*self.groups[m].lock().unwrap() {
-                    server.kill();
-                }
-                self.note(format!("{node} killed (SIGKILL)"));
-                let opts = self.server_opts[m].clone();
-                self.restart_after(
-                    node,
-                    *restart_after_ms,
-                    move || RedisServer::spawn(opts),
-                    move |me, node, server| me.restarted(m, node, server),
-                );
-            }
-            _ => {}
+        self.fire_through(kind, self, &Occasion::TIMED);
+    }
+
+    /// Carries out one fault through `n` (this nemesis, or its view from a client's point).
+    /// What real mode has no recipe for was refused before anything was spawned
+    /// (`recipes.rs`), so what is left to refuse here is a target this run cannot reach.
+    fn fire_through<N: Nemesis>(&self, kind: &FaultKind, n: &N, at: &Occasion<'_>) {
+        if let Err(Refused::Because(why)) = kind.fire(n, at) {
+            self.note(why);
         }
     }
 
@@ -287,7 +161,7 @@ impl RealNemesis {
     }
 
     /// Points each (client, group) connection of `cuts` at the black hole, or back.
-    fn cut(&self, cuts: &[(usize, usize)], on: bool) {
+    fn cut_connections(&self, cuts: &[(usize, usize)], on: bool) {
         let mut counts = self.cuts.lock().unwrap();
         for &(c, g) in cuts {
             let n = counts.entry((c, g)).or_insert(0);
@@ -345,22 +219,20 @@ impl RealNemesis {
     /// The first step of the failover recipe, before any client runs: nothing written from now
     /// on reaches the replica that will be promoted.
     pub(super) fn hold_back_replication(&self) -> Result<(), RealError> {
-        for f in self.schedule.pending() {
-            if let FaultKind::Failover { master } = f.kind {
-                let mut g = self.groups[master as usize].lock().unwrap();
-                if let Group::Replicated(rig) = &mut *g {
-                    rig.isolate_replica()?;
-                    self.note(format!(
-                        "replication to redis-{master}-replica-0 held back (SIGSTOP, CLIENT KILL TYPE replica)"
-                    ));
-                }
+        for master in FailsOver::of(&self.schedule.pending()) {
+            let mut g = self.groups[master as usize].lock().unwrap();
+            if let Group::Replicated(rig) = &mut *g {
+                rig.isolate_replica()?;
+                self.note(format!(
+                    "replication to redis-{master}-replica-0 held back (SIGSTOP, CLIENT KILL TYPE replica)"
+                ));
             }
         }
         Ok(())
     }
 
     /// Kills master `m`, waits `failover_detect_ms`, promotes its replica and reroutes clients.
-    fn fail_over(&self, m: usize) {
+    fn kill_and_promote(&self, m: usize) {
         let mut g = self.groups[m].lock().unwrap();
         let Group::Replicated(rig) = &mut *g else {
             self.note(format!("failover of redis-{m}: it has no replica"));
@@ -393,33 +265,19 @@ impl RealNemesis {
     /// Carries out the faults that `client` triggered at `point`; returns when the client may go
     /// on (never, if it crashed).
     async fn fire_at_client(&self, client: u32, point: &str, due: Vec<Fault>) {
-        let mut stall = Duration::ZERO;
-        let mut crashed = false;
+        let at = Occasion {
+            point,
+            by: Some(client),
+        };
+        let here = AtClient {
+            n: self,
+            stall: Cell::new(Duration::ZERO),
+            crashed: Cell::new(false),
+        };
         for f in due {
-            match f.kind {
-                FaultKind::Failover { master } => {
-                    let me = self.clone();
-                    tokio::task::spawn_blocking(move || me.fail_over(master as usize));
-                }
-                FaultKind::Pause { for_ms, .. } => {
-                    self.note(format!(
-                        "client-{client} paused for {for_ms} ms at {point} (timers and background tasks stopped)"
-                    ));
-                    stall = stall.max(Duration::from_millis(for_ms));
-                }
-                FaultKind::ClientCrash { .. } => {
-                    self.rec.record(
-                        &format!("client-{client}"),
-                        EventKind::Crashed {
-                            point: point.to_string(),
-                        },
-                    );
-                    self.note(format!("client-{client} crashed at {point}"));
-                    crashed = true;
-                }
-                other => self.fire(&other),
-            }
+            self.fire_through(&f.kind, &here, &at);
         }
+        let (stall, crashed) = (here.stall.get(), here.crashed.get());
         let gate = &self.gates[client as usize];
         let program = self.processes.get(client as usize).cloned().flatten();
         if crashed {
@@ -457,6 +315,195 @@ impl RealNemesis {
             gate.open();
             self.note(format!("client-{client} resumed"));
         }
+    }
+}
+
+/// What spawned processes give the fault families: a failover rig, kills and restarts, black
+/// holes or link proxies for cuts, libfaketime and each client's skewed environment for clocks.
+/// A client's own pause and crash happen in its task ([`AtClient`]); a server pause has no
+/// recipe on Redis.
+impl Nemesis for RealNemesis {
+    fn fail_over(&self, master: u32) -> Result<(), Refused> {
+        let me = self.clone();
+        tokio::task::spawn_blocking(move || me.kill_and_promote(master as usize));
+        Ok(())
+    }
+
+    fn jump_clock(&self, node: &str, by_ms: i64, wall_only: bool) -> Result<(), Refused> {
+        if let Some(c) = client_index(&self.scenario, node) {
+            if wall_only {
+                self.client_envs[c].jump_wall(by_ms);
+            } else {
+                self.client_envs[c].jump(by_ms);
+            }
+            if let Some(Some(p)) = self.processes.get(c) {
+                // A client program's clocks are one libfaketime clock: both move.
+                if let Err(e) = p.jump_clock(by_ms) {
+                    self.note(format!("{node} program clock jump failed: {e}"));
+                }
+            }
+            let which = if wall_only { "wall clock" } else { "clock" };
+            self.note(format!("{node} {which} jumped by {by_ms} ms"));
+            return Ok(());
+        }
+        let Some(m) = master_index(&self.scenario, node) else {
+            return Err(Refused::Lacking);
+        };
+        let g = self.groups[m].lock().unwrap();
+        let Group::Single(server) = &*g else {
+            return Err(Refused::Lacking);
+        };
+        match server.jump_clock(by_ms) {
+            Ok(()) => self.note(format!(
+                "{node} clock jumped by {by_ms} ms (libfaketime offset now {} ms)",
+                server.clock_offset_ms().unwrap_or(0)
+            )),
+            Err(e) => self.note(format!("{node} clock jump failed: {e}")),
+        }
+        Ok(())
+    }
+
+    fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
+        if let Some(c) = client_index(&self.scenario, node) {
+            self.client_envs[c].set_drift(ppm);
+            self.note(format!("{node} clock drift set to {ppm} ppm"));
+        } else {
+            // A master's drift is its libfaketime rate, set when it was started.
+            self.note(format!(
+                "{node} clock drift set to {ppm} ppm (libfaketime rate from the start)"
+            ));
+        }
+        Ok(())
+    }
+
+    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
+        let Cut {
+            nodes,
+            from,
+            direction,
+            for_ms,
+        } = *cut;
+        if let Some(d) = self.sentinel.clone() {
+            let Ok(links) = sentinel_links(&self.scenario, nodes, from, direction) else {
+                return Err(Refused::Lacking);
+            };
+            d.net.cut(&links, true);
+            self.note(format!(
+                "{} (the link proxies hold what crosses the cut)",
+                describe_partition(nodes, from, for_ms)
+            ));
+            self.heal_after(for_ms, move |_| d.net.cut(&links, false));
+            return Ok(());
+        }
+        let Ok(cuts) = client_cuts(&self.scenario, nodes, from, direction) else {
+            return Err(Refused::Lacking);
+        };
+        self.cut_connections(&cuts, true);
+        self.note(format!(
+            "{} (client connections to a black hole)",
+            describe_partition(nodes, from, for_ms)
+        ));
+        self.heal_after(for_ms, move |me| me.cut_connections(&cuts, false));
+        Ok(())
+    }
+
+    fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
+        if let Some(d) = self.sentinel.clone() {
+            let Some(idx) = server_index(&self.scenario, node) else {
+                return Err(Refused::Lacking);
+            };
+            if d.crash(idx) {
+                self.note(format!("{node} killed (SIGKILL)"));
+            }
+            self.restart_after(
+                node,
+                restart_after_ms,
+                move || d.restart(idx),
+                |me, node, pid| {
+                    me.note(format!(
+                        "{node} restarted empty (new process, pid {pid}, same announced address)"
+                    ))
+                },
+            );
+            return Ok(());
+        }
+        let Some(m) = master_index(&self.scenario, node) else {
+            return Err(Refused::Lacking);
+        };
+        if let Group::Single(server) = &*self.groups[m].lock().unwrap() {
+            server.kill();
+        }
+        self.note(format!("{node} killed (SIGKILL)"));
+        let opts = self.server_opts[m].clone();
+        self.restart_after(
+            node,
+            restart_after_ms,
+            move || RedisServer::spawn(opts),
+            move |me, node, server| me.restarted(m, node, server),
+        );
+        Ok(())
+    }
+}
+
+/// The nemesis as a client that reached a named point sees it: its own pause and crash happen in
+/// its task (gathered here, carried out by [`RealNemesis::fire_at_client`]); the rest is the
+/// nemesis's.
+struct AtClient<'a> {
+    n: &'a RealNemesis,
+    stall: Cell<Duration>,
+    crashed: Cell<bool>,
+}
+
+impl Nemesis for AtClient<'_> {
+    fn pause_client(
+        &self,
+        at: &Occasion<'_>,
+        _victim: &ClientRef,
+        for_ms: u64,
+    ) -> Result<(), Refused> {
+        // The schedule hands a client only the pauses that are its own.
+        let client = at.by.expect("a client's point");
+        self.n.note(format!(
+            "client-{client} paused for {for_ms} ms at {} (timers and background tasks stopped)",
+            at.point
+        ));
+        self.stall
+            .set(self.stall.get().max(Duration::from_millis(for_ms)));
+        Ok(())
+    }
+
+    fn crash_client(&self, at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
+        let client = at.by.expect("a client's point");
+        self.n.rec.record(
+            &format!("client-{client}"),
+            EventKind::Crashed {
+                point: at.point.to_string(),
+            },
+        );
+        self.n
+            .note(format!("client-{client} crashed at {}", at.point));
+        self.crashed.set(true);
+        Ok(())
+    }
+
+    fn fail_over(&self, master: u32) -> Result<(), Refused> {
+        self.n.fail_over(master)
+    }
+
+    fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
+        self.n.crash_server(node, restart_after_ms)
+    }
+
+    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
+        self.n.cut(cut)
+    }
+
+    fn jump_clock(&self, node: &str, by_ms: i64, wall_only: bool) -> Result<(), Refused> {
+        self.n.jump_clock(node, by_ms, wall_only)
+    }
+
+    fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
+        self.n.drift_clock(node, ppm)
     }
 }
 

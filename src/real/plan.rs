@@ -7,10 +7,13 @@ use std::collections::BTreeMap;
 
 use super::client_program_launch::fake_time;
 use super::faketime::FakeTime;
+use super::recipes::{ask, ClockSetting, ClockSettings, RedisRecipes};
 use super::RealError;
+use crate::fault::partition::partition_links;
+use crate::fault::{Direction, Refused};
 use crate::lock::LockKind;
-use crate::scenario::{ClientRef, Direction, FaultKind, Scenario, Trigger};
-use crate::schedule::{clocks, partition_links};
+use crate::scenario::Scenario;
+use crate::schedule::clocks;
 
 /// Why a scenario cannot run on real processes (exit code 2, with the reason).
 fn unsupported(what: String) -> RealError {
@@ -41,62 +44,16 @@ pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
         )));
     }
     for f in &s.faults {
-        match (&f.kind, &f.trigger) {
-            (FaultKind::Failover { .. }, _) => {}
-            // With sentinels every link goes through a link proxy, and every server can crash.
-            (FaultKind::Crash { node, .. }, _) if sentinels && server_index(s, node).is_some() => {}
-            (
-                FaultKind::Partition {
-                    nodes,
-                    from,
-                    direction,
-                    ..
-                },
-                _,
-            ) if sentinels => {
-                sentinel_links(s, nodes, from, *direction)?;
-            }
-            (
-                FaultKind::Pause { .. } | FaultKind::ClientCrash { .. },
-                Trigger::Acquired { .. } | Trigger::BeforeWrite { .. } | Trigger::Point { .. },
-            ) => {}
-            // A client stopped from the start: its task starts `for_ms` late.
-            (
-                FaultKind::Pause {
-                    client: ClientRef::Index(_),
-                    ..
-                },
-                Trigger::At(0),
-            ) => {}
-            (
-                FaultKind::ClockJump { node, .. } | FaultKind::WallClockJump { node, .. },
-                Trigger::At(_) | Trigger::Acquired { .. },
-            ) => {
-                if client_index(s, node).is_none() {
-                    faked_master(s, node, "a clock jump")?;
-                }
-            }
-            (FaultKind::ClockDrift { node, .. }, Trigger::At(_) | Trigger::Acquired { .. })
-                if client_index(s, node).is_some() => {}
-            (FaultKind::ClockDrift { node, .. }, Trigger::At(0)) => {
-                faked_master(s, node, "clock drift")?;
-            }
-            (
-                FaultKind::Partition {
-                    nodes,
-                    from,
-                    direction,
-                    ..
-                },
-                Trigger::At(_) | Trigger::Acquired { .. },
-            ) => {
-                client_cuts(s, nodes, from, *direction)?;
-            }
-            (FaultKind::Crash { node, .. }, Trigger::At(_) | Trigger::Acquired { .. })
-                if master_index(s, node).is_some() && s.redis.replicas == 0 => {}
-            _ => {
+        let recipes = RedisRecipes {
+            s,
+            trigger: &f.trigger,
+        };
+        match ask(&recipes, f) {
+            Ok(()) => {}
+            Err(Refused::Because(why)) => return Err(unsupported(why)),
+            Err(Refused::Lacking) => {
                 // The fault as the scenario file writes it, so the reader can find it there.
-                let shown = crate::scenario::fault_table(f).into_inline_table();
+                let shown = crate::fault::fault_table(f).into_inline_table();
                 return Err(unsupported(format!(
                     "fault {shown} has no real-mode recipe yet; run it in simulation (without --real)"
                 )));
@@ -107,7 +64,7 @@ pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
 }
 
 /// A master named in a clock fault: it must be `redis-<m>` of a group without replicas.
-fn faked_master(s: &Scenario, node: &str, what: &str) -> Result<usize, RealError> {
+pub(super) fn faked_master(s: &Scenario, node: &str, what: &str) -> Result<usize, RealError> {
     match master_index(s, node) {
         Some(m) if s.redis.replicas == 0 => Ok(m),
         _ => Err(unsupported(format!(
@@ -255,23 +212,16 @@ pub(super) fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, Rea
         }
         notes.push(start.describe());
     }
-    for f in &s.faults {
-        match &f.kind {
-            // Client clocks are the client's `RealEnv`: set when the fault fires.
-            FaultKind::ClockDrift { node, .. }
-            | FaultKind::ClockJump { node, .. }
-            | FaultKind::WallClockJump { node, .. }
-                if client_index(s, node).is_some() => {}
-            FaultKind::ClockDrift { node, ppm } => {
-                let m = faked_master(s, node, "clock drift")?;
-                drift[m] = *ppm;
-            }
+    for (node, setting) in ClockSettings::of(s) {
+        // Client clocks are the client's `RealEnv`: set when the fault fires.
+        if client_index(s, &node).is_some() {
+            continue;
+        }
+        match setting {
+            ClockSetting::Drift(ppm) => drift[faked_master(s, &node, "clock drift")?] = ppm,
             // Redis expires keys on its wall clock: a wall-clock jump of a master is a jump of
             // its libfaketime clock.
-            FaultKind::ClockJump { node, .. } | FaultKind::WallClockJump { node, .. } => {
-                jumps[faked_master(s, node, "a clock jump")?] = true
-            }
-            _ => {}
+            ClockSetting::Jumps => jumps[faked_master(s, &node, "a clock jump")?] = true,
         }
     }
     let mut fake = Vec::new();

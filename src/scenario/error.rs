@@ -65,11 +65,4 @@ impl Ctx<'_> {
         }
     }
 }
-/// `a`, `b`, `c`: the choices an error lists.
-pub(super) fn quoted(items: &[&str]) -> String {
-    items
-        .iter()
-        .map(|s| format!("`{s}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+pub(super) use crate::fault::quoted;

@@ -7,7 +7,8 @@
 //! otherwise turn a "violation" scenario into a vacuous "safe" one.
 //!
 //! - [`spec`]: the file format (serde types, defaults);
-//! - [`fault`]: what a `[[faults]]` table means and how it is checked;
+//! - [`fault`]: a `[[faults]]` table's kind and trigger, checked (each kind's keys are its
+//!   family's, in `crate::fault`);
 //! - `validate`: the checks serde cannot make;
 //! - [`error`]: errors that point into the file.
 
@@ -15,13 +16,11 @@ pub mod database;
 pub mod error;
 pub mod explore;
 pub mod fault;
-mod fault_toml;
 pub mod input;
 pub mod own;
 pub mod spec;
 #[cfg(test)]
 mod tests;
-mod trigger;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -33,10 +32,9 @@ use error::Ctx;
 use spec::RawScenario;
 
 use crate::check::Verdict;
+pub use crate::fault::{fault_table, ClientRef, Direction, Fault, FaultKind, Trigger, FAULT_KINDS};
 pub use error::ScenarioError;
 pub use explore::{ExploreSpec, Space};
-pub use fault::{ClientRef, Direction, Fault, FaultKind, Trigger, FAULT_KINDS};
-pub use fault_toml::fault_table;
 pub use own::OwnKind;
 pub use spec::{
     ChecksSpec, ClocksSpec, LockSpec, RedisSpec, WorkloadKind, WorkloadSpec,

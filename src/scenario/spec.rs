@@ -387,27 +387,6 @@ impl ClocksSpec {
     }
 }
 
-/// The fault table as written: a flat set of optional keys, checked per kind after parsing so
-/// errors can point at the exact key.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(super) struct RawFault {
-    pub(super) kind: Spanned<String>,
-    pub(super) on: Option<Spanned<String>>,
-    pub(super) after_ms: Option<Spanned<u64>>,
-    pub(super) at_ms: Option<Spanned<u64>>,
-    pub(super) client: Option<Spanned<toml::Value>>,
-    pub(super) master: Option<Spanned<u32>>,
-    pub(super) for_ms: Option<Spanned<u64>>,
-    pub(super) nodes: Option<Spanned<Vec<String>>>,
-    pub(super) from: Option<Spanned<Vec<String>>>,
-    pub(super) direction: Option<Spanned<String>>,
-    pub(super) node: Option<Spanned<String>>,
-    pub(super) by_ms: Option<Spanned<i64>>,
-    pub(super) ppm: Option<Spanned<i64>>,
-    pub(super) restart_after_ms: Option<Spanned<u64>>,
-}
-
 /// The whole file as written, before `validate` and `fault` check what serde cannot.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -430,7 +409,7 @@ pub(super) struct RawScenario {
     pub(super) clocks: ClocksSpec,
     pub(super) database: Option<super::database::DatabaseSpec>,
     #[serde(default)]
-    pub(super) faults: Vec<Spanned<RawFault>>,
+    pub(super) faults: Vec<Spanned<crate::fault::RawFault>>,
     #[serde(default)]
     pub(super) checks: ChecksSpec,
     pub(super) explore: Option<Spanned<super::ExploreSpec>>,

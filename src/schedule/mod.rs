@@ -3,16 +3,14 @@
 //!
 //! The simulator and real mode differ in how a fault is carried out (a madsim node paused, or a
 //! process SIGSTOPped: `sim::nemesis`, `real::nemesis`), never in when it fires: that is decided
-//! here, once, as are the clocks nodes start with ([`clocks`]). The fault's format is
-//! `scenario::fault`.
+//! here, once, as are the clocks nodes start with ([`clocks`]). What a fault is, and what it
+//! does when it fires, is its family's file in `fault/`.
 
 pub mod clocks;
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use crate::history::Recorder;
-use crate::scenario::{ClientRef, Direction, Fault, FaultKind, Trigger};
+use crate::fault::{Fault, FaultKind, Trigger};
 
 /// The faults of a run that have not fired yet. Cloning shares the schedule, so every client
 /// task and timer sees a fault fire once.
@@ -55,7 +53,7 @@ impl Schedule {
             f.trigger
                 .point()
                 .is_some_and(|(at, after_ms)| at == point && now_ms >= after_ms)
-                && is_for(&f.kind, client)
+                && f.kind.is_for(client)
                 && f.by_client.is_none_or(|c| c == client)
         })
     }
@@ -73,78 +71,10 @@ impl Schedule {
     }
 }
 
-/// Whether fault `kind`, set off by `client`, is for that client: pauses and crashes that name
-/// another client wait for that one.
-fn is_for(kind: &FaultKind, client: u32) -> bool {
-    match kind {
-        FaultKind::Pause {
-            client: ClientRef::Index(i),
-            ..
-        } => *i == client,
-        FaultKind::ClientCrash { client: c } => *c == client,
-        _ => true,
-    }
-}
-
-/// The directed links (`(sender, receiver)` node indices) a partition cuts between `nodes` and
-/// `from` (everyone else when `from` is empty), in `direction`. The simulator cuts exactly these;
-/// real mode maps each to a client connection it can point at a black hole.
-pub fn partition_links(
-    index: &BTreeMap<String, usize>,
-    nodes: &[String],
-    from: &[String],
-    direction: Direction,
-) -> Vec<(usize, usize)> {
-    let cut: Vec<usize> = nodes.iter().map(|n| index[n]).collect();
-    let others: Vec<usize> = if from.is_empty() {
-        index
-            .values()
-            .copied()
-            .filter(|i| !cut.contains(i))
-            .collect()
-    } else {
-        from.iter().map(|n| index[n]).collect()
-    };
-    let mut links = Vec::new();
-    for &a in &cut {
-        for &b in &others {
-            if direction != Direction::Inbound {
-                links.push((a, b));
-            }
-            if direction != Direction::Outbound {
-                links.push((b, a));
-            }
-        }
-    }
-    links
-}
-
-/// How a partition reads in the history: who is cut off from whom, for how long.
-pub fn describe_partition(nodes: &[String], from: &[String], for_ms: u64) -> String {
-    let others = if from.is_empty() {
-        "everyone".to_string()
-    } else {
-        from.join(", ")
-    };
-    format!(
-        "partition: {} cut off from {others} for {for_ms} ms",
-        nodes.join(", ")
-    )
-}
-
-/// The client a pause hits, in every world: the named one, the client whose step triggered it,
-/// or whoever holds the lock now (`None`: nobody does, so the pause is skipped).
-pub fn paused_client(client: &ClientRef, holder: Option<u32>, rec: &Recorder) -> Option<u32> {
-    match (client, holder) {
-        (ClientRef::Index(i), _) => Some(*i),
-        (ClientRef::Holder, Some(h)) => Some(h),
-        (ClientRef::Holder, None) => rec.snapshot().current_holder(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fault::ClientRef;
 
     /// A node fault aimed at one client (`client = N`) fires at that client's point only.
     #[test]
@@ -157,41 +87,6 @@ mod tests {
         let schedule = Schedule::new(vec![failover]);
         assert!(schedule.take_at_point(0, 0, "acquired").is_empty());
         assert_eq!(schedule.take_at_point(0, 1, "acquired").len(), 1);
-    }
-
-    #[test]
-    fn partition_directions_cut_the_right_links() {
-        let index: BTreeMap<String, usize> = ["redis-0", "redis-1", "client-0"]
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.to_string(), i))
-            .collect();
-        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let cut = |nodes: &[&str], from: &[&str], d| {
-            let mut l = partition_links(&index, &n(nodes), &n(from), d);
-            l.sort();
-            l
-        };
-        // redis-0 = 0, redis-1 = 1, client-0 = 2.
-        assert_eq!(
-            cut(&["redis-0"], &["client-0"], Direction::Both),
-            [(0, 2), (2, 0)]
-        );
-        // Inbound: redis-0 hears nothing from client-0, its replies still go out.
-        assert_eq!(
-            cut(&["redis-0"], &["client-0"], Direction::Inbound),
-            [(2, 0)]
-        );
-        // Outbound: what redis-0 sends to client-0 is lost.
-        assert_eq!(
-            cut(&["redis-0"], &["client-0"], Direction::Outbound),
-            [(0, 2)]
-        );
-        // No `from`: everyone else.
-        assert_eq!(
-            cut(&["redis-0"], &[], Direction::Outbound),
-            [(0, 1), (0, 2)]
-        );
     }
 
     fn fault(trigger: Trigger, kind: FaultKind) -> Fault {

@@ -3,12 +3,13 @@
 //! stands still, its timers too, while the requests it already sent arrive and run on time), a
 //! partition cuts network links; follow-ups (resume, heal) run on
 //! the nemesis's own node, which no fault touches. The Redis nemesis (`nemesis.rs`) and the MySQL
-//! one (`mysql_world.rs`) add what is particular to their servers.
+//! one (`mysql_nemesis.rs`) add what is particular to their servers.
 
 use super::network::Network;
+use crate::fault::partition::{describe_partition, partition_links};
+use crate::fault::{ClientRef, Direction, FaultKind};
 use crate::history::{EventKind, Recorder};
-use crate::scenario::{ClientRef, Direction, FaultKind};
-use crate::schedule::{describe_partition, partition_links, paused_client, Schedule};
+use crate::schedule::Schedule;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use std::collections::BTreeMap;
@@ -101,7 +102,7 @@ impl ClientFaults {
     /// Pauses `client` (the holder: the one that triggered it, else whoever holds the lock now)
     /// for `for_ms`; `why` completes the note.
     pub fn pause_client(&self, client: &ClientRef, holder: Option<u32>, for_ms: u64, why: &str) {
-        let Some(c) = paused_client(client, holder, &self.rec) else {
+        let Some(c) = client.victim(holder, &self.rec) else {
             self.note("pause of the holder skipped: nobody holds the lock".into());
             return;
         };
@@ -154,18 +155,8 @@ impl ClientFaults {
 /// task), and a pause of this client stops it before its next step (madsim pauses a node at its
 /// tasks' next await, so this task yields once).
 pub async fn take_effect(fired: &[FaultKind], client: u32) {
-    let crashed = fired
-        .iter()
-        .any(|k| matches!(k, FaultKind::ClientCrash { .. }));
-    let paused_self = fired.iter().any(|k| {
-        matches!(
-            k,
-            FaultKind::Pause {
-                client: ClientRef::Holder,
-                ..
-            }
-        ) || matches!(k, FaultKind::Pause { client: ClientRef::Index(i), .. } if *i == client)
-    });
+    let crashed = fired.iter().any(FaultKind::crashes_a_client);
+    let paused_self = fired.iter().any(|k| k.pauses(client));
     if crashed {
         std::future::pending::<()>().await;
     }

@@ -8,7 +8,7 @@
 
 use super::client_faults::{take_effect, ClientFaults};
 use super::mysql_server::SimDb;
-use crate::scenario::FaultKind;
+use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
 use crate::world::mysql::due;
@@ -17,15 +17,15 @@ use std::time::Duration;
 
 /// The fault executor of a simulated MySQL run.
 #[derive(Clone)]
-pub(super) struct Nemesis {
+pub(super) struct MysqlNemesis {
     pending: Schedule,
     db: SimDb,
     faults: ClientFaults,
 }
 
-impl Nemesis {
-    pub(super) fn new(pending: Schedule, db: SimDb, faults: ClientFaults) -> Nemesis {
-        Nemesis {
+impl MysqlNemesis {
+    pub(super) fn new(pending: Schedule, db: SimDb, faults: ClientFaults) -> MysqlNemesis {
+        MysqlNemesis {
             pending,
             db,
             faults,
@@ -48,64 +48,91 @@ impl Nemesis {
         self.faults.note(what)
     }
 
+    /// Carries out one fault now; what this world lacks, the history says.
     fn fire(&self, kind: &FaultKind, holder: Option<u32>, point: &str) {
-        match kind {
-            FaultKind::ClientCrash { client } => {
-                self.faults
-                    .crash_client(*client, point, " (its connection closes)")
+        let at = Occasion { point, by: holder };
+        match kind.fire(self, &at) {
+            Ok(()) => {}
+            Err(Refused::Because(why)) => self.note(why),
+            Err(Refused::Lacking) => {
+                self.note(format!("{kind:?}: not modelled for the MySQL locks"))
             }
-            FaultKind::Pause { client, for_ms } => {
-                self.faults
-                    .pause_client(client, holder, *for_ms, "its transaction stays open")
-            }
-            FaultKind::Partition {
-                nodes,
-                from,
-                for_ms,
-                direction,
-            } => self.faults.partition(nodes, from, *for_ms, *direction, ""),
-            FaultKind::Crash {
-                node,
-                restart_after_ms,
-            } => {
-                self.db.crash();
-                self.note(format!(
-                    "{node} crashed (open transactions rolled back, committed rows kept)"
-                ));
-                let me = self.clone();
-                let node = node.clone();
-                self.faults
-                    .later(Duration::from_millis(*restart_after_ms), async move {
-                        me.db.restart();
-                        me.note(format!("{node} restarted"));
-                    });
-            }
-            FaultKind::ServerPause { node, for_ms } => {
-                if self.db.paused() || !self.db.up() {
-                    self.note(format!("pause of {node} skipped: it is not running"));
-                    return;
-                }
-                self.db.pause();
-                self.note(format!(
-                    "{node} paused for {for_ms} ms (answers nothing; its lock-wait and \
-                     wait_timeout timers stand still)"
-                ));
-                let me = self.clone();
-                let node = node.clone();
-                self.faults
-                    .later(Duration::from_millis(*for_ms), async move {
-                        if me.db.paused() {
-                            me.db.resume();
-                            me.note(format!("{node} resumed"));
-                        }
-                    });
-            }
-            other => self.note(format!("{other:?}: not modelled for the MySQL locks")),
         }
     }
 }
 
-impl FaultPoints for Nemesis {
+/// What the simulated MySQL deployment can do: its clients' pauses, crashes and partitions, and
+/// the database server's crash and pause. It has no replica to fail over to, and its clocks are
+/// true.
+impl Nemesis for MysqlNemesis {
+    fn crash_client(&self, at: &Occasion<'_>, client: u32) -> Result<(), Refused> {
+        self.faults
+            .crash_client(client, at.point, " (its connection closes)");
+        Ok(())
+    }
+
+    fn pause_client(
+        &self,
+        at: &Occasion<'_>,
+        victim: &ClientRef,
+        for_ms: u64,
+    ) -> Result<(), Refused> {
+        self.faults
+            .pause_client(victim, at.by, for_ms, "its transaction stays open");
+        Ok(())
+    }
+
+    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
+        let Cut {
+            nodes,
+            from,
+            direction,
+            for_ms,
+        } = *cut;
+        self.faults.partition(nodes, from, for_ms, direction, "");
+        Ok(())
+    }
+
+    fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
+        self.db.crash();
+        self.note(format!(
+            "{node} crashed (open transactions rolled back, committed rows kept)"
+        ));
+        let me = self.clone();
+        let node = node.to_string();
+        self.faults
+            .later(Duration::from_millis(restart_after_ms), async move {
+                me.db.restart();
+                me.note(format!("{node} restarted"));
+            });
+        Ok(())
+    }
+
+    fn pause_server(&self, node: &str, for_ms: u64) -> Result<(), Refused> {
+        if self.db.paused() || !self.db.up() {
+            return Err(Refused::Because(format!(
+                "pause of {node} skipped: it is not running"
+            )));
+        }
+        self.db.pause();
+        self.note(format!(
+            "{node} paused for {for_ms} ms (answers nothing; its lock-wait and \
+             wait_timeout timers stand still)"
+        ));
+        let me = self.clone();
+        let node = node.to_string();
+        self.faults
+            .later(Duration::from_millis(for_ms), async move {
+                if me.db.paused() {
+                    me.db.resume();
+                    me.note(format!("{node} resumed"));
+                }
+            });
+        Ok(())
+    }
+}
+
+impl FaultPoints for MysqlNemesis {
     async fn reached(&self, client: u32, point: &'static str) {
         let fired = due(&self.pending, &self.faults.rec, client, point);
         for kind in &fired {

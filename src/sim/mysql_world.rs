@@ -26,7 +26,7 @@
 use super::client_faults::ClientFaults;
 use super::client_nodes::ClientNodes;
 use super::clock::Clocks;
-use super::mysql_nemesis::Nemesis;
+use super::mysql_nemesis::MysqlNemesis;
 use super::mysql_server::{NetSqlConn, SimDb, SERVER_NODE};
 use super::network::Network;
 use super::storage::{Storage, StorageConnection};
@@ -121,7 +121,7 @@ async fn simulate(scenario: &Scenario) -> SimRun {
     }
 
     let client_nodes = ClientNodes::create(scenario.workload.clients);
-    let nemesis = Nemesis::new(
+    let nemesis = MysqlNemesis::new(
         Schedule::new(scenario.faults.clone()),
         db.clone(),
         ClientFaults::new(rec.clone(), net.clone(), client_nodes.ids(), nodes),
@@ -162,7 +162,7 @@ struct SqlSimWorld {
     db: SimDb,
     clocks: Clocks,
     rec: Recorder,
-    nemesis: Nemesis,
+    nemesis: MysqlNemesis,
     storage: Storage,
     client_nodes: ClientNodes,
     timeout: Duration,
@@ -179,13 +179,13 @@ impl world::World for SqlSimWorld {
     type Conns = NetSqlConn;
     type Env = SimEnv;
     type StoreConn = StorageConnection;
-    type Nemesis = Nemesis;
+    type Nemesis = MysqlNemesis;
 
     fn recorder(&self) -> &Recorder {
         &self.rec
     }
 
-    fn nemesis(&self) -> &Nemesis {
+    fn nemesis(&self) -> &MysqlNemesis {
         &self.nemesis
     }
 

@@ -9,8 +9,8 @@ use super::client_faults::{take_effect, ClientFaults};
 use super::clock::Clocks;
 use super::cluster::Cluster;
 use super::network::Network;
+use crate::fault::{ClientRef, Cut, Direction, Fault, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::Recorder;
-use crate::scenario::{Direction, Fault, FaultKind};
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
 use madsim::task::NodeId;
@@ -77,71 +77,103 @@ impl SimNemesis {
 
     /// Carries out one fault now; `holder` is the client whose acquire triggered it.
     fn fire(&self, kind: &FaultKind, holder: Option<u32>) {
-        self.fire_at(kind, holder, "at_ms");
+        self.fire_at(kind, holder, Occasion::TIMED.point);
     }
 
     /// [`SimNemesis::fire`], naming the point that triggered it (for a client crash's record).
+    /// Every capability but a server pause is this world's; what it refuses, the history says.
     fn fire_at(&self, kind: &FaultKind, holder: Option<u32>, point: &str) {
-        match kind {
-            FaultKind::ClientCrash { client } => self.faults.crash_client(*client, point, ""),
-            FaultKind::Failover { master } => {
-                let group = *master as usize;
-                let old = self.cluster.master_of(group);
-                self.cluster.kill(old);
-                let me = self.clone();
-                self.later(self.failover_detect, async move {
-                    if me.cluster.promote(group).is_none() {
-                        me.note(format!("failover of group {group} found no live replica"));
-                    }
-                });
-            }
-            FaultKind::Pause { client, for_ms } => self
-                .faults
-                .pause_client(client, holder, *for_ms, "GC pause"),
-            FaultKind::Partition {
-                nodes,
-                from,
-                for_ms,
-                direction,
-            } => {
-                let how = match direction {
-                    Direction::Both => "",
-                    Direction::Inbound => " (inbound only: they still send)",
-                    Direction::Outbound => " (outbound only: they still hear)",
-                };
-                self.faults.partition(nodes, from, *for_ms, *direction, how);
-            }
-            FaultKind::ClockJump { node, by_ms } => {
-                self.clocks.jump(self.faults.nodes[node], *by_ms);
-                self.note(format!("{node} clock jumped by {by_ms} ms"));
-            }
-            FaultKind::WallClockJump { node, by_ms } => {
-                self.clocks.jump_wall(self.faults.nodes[node], *by_ms);
-                self.note(format!("{node} wall clock jumped by {by_ms} ms"));
-            }
-            FaultKind::ClockDrift { node, ppm } => {
-                self.clocks.set_drift(self.faults.nodes[node], *ppm);
-                self.note(format!("{node} clock drift set to {ppm} ppm"));
-            }
-            FaultKind::Crash {
-                node,
-                restart_after_ms,
-            } => {
-                let Some(idx) = self.cluster.server_index(node) else {
-                    self.note(format!("crash of {node}: only Redis nodes can crash"));
-                    return;
-                };
-                self.cluster.kill(idx);
-                let me = self.clone();
-                self.later(Duration::from_millis(*restart_after_ms), async move {
-                    me.cluster.restart_empty(idx);
-                });
-            }
-            // The scenario parser takes a server pause for the MySQL server only.
-            FaultKind::ServerPause { node, .. } => {
-                self.note(format!("pause of {node}: not modelled for Redis servers"));
-            }
+        let at = Occasion { point, by: holder };
+        match kind.fire(self, &at) {
+            Ok(()) => {}
+            Err(Refused::Because(why)) => self.note(why),
+            Err(Refused::Lacking) => self.note(format!("{kind:?}: not modelled here")),
         }
+    }
+}
+
+/// What the simulated Redis deployment can do: every capability but stopping a server (the
+/// scenario parser takes a server pause for the MySQL server only).
+impl Nemesis for SimNemesis {
+    fn crash_client(&self, at: &Occasion<'_>, client: u32) -> Result<(), Refused> {
+        self.faults.crash_client(client, at.point, "");
+        Ok(())
+    }
+
+    fn pause_client(
+        &self,
+        at: &Occasion<'_>,
+        victim: &ClientRef,
+        for_ms: u64,
+    ) -> Result<(), Refused> {
+        self.faults.pause_client(victim, at.by, for_ms, "GC pause");
+        Ok(())
+    }
+
+    fn fail_over(&self, master: u32) -> Result<(), Refused> {
+        let group = master as usize;
+        let old = self.cluster.master_of(group);
+        self.cluster.kill(old);
+        let me = self.clone();
+        self.later(self.failover_detect, async move {
+            if me.cluster.promote(group).is_none() {
+                me.note(format!("failover of group {group} found no live replica"));
+            }
+        });
+        Ok(())
+    }
+
+    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
+        let Cut {
+            nodes,
+            from,
+            direction,
+            for_ms,
+        } = *cut;
+        let how = match direction {
+            Direction::Both => "",
+            Direction::Inbound => " (inbound only: they still send)",
+            Direction::Outbound => " (outbound only: they still hear)",
+        };
+        self.faults.partition(nodes, from, for_ms, direction, how);
+        Ok(())
+    }
+
+    fn jump_clock(&self, node: &str, by_ms: i64, wall_only: bool) -> Result<(), Refused> {
+        if wall_only {
+            self.clocks.jump_wall(self.faults.nodes[node], by_ms);
+            self.note(format!("{node} wall clock jumped by {by_ms} ms"));
+        } else {
+            self.clocks.jump(self.faults.nodes[node], by_ms);
+            self.note(format!("{node} clock jumped by {by_ms} ms"));
+        }
+        Ok(())
+    }
+
+    fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
+        self.clocks.set_drift(self.faults.nodes[node], ppm);
+        self.note(format!("{node} clock drift set to {ppm} ppm"));
+        Ok(())
+    }
+
+    fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
+        let Some(idx) = self.cluster.server_index(node) else {
+            return Err(Refused::Because(format!(
+                "crash of {node}: only Redis nodes can crash"
+            )));
+        };
+        self.cluster.kill(idx);
+        let me = self.clone();
+        self.later(Duration::from_millis(restart_after_ms), async move {
+            me.cluster.restart_empty(idx);
+        });
+        Ok(())
+    }
+
+    fn pause_server(&self, node: &str, _for_ms: u64) -> Result<(), Refused> {
+        Err(Refused::Because(format!(
+            "pause of {node}: not modelled for Redis servers"
+        )))
     }
 }
 

@@ -52,4 +52,19 @@ impl Trigger {
             Trigger::Point { point, after_ms } => Some((point, *after_ms)),
         }
     }
+
+    /// Writes the trigger into a `[[faults]]` table as the parser reads it back: `at_ms`, or `on`
+    /// with `after_ms` when it is not 0.
+    pub fn write(&self, t: &mut toml_edit::Table) {
+        match (self, self.point()) {
+            (Trigger::At(ms), _) => t["at_ms"] = toml_edit::value(*ms as i64),
+            (_, Some((point, after_ms))) => {
+                t["on"] = toml_edit::value(point);
+                if after_ms > 0 {
+                    t["after_ms"] = toml_edit::value(after_ms as i64);
+                }
+            }
+            (_, None) => unreachable!("only `At` has no point"),
+        }
+    }
 }

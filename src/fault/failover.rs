@@ -1,0 +1,67 @@
+//! A failover (`kind = "failover"`): the master of a group dies and, once the failure is
+//! detected (`failover_detect_ms`), its first replica is promoted. Whatever the master had not
+//! yet replicated is lost: the lease a client holds may vanish with it.
+
+use proptest::prelude::*;
+use proptest::strategy::BoxedStrategy;
+
+use super::{FaultKind, KeyError, Nemesis, Refused, Table, Written};
+
+/// `kind = "failover"`.
+pub const WRITTEN: Written = Written {
+    name: "failover",
+    keys: &["master", "client"],
+    parse,
+};
+
+fn parse(t: &Table<'_>) -> Result<FaultKind, KeyError> {
+    let f = t.raw;
+    let s = t.setting;
+    if s.sentinels > 0 {
+        return Err(t.err(
+            f.kind.span(),
+            "with `sentinels` the sentinels decide a failover: crash, pause or partition the master instead of a `failover` fault",
+        ));
+    }
+    let master = f.master.as_ref().map(|m| *m.get_ref()).unwrap_or(0);
+    if master >= s.masters {
+        let span = f
+            .master
+            .as_ref()
+            .map(|m| m.span())
+            .unwrap_or(t.span.clone());
+        return Err(t.err(
+            span,
+            format!(
+                "`master = {master}` but the scenario has {} master(s)",
+                s.masters
+            ),
+        ));
+    }
+    if s.replicas == 0 {
+        return Err(t.err(
+            t.span.clone(),
+            "a `failover` needs a replica to promote: set `[redis] replicas = 1` or more",
+        ));
+    }
+    Ok(FaultKind::Failover { master })
+}
+
+pub(super) fn write(master: u32, t: &mut toml_edit::Table) {
+    t["master"] = toml_edit::value(i64::from(master));
+}
+
+pub(super) fn label() -> String {
+    "failover".to_string()
+}
+
+/// How explore draws a failover: of one of `masters` groups.
+pub fn draw(masters: u32) -> BoxedStrategy<FaultKind> {
+    (0..masters)
+        .prop_map(|master| FaultKind::Failover { master })
+        .boxed()
+}
+
+pub(super) fn fire<N: Nemesis + ?Sized>(n: &N, master: u32) -> Result<(), Refused> {
+    n.fail_over(master)
+}

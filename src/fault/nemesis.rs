@@ -1,0 +1,96 @@
+//! The capabilities a world offers its faults: the one seam between a fault family and a world.
+//!
+//! A family fires by calling these (a failover is [`Nemesis::fail_over`], a clock jump
+//! [`Nemesis::jump_clock`]), never by asking which world it is in; a world implements the
+//! capabilities it has and refuses the others ([`Refused`]). Each capability carries its own
+//! follow-up (the heal of a cut, the restart after a crash, the resume after a pause) because
+//! only the world knows how to wait: a timer on the simulated nemesis's node, a tokio task, a
+//! failover rig that holds its group from the kill to the promotion.
+
+use super::{ClientRef, Cut};
+
+/// Why a world did not carry a fault out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// The world has no such capability at all; its caller words the refusal.
+    Lacking,
+    /// The world has the capability but not for this target: what the history records.
+    Because(String),
+}
+
+/// When a fault fires: the named point that set it off (`"at_ms"` for a fixed time) and the
+/// client whose step reached it.
+#[derive(Debug, Clone, Copy)]
+pub struct Occasion<'a> {
+    /// The named point, or `"at_ms"`.
+    pub point: &'a str,
+    /// The client that reached it; `None` for a fixed time.
+    pub by: Option<u32>,
+}
+
+impl Occasion<'static> {
+    /// A fault with a fixed time (`at_ms`).
+    pub const TIMED: Occasion<'static> = Occasion {
+        point: "at_ms",
+        by: None,
+    };
+}
+
+/// What a world can do to its nodes. Every capability is refused unless the world implements
+/// it, so a new world starts with none and gains them one by one.
+pub trait Nemesis {
+    /// Stops `victim` (a named client, or the holder: the client that set the fault off, else
+    /// whoever holds the lock now) for `for_ms`, as a stop-the-world GC pause stops every thread.
+    fn pause_client(
+        &self,
+        at: &Occasion<'_>,
+        victim: &ClientRef,
+        for_ms: u64,
+    ) -> Result<(), Refused> {
+        let _ = (at, victim, for_ms);
+        Err(Refused::Lacking)
+    }
+
+    /// Kills client `client` where it stands (`at.point`): it never releases, never comes back.
+    fn crash_client(&self, at: &Occasion<'_>, client: u32) -> Result<(), Refused> {
+        let _ = (at, client);
+        Err(Refused::Lacking)
+    }
+
+    /// Kills the master of group `master` and promotes its replica once the failure is detected.
+    fn fail_over(&self, master: u32) -> Result<(), Refused> {
+        let _ = master;
+        Err(Refused::Lacking)
+    }
+
+    /// Kills server `node`; `restart_after_ms` later it restarts empty (nothing persisted).
+    fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
+        let _ = (node, restart_after_ms);
+        Err(Refused::Lacking)
+    }
+
+    /// Cuts the links between `cut.nodes` and `cut.from` (everyone else when empty) in
+    /// `cut.direction`, and heals them `cut.for_ms` later.
+    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
+        let _ = cut;
+        Err(Refused::Lacking)
+    }
+
+    /// Steps `node`'s clocks by `by_ms`: both, or its wall clock alone (`wall_only`).
+    fn jump_clock(&self, node: &str, by_ms: i64, wall_only: bool) -> Result<(), Refused> {
+        let _ = (node, by_ms, wall_only);
+        Err(Refused::Lacking)
+    }
+
+    /// Sets `node`'s clock rate error to `ppm` parts per million.
+    fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
+        let _ = (node, ppm);
+        Err(Refused::Lacking)
+    }
+
+    /// Stops server `node` (`SIGSTOP`: it answers nothing, its timers stand still) for `for_ms`.
+    fn pause_server(&self, node: &str, for_ms: u64) -> Result<(), Refused> {
+        let _ = (node, for_ms);
+        Err(Refused::Lacking)
+    }
+}
