@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use super::client_program_launch::fake_time;
 use super::faketime::FakeTime;
 use super::RealError;
-use crate::lock::LockKind;
 use crate::scenario::{ClientRef, Direction, FaultKind, Scenario, Trigger};
 use crate::schedule::{clocks, partition_links};
 
@@ -134,7 +133,7 @@ pub(super) fn sentinel_links(
     direction: Direction,
 ) -> Result<Vec<(usize, usize)>, RealError> {
     let (names, links) = scenario_links(s, nodes, from, direction);
-    if s.lock.kind == LockKind::Process {
+    if s.lock.kind.is_client_program() {
         for &(a, b) in &links {
             for n in [a, b] {
                 let other = if n == a { b } else { a };
