@@ -27,7 +27,16 @@ fn config() -> LockConfig {
         watchdog: false,
         redlock: RedlockOptions::default(),
         wait_replicas: None,
+        mysql: MysqlOptions::default(),
         params: (),
+    }
+}
+
+/// `config` with the MySQL lock options `options`.
+fn with(config: LockConfig, options: &MysqlOptions) -> LockConfig {
+    LockConfig {
+        mysql: options.clone(),
+        ..config
     }
 }
 
@@ -117,13 +126,15 @@ fn main() {
             let locks = sql_conns(db.port(), clients)
                 .await
                 .into_iter()
-                .map(|c| MysqlForUpdate::new(c, env.clone(), config(), options.clone()))
+                .map(|c| MysqlForUpdate::new(with(config(), &options), vec![c], env.clone()))
                 .collect();
             row("mysql-for-update", measure(locks, cycles).await);
             let locks = sql_conns(db.port(), clients)
                 .await
                 .into_iter()
-                .map(|c| MysqlInsertUnique::new(c, env.clone(), config(), insert_options.clone()))
+                .map(|c| {
+                    MysqlInsertUnique::new(with(config(), &insert_options), vec![c], env.clone())
+                })
                 .collect();
             row("mysql-insert-unique", measure(locks, cycles).await);
             let mut locks = Vec::new();
@@ -133,7 +144,7 @@ fn main() {
                     .get_multiplexed_async_connection()
                     .await
                     .unwrap();
-                locks.push(SetNxPx::new(conn, env.clone(), config()));
+                locks.push(SetNxPx::new(config(), vec![conn], env.clone()));
             }
             row("set-nx-px", measure(locks, cycles).await);
         }

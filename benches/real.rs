@@ -44,7 +44,7 @@ fn lockcheck_rate(clients: u32, cycles: u32, witness: bool) -> (f64, u64) {
     s.workload.think_ms = [0, 0];
     s.lock.retry_ms = [0, 0];
     s.duration_ms = 600_000;
-    let history = lockcheck::real::redis_world::run(&s, 1).unwrap();
+    let history = lockcheck::Registry::new().run_real(&s, 1).unwrap();
     let watched = history
         .events
         .iter()

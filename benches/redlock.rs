@@ -15,7 +15,7 @@
 
 use lockcheck::env::RealEnv;
 use lockcheck::judge::{Mode, Outcome};
-use lockcheck::lock::{AnyLock, Lock, LockConfig, LockKind};
+use lockcheck::lock::{Lock, LockConfig, Redlock, SetNxPx};
 use lockcheck::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
 use lockcheck::scenario::{Direction, Fault, FaultKind, Scenario, Trigger};
 use lockcheck::Verdict;
@@ -107,8 +107,8 @@ fn real_latency(n: usize) {
             .collect()
     };
     let env = RealEnv::default();
-    let mut single = AnyLock::build(LockKind::SetNxPx, config.clone(), conns(1), env.clone());
-    let mut redlock = AnyLock::build(LockKind::Redlock, config, conns(5), env);
+    let mut single = SetNxPx::new(config.clone(), conns(1), env.clone());
+    let mut redlock = Redlock::new(config, conns(5), env);
     let mut socks: Vec<std::net::TcpStream> = servers
         .iter()
         .map(|s| {
@@ -158,7 +158,7 @@ fn sim_seeds_per_second(seeds: u64) {
     let started = Instant::now();
     let mut violated = 0;
     for seed in 0..seeds {
-        let run = lockcheck::sim::run(&s, seed);
+        let run = lockcheck::Registry::new().run_sim(&s, seed);
         if Outcome::judge(&s, Mode::Sim, seed, run.history).verdict() == Verdict::Violation {
             violated += 1;
         }
@@ -215,7 +215,7 @@ fn random_exploration(max_seeds: u64) {
     let mut hits = Vec::new();
     for seed in 0..max_seeds {
         let s = random_schedule(&base, seed);
-        let run = lockcheck::sim::run(&s, seed);
+        let run = lockcheck::Registry::new().run_sim(&s, seed);
         if Outcome::judge(&s, Mode::Sim, seed, run.history).verdict() == Verdict::Violation {
             hits.push(seed);
         }

@@ -164,11 +164,11 @@ fn main() {
         let runs: u32 = words
             .get(1)
             .map_or(20, |n| n.parse().expect("a number of runs"));
-        let kind = *LockKind::ALL
+        let kind = *LockKind::builtins()
             .iter()
             .find(|k| k.name() == only)
             .unwrap_or_else(|| panic!("no lock kind named {only}"));
-        let masters = if kind == LockKind::Redlock { 5 } else { 1 };
+        let masters = if kind.name() == "redlock" { 5 } else { 1 };
         let (mut cycles, mut secs) = (0, 0.0);
         for _ in 0..runs {
             let (c, s, _) = lock_cycles(kind, 4, 0, masters, 10_000);
@@ -195,10 +195,13 @@ fn main() {
     // A warm-up run, untimed: the first simulated run of a process pays for the allocator's
     // first pages and the scripts' first compilation, which the table's first row measured as
     // a fifth slower than the same run repeated.
-    lock_cycles(LockKind::SetNxPx, 4, 0, 1, 10_000);
+    lock_cycles(set_nx_px(), 4, 0, 1, 10_000);
     println!("  lock cycles/s per kind (4 clients, no faults, no replicas; the median of {RUNS} runs of 10,000 cycles); bare = bare madsim round trips per lock cycle");
-    for &kind in LockKind::ALL.iter().filter(|&&k| k != LockKind::Process) {
-        let masters = if kind == LockKind::Redlock { 5 } else { 1 };
+    for &kind in LockKind::builtins()
+        .iter()
+        .filter(|k| !k.is_client_program())
+    {
+        let masters = if kind.name() == "redlock" { 5 } else { 1 };
         let (cycles, secs, commands) = median_run(kind, 4, 0, masters);
         let rate = cycles as f64 / secs;
         println!(
@@ -210,7 +213,7 @@ fn main() {
         );
     }
     for (clients, replicas) in [(4u32, 1u32), (1, 0)] {
-        let (cycles, secs, commands) = median_run(LockKind::SetNxPx, clients, replicas, 1);
+        let (cycles, secs, commands) = median_run(set_nx_px(), clients, replicas, 1);
         let rate = cycles as f64 / secs;
         println!(
             "    set-nx-px, {clients} client(s), {replicas} replica(s) {:>10.0} cycles/s   bare {:>5.2}   (median run: {cycles} cycles in {secs:.3} s, {:.1} commands/cycle)",
@@ -291,10 +294,10 @@ fn end_to_end() {
         "name = \"e2e\"\nexpect = \"safe\"\nduration_ms = 100000000\n[lock]\nkind = \"set-nx-px\"\nttl_ms = 10000\n[workload]\nclients = 4\ncycles = 25000\nhold_ms = [0, 0]\nthink_ms = [0, 0]\n",
     )
     .unwrap();
-    let (cycles, inner_secs, _) = lock_cycles(LockKind::SetNxPx, 4, 0, 1, 100_000);
+    let (cycles, inner_secs, _) = lock_cycles(set_nx_px(), 4, 0, 1, 100_000);
     let started = Stopwatch::start();
     let s = Scenario::load(&file).unwrap();
-    let run = lockcheck::sim::run(&s, s.seed);
+    let run = lockcheck::Registry::new().run_sim(&s, s.seed);
     let events = run.history.events.len();
     let outcome =
         lockcheck::judge::Outcome::judge(&s, lockcheck::judge::Mode::Sim, s.seed, run.history);
@@ -344,10 +347,16 @@ fn lock_cycles(
     s.redis.replicas = replicas;
     s.redis.masters = masters;
     s.duration_ms = u64::MAX / 4_000;
+    let locks = lockcheck::Registry::new();
     let started = Stopwatch::start();
-    let run = lockcheck::sim::run(&s, 1);
+    let run = locks.run_sim(&s, 1);
     let secs = started.seconds();
     (run.counter.1, secs, run.commands)
+}
+
+/// The `set-nx-px` kind, the table's reference.
+fn set_nx_px() -> LockKind {
+    LockKind::builtin("set-nx-px").expect("lockcheck ships set-nx-px")
 }
 
 /// Seeds per CPU second of a shipped scenario, verdicts included.
@@ -356,7 +365,7 @@ fn seeds_per_second(name: &str, seeds: u64) {
     let started = Stopwatch::start();
     let mut violated = 0;
     for seed in 0..seeds {
-        let run = lockcheck::sim::run(&s, seed);
+        let run = lockcheck::Registry::new().run_sim(&s, seed);
         let o =
             lockcheck::judge::Outcome::judge(&s, lockcheck::judge::Mode::Sim, seed, run.history);
         if o.verdict() == lockcheck::Verdict::Violation {

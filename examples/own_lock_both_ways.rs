@@ -54,7 +54,7 @@ where
     }
 
     async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
-        let deleted: i64 = lockcheck::lock::set_nx_px::COMPARE_AND_DELETE
+        let deleted: i64 = lockcheck::lock::lease::COMPARE_AND_DELETE
             .key(&self.config.key)
             .arg(&guard.owner)
             .invoke_async(&mut self.conn)

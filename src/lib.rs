@@ -42,12 +42,13 @@
 //!     for_ms = 3000
 //! "#).unwrap();
 //!
-//! let run = lockcheck::sim::run(&scenario, 7);
+//! let locks = lockcheck::Registry::new();
+//! let run = locks.run_sim(&scenario, 7);
 //! let outcome = Outcome::judge(&scenario, Mode::Sim, 7, run.history);
 //! assert_eq!(outcome.verdict(), Verdict::Violation);
 //!
 //! // Deterministic: the same seed gives the same history, byte for byte.
-//! let again = lockcheck::sim::run(&scenario, 7);
+//! let again = locks.run_sim(&scenario, 7);
 //! assert_eq!(again.history.trace_hash(), outcome.trace_hash);
 //! ```
 //!
@@ -94,7 +95,7 @@
 //!     }
 //!
 //!     async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
-//!         let deleted: i64 = lockcheck::lock::set_nx_px::COMPARE_AND_DELETE
+//!         let deleted: i64 = lockcheck::lock::lease::COMPARE_AND_DELETE
 //!             .key(&self.config.key).arg(&guard.owner)
 //!             .invoke_async(&mut self.conn).await?;
 //!         Ok(deleted == 1)
@@ -184,5 +185,5 @@ pub use lock::{Guard, Lock, LockConfig, LockError, LockKind};
 /// implement.
 pub use redis;
 /// The connection and environment a lock registered with the harness gets.
-pub use registry::{Conn, NodeEnv};
+pub use registry::{Conn, Db, NodeEnv, Registry};
 pub use scenario::{Scenario, ScenarioError};

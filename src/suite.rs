@@ -43,9 +43,9 @@ pub fn skip_reason(scenario: &Scenario, real: bool) -> Option<String> {
                 .map(str::to_string)
                 .unwrap_or(r)
         })
-    } else if scenario.lock.kind == crate::lock::LockKind::Process {
+    } else if scenario.lock.kind.is_client_program() {
         Some(
-            "lock kind `process` runs a client program against real Redis servers: add --real"
+            "lock kind `client-program` runs a client program against real Redis servers: add --real"
                 .into(),
         )
     } else {

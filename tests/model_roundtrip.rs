@@ -32,7 +32,7 @@ fn counterexample_scenario(model: &str, params: &[(&str, &str)]) -> Scenario {
 fn violating_seeds(s: &Scenario, n: u64) -> Vec<u64> {
     (1..=n)
         .filter(|&seed| {
-            let run = lockcheck::sim::run(s, seed);
+            let run = lockcheck::Registry::new().run_sim(s, seed);
             Outcome::judge(s, Mode::Sim, seed, run.history).verdict() == Verdict::Violation
         })
         .collect()
@@ -49,7 +49,9 @@ fn lease_pause_counterexample_replays_in_simulation() {
 fn failover_counterexample_replays_in_simulation_and_on_real_servers() {
     let s = counterexample_scenario("failover", &[]);
     assert_eq!(violating_seeds(&s, 5), vec![1, 2, 3, 4, 5]);
-    let history = lockcheck::real::redis_world::run(&s, 1).expect("real run");
+    let history = lockcheck::Registry::new()
+        .run_real(&s, 1)
+        .expect("real run");
     let o = Outcome::judge(&s, Mode::Real, 1, history);
     assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
 }
@@ -147,7 +149,9 @@ fn redlock_clock_jump_counterexample_replays_in_simulation_and_on_real_servers()
         "no seed of 20 reproduced the model's trace in simulation"
     );
     let found = (1..=40).find(|&seed| {
-        let history = lockcheck::real::redis_world::run(&s, seed).expect("real run");
+        let history = lockcheck::Registry::new()
+            .run_real(&s, seed)
+            .expect("real run");
         Outcome::judge(&s, Mode::Real, seed, history).verdict() == Verdict::Violation
     });
     assert!(

@@ -118,11 +118,11 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
     for w in &base.warnings {
         eprintln!("warning: {w}");
     }
-    if base.lock.kind == crate::lock::LockKind::Process && !opts.real {
+    if base.lock.kind.is_client_program() && !opts.real {
         // Its lock is another program; in simulation every call would fail and the search would
         // find nothing, vacuously.
         return fail(format!(
-            "{}: lock kind `process` runs a client program against real Redis servers, which the \
+            "{}: lock kind `client-program` runs a client program against real Redis servers, which the \
              simulator cannot run: add --real to search on spawned servers and client processes",
             path.display()
         ));

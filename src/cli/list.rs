@@ -1,6 +1,5 @@
 //! `lockcheck list`: what lockcheck can run.
 
-use crate::lock::LockKind;
 use crate::registry::Registry;
 use crate::scenario::{FAULT_KINDS, WORKLOAD_POINTS};
 use std::fmt::Write as _;
@@ -28,14 +27,13 @@ pub fn scenario_dir() -> Result<PathBuf, String> {
 
 /// The listing text: lockcheck's lock kinds, then those registered in `locks`.
 pub fn list(locks: &Registry) -> String {
-    let own = locks.own_kinds();
+    let kinds = locks.kinds();
     let mut out = String::from("lock kinds:\n");
-    let kinds = LockKind::ALL
-        .iter()
-        .copied()
-        .chain(own.iter().map(|o| LockKind::Own(o.name)));
-    for k in kinds {
+    for k in &kinds {
         let _ = writeln!(out, "  {:<22} {}", k.name(), k.about());
+        for alias in k.aliases() {
+            let _ = writeln!(out, "  {alias:<22} the older name of `{}`", k.name());
+        }
     }
     out.push_str("fault kinds:\n");
     for f in FAULT_KINDS {
@@ -43,8 +41,7 @@ pub fn list(locks: &Registry) -> String {
     }
     out.push_str("named points (`on = ...`; a client `crash` fires at one):\n");
     let mut owners = vec![("workload", WORKLOAD_POINTS)];
-    owners.extend(LockKind::ALL.iter().map(|k| (k.name(), k.points())));
-    owners.extend(own.iter().map(|o| (o.name, o.points)));
+    owners.extend(kinds.iter().map(|k| (k.name(), k.points())));
     for (owner, points) in owners {
         for p in points {
             let _ = writeln!(out, "  {owner:<22} {:<16} {}", p.name, p.about);

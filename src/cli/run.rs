@@ -83,9 +83,9 @@ fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome
         outcome.redis = Some(shown.join(","));
         return Ok(outcome);
     }
-    if !real && scenario.lock.kind == crate::lock::LockKind::Process {
+    if !real && scenario.lock.kind.is_client_program() {
         return Err(BadInput(format!(
-            "{}: lock kind `process` runs the client program against real Redis servers; \
+            "{}: lock kind `client-program` runs the client program against real Redis servers; \
              the simulator cannot run another program inside it: add --real",
             scenario.name
         )));

@@ -235,12 +235,7 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
         let _ = write!(out, "---|");
     }
     out.push('\n');
-    let own = opts.locks.own_kinds();
-    let kinds = LockKind::ALL
-        .iter()
-        .copied()
-        .chain(own.iter().map(|o| LockKind::Own(o.name)));
-    for k in kinds {
+    for k in opts.locks.kinds() {
         for fixed in [false, true] {
             let Some(mode) = rows
                 .iter()

@@ -1,5 +1,5 @@
 //! Explore on real servers (`explore --real`): each case runs on its own spawned `redis-server`s
-//! (or MariaDB) and, for `kind = "process"`, its own client processes, so `--jobs N` runs N cases
+//! (or MariaDB) and, for `kind = "client-program"`, its own client processes, so `--jobs N` runs N cases
 //! at once.
 //!
 //! A real run is not a function of its seed: the kernel schedules the servers and the clients, and

@@ -8,7 +8,7 @@
 //! received the last `INCR`. The promoted counter is behind, the next grant reuses a token already
 //! handed out, and the storage accepts the older holder's write because its token is not smaller.
 
-use super::set_nx_px::COMPARE_AND_DELETE;
+use super::lease::{release_own_entry, renew_string_lease};
 use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
 use redis::aio::ConnectionLike;
@@ -30,11 +30,18 @@ pub struct Fenced<C, E> {
     config: LockConfig,
 }
 
+/// The kind's scenario-file name.
+pub const NAME: &str = "fenced";
+
 impl<C, E> Fenced<C, E> {
     /// One client's fenced lock: it talks to Redis over `conn` and reads time from `env`, its
     /// node's clock, so each client computes its validity time as a real client would.
-    pub fn new(conn: C, env: E, config: LockConfig) -> Self {
-        Fenced { conn, env, config }
+    pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
+        Fenced {
+            conn: super::only_connection(conns),
+            env,
+            config,
+        }
     }
 }
 
@@ -43,6 +50,8 @@ where
     C: ConnectionLike + Send + Sync + 'static,
     E: Env,
 {
+    const ABOUT: &'static str = "SET NX PX plus a fencing token from INCR on the same Redis; storage refuses older tokens (Kleppmann, cited by the Redlock article)";
+
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;
@@ -74,24 +83,12 @@ where
     }
 
     async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
-        let deleted: i64 = COMPARE_AND_DELETE
-            .key(&self.config.key)
-            .arg(&guard.owner)
-            .invoke_async(&mut self.conn)
-            .await?;
-        Ok(deleted == 1)
+        release_own_entry(&mut self.conn, &self.config.key, &guard.owner).await
     }
 
     /// The same renewal as `set-nx-px`'s; the fencing token stays the grant's.
     async fn renew(&mut self, guard: &mut Guard) -> Result<bool, LockError> {
         let ttl_ms = self.config.ttl.as_millis() as u64;
-        super::set_nx_px::renew_string_lease(
-            &mut self.conn,
-            &self.env,
-            &self.config.key,
-            ttl_ms,
-            guard,
-        )
-        .await
+        renew_string_lease(&mut self.conn, &self.env, &self.config.key, ttl_ms, guard).await
     }
 }

@@ -42,12 +42,15 @@ pub struct LettuceReentrant<C, E> {
     held: Option<Guard>,
 }
 
+/// The kind's scenario-file name.
+pub const NAME: &str = "lettuce-reentrant";
+
 impl<C, E> LettuceReentrant<C, E> {
     /// One client's reentrant lock, holding nothing yet: the hold count lives in the client, so
     /// every client needs its own instance over its own `conn` and `env`.
-    pub fn new(conn: C, env: E, config: LockConfig) -> Self {
+    pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         LettuceReentrant {
-            conn,
+            conn: super::only_connection(conns),
             env,
             config,
             shas: None,
@@ -93,6 +96,9 @@ where
     C: ConnectionLike + Send + Sync + 'static,
     E: Env,
 {
+    const ABOUT: &'static str = "Lettuce: SETNX+PEXPIRE script returning PTTL, SCRIPT LOAD + EVALSHA, reentrancy counted on the client, waiters poll every 5 ms (the Lettuce article)";
+    const RENEWS: bool = false;
+
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         if self.count > 0 {
             // Reentrant: the holder only counts, Redis is not asked.

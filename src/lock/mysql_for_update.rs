@@ -8,6 +8,7 @@
 //! while the holder still believes it holds the lock; and it is slow (a round trip per statement,
 //! a connection per holder).
 
+use super::mysql::DatabaseLock;
 use super::mysql_options::{MysqlOptions, WaitMode};
 use super::{Guard, Lock, LockConfig, LockError};
 use crate::env::Env;
@@ -25,16 +26,19 @@ pub struct MysqlForUpdate<C, E> {
     session_ready: bool,
 }
 
+/// The kind's scenario-file name.
+pub const NAME: &str = "mysql-for-update";
+
 impl<C, E> MysqlForUpdate<C, E> {
     /// One client's lock over its own database session `conn` (the row lock belongs to the
     /// session's transaction, so clients cannot share one); `options` names the lock table
     /// and the session's lock-wait behaviour.
-    pub fn new(conn: C, env: E, config: LockConfig, options: MysqlOptions) -> Self {
+    pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         MysqlForUpdate {
-            conn,
+            conn: super::only_connection(conns),
             env,
+            options: config.mysql.clone(),
             config,
-            options,
             session_ready: false,
         }
     }
@@ -83,6 +87,9 @@ where
     C: SqlConn + Sync + 'static,
     E: Env,
 {
+    const ABOUT: &'static str = "MySQL: BEGIN; SELECT … FOR UPDATE on the lock's row; COMMIT to release; the row lock lives as long as the transaction (the MySQL locks article, docs/mysql.md)";
+    const RENEWS: bool = false;
+
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
@@ -148,5 +155,19 @@ where
             }
             Err(e) => Err(e.into()),
         }
+    }
+}
+
+impl<C, E> DatabaseLock for MysqlForUpdate<C, E>
+where
+    C: SqlConn + Sync + 'static,
+    E: Env,
+{
+    async fn prepare<A: SqlConn>(
+        conn: &mut A,
+        options: &MysqlOptions,
+        key: &str,
+    ) -> Result<(), SqlError> {
+        prepare(conn, options, key).await
     }
 }

@@ -8,6 +8,7 @@
 //! row of a live owner that holds longer than the age, so a second client gets the lock (a
 //! mutual-exclusion failure).
 
+use super::mysql::DatabaseLock;
 use super::mysql_options::{Cleanup, MysqlOptions};
 use super::{Guard, Lock, LockConfig, LockError};
 use crate::env::{Env, TaskHandle};
@@ -24,15 +25,18 @@ pub struct MysqlInsertUnique<C, E> {
     options: MysqlOptions,
 }
 
+/// The kind's scenario-file name.
+pub const NAME: &str = "mysql-insert-unique";
+
 impl<C, E> MysqlInsertUnique<C, E> {
     /// One client's lock over the database session `conn`; `options` names the lock table and
     /// the cleanup job, if any, that deletes old rows.
-    pub fn new(conn: C, env: E, config: LockConfig, options: MysqlOptions) -> Self {
+    pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         MysqlInsertUnique {
-            conn,
+            conn: super::only_connection(conns),
             env,
+            options: config.mysql.clone(),
             config,
-            options,
         }
     }
 }
@@ -70,6 +74,9 @@ where
     C: SqlConn + Sync + 'static,
     E: Env,
 {
+    const ABOUT: &'static str = "MySQL: INSERT the lock name under a unique key, duplicate key = busy; DELETE by owner to release; optional age-based cleanup job (the MySQL locks article, docs/mysql.md)";
+    const RENEWS: bool = false;
+
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let deadline = self.env.now_ms() + self.config.wait.as_millis() as u64;
@@ -162,4 +169,18 @@ where
             let _ = cleanup_once(&mut conn, &options, cleanup.lease_ms, now).await;
         }
     })
+}
+
+impl<C, E> DatabaseLock for MysqlInsertUnique<C, E>
+where
+    C: SqlConn + Sync + 'static,
+    E: Env,
+{
+    async fn prepare<A: SqlConn>(
+        conn: &mut A,
+        options: &MysqlOptions,
+        key: &str,
+    ) -> Result<(), SqlError> {
+        options.prepare(conn, key).await
+    }
 }

@@ -41,11 +41,18 @@ pub struct NaiveSetnxExpire<C, E> {
     config: LockConfig,
 }
 
+/// The kind's scenario-file name.
+pub const NAME: &str = "naive-setnx-expire";
+
 impl<C, E: Env> NaiveSetnxExpire<C, E> {
     /// One client's lock over `conn`, with `env` its node's clock and timers (the 2 ms retry
     /// pause, the gap between `SETNX` and `EXPIRE` where a fault can fire).
-    pub fn new(conn: C, env: E, config: LockConfig) -> Self {
-        NaiveSetnxExpire { conn, env, config }
+    pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
+        NaiveSetnxExpire {
+            conn: super::only_connection(conns),
+            env,
+            config,
+        }
     }
 
     fn random_value(&self) -> String {
@@ -61,6 +68,8 @@ where
     E: Env,
 {
     const POINTS: &'static [NamedPoint] = POINTS;
+    const ABOUT: &'static str = "Jedis SETNX, then EXPIRE as a second command; release GET, compare, DEL; retry every 2 ms (the address-book article)";
+    const RENEWS: bool = false;
 
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let value = self.random_value();

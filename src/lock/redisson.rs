@@ -63,11 +63,14 @@ pub struct Redisson<C: Subscribe, E> {
     sub: Option<C::Subscription>,
 }
 
+/// The kind's scenario-file name.
+pub const NAME: &str = "redisson";
+
 impl<C: Subscribe, E> Redisson<C, E> {
     /// A Redisson client on `conn`, with its clock and tasks from `env`.
-    pub fn new(conn: C, env: E, config: LockConfig) -> Self {
+    pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         Redisson {
-            conn,
+            conn: super::only_connection(conns),
             env,
             config,
             name: None,
@@ -159,6 +162,9 @@ where
     C: ConnectionLike + Subscribe + Clone + Send + Sync + 'static,
     E: Env,
 {
+    const ABOUT: &'static str = "Redisson RLock: hash lock uuid:thread -> count, watchdog lease 30 s renewed every 10 s, unlock publishes to waiters (the Redisson article)";
+    const DEFAULT_LEASE: bool = true;
+
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let holder = self.holder();
         let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;

@@ -28,11 +28,7 @@
 //! as the lock, whenever they were processed, and counts its lease from `start`. That is the
 //! ablation that shows what step 3 is for (a client that stalls while the replies wait).
 
-use super::set_nx_px::COMPARE_AND_DELETE;
-
-/// The release script's text (the same file `COMPARE_AND_DELETE` is built from), for `SCRIPT
-/// LOAD` when a master answers `NOSCRIPT` (a fresh or restarted server).
-const COMPARE_AND_DELETE_SOURCE: &str = include_str!("scripts/compare_and_delete.lua");
+use super::lease::{COMPARE_AND_DELETE, COMPARE_AND_DELETE_SOURCE};
 use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -111,9 +107,12 @@ pub struct Redlock<C, E> {
     stragglers: Option<futures::channel::oneshot::Receiver<Vec<(usize, C)>>>,
 }
 
+/// The kind's scenario-file name.
+pub const NAME: &str = "redlock";
+
 impl<C, E> Redlock<C, E> {
     /// `conns`: one connection per independent master.
-    pub fn new(conns: Vec<C>, env: E, config: LockConfig) -> Self {
+    pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         assert!(!conns.is_empty(), "Redlock needs at least one master");
         Redlock {
             conns: conns.into_iter().map(Some).collect(),
@@ -266,6 +265,9 @@ where
     C: ConnectionLike + Send + Sync + 'static,
     E: Env,
 {
+    const ABOUT: &'static str = "SET NX PX on N independent masters in parallel; a majority within the validity time (the Redlock article)";
+    const RENEWS: bool = false;
+
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;

@@ -16,10 +16,17 @@ pub struct SetExNxDel<C, E> {
     config: LockConfig,
 }
 
+/// The kind's scenario-file name.
+pub const NAME: &str = "set-ex-nx-del";
+
 impl<C, E> SetExNxDel<C, E> {
     /// One client's lock over `conn`; `env` supplies the random value and the retry pauses.
-    pub fn new(conn: C, env: E, config: LockConfig) -> Self {
-        SetExNxDel { conn, env, config }
+    pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
+        SetExNxDel {
+            conn: super::only_connection(conns),
+            env,
+            config,
+        }
     }
 }
 
@@ -37,6 +44,10 @@ where
     C: ConnectionLike + Send + Sync + 'static,
     E: Env,
 {
+    const ABOUT: &'static str =
+        "SET key value EX n NX; release by a plain DEL, no owner check (the Redlock article)";
+    const RENEWS: bool = false;
+
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;

@@ -7,46 +7,13 @@
 //! an optional mitigation, `[lock] wait_replicas`: `WAIT` for the replicas after each grant and
 //! give back a grant they did not acknowledge ([`super::WaitReplicas`]).
 
+use super::lease::{release_own_entry, renew_string_lease, COMPARE_AND_DELETE};
 use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
 use redis::aio::ConnectionLike;
-use std::sync::LazyLock;
 
-/// The compare-and-delete release script (one text for real and simulated Redis).
-pub static COMPARE_AND_DELETE: LazyLock<redis::Script> =
-    LazyLock::new(|| redis::Script::new(include_str!("scripts/compare_and_delete.lua")));
-
-/// The renewal script: `PEXPIRE` only while the entry is still ours (one text for real and
-/// simulated Redis).
-pub static COMPARE_AND_PEXPIRE: LazyLock<redis::Script> =
-    LazyLock::new(|| redis::Script::new(include_str!("scripts/compare_and_pexpire.lua")));
-
-/// Renews the string lease `guard` holds under `key` for `ttl_ms` more (the owner token compared
-/// on the server in the same step), and moves its validity time on `env`'s monotonic clock to
-/// `ttl_ms` after the request was sent: the lease restarts, as far as the client can know, then.
-pub(crate) async fn renew_string_lease<C, E>(
-    conn: &mut C,
-    env: &E,
-    key: &str,
-    ttl_ms: u64,
-    guard: &mut Guard,
-) -> Result<bool, LockError>
-where
-    C: ConnectionLike + Send,
-    E: Env,
-{
-    let started = env.monotonic_ms();
-    let renewed: i64 = COMPARE_AND_PEXPIRE
-        .key(key)
-        .arg(&guard.owner)
-        .arg(ttl_ms)
-        .invoke_async(conn)
-        .await?;
-    if renewed == 1 {
-        guard.valid_until_ms = started + ttl_ms;
-    }
-    Ok(renewed == 1)
-}
+/// The kind's scenario-file name.
+pub const NAME: &str = "set-nx-px";
 
 /// One client's handle on a `SET NX PX` lock.
 pub struct SetNxPx<C, E> {
@@ -58,8 +25,12 @@ pub struct SetNxPx<C, E> {
 impl<C, E> SetNxPx<C, E> {
     /// One client's lock over `conn`; `env` supplies the owner token, the clock its validity
     /// time is computed on, and the retry pauses.
-    pub fn new(conn: C, env: E, config: LockConfig) -> Self {
-        SetNxPx { conn, env, config }
+    pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
+        SetNxPx {
+            conn: super::only_connection(conns),
+            env,
+            config,
+        }
     }
 }
 
@@ -97,6 +68,8 @@ where
     C: ConnectionLike + Send + Sync + 'static,
     E: Env,
 {
+    const ABOUT: &'static str = "SET key token NX PX ttl; release by a Lua compare-and-delete (the Lettuce and Redlock articles)";
+
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();
         let ttl_ms = self.config.ttl.as_millis() as u64;
@@ -137,12 +110,7 @@ where
     }
 
     async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
-        let deleted: i64 = COMPARE_AND_DELETE
-            .key(&self.config.key)
-            .arg(&guard.owner)
-            .invoke_async(&mut self.conn)
-            .await?;
-        Ok(deleted == 1)
+        release_own_entry(&mut self.conn, &self.config.key, &guard.owner).await
     }
 
     async fn renew(&mut self, guard: &mut Guard) -> Result<bool, LockError> {

@@ -12,7 +12,7 @@
 //! 3. The `SIGINT`/`SIGTERM`/`SIGHUP` handlers kill every child, then `_exit` with
 //!    `128 + signal` (130 for Ctrl-C, 143 for `kill`), because a signal's default
 //!    action runs no destructor at all.
-//! 4. `PR_SET_PDEATHSIG = SIGKILL` in every child (see `process.rs`) makes the
+//! 4. `PR_SET_PDEATHSIG = SIGKILL` in every child (see `child.rs`) makes the
 //!    kernel kill them when lockcheck itself is `SIGKILL`ed, or exits through
 //!    `std::process::exit`.
 //!

@@ -1,4 +1,4 @@
-//! A lock client that is a separate program, in any language (`[lock] kind = "process"`).
+//! A lock client that is a separate program, in any language (`[lock] kind = "client-program"`).
 //!
 //! lockcheck starts the user's program once per client and faults it from outside, the way the
 //! operating system would: a pause is `SIGSTOP`/`SIGCONT` (a stop-the-world GC pause, a VM
@@ -21,7 +21,7 @@ use super::RealError;
 
 /// A running client program that lockcheck started and owns. Dropping it kills and reaps it.
 #[derive(Debug)]
-pub struct ClientProcess {
+pub struct ClientProgram {
     pid: u32,
     child: Mutex<(Child, bool)>,
     clock: Option<JumpableClock>,
@@ -40,13 +40,13 @@ pub struct ClientCommand {
     pub env: Vec<(String, String)>,
 }
 
-impl ClientProcess {
+impl ClientProgram {
     /// Starts the program with piped stdin/stdout (stderr is inherited: it is the program's
     /// log) and, with `fake`, under libfaketime. Blocking (a fork).
     pub fn spawn(
         cmd: &ClientCommand,
         fake: Option<&FakeTime>,
-    ) -> Result<(ClientProcess, ChildStdin, ChildStdout), RealError> {
+    ) -> Result<(ClientProgram, ChildStdin, ChildStdout), RealError> {
         let Some(program) = cmd.argv.first() else {
             return Err(RealError::InvalidOption {
                 what: "`[lock] command` is empty: give the client program and its arguments".into(),
@@ -86,7 +86,7 @@ impl ClientProcess {
         let stdout = child.stdout.take().expect("stdout is piped");
         let pid = child.id();
         Ok((
-            ClientProcess {
+            ClientProgram {
                 pid,
                 child: Mutex::new((child, false)),
                 clock,
@@ -164,7 +164,7 @@ impl ClientProcess {
     }
 }
 
-impl Drop for ClientProcess {
+impl Drop for ClientProgram {
     fn drop(&mut self) {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -191,7 +191,7 @@ pub const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 /// result: an adapter's reply to an op it does not know will do), so that the run starts when
 /// all clients can act, not while one interpreter is still importing its libraries.
 pub(super) fn handshake(
-    processes: &[Option<Arc<ClientProcess>>],
+    processes: &[Option<Arc<ClientProgram>>],
     pipes: &mut [Option<(ChildStdin, ChildStdout)>],
 ) -> Result<(), RealError> {
     let (tx, rx) = std::sync::mpsc::channel();

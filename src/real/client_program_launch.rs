@@ -1,11 +1,11 @@
-//! Real mode's `kind = "process"` clients: one program per client, its environment (the client
+//! Real mode's `kind = "client-program"` clients: one program per client, its environment (the client
 //! protocol's `LOCKCHECK_*` variables) and its clock (libfaketime).
 //!
 //! Each client program reaches every master group through its own [`super::RouteProxy`], so the
 //! failover, restart and partition recipes that re-route lockcheck's own connections re-route the
 //! program's connections too, without the program knowing.
 
-use super::client_program::{ClientCommand, ClientProcess};
+use super::client_program::{ClientCommand, ClientProgram};
 use super::faketime::FakeTime;
 use super::recipes::{ClockSetting, ClockSettings};
 use super::RealError;
@@ -72,7 +72,7 @@ pub(super) fn protocol_env(
     [
         (
             "LOCKCHECK_PROTOCOL",
-            crate::real::program_lock::PROTOCOL_VERSION.to_string(),
+            crate::real::client_program_lock::PROTOCOL_VERSION.to_string(),
         ),
         ("LOCKCHECK_REDIS_URLS", urls.join(",")),
         ("LOCKCHECK_CLIENT_ID", format!("client-{c}")),
@@ -104,7 +104,7 @@ pub(super) fn start_client(
     start_offset_ms: i64,
 ) -> Result<
     (
-        ClientProcess,
+        ClientProgram,
         std::process::ChildStdin,
         std::process::ChildStdout,
     ),
@@ -126,7 +126,7 @@ pub(super) fn start_client(
             .map(|d| d.to_path_buf()),
         env: protocol_env(s, c, urls, extra_env),
     };
-    let (process, stdin, stdout) = ClientProcess::spawn(&cmd, fake)?;
+    let (process, stdin, stdout) = ClientProgram::spawn(&cmd, fake)?;
     if fake == Some(&FakeTime::Jumpable) && start_offset_ms != 0 {
         process.jump_clock(start_offset_ms)?;
     }

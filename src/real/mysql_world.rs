@@ -26,7 +26,8 @@ use super::RealError;
 use super::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
 use crate::env::{Gate, PointHook, RealEnv};
 use crate::history::{History, Recorder};
-use crate::lock::mysql::SqlLock;
+use crate::lock::mysql::DatabaseLock;
+use crate::lock::LockConfig;
 use crate::resource::Store;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
@@ -118,8 +119,14 @@ impl CutProxy {
     }
 }
 
-/// Runs a MySQL scenario on a spawned MariaDB and returns the history.
-pub fn run(scenario: &Scenario, _seed: u64) -> Result<History, RealError> {
+/// Runs a MySQL scenario on a spawned MariaDB and returns the history, building each client's
+/// lock with `make_lock` (on the client's one connection); the lock type `L` creates its table
+/// first.
+pub fn run_with<L, F>(scenario: &Scenario, _seed: u64, make_lock: F) -> Result<History, RealError>
+where
+    L: DatabaseLock + 'static,
+    F: Fn(LockConfig, RealSqlConn, RealEnv) -> L,
+{
     check_supported(scenario)?;
     crate::real::install_signal_handlers();
     let db = Arc::new(MariaDb::spawn()?);
@@ -129,7 +136,7 @@ pub fn run(scenario: &Scenario, _seed: u64) -> Result<History, RealError> {
         .enable_all()
         .build()
         .map_err(|e| RealError::io("starting the tokio runtime", e))?;
-    let history = rt.block_on(drive(scenario, db.clone(), storage.url()));
+    let history = rt.block_on(drive(scenario, db.clone(), storage.url(), make_lock));
     rt.shutdown_timeout(Duration::from_secs(2));
     drop(storage);
     drop(db);
@@ -168,11 +175,16 @@ pub(super) async fn set_wait_timeout(port: u16, s: &Scenario) -> Result<(), crat
     Ok(())
 }
 
-async fn drive(
+async fn drive<L, F>(
     scenario: &Scenario,
     db: Arc<MariaDb>,
     storage_url: String,
-) -> Result<History, RealError> {
+    make_lock: F,
+) -> Result<History, RealError>
+where
+    L: DatabaseLock + 'static,
+    F: Fn(LockConfig, RealSqlConn, RealEnv) -> L,
+{
     let sql_err =
         |what: &str, e: crate::sql::SqlError| RealError::Unsupported(format!("{what}: {e}"));
     let port = db.port();
@@ -183,13 +195,13 @@ async fn drive(
         let mut admin = RealSqlConn::connect(port, USER, DATABASE, Duration::from_secs(10))
             .await
             .map_err(|e| sql_err("connecting to the spawned MariaDB", e))?;
-        prepare(&mut admin, scenario)
+        prepare::<L, _>(&mut admin, scenario)
             .await
             .map_err(|e| sql_err("creating the lock table", e))?;
     }
     let rec = Recorder::real();
     let timeout = crate::scenario::database::request_timeout(scenario);
-    let options = crate::scenario::database::options(&scenario.lock);
+    let options = scenario.lock.mysql_options();
     let mut proxies = Vec::new();
     for _ in 0..scenario.workload.clients {
         proxies.push(
@@ -261,7 +273,7 @@ async fn drive(
     };
     let grace = Duration::from_millis(world::grace_ms(scenario, timeout.as_millis() as u64));
     world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
-        SqlLock::build(scenario.lock.kind, conn, env, config, options.clone())
+        make_lock(config, conn, env)
     })
     .await;
     Ok(rec.snapshot())

@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::client_program::ClientProcess;
+use super::client_program::ClientProgram;
 use super::connection::Route;
 use super::failover::FailoverRig;
 use super::plan::{client_cuts, client_index, master_index, sentinel_links, server_index};
@@ -78,8 +78,8 @@ impl Group {
 /// The real-mode fault executor.
 #[derive(Clone)]
 pub(super) struct RealNemesis {
-    /// Each client's program, for `kind = "process"` (pauses, crashes and clock jumps reach it).
-    pub(super) processes: Arc<Vec<Option<Arc<ClientProcess>>>>,
+    /// Each client's program, for `kind = "client-program"` (pauses, crashes and clock jumps reach it).
+    pub(super) processes: Arc<Vec<Option<Arc<ClientProgram>>>>,
     /// The faults still to fire.
     pub(super) schedule: Schedule,
     /// Each master group's processes; a failover or restart holds its group's lock.

@@ -11,7 +11,6 @@ use super::recipes::{ask, ClockSetting, ClockSettings, RedisRecipes};
 use super::RealError;
 use crate::fault::partition::partition_links;
 use crate::fault::{Direction, Refused};
-use crate::lock::LockKind;
 use crate::scenario::Scenario;
 use crate::schedule::clocks;
 
@@ -91,7 +90,7 @@ pub(super) fn sentinel_links(
     direction: Direction,
 ) -> Result<Vec<(usize, usize)>, RealError> {
     let (names, links) = scenario_links(s, nodes, from, direction);
-    if s.lock.kind == LockKind::Process {
+    if s.lock.kind.is_client_program() {
         for &(a, b) in &links {
             for n in [a, b] {
                 let other = if n == a { b } else { a };

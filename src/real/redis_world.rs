@@ -25,12 +25,12 @@ use super::redis_server::{RedisServer, ServerOptions};
 use super::sentinel_deployment::{master_name, min_replicas_args, SentinelDeployment};
 use super::sentinel_events::{self, Namer};
 use super::witness::{client_connection_name, Witness};
-use super::ProcessLock;
+use super::ClientProgramLock;
 use super::RealError;
 use crate::env::{Gate, PointHook, RealEnv};
 use crate::history::{EventKind, History, Recorder};
 use crate::lock::LockConfig;
-use crate::lock::{Lock, LockKind};
+use crate::lock::{redisson, Lock};
 use crate::resource::Store;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
@@ -40,37 +40,28 @@ use std::time::Duration;
 
 pub use super::plan::real_mode_unsupported;
 
-/// Runs `scenario` on spawned servers and returns the history. `seed` seeds the random clock
-/// draws of a `[clocks]` table; real runs are not deterministic. A `kind = "process"` lock runs
-/// the scenario's client program, one process per client.
-pub fn run(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
-    if scenario.lock.kind.is_mysql() {
-        return super::mysql_world::run(scenario, seed);
-    }
-    run_on(scenario, seed, None)
-}
-
-/// Runs `scenario`'s workload against Redis servers lockcheck did not start (`--redis`): no
-/// server faults (a scenario with some is refused, with the reason), every lock key under the
-/// run's key prefix, and afterwards the keys under that prefix deleted, and only those. Client
-/// faults (pauses, crashes, client clocks) apply as usual. See [`super::external`].
-pub fn run_external(
+/// Runs `scenario`'s client programs (`kind = "client-program"`), one process per client, on
+/// spawned servers, or on servers lockcheck did not start when `ext` is given (as
+/// [`run_external_with`] does). `seed` seeds the random clock draws of a `[clocks]` table; real
+/// runs are not deterministic.
+pub fn run_client_programs(
     scenario: &Scenario,
     seed: u64,
-    ext: &ExternalRedis,
+    ext: Option<&ExternalRedis>,
 ) -> Result<History, RealError> {
-    if scenario.lock.kind.is_mysql() {
-        return Err(RealError::External(format!(
-            "{}: --redis does not apply to the MySQL locks (they use a spawned MariaDB)",
-            scenario.name
-        )));
+    match ext {
+        Some(ext) => on_external(scenario, ext, |prefixed, urls| {
+            run_inner::<_, NoBuilder>(prefixed, seed, Clients::Programs, Some(urls))
+        }),
+        None => run_inner::<_, NoBuilder>(scenario, seed, Clients::Programs, None),
     }
-    on_external(scenario, ext, |prefixed, urls| {
-        run_on(prefixed, seed, Some(urls))
-    })
 }
 
-/// [`run_external`] with each client's lock built by `make_lock`, as [`run_with`] does.
+/// Runs `scenario`'s workload against Redis servers lockcheck did not start (`--redis`), each
+/// client's lock built by `make_lock` as [`run_with`] does: no server faults (a scenario with
+/// some is refused, with the reason), every lock key under the run's key prefix, and afterwards
+/// the keys under that prefix deleted, and only those. Client faults (pauses, crashes, client
+/// clocks) apply as usual. See [`super::external`].
 pub fn run_external_with<L, F>(
     scenario: &Scenario,
     seed: u64,
@@ -113,25 +104,6 @@ fn on_external(
     cleanup.map(|()| history)
 }
 
-fn run_on(
-    scenario: &Scenario,
-    seed: u64,
-    external: Option<&[String]>,
-) -> Result<History, RealError> {
-    if scenario.lock.kind == LockKind::Process {
-        return run_inner::<_, NoBuilder>(scenario, seed, Clients::Programs, external);
-    }
-    let kind = scenario.lock.kind;
-    run_inner(
-        scenario,
-        seed,
-        Clients::InProcess(move |config, conns, env| {
-            crate::lock::AnyLock::build(kind, config, conns, env)
-        }),
-        external,
-    )
-}
-
 /// Runs `scenario` on spawned `redis-server` processes, building each client's lock with
 /// `make_lock` (one connection per master group, in group order): the real-mode counterpart of
 /// [`crate::sim::run_with`], so that a user's own [`Lock`] runs unchanged against real servers
@@ -151,11 +123,7 @@ enum Clients<F> {
 }
 
 /// The `Clients::Programs` marker's (unused) lock builder type.
-type NoBuilder = fn(
-    LockConfig,
-    Vec<RoutedConnection>,
-    RealEnv,
-) -> crate::lock::AnyLock<RoutedConnection, RealEnv>;
+type NoBuilder = fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> ClientProgramLock<RealEnv>;
 
 fn run_inner<L, F>(
     scenario: &Scenario,
@@ -334,7 +302,7 @@ where
                 let process = processes[c as usize]
                     .clone()
                     .expect("one program per client");
-                ProcessLock::new(process, stdin, stdout, env, config)
+                ClientProgramLock::new(process, stdin, stdout, env, config)
             }))
         }
     };
@@ -426,7 +394,7 @@ fn watch_entries<F>(
     if !witness_wanted()
         || !matches!(clients, Clients::InProcess(_))
         || scenario.redis.replicas > 0
-        || scenario.lock.kind == LockKind::Redisson
+        || scenario.lock.kind.name() == redisson::NAME
     {
         return None;
     }

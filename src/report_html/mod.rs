@@ -212,7 +212,12 @@ mod tests {
             "/scenarios/failover-lock-loss.toml"
         )))
         .unwrap();
-        let o = Outcome::judge(&s, Mode::Sim, 1, crate::sim::run(&s, 1).history);
+        let o = Outcome::judge(
+            &s,
+            Mode::Sim,
+            1,
+            crate::registry::Registry::new().run_sim(&s, 1).history,
+        );
         let html = run_page(&s, &SeedsOutcome::aggregate(&s, vec![o]));
         assert!(html.contains("VIOLATION (as expected: expected violation)"));
         assert!(html.contains("lockcheck run "), "replay command");

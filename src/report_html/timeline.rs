@@ -424,7 +424,12 @@ mod tests {
             "/scenarios/failover-lock-loss.toml"
         )))
         .unwrap();
-        let o = Outcome::judge(&s, Mode::Sim, 1, crate::sim::run(&s, 1).history);
+        let o = Outcome::judge(
+            &s,
+            Mode::Sim,
+            1,
+            crate::registry::Registry::new().run_sim(&s, 1).history,
+        );
         (s, o.history)
     }
 

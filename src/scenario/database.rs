@@ -1,9 +1,8 @@
 //! The scenario side of the MySQL locks: the `[database]` table, the lock keys they take, and
 //! what a scenario with one of them may ask for.
 
-use super::{FaultKind, LockSpec, Scenario};
-use crate::lock::mysql_options::{Cleanup, MysqlOptions};
-use crate::lock::LockKind;
+use super::{FaultKind, Scenario};
+use crate::lock::{mysql_for_update, mysql_insert_unique};
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -44,38 +43,12 @@ impl Default for DatabaseSpec {
     }
 }
 
-/// The lock options a scenario's `[lock]` gives a MySQL lock.
-pub fn options(spec: &LockSpec) -> MysqlOptions {
-    let d = MysqlOptions::default();
-    MysqlOptions {
-        lock_wait_timeout_s: spec.lock_wait_timeout_s.unwrap_or(d.lock_wait_timeout_s),
-        wait_mode: spec.for_update.unwrap_or(d.wait_mode),
-        cleanup: spec.cleanup_lease_ms.map(|lease_ms| Cleanup {
-            lease_ms,
-            interval_ms: spec.cleanup_interval_ms.unwrap_or((lease_ms / 10).max(1)),
-        }),
-        fencing: spec.fencing.unwrap_or(false),
-        ..d
-    }
-}
-
-/// For a MySQL lock, the time scale the liveness bound is three of: the cleanup lease when there
-/// is a cleanup job, else how long a waiter waits inside the server before it hears 1205.
-pub fn lease_ms(spec: &LockSpec) -> Option<u64> {
-    spec.kind.is_mysql().then(|| {
-        let o = options(spec);
-        o.cleanup
-            .map(|c| c.lease_ms)
-            .unwrap_or(o.lock_wait_timeout_s * 1000)
-    })
-}
-
 /// A statement's response timeout.
 pub fn request_timeout(s: &Scenario) -> Duration {
     let ms = s
         .database
         .request_timeout_ms
-        .unwrap_or(options(&s.lock).lock_wait_timeout_s * 1000 + 2000);
+        .unwrap_or(s.lock.mysql_options().lock_wait_timeout_s * 1000 + 2000);
     Duration::from_millis(ms)
 }
 
@@ -86,9 +59,9 @@ type Invalid = (Option<&'static str>, String);
 pub fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
     let kind = s.lock.kind;
     let l = &s.lock;
-    let only = |key: &'static str, set: bool, kinds: &[LockKind]| -> Result<(), Invalid> {
-        if set && !kinds.contains(&kind) {
-            let names: Vec<String> = kinds.iter().map(|k| format!("`{}`", k.name())).collect();
+    let only = |key: &'static str, set: bool, kinds: &[&str]| -> Result<(), Invalid> {
+        if set && !kinds.contains(&kind.name()) {
+            let names: Vec<String> = kinds.iter().map(|k| format!("`{k}`")).collect();
             return Err((
                 Some(key),
                 format!(
@@ -100,7 +73,7 @@ pub fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
         }
         Ok(())
     };
-    let both = [LockKind::MysqlForUpdate, LockKind::MysqlInsertUnique];
+    let both = [mysql_for_update::NAME, mysql_insert_unique::NAME];
     only(
         "lock_wait_timeout_s",
         l.lock_wait_timeout_s.is_some(),

@@ -155,7 +155,7 @@ impl Scenario {
     }
 
     /// [`Scenario::parse`] that also knows the lock kinds a program registered with the harness:
-    /// `[lock] kind` may name one of them ([`LockKind::Own`](crate::lock::LockKind::Own)), its
+    /// `[lock] kind` may name one of them ([`OwnKind`]), its
     /// named points are accepted in `on = ...`, and its `[lock.params]` are checked against the
     /// lock's parameter type.
     pub fn parse_with_locks(
@@ -198,8 +198,8 @@ impl Scenario {
             let span = e.span().unwrap_or(0..0);
             ctx.err(span, e.message().trim().to_string())
         })?;
-        let mut lock_points = lock_points.to_vec();
-        raw.lock.kind = validate::lock_kind(&ctx, &raw.lock, own, &mut lock_points)?;
+        let lock_points = lock_points.to_vec();
+        raw.lock.kind = validate::lock_kind(&ctx, &raw.lock, own)?;
         let scenario = Scenario {
             name: raw.name,
             about: raw.about,

@@ -11,7 +11,7 @@ use std::ops::Range;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use crate::env::NamedPoint;
+use crate::lock::LockKind;
 
 /// Where a `[lock.params]` error is (a span of the scenario text; `None`: the `kind` key) and what.
 pub(super) type ParamsError = (Option<Range<usize>>, String);
@@ -19,28 +19,26 @@ pub(super) type ParamsError = (Option<Range<usize>>, String);
 /// A lock kind registered with the harness, as scenarios see it.
 #[derive(Clone, Copy, Debug)]
 pub struct OwnKind {
-    /// The name scenarios give as `[lock] kind`.
-    pub name: &'static str,
-    /// The named points the lock declares ([`crate::lock::Lock::POINTS`]): faults may fire there.
-    pub points: &'static [NamedPoint],
+    /// The kind: the name scenarios give as `[lock] kind`, and what the lock declares about
+    /// itself (its named points, [`crate::lock::Lock::POINTS`]: faults may fire there).
+    pub kind: LockKind,
     /// Checks a scenario's `[lock.params]` (given the whole scenario text, so an error has its
     /// span) against the lock's parameter type.
     check_params: fn(&str, &str) -> Result<(), ParamsError>,
 }
 
 impl OwnKind {
-    /// The kind `name`, whose lock declares `points` and reads `[lock.params]` into `P`.
-    pub fn new<P: DeserializeOwned>(name: &'static str, points: &'static [NamedPoint]) -> Self {
+    /// The kind `kind`, whose lock reads `[lock.params]` into `P`.
+    pub fn new<P: DeserializeOwned>(kind: LockKind) -> Self {
         OwnKind {
-            name,
-            points,
+            kind,
             check_params: check::<P>,
         }
     }
 
     /// Checks the `[lock.params]` of scenario `text`: the span and message of the first error.
     pub(super) fn check_params(&self, text: &str) -> Result<(), ParamsError> {
-        (self.check_params)(self.name, text)
+        (self.check_params)(self.kind.name(), text)
     }
 }
 

@@ -11,17 +11,16 @@ use super::spec::LockSpec;
 use super::{OwnKind, Scenario};
 use crate::check::throughput::Throughput;
 use crate::check::{Verdict, CHECK_NAMES};
-use crate::env::NamedPoint;
-use crate::lock::LockKind;
+use crate::lock::builtin::CLIENT_PROGRAM;
+use crate::lock::{redlock, set_nx_px, LockKind};
 
-/// `[lock] kind` names a kind lockcheck ships or one registered with the harness (`own`), whose
-/// named points join `points` and whose `[lock.params]` must read into its parameter type;
-/// lockcheck's own kinds take no `[lock.params]`.
+/// `[lock] kind` names a kind lockcheck ships (by its name or an older alias) or one registered
+/// with the harness (`own`), whose `[lock.params]` must read into its parameter type; lockcheck's
+/// own kinds take no `[lock.params]`.
 pub(super) fn lock_kind(
     ctx: &Ctx<'_>,
     lock: &LockSpec,
     own: &[OwnKind],
-    points: &mut Vec<NamedPoint>,
 ) -> Result<LockKind, ScenarioError> {
     let name = lock.kind_name.get_ref().as_str();
     if let Some(kind) = LockKind::builtin(name) {
@@ -35,9 +34,9 @@ pub(super) fn lock_kind(
         }
         return Ok(kind);
     }
-    let Some(o) = own.iter().find(|o| o.name == name) else {
-        let mut names: Vec<&str> = LockKind::ALL.iter().map(|k| k.name()).collect();
-        names.extend(own.iter().map(|o| o.name));
+    let Some(o) = own.iter().find(|o| o.kind.answers_to(name)) else {
+        let mut names: Vec<&str> = LockKind::builtins().iter().map(|k| k.name()).collect();
+        names.extend(own.iter().map(|o| o.kind.name()));
         return Err(ctx.err(
             lock.kind_name.span(),
             format!(
@@ -48,8 +47,7 @@ pub(super) fn lock_kind(
     };
     o.check_params(ctx.text)
         .map_err(|(span, m)| ctx.err(span.unwrap_or_else(|| lock.kind_name.span()), m))?;
-    points.extend_from_slice(o.points);
-    Ok(LockKind::Own(o.name))
+    Ok(o.kind)
 }
 
 /// `expect_checks` names only checks lockcheck has.
@@ -101,7 +99,7 @@ pub(super) fn clock_nodes(
 pub(super) fn numbers(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     ranges(ctx, s)?;
     lease(ctx, s)?;
-    process_command(ctx, s)?;
+    client_program_command(ctx, s)?;
     redlock_keys(ctx, s)?;
     wait_replicas(ctx, s)?;
     renewal(ctx, s)?;
@@ -257,7 +255,7 @@ fn lease(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
             format!(
                 "`watchdog_timeout_ms` is the watchdog lease of {}; lock kind `{}` has no watchdog",
                 quoted(
-                    &LockKind::ALL
+                    &LockKind::builtins()
                         .iter()
                         .filter(|k| k.has_default_lease())
                         .map(|k| k.name())
@@ -276,21 +274,25 @@ fn lease(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     Ok(())
 }
 
-/// `command` is the client program of `kind = "process"`, and only of it.
-fn process_command(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
-    match (&s.lock.command, s.lock.kind) {
-        (None, LockKind::Process) => Err(ctx.err(
+/// `command` is the client program of `kind = "client-program"`, and only of it.
+fn client_program_command(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    let kind = s.lock.kind;
+    match (&s.lock.command, kind.is_client_program()) {
+        (None, true) => Err(ctx.err(
             at(ctx, "kind"),
-            "lock kind `process` needs `command = [\"program\", \"arg\", ...]` in [lock] (the client program to start)",
+            format!(
+                "lock kind `{}` needs `command = [\"program\", \"arg\", ...]` in [lock] (the client program to start)",
+                kind.name()
+            ),
         )),
-        (Some(c), LockKind::Process) if c.is_empty() => Err(ctx.err(
+        (Some(c), true) if c.is_empty() => Err(ctx.err(
             at(ctx, "command"),
             "`command` is empty: give the client program and its arguments",
         )),
-        (Some(_), kind) if kind != LockKind::Process => Err(ctx.err(
+        (Some(_), false) => Err(ctx.err(
             at(ctx, "command"),
             format!(
-                "`command` is the client program of lock kind `process`; lock kind `{}` does not take it",
+                "`command` is the client program of lock kind `{CLIENT_PROGRAM}`; lock kind `{}` does not take it",
                 kind.name()
             ),
         )),
@@ -301,7 +303,7 @@ fn process_command(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
 /// Redlock's keys belong to `kind = "redlock"` and stay in range.
 fn redlock_keys(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     let lock = &s.lock;
-    if lock.kind != LockKind::Redlock {
+    if lock.kind.name() != redlock::NAME {
         if let Some((key, _)) = lock.redlock_keys().iter().find(|(_, set)| *set) {
             return Err(ctx.err(
                 at(ctx, key),
@@ -342,7 +344,7 @@ fn wait_replicas(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
         }
         return Ok(());
     };
-    if lock.kind != LockKind::SetNxPx {
+    if lock.kind.name() != set_nx_px::NAME {
         return Err(ctx.err(
             at(ctx, "wait_replicas"),
             format!(
@@ -381,7 +383,7 @@ fn renewal(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
                 "lock kind `{}` has no renewal; `renew_every_ms` needs one of {} (or a lock of your own with `Lock::renew`): drop the key or change the kind",
                 kind.name(),
                 quoted(
-                    &LockKind::ALL
+                    &LockKind::builtins()
                         .iter()
                         .filter(|k| k.renews())
                         .map(|k| k.name())

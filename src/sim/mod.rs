@@ -24,7 +24,7 @@ pub mod wire;
 
 use crate::env::PointHook;
 use crate::history::{History, Recorder};
-use crate::lock::{AnyLock, Lock, LockConfig};
+use crate::lock::{Lock, LockConfig};
 use crate::resource::Store;
 use crate::scenario::Scenario;
 use crate::world;
@@ -34,6 +34,7 @@ use cluster::{Cluster, ClusterConfig};
 pub use connection::SimConnection;
 pub use env::SimEnv;
 use madsim::runtime::{Handle, Runtime};
+pub use mysql_server::NetSqlConn;
 use nemesis::SimNemesis;
 use network::Network;
 use std::collections::BTreeMap;
@@ -48,17 +49,6 @@ pub struct SimRun {
     pub counter: (u64, u64),
     /// Redis commands the servers executed.
     pub commands: u64,
-}
-
-/// Runs `scenario` with `seed` using the lock kind the scenario names.
-pub fn run(scenario: &Scenario, seed: u64) -> SimRun {
-    let kind = scenario.lock.kind;
-    if kind.is_mysql() {
-        return mysql_world::run(scenario, seed);
-    }
-    run_with(scenario, seed, move |config, conns, env| {
-        AnyLock::build(kind, config, conns, env)
-    })
 }
 
 /// Runs `scenario` with `seed`, building each client's lock with `make_lock` (one connection per

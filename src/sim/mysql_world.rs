@@ -34,7 +34,8 @@ use super::SimEnv;
 use super::SimRun;
 use crate::env::PointHook;
 use crate::history::{EventKind, Recorder};
-use crate::lock::mysql::SqlLock;
+use crate::lock::mysql::DatabaseLock;
+use crate::lock::LockConfig;
 use crate::resource::Store;
 use crate::scenario::database::SERVER;
 use crate::scenario::Scenario;
@@ -45,15 +46,24 @@ use madsim::runtime::{Handle, Runtime};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// Runs a MySQL scenario with `seed` in simulation.
-pub fn run(scenario: &Scenario, seed: u64) -> SimRun {
+/// Runs a MySQL scenario with `seed` in simulation, building each client's lock with
+/// `make_lock` (on the client's one connection); the lock type `L` creates its table first.
+pub fn run_with<L, F>(scenario: &Scenario, seed: u64, make_lock: F) -> SimRun
+where
+    L: DatabaseLock + 'static,
+    F: Fn(LockConfig, NetSqlConn, SimEnv) -> L,
+{
     let mut config = madsim::Config::default();
     config.net.packet_loss_rate = 0.0;
     let rt = Runtime::with_seed_and_config(seed, config);
-    rt.block_on(simulate(scenario))
+    rt.block_on(simulate(scenario, make_lock))
 }
 
-async fn simulate(scenario: &Scenario) -> SimRun {
+async fn simulate<L, F>(scenario: &Scenario, make_lock: F) -> SimRun
+where
+    L: DatabaseLock + 'static,
+    F: Fn(LockConfig, NetSqlConn, SimEnv) -> L,
+{
     let names = scenario.node_names();
     let nodes: BTreeMap<String, usize> = names
         .iter()
@@ -65,7 +75,7 @@ async fn simulate(scenario: &Scenario) -> SimRun {
     let rec = crate::sim::clock::TrueTime::recorder();
     let db = SimDb::new(net.clone(), rec.clone());
     let timeout = crate::scenario::database::request_timeout(scenario);
-    let options = crate::scenario::database::options(&scenario.lock);
+    let options = scenario.lock.mysql_options();
     let handle = Handle::current();
     // The server's node: its background jobs (wait_timeout, the cleanup job) run there.
     let server_env = SimEnv::new(clocks.clone(), SERVER_NODE);
@@ -76,7 +86,7 @@ async fn simulate(scenario: &Scenario) -> SimRun {
         let s = scenario.clone();
         server
             .spawn(async move {
-                if let Err(e) = prepare(&mut admin, &s).await {
+                if let Err(e) = prepare::<L, _>(&mut admin, &s).await {
                     panic!("creating the lock table on the simulated server: {e}");
                 }
             })
@@ -137,9 +147,8 @@ async fn simulate(scenario: &Scenario) -> SimRun {
         timeout,
     };
     let grace = Duration::from_millis(world::grace_ms(scenario, timeout.as_millis() as u64));
-    let options = crate::scenario::database::options(&scenario.lock);
     let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
-        SqlLock::build(scenario.lock.kind, conn, env, config, options.clone())
+        make_lock(config, conn, env)
     })
     .await;
     let counter = store.totals().await.unwrap_or((0, 0));

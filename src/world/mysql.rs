@@ -4,9 +4,10 @@
 //! starts.
 
 use crate::history::{EventKind, Recorder};
+use crate::lock::mysql::DatabaseLock;
 use crate::lock::mysql_insert_unique;
 use crate::lock::mysql_options::{Cleanup, MysqlOptions};
-use crate::scenario::{database, FaultKind, Scenario};
+use crate::scenario::{FaultKind, Scenario};
 use crate::schedule::Schedule;
 use crate::sql::{SqlConn, SqlError};
 
@@ -61,7 +62,10 @@ pub fn record_client_crash(rec: &Recorder, client: u32, point: &str, how: &str) 
 
 /// Creates what `scenario`'s MySQL lock needs before any client runs (its table, and the lock's
 /// row or fencing counter row), on the admin connection `conn`.
-pub async fn prepare<C: SqlConn>(conn: &mut C, scenario: &Scenario) -> Result<(), SqlError> {
-    let options = database::options(&scenario.lock);
-    crate::lock::mysql::prepare(conn, scenario.lock.kind, &options, &scenario.lock.key).await
+pub async fn prepare<L: DatabaseLock, C: SqlConn>(
+    conn: &mut C,
+    scenario: &Scenario,
+) -> Result<(), SqlError> {
+    let options = scenario.lock.mysql_options();
+    L::prepare(conn, &options, &scenario.lock.key).await
 }

@@ -24,7 +24,7 @@ pub fn bundled(name: &str) -> Scenario {
 
 /// Runs `s` in simulation with `seed` and judges it.
 pub fn judge_sim(s: &Scenario, seed: u64) -> Outcome {
-    let run = lockcheck::sim::run(s, seed);
+    let run = lockcheck::Registry::new().run_sim(s, seed);
     Outcome::judge(s, Mode::Sim, seed, run.history)
 }
 

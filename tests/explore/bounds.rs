@@ -192,7 +192,7 @@ fn the_grace_period_does_not_wait_out_think_times() {
     let s = lockcheck::scenario::Scenario::load(&path).unwrap();
     assert_eq!(s.workload.think_ms, [1_000_000_000; 2]);
     let start = Instant::now();
-    let history = lockcheck::sim::run(&s, 1).history;
+    let history = lockcheck::Registry::new().run_sim(&s, 1).history;
     // The run ends one grace period (lease, wait, hold, request timeout, 5 s) after 2 s.
     let grace = lockcheck::world::grace_ms(&s, s.redis.request_timeout_ms);
     assert!(grace < 20_000, "{grace}");

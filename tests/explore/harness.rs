@@ -24,8 +24,8 @@ fn example_scenario(dir: &Path) -> PathBuf {
 
 /// lockcheck's `set-nx-px` lock, registered as a lock of the user's own would be.
 fn own_set_nx_px() -> Harness {
-    Harness::new().lock("my-set-nx-px", |config, mut conns, env| {
-        SetNxPx::new(conns.remove(0), env, config)
+    Harness::new().lock("my-set-nx-px", |config, conns, env| {
+        SetNxPx::new(config, conns, env)
     })
 }
 
@@ -113,8 +113,8 @@ max_faults = 0
 /// same histories.
 #[test]
 fn a_registered_lock_runs_exactly_as_lockcheck_runs_its_own() {
-    let own = own_set_nx_px().lock("my-redisson", |config, mut conns, env| {
-        lockcheck::lock::Redisson::new(conns.remove(0), env, config)
+    let own = own_set_nx_px().lock("my-redisson", |config, conns, env| {
+        lockcheck::lock::Redisson::new(config, conns, env)
     });
     for (name, kind) in [
         ("failover-lock-loss", "set-nx-px"),
@@ -226,8 +226,8 @@ where
 
 #[test]
 fn a_registered_locks_named_points_are_accepted_and_explored() {
-    let h = Harness::new().lock("pointed", |config, mut conns, env: lockcheck::NodeEnv| {
-        Pointed(SetNxPx::new(conns.remove(0), env.clone(), config), env)
+    let h = Harness::new().lock("pointed", |config, conns, env: lockcheck::NodeEnv| {
+        Pointed(SetNxPx::new(config, conns, env.clone()), env)
     });
     let s = h
         .registry()
@@ -312,10 +312,10 @@ where
 fn lease_on_clock() -> Harness {
     Harness::new().lock(
         "lease-on-clock",
-        |config: lockcheck::LockConfig<ClockParams>, mut conns, env: lockcheck::NodeEnv| {
+        |config: lockcheck::LockConfig<ClockParams>, conns, env: lockcheck::NodeEnv| {
             let wall_clock = config.params.wall_clock;
             LeaseOnClock {
-                inner: SetNxPx::new(conns.remove(0), env.clone(), config.with_params(())),
+                inner: SetNxPx::new(config.with_params(()), conns, env.clone()),
                 env,
                 wall_clock,
             }
@@ -418,10 +418,10 @@ where
 fn counted_reentrant() -> Harness {
     Harness::new().lock(
         "counted-reentrant",
-        |config: lockcheck::LockConfig<CountParams>, mut conns, env: lockcheck::NodeEnv| {
+        |config: lockcheck::LockConfig<CountParams>, conns, env: lockcheck::NodeEnv| {
             let off_by_one = config.params.off_by_one;
             CountedReentrant {
-                inner: SetNxPx::new(conns.remove(0), env, config.with_params(())),
+                inner: SetNxPx::new(config.with_params(()), conns, env),
                 held: None,
                 count: 0,
                 off_by_one,

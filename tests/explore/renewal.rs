@@ -89,12 +89,12 @@ impl Lock for PexpireRenewal {
 fn pexpire_renewal() -> Harness {
     Harness::new().lock(
         "pexpire-renewal",
-        |config: LockConfig, mut conns: Vec<lockcheck::registry::Conn>, env: NodeEnv| {
+        |config: LockConfig, conns: Vec<lockcheck::registry::Conn>, env: NodeEnv| {
             let conn = conns[0].clone();
             PexpireRenewal {
                 key: config.key.clone(),
                 ttl_ms: config.ttl.as_millis() as u64,
-                inner: SetNxPx::new(conns.remove(0), env.clone(), config),
+                inner: SetNxPx::new(config, conns, env.clone()),
                 conn,
                 env,
             }
@@ -140,7 +140,7 @@ fn a_renewal_without_the_owner_check_is_found_writing_stale_data() {
             .replace("kind = \"pexpire-renewal\"", "kind = \"set-nx-px\""),
     )
     .unwrap();
-    let run = lockcheck::sim::run(&correct, correct.seed);
+    let run = lockcheck::Registry::new().run_sim(&correct, correct.seed);
     let o = Outcome::judge(&correct, Mode::Sim, correct.seed, run.history);
     assert_eq!(
         o.checks["resource"].verdict,

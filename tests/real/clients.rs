@@ -1,4 +1,4 @@
-//! Black-box lock clients (`[lock] kind = "process"`) on real `redis-server` processes: the
+//! Black-box lock clients (`[lock] kind = "client-program"`) on real `redis-server` processes: the
 //! client-library scenarios reach their expected verdicts, faults reach the client programs
 //! (SIGSTOP/SIGCONT, SIGKILL, libfaketime) and no program outlives a run, even a failing one or a
 //! SIGKILLed lockcheck. Also `--redis URL`: a user's own Redis keeps its keys.
@@ -7,7 +7,7 @@
 
 use lockcheck::history::EventKind;
 use lockcheck::judge::{Mode, Outcome};
-use lockcheck::real::{ClientCommand, ClientProcess, FakeTime, RedisServer, ServerOptions};
+use lockcheck::real::{ClientCommand, ClientProgram, FakeTime, RedisServer, ServerOptions};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
 use std::io::{BufRead, BufReader, Write};
@@ -96,7 +96,8 @@ fn sections(o: &Outcome) -> u64 {
 /// Runs `s` on real processes under a unique key and checks that none of its programs remain.
 fn run_real(mut s: Scenario, tag: &str) -> Outcome {
     s.lock.key = unique_key(tag);
-    let history = lockcheck::real::redis_world::run(&s, 1)
+    let history = lockcheck::Registry::new()
+        .run_real(&s, 1)
         .unwrap_or_else(|e| panic!("{} could not run: {e}", s.name));
     let left = programs_with_key(&s.lock.key);
     assert!(
@@ -216,13 +217,13 @@ fn a_crashed_client_program_is_sigkilled_and_its_lease_expires() {
 fn shell_client(
     script: &str,
     fake: Option<&FakeTime>,
-) -> (ClientProcess, impl Write, impl BufRead) {
+) -> (ClientProgram, impl Write, impl BufRead) {
     let cmd = ClientCommand {
         argv: vec!["sh".into(), "-c".into(), script.into()],
         cwd: None,
         env: vec![("LOCKCHECK_KEY".into(), unique_key("shell"))],
     };
-    let (p, stdin, stdout) = ClientProcess::spawn(&cmd, fake).unwrap();
+    let (p, stdin, stdout) = ClientProgram::spawn(&cmd, fake).unwrap();
     (p, stdin, BufReader::new(stdout))
 }
 
@@ -299,7 +300,8 @@ fn a_failing_client_program_does_not_outlive_the_run() {
             ),
         )
         .unwrap();
-        let err = lockcheck::real::redis_world::run(&s, 1)
+        let err = lockcheck::Registry::new()
+            .run_real(&s, 1)
             .expect_err(command)
             .to_string();
         assert!(

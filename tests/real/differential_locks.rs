@@ -5,7 +5,7 @@
 //! `EVALSHA` with its `NOSCRIPT` fallback (everything else), plus pub/sub deliveries from
 //! Redisson's release.
 
-use lockcheck::lock::{fenced, lettuce_reentrant, redisson, set_nx_px};
+use lockcheck::lock::{fenced, lease, lettuce_reentrant, redisson};
 use lockcheck::real::{RedisServer, ServerOptions};
 use lockcheck::resource;
 use lockcheck::simredis::{Engine, Role};
@@ -343,7 +343,7 @@ async fn fenced_acquire_and_compare_and_delete() {
     assert_eq!(p.invoke(&acquire("B")).await, Ok(Value::Nil));
     p.close(cmd(&["PTTL", "k"]), PTTL_TOLERANCE).await.unwrap();
     let cad = |owner: &str| {
-        let mut i = set_nx_px::COMPARE_AND_DELETE.key("k");
+        let mut i = lease::COMPARE_AND_DELETE.key("k");
         i.arg(owner);
         i
     };

@@ -13,7 +13,8 @@ fn run_real(name: &str) -> Outcome {
             .join(format!("{name}.toml")),
     )
     .unwrap();
-    let history = lockcheck::real::redis_world::run(&s, 1)
+    let history = lockcheck::Registry::new()
+        .run_real(&s, 1)
         .unwrap_or_else(|e| panic!("{name} could not run on real processes: {e}"));
     let o = Outcome::judge(&s, Mode::Real, 1, history);
     for check in lockcheck::check::CHECK_NAMES {
@@ -47,7 +48,7 @@ macro_rules! real {
                 // Redlock's scenarios have their own real-mode tests (redlock.rs).
                 let s = Scenario::load(&f).unwrap();
                 // The MySQL locks' real runs are in tests/sql/scenarios.rs.
-                if s.lock.kind == lockcheck::lock::LockKind::Redlock || s.lock.kind.is_mysql() {
+                if s.lock.kind.name() == "redlock" || s.lock.kind.is_mysql() {
                     continue;
                 }
                 // The Sentinel scenarios' real runs are in tests/real/sentinel.rs.

@@ -19,7 +19,8 @@ fn scenario(name: &str) -> Scenario {
 
 fn run_real(name: &str) -> Outcome {
     let s = scenario(name);
-    let history = lockcheck::real::redis_world::run(&s, 1)
+    let history = lockcheck::Registry::new()
+        .run_real(&s, 1)
         .unwrap_or_else(|e| panic!("{name} could not run on real processes: {e}"));
     Outcome::judge(&s, Mode::Real, 1, history)
 }
@@ -118,7 +119,7 @@ fn acquire_returns_at_a_majority_and_a_late_set_is_still_released() {
         .iter()
         .map(|s| RoutedConnection::new(Route::new(s.url()), ConnectionTimeouts::default()))
         .collect();
-    let mut lock = Redlock::new(conns, RealEnv::default(), config.clone());
+    let mut lock = Redlock::new(config.clone(), conns, RealEnv::default());
     let exists = |s: &RedisServer| -> i64 {
         redis::cmd("EXISTS")
             .arg(&config.key)

@@ -18,7 +18,8 @@ fn scenario(name: &str) -> Scenario {
 
 fn run_real(name: &str) -> Outcome {
     let s = scenario(name);
-    let history = lockcheck::real::redis_world::run(&s, 1)
+    let history = lockcheck::Registry::new()
+        .run_real(&s, 1)
         .unwrap_or_else(|e| panic!("{name} could not run on real processes: {e}"));
     Outcome::judge(&s, Mode::Real, 1, history)
 }

@@ -16,7 +16,8 @@ fn serial() -> MutexGuard<'static, ()> {
 
 /// Runs `s` on real processes, judges it and checks that every process it started is gone.
 fn run_real(s: &Scenario) -> Outcome {
-    let history = lockcheck::real::redis_world::run(s, 1)
+    let history = lockcheck::Registry::new()
+        .run_real(s, 1)
         .unwrap_or_else(|e| panic!("{} could not run on real processes: {e}", s.name));
     assert_every_process_gone(&history);
     Outcome::judge(s, Mode::Real, 1, history)
@@ -156,7 +157,7 @@ fn a_crashed_master_is_switched_as_fast_in_both_worlds() {
         let killed = noted(h, "redis-0 killed").expect("crash");
         noted(h, "+switch-master redis-0 -> redis-0-replica-0").expect("switch") - killed
     };
-    let sim = took(&lockcheck::sim::run(&s, 1).history);
+    let sim = took(&lockcheck::Registry::new().run_sim(&s, 1).history);
     let real = run_real(&s);
     assert_eq!(real.verdict(), Verdict::Safe);
     let real = took(&real.history);

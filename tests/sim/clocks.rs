@@ -231,7 +231,8 @@ nodes = ["redis-0", "redis-2"]
 "#;
     let s = lockcheck::scenario::Scenario::parse("t.toml", text).unwrap();
     let clock_lines = |seed| {
-        lockcheck::sim::run(&s, seed)
+        lockcheck::Registry::new()
+            .run_sim(&s, seed)
             .history
             .events
             .iter()

@@ -181,7 +181,7 @@ fn scripts_run_through_redis_script_with_the_noscript_fallback() {
     sim(|| async {
         let mut r = rig();
         cmd(&mut r.conn, &["SET", "lock", "me"]).await.unwrap();
-        let s = &*lockcheck::lock::set_nx_px::COMPARE_AND_DELETE;
+        let s = &*lockcheck::lock::lease::COMPARE_AND_DELETE;
         // First invocation: EVALSHA answers NOSCRIPT, redis-rs loads the script and retries.
         let n: i64 = s
             .key("lock")

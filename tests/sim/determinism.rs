@@ -12,8 +12,8 @@ fn every_bundled_scenario_is_deterministic() {
         let s = Scenario::load(&f).unwrap();
         let mut hashes = Vec::new();
         for seed in 1..=4 {
-            let a = lockcheck::sim::run(&s, seed).history;
-            let b = lockcheck::sim::run(&s, seed).history;
+            let a = lockcheck::Registry::new().run_sim(&s, seed).history;
+            let b = lockcheck::Registry::new().run_sim(&s, seed).history;
             assert_eq!(a.render(), b.render(), "{} seed {seed}", s.name);
             assert_eq!(a.trace_hash(), b.trace_hash());
             hashes.push(a.trace_hash());

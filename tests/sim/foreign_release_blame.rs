@@ -55,7 +55,7 @@ fn the_pair_the_server_saw_is_blamed_on_all_30_seeds() {
     let s = scenario();
     let mut inferred_wrong = 0;
     for seed in 1..=30 {
-        let history = lockcheck::sim::run(&s, seed).history;
+        let history = lockcheck::Registry::new().run_sim(&s, seed).history;
         let truth = seen_by_servers(&history);
         assert!(!truth.is_empty(), "seed {seed}: no foreign removal seen");
         assert_eq!(blamed(&history), truth, "seed {seed}");
@@ -80,7 +80,8 @@ fn real_servers_blame_the_pair_their_monitor_saw() {
     let _one_at_a_time = crate::common::real_servers_one_at_a_time();
     let s = scenario();
     for seed in 1..=3 {
-        let history = lockcheck::real::redis_world::run(&s, seed)
+        let history = lockcheck::Registry::new()
+            .run_real(&s, seed)
             .unwrap_or_else(|e| panic!("seed {seed}: could not run on real processes: {e}"));
         assert!(
             history

@@ -60,7 +60,7 @@ fn every_lock_kind_has_a_scenario() {
         .flat_map(|dir| lockcheck::cli::run::scenario_files(dir).unwrap())
         .map(|f| Scenario::load(&f).unwrap().lock.kind)
         .collect();
-    for k in LockKind::ALL {
+    for k in LockKind::builtins() {
         assert!(kinds.contains(k), "no scenario for {}", k.name());
     }
 }
@@ -120,7 +120,7 @@ fn plain_del_removes_the_next_holders_lock() {
     }
     // The compare-and-delete release (set-nx-px) under the same pause deletes nobody's entry.
     let mut s = s;
-    s.lock.kind = LockKind::SetNxPx;
+    s.lock.kind = LockKind::builtin("set-nx-px").unwrap();
     for seed in 1..=5 {
         let o = judge(&s, seed);
         assert_eq!(verdict(&o, "foreign_release"), Verdict::Safe, "seed {seed}");
@@ -156,7 +156,7 @@ fn lettuce_nested_acquires_only_count_on_the_client() {
     }
     // A non-reentrant lock deadlocks on itself at the nested acquire.
     let mut s = s;
-    s.lock.kind = LockKind::SetNxPx;
+    s.lock.kind = LockKind::builtin("set-nx-px").unwrap();
     s.lock.wait_ms = 200;
     s.workload.cycles = 2;
     let o = judge(&s, 1);
@@ -224,7 +224,7 @@ where
     }
 
     async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
-        let deleted: i64 = lockcheck::lock::set_nx_px::COMPARE_AND_DELETE
+        let deleted: i64 = lockcheck::lock::lease::COMPARE_AND_DELETE
             .key(&self.key)
             .arg(&guard.owner)
             .invoke_async(&mut self.conn)
@@ -244,7 +244,7 @@ fn the_reentrancy_check_catches_an_inner_release_that_frees_the_lock() {
         let run = lockcheck::sim::run_with(&s, seed, |config: LockConfig, mut conns, env| {
             let conn = conns.remove(0);
             LeakyReentrant {
-                inner: lockcheck::lock::SetNxPx::new(conn.clone(), env, config.clone()),
+                inner: lockcheck::lock::SetNxPx::new(config.clone(), vec![conn.clone()], env),
                 conn,
                 key: config.key,
                 held: None,

@@ -14,8 +14,8 @@
 
 use lockcheck::env::{ClockKind, Env, NamedPoint};
 use lockcheck::judge::{Mode, Outcome};
-use lockcheck::lock::set_nx_px::{COMPARE_AND_DELETE, COMPARE_AND_PEXPIRE};
-use lockcheck::lock::{Guard, Lock, LockConfig, LockError, LockKind, Redlock, RedlockBug};
+use lockcheck::lock::lease::{COMPARE_AND_DELETE, COMPARE_AND_PEXPIRE};
+use lockcheck::lock::{Guard, Lock, LockConfig, LockError, Redlock, RedlockBug};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
 use redis::aio::ConnectionLike;
@@ -753,8 +753,8 @@ const SEEDS: std::ops::RangeInclusive<u64> = 1..=4;
 
 /// Runs `bug` on `scenario` for one seed and returns every check's verdict.
 fn verdicts(scenario: &Scenario, bug: Bug, seed: u64) -> BTreeMap<String, Verdict> {
-    let fencing = scenario.lock.kind == LockKind::Fenced;
-    let run = if scenario.lock.kind == LockKind::Redlock {
+    let fencing = scenario.lock.kind.name() == "fenced";
+    let run = if scenario.lock.kind.name() == "redlock" {
         let planted = match bug {
             Bug::RedlockQuorumOneShort => Some(RedlockBug::QuorumOneShort),
             Bug::RedlockValidityNotReduced => Some(RedlockBug::ValidityNotReducedByAcquireTime),
@@ -762,7 +762,7 @@ fn verdicts(scenario: &Scenario, bug: Bug, seed: u64) -> BTreeMap<String, Verdic
         };
         lockcheck::sim::run_with(scenario, seed, |mut config: LockConfig, conns, env| {
             config.redlock.planted = planted;
-            Redlock::new(conns, env, config)
+            Redlock::new(config, conns, env)
         })
     } else {
         lockcheck::sim::run_with(scenario, seed, |config, mut conns, env| Planted {

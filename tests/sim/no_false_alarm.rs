@@ -51,7 +51,7 @@ fn safe_scenarios_stay_safe_over_2000_seeds() {
                 }
                 let s = &scenarios[(i / SEEDS) as usize];
                 let seed = 1 + i % SEEDS;
-                let run = lockcheck::sim::run(s, seed);
+                let run = lockcheck::Registry::new().run_sim(s, seed);
                 let outcome = Outcome::judge(s, Mode::Sim, seed, run.history);
                 for (check, result) in &outcome.checks {
                     if s.expected(check) == Some(Verdict::Safe)

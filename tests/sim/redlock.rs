@@ -78,7 +78,7 @@ fn observe(s: &Scenario, seed: u64) -> (Outcome, Vec<Grant>) {
     let next = AtomicU32::new(0);
     let run = lockcheck::sim::run_with(s, seed, |config: LockConfig, conns, env| Observed {
         client: next.fetch_add(1, Ordering::SeqCst),
-        inner: Redlock::new(conns, env, config),
+        inner: Redlock::new(config, conns, env),
         log: log.clone(),
     });
     let grants = log.lock().unwrap().clone();
@@ -350,7 +350,7 @@ hold_ms = [10, 10]
 "#;
     let acquired_at = |text: &str| {
         let s = Scenario::parse("t.toml", text).unwrap();
-        let h = lockcheck::sim::run(&s, 1).history;
+        let h = lockcheck::Registry::new().run_sim(&s, 1).history;
         h.events
             .iter()
             .find(|e| matches!(e.kind, EventKind::Acquired { .. }))
@@ -370,7 +370,7 @@ hold_ms = [10, 10]
         "\"redis-2\", \"redis-3\", \"redis-4\"",
     );
     let s = Scenario::parse("t.toml", &cut3).unwrap();
-    let h = lockcheck::sim::run(&s, 1).history;
+    let h = lockcheck::Registry::new().run_sim(&s, 1).history;
     assert!(!h
         .events
         .iter()

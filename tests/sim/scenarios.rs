@@ -70,7 +70,7 @@ fn gc_pause_past_the_lease_gives_two_holders() {
 fn no_faults_is_safe_and_every_cycle_completes() {
     let s = scenario("set-nx-px-no-faults.toml");
     for seed in 1..=3 {
-        let run = lockcheck::sim::run(&s, seed);
+        let run = lockcheck::Registry::new().run_sim(&s, seed);
         let o = Outcome::judge(&s, Mode::Sim, seed, run.history.clone());
         assert_eq!(o.verdict(), Verdict::Safe, "seed {seed}");
         let sections = o.checks["mutual_exclusion"].evidence["sections"]
@@ -155,7 +155,10 @@ fn bundled_trace_hashes_match_golden() {
         let s = Scenario::load(path).unwrap();
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         for seed in 1..=4u64 {
-            let hash = lockcheck::sim::run(&s, seed).history.trace_hash();
+            let hash = lockcheck::Registry::new()
+                .run_sim(&s, seed)
+                .history
+                .trace_hash();
             now.push(format!("{name} {seed} {hash}"));
         }
     }

@@ -32,7 +32,7 @@ fn sentinels_fail_a_crashed_master_over_after_down_after_ms() {
             &format!("down_after_ms = {down_after}"),
             "[[faults]]\nkind = \"crash\"\nnode = \"redis-0\"\nat_ms = 1000\nrestart_after_ms = 60000\n",
         );
-        let run = lockcheck::sim::run(&s, 1);
+        let run = lockcheck::Registry::new().run_sim(&s, 1);
         let sdown = noted(&run.history, "+sdown master redis-0").expect("sdown");
         let switch =
             noted(&run.history, "+switch-master redis-0 -> redis-0-replica-0").expect("switch");
@@ -54,7 +54,7 @@ fn one_sentinel_cut_off_is_not_a_quorum() {
         "down_after_ms = 500",
         "[[faults]]\nkind = \"partition\"\nnodes = [\"sentinel-0\"]\nat_ms = 100\nfor_ms = 5000\n",
     );
-    let run = lockcheck::sim::run(&s, 1);
+    let run = lockcheck::Registry::new().run_sim(&s, 1);
     assert!(noted(&run.history, "+sdown").is_some());
     assert_eq!(noted(&run.history, "+odown"), None);
     assert_eq!(noted(&run.history, "+switch-master"), None);
@@ -81,7 +81,7 @@ fn min_replicas_to_write_refuses_writes_once_the_replica_is_stale() {
         &text("min_replicas_to_write = 1\nmin_replicas_max_lag_s = 1"),
     )
     .unwrap();
-    let run = lockcheck::sim::run(&with, 1);
+    let run = lockcheck::Registry::new().run_sim(&with, 1);
     let r = refused(&run.history);
     // The last ack before the cut is at 1 s at the latest; Redis counts whole seconds of lag, so
     // writes are refused from 2-3 s on, and never before the cut.
@@ -91,7 +91,7 @@ fn min_replicas_to_write_refuses_writes_once_the_replica_is_stale() {
         "first NOREPLICAS at {first} ms"
     );
     let without = Scenario::parse("m.toml", &text("")).unwrap();
-    assert!(refused(&lockcheck::sim::run(&without, 1).history).is_empty());
+    assert!(refused(&lockcheck::Registry::new().run_sim(&without, 1).history).is_empty());
 }
 
 /// The bundled split-brain scenario: the cut-off old master keeps granting while the promoted
@@ -103,7 +103,7 @@ fn the_partitioned_old_master_is_demoted_when_the_partition_heals() {
         "/scenarios/sentinel-partitioned-old-master.toml"
     )))
     .unwrap();
-    let run = lockcheck::sim::run(&s, 1);
+    let run = lockcheck::Registry::new().run_sim(&s, 1);
     let healed = noted(&run.history, "partition healed").expect("healed");
     let demoted = noted(&run.history, "redis-0 demoted").expect("demoted");
     assert!(

@@ -37,7 +37,16 @@ fn config(wait_ms: u64) -> LockConfig {
         watchdog: false,
         redlock: RedlockOptions::default(),
         wait_replicas: None,
+        mysql: MysqlOptions::default(),
         params: (),
+    }
+}
+
+/// `config` with the MySQL lock options `options`.
+fn with(config: LockConfig, options: &MysqlOptions) -> LockConfig {
+    LockConfig {
+        mysql: options.clone(),
+        ..config
     }
 }
 
@@ -100,7 +109,7 @@ async fn for_update_contention<C: SqlConn + Sync + 'static>(mut conns: Vec<C>, m
         .unwrap();
     let locks: Vec<_> = conns
         .into_iter()
-        .map(|c| MysqlForUpdate::new(c, RealEnv::default(), config(20_000), options.clone()))
+        .map(|c| MysqlForUpdate::new(with(config(20_000), &options), vec![c], RealEnv::default()))
         .collect();
     assert_eq!(contend(locks, 10).await, 30);
 }
@@ -113,7 +122,9 @@ async fn insert_unique_contention<C: SqlConn + Sync + 'static>(mut conns: Vec<C>
         .unwrap();
     let locks: Vec<_> = conns
         .into_iter()
-        .map(|c| MysqlInsertUnique::new(c, RealEnv::default(), config(20_000), options.clone()))
+        .map(|c| {
+            MysqlInsertUnique::new(with(config(20_000), &options), vec![c], RealEnv::default())
+        })
         .collect();
     assert_eq!(contend(locks, 10).await, 30);
 }
@@ -166,11 +177,15 @@ fn insert_unique_is_mutually_exclusive_on_both_databases() {
 async fn owner_crash_sticks<C: SqlConn + Sync + 'static>(mut owner: C, other: C) {
     let options = MysqlOptions::default();
     options.prepare(&mut owner, "lockcheck:lock").await.unwrap();
-    let mut first =
-        MysqlInsertUnique::new(owner, RealEnv::default(), config(1000), options.clone());
+    let mut first = MysqlInsertUnique::new(
+        with(config(1000), &options),
+        vec![owner],
+        RealEnv::default(),
+    );
     first.acquire().await.unwrap().expect("free lock");
     drop(first); // the owner crashes: its connection closes, its row stays
-    let mut second = MysqlInsertUnique::new(other, RealEnv::default(), config(300), options);
+    let mut second =
+        MysqlInsertUnique::new(with(config(300), &options), vec![other], RealEnv::default());
     assert_eq!(
         second.acquire().await.unwrap(),
         None,
@@ -184,14 +199,14 @@ async fn age_cleanup_frees_a_live_owner<C: SqlConn + Sync + 'static>(mut a: C, b
     let options = MysqlOptions::default();
     options.prepare(&mut a, "lockcheck:lock").await.unwrap();
     let env = RealEnv::default();
-    let mut first = MysqlInsertUnique::new(a, env.clone(), config(1000), options.clone());
+    let mut first = MysqlInsertUnique::new(with(config(1000), &options), vec![a], env.clone());
     let held = first.acquire().await.unwrap().expect("free lock");
     tokio::time::sleep(Duration::from_millis(150)).await;
     let deleted = cleanup_once(&mut job, &options, 100, env.now_ms())
         .await
         .unwrap();
     assert_eq!(deleted, 1, "the cleanup deleted the live owner's row");
-    let mut second = MysqlInsertUnique::new(b, env, config(1000), options);
+    let mut second = MysqlInsertUnique::new(with(config(1000), &options), vec![b], env);
     assert!(second.acquire().await.unwrap().is_some(), "a second holder");
     assert!(
         !first.release(&held).await.unwrap(),
@@ -205,10 +220,10 @@ async fn for_update_owner_crash_frees<C: SqlConn + Sync + 'static>(mut a: C, b: 
     mysql_for_update::prepare(&mut a, &options, "orders")
         .await
         .unwrap();
-    let mut first = MysqlForUpdate::new(a, RealEnv::default(), config(1000), options.clone());
+    let mut first = MysqlForUpdate::new(with(config(1000), &options), vec![a], RealEnv::default());
     first.acquire().await.unwrap().expect("free lock");
     drop(first);
-    let mut second = MysqlForUpdate::new(b, RealEnv::default(), config(5000), options);
+    let mut second = MysqlForUpdate::new(with(config(5000), &options), vec![b], RealEnv::default());
     assert!(second.acquire().await.unwrap().is_some());
 }
 

@@ -27,14 +27,19 @@ fn sim(name: &str) -> Outcome {
 
 fn sim_seed(name: &str, seed: u64) -> Outcome {
     let s = scenario(name);
-    Outcome::judge(&s, Mode::Sim, seed, lockcheck::sim::run(&s, seed).history)
+    Outcome::judge(
+        &s,
+        Mode::Sim,
+        seed,
+        lockcheck::Registry::new().run_sim(&s, seed).history,
+    )
 }
 
 /// `name` on a spawned MariaDB. The real-mode tests take turns ([`crate::mariadb_turn`]): three
 /// MariaDBs recovering at once on two cores miss the timings the crash and partition tests rely on.
 fn real(name: &str) -> Outcome {
     let s = scenario(name);
-    let history = lockcheck::real::redis_world::run(&s, s.seed).unwrap();
+    let history = lockcheck::Registry::new().run_real(&s, s.seed).unwrap();
     Outcome::judge(&s, Mode::Real, s.seed, history)
 }
 
@@ -99,8 +104,8 @@ fn mysql_scenarios_reach_their_verdicts_in_simulation() {
 fn mysql_scenarios_are_deterministic() {
     for name in SCENARIOS {
         let s = scenario(name);
-        let a = lockcheck::sim::run(&s, 7).history;
-        let b = lockcheck::sim::run(&s, 7).history;
+        let a = lockcheck::Registry::new().run_sim(&s, 7).history;
+        let b = lockcheck::Registry::new().run_sim(&s, 7).history;
         assert_eq!(a.render(), b.render(), "{name}");
     }
 }
@@ -166,10 +171,15 @@ on = "acquired"
 for_ms = 2500
 "#;
     let s = Scenario::parse("partition.toml", text).unwrap();
-    let o = Outcome::judge(&s, Mode::Sim, 1, lockcheck::sim::run(&s, 1).history);
+    let o = Outcome::judge(
+        &s,
+        Mode::Sim,
+        1,
+        lockcheck::Registry::new().run_sim(&s, 1).history,
+    );
     assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
     assert!(faults(&o).contains("closed 1 idle connection(s) (wait_timeout)"));
-    let history = lockcheck::real::redis_world::run(&s, 1).unwrap();
+    let history = lockcheck::Registry::new().run_real(&s, 1).unwrap();
     let o = Outcome::judge(&s, Mode::Real, 1, history);
     assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
 }
@@ -201,10 +211,15 @@ on = "acquired"
 restart_after_ms = 500
 "#;
     let s = Scenario::parse("crash.toml", text).unwrap();
-    let o = Outcome::judge(&s, Mode::Sim, 1, lockcheck::sim::run(&s, 1).history);
+    let o = Outcome::judge(
+        &s,
+        Mode::Sim,
+        1,
+        lockcheck::Registry::new().run_sim(&s, 1).history,
+    );
     assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
     assert!(faults(&o).contains("mysql-0 restarted"));
-    let history = lockcheck::real::redis_world::run(&s, 1).unwrap();
+    let history = lockcheck::Registry::new().run_real(&s, 1).unwrap();
     let o = Outcome::judge(&s, Mode::Real, 1, history);
     assert!(
         faults(&o).contains("mysql-0 restarted"),

@@ -239,7 +239,12 @@ fn assert_stuck_by_its_own_insert(o: &Outcome) {
 fn a_server_pause_leaves_the_insert_lock_stuck_in_simulation() {
     let s = bundled();
     for seed in 1..=5 {
-        let o = Outcome::judge(&s, Mode::Sim, seed, lockcheck::sim::run(&s, seed).history);
+        let o = Outcome::judge(
+            &s,
+            Mode::Sim,
+            seed,
+            lockcheck::Registry::new().run_sim(&s, seed).history,
+        );
         assert_stuck_by_its_own_insert(&o);
     }
 }
@@ -248,7 +253,7 @@ fn a_server_pause_leaves_the_insert_lock_stuck_in_simulation() {
 fn a_server_pause_leaves_the_insert_lock_stuck_on_real_mariadb() {
     let _turn = crate::mariadb_turn();
     let s = bundled();
-    let history = lockcheck::real::redis_world::run(&s, s.seed).unwrap();
+    let history = lockcheck::Registry::new().run_real(&s, s.seed).unwrap();
     let o = Outcome::judge(&s, Mode::Real, s.seed, history);
     assert!(
         o.history
@@ -363,7 +368,7 @@ fn assert_release_outcome_unknown(o: &Outcome) {
 #[test]
 fn a_commit_without_an_answer_is_an_unknown_release_in_simulation() {
     let s = commit_into_a_pause();
-    let run = lockcheck::sim::run(&s, 1);
+    let run = lockcheck::Registry::new().run_sim(&s, 1);
     assert_release_outcome_unknown(&Outcome::judge(&s, Mode::Sim, 1, run.history));
 }
 
@@ -371,6 +376,6 @@ fn a_commit_without_an_answer_is_an_unknown_release_in_simulation() {
 fn a_commit_without_an_answer_is_an_unknown_release_on_real_mariadb() {
     let _turn = crate::mariadb_turn();
     let s = commit_into_a_pause();
-    let history = lockcheck::real::redis_world::run(&s, 1).unwrap();
+    let history = lockcheck::Registry::new().run_real(&s, 1).unwrap();
     assert_release_outcome_unknown(&Outcome::judge(&s, Mode::Real, 1, history));
 }

@@ -1,13 +1,13 @@
 //! A black-box lock: the user's own client program, driven over the client protocol.
 //!
 //! lockcheck cannot link a Python or Node library, so it runs the user's program (one process
-//! per client, see [`crate::real::ClientProcess`]) and speaks JSON lines to it: one request per
+//! per client, see [`crate::real::ClientProgram`]) and speaks JSON lines to it: one request per
 //! line on its stdin (`{"id":1,"op":"acquire"}`), one reply per line on its stdout with the same
 //! `id` (`{"id":1,"result":"acquired","lease_ms":2000,"token":7}`). `docs/client-protocol.md` is
 //! the full protocol. A request that gets no reply within its timeout is an error, never a hang:
 //! a program lockcheck stopped or killed is then simply a client that does not answer.
 
-use super::ClientProcess;
+use super::ClientProgram;
 use crate::env::Env;
 use crate::lock::{Guard, Lock, LockConfig, LockError};
 use serde::Deserialize;
@@ -36,8 +36,8 @@ struct Reply {
 }
 
 /// One client's lock, implemented by a separate program.
-pub struct ProcessLock<E> {
-    process: Arc<ClientProcess>,
+pub struct ClientProgramLock<E> {
+    process: Arc<ClientProgram>,
     stdin: ChildStdin,
     replies: mpsc::UnboundedReceiver<String>,
     next_id: u64,
@@ -45,10 +45,10 @@ pub struct ProcessLock<E> {
     config: LockConfig,
 }
 
-impl<E: Env> ProcessLock<E> {
+impl<E: Env> ClientProgramLock<E> {
     /// Drives an already started program (`stdin`/`stdout` are its pipes).
     pub fn new(
-        process: Arc<ClientProcess>,
+        process: Arc<ClientProgram>,
         stdin: ChildStdin,
         stdout: ChildStdout,
         env: E,
@@ -64,7 +64,7 @@ impl<E: Env> ProcessLock<E> {
                 }
             }
         });
-        ProcessLock {
+        ClientProgramLock {
             process,
             stdin,
             replies,
@@ -138,7 +138,7 @@ impl<E: Env> ProcessLock<E> {
     }
 }
 
-impl<E: Env> Lock for ProcessLock<E> {
+impl<E: Env> Lock for ClientProgramLock<E> {
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let started = self.env.monotonic_ms();
         let timeout = self.config.wait + self.config.ttl + REPLY_SLACK;

@@ -1,0 +1,123 @@
+//! The locks lockcheck ships: the one list of them ([`register`]), in `lockcheck list` order.
+//! Adding a lock is its file and one line here.
+//!
+//! The registry runs the list to build its locks; the scenario format reads the same list, with
+//! a registrar that builds nothing ([`kinds`]), to know the names, leases and named points.
+
+use super::mysql::DatabaseLock;
+use super::{
+    fenced, lettuce_reentrant, mysql_for_update, mysql_insert_unique, naive_setnx_expire, redisson,
+    redlock, set_ex_nx_del, set_nx_px, Backend, Fenced, LettuceReentrant, Lock, LockConfig,
+    LockKind, NaiveSetnxExpire, Origin, Redisson, Redlock, Registrar, SetExNxDel, SetNxPx,
+};
+use super::{mysql_for_update::MysqlForUpdate, mysql_insert_unique::MysqlInsertUnique};
+use crate::env::RealEnv;
+use crate::sql::{SqlConn, SqlError, Value};
+use crate::subscription::{NoSubscription, Subscribe};
+use redis::aio::ConnectionLike;
+use redis::{Cmd, Pipeline, RedisFuture};
+use std::sync::OnceLock;
+
+/// The client-program kind's name; `process` is its older name, which scenario files still use.
+pub const CLIENT_PROGRAM: &str = "client-program";
+
+/// Registers every lock lockcheck ships with `r`, as a program registers its own.
+pub fn register<R: Registrar>(r: &mut R) {
+    r.redis(set_nx_px::NAME, SetNxPx::new);
+    r.redis(set_ex_nx_del::NAME, SetExNxDel::new);
+    r.redis(naive_setnx_expire::NAME, NaiveSetnxExpire::new);
+    r.redis(lettuce_reentrant::NAME, LettuceReentrant::new);
+    r.redis(redisson::NAME, Redisson::new);
+    r.redis(fenced::NAME, Fenced::new);
+    r.redis(redlock::NAME, Redlock::new);
+    r.client_program(LockKind::client_program(
+        CLIENT_PROGRAM,
+        &["process"],
+        "your own client program (any language) over the JSON-lines client protocol; real mode only (docs/client-protocol.md)",
+    ));
+    r.database(mysql_for_update::NAME, MysqlForUpdate::new);
+    r.database(mysql_insert_unique::NAME, MysqlInsertUnique::new);
+}
+
+/// The kinds [`register`] registers, in its order.
+pub fn kinds() -> &'static [LockKind] {
+    static KINDS: OnceLock<Vec<LockKind>> = OnceLock::new();
+    KINDS.get_or_init(|| {
+        let mut list = KindList(Vec::new());
+        register(&mut list);
+        list.0
+    })
+}
+
+/// A registrar that only writes the kinds down: its connection types have no values, so no
+/// lock is ever built through it.
+struct KindList(Vec<LockKind>);
+
+impl Registrar for KindList {
+    type Conn = Unbuilt;
+    type Db = Unbuilt;
+    type Env = RealEnv;
+
+    fn redis<L, F>(&mut self, name: &'static str, _make: F)
+    where
+        L: Lock + 'static,
+        F: Fn(LockConfig, Vec<Unbuilt>, RealEnv) -> L,
+    {
+        self.0
+            .push(LockKind::of::<L>(name, Backend::Redis, Origin::Builtin));
+    }
+
+    fn database<L, F>(&mut self, name: &'static str, _make: F)
+    where
+        L: DatabaseLock + 'static,
+        F: Fn(LockConfig, Vec<Unbuilt>, RealEnv) -> L,
+    {
+        self.0
+            .push(LockKind::of::<L>(name, Backend::Database, Origin::Builtin));
+    }
+
+    fn client_program(&mut self, kind: LockKind) {
+        self.0.push(kind);
+    }
+}
+
+/// A connection there can be none of: [`KindList`] names the lock types without building one.
+#[derive(Clone)]
+enum Unbuilt {}
+
+impl ConnectionLike for Unbuilt {
+    fn req_packed_command<'a>(&'a mut self, _cmd: &'a Cmd) -> RedisFuture<'a, redis::Value> {
+        match *self {}
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        _pipeline: &'a Pipeline,
+        _offset: usize,
+        _count: usize,
+    ) -> RedisFuture<'a, Vec<redis::Value>> {
+        match *self {}
+    }
+
+    fn get_db(&self) -> i64 {
+        match *self {}
+    }
+}
+
+impl Subscribe for Unbuilt {
+    type Subscription = NoSubscription;
+
+    fn subscription(&self) -> NoSubscription {
+        match *self {}
+    }
+}
+
+impl SqlConn for Unbuilt {
+    async fn query(&mut self, _sql: &str) -> Result<Vec<Vec<Value>>, SqlError> {
+        match *self {}
+    }
+
+    async fn execute(&mut self, _sql: &str) -> Result<u64, SqlError> {
+        match *self {}
+    }
+}

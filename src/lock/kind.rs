@@ -1,0 +1,168 @@
+//! A lock kind as scenarios, checks and reports see it: its name, what it is, what it runs on and
+//! what it can do. The lock declares these itself ([`Lock::ABOUT`], [`Lock::RENEWS`],
+//! [`Lock::DEFAULT_LEASE`], [`Lock::POINTS`]); its registration adds the name and the backend
+//! ([`super::Registrar`]), so nothing outside the lock's own file enumerates the kinds.
+
+use super::Lock;
+use crate::env::NamedPoint;
+use std::cmp::Ordering;
+
+/// What a lock kind's clients talk to, which decides the worlds that can run it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// Redis servers: simulated, spawned `redis-server`s, or servers lockcheck did not start.
+    Redis,
+    /// A MySQL/MariaDB database: the simulated InnoDB subset or a spawned MariaDB.
+    Database,
+    /// A client program in any language that lockcheck starts and drives over the client
+    /// protocol: only real mode can start one.
+    ClientProgram,
+}
+
+/// Who registered a lock kind: a lock lockcheck ships takes no `[lock.params]` and its name is
+/// reserved; a lock of the user's own is registered by the program that runs lockcheck.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// One of lockcheck's own locks ([`super::builtin`]).
+    Builtin,
+    /// A lock the program running lockcheck registered with the harness.
+    Own,
+}
+
+/// One lock kind: what a scenario's `[lock] kind` resolves to. Two kinds are equal when their
+/// names are.
+#[derive(Clone, Copy, Debug)]
+pub struct LockKind {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    about: &'static str,
+    backend: Backend,
+    origin: Origin,
+    default_lease: bool,
+    renews: bool,
+    points: &'static [NamedPoint],
+}
+
+impl LockKind {
+    /// The kind `name` of lock `L` on `backend`, with what `L` declares about itself.
+    pub fn of<L: Lock>(name: &'static str, backend: Backend, origin: Origin) -> Self {
+        LockKind {
+            name,
+            aliases: &[],
+            about: L::ABOUT,
+            backend,
+            origin,
+            default_lease: L::DEFAULT_LEASE,
+            renews: L::RENEWS,
+            points: L::POINTS,
+        }
+    }
+
+    /// The client-program kind: its lock is a separate program, so it declares no lease of its
+    /// own, no renewal and no named points; `aliases` are older names scenario files still use.
+    pub fn client_program(
+        name: &'static str,
+        aliases: &'static [&'static str],
+        about: &'static str,
+    ) -> Self {
+        LockKind {
+            name,
+            aliases,
+            about,
+            backend: Backend::ClientProgram,
+            origin: Origin::Builtin,
+            default_lease: false,
+            renews: false,
+            points: &[],
+        }
+    }
+
+    /// The name scenario files and reports use (`set-nx-px`, ...).
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
+    /// Whether a scenario's `kind = "<name>"` means this kind: its name or one of its aliases.
+    pub fn answers_to(self, name: &str) -> bool {
+        self.name == name || self.aliases.contains(&name)
+    }
+
+    /// The older names this kind still answers to.
+    pub fn aliases(self) -> &'static [&'static str] {
+        self.aliases
+    }
+
+    /// One line about the design and where it comes from.
+    pub fn about(self) -> &'static str {
+        self.about
+    }
+
+    /// What its clients talk to.
+    pub fn backend(self) -> Backend {
+        self.backend
+    }
+
+    /// Whether lockcheck ships it or the running program registered it.
+    pub fn origin(self) -> Origin {
+        self.origin
+    }
+
+    /// Whether the kind is one of the MySQL locks (its own worlds: a database, not Redis).
+    pub fn is_mysql(self) -> bool {
+        self.backend == Backend::Database
+    }
+
+    /// Whether the kind's lock is a client program (real mode only).
+    pub fn is_client_program(self) -> bool {
+        self.backend == Backend::ClientProgram
+    }
+
+    /// Whether the kind has a lease of its own when the scenario sets no `ttl_ms`.
+    pub fn has_default_lease(self) -> bool {
+        self.default_lease
+    }
+
+    /// Whether the kind's lock implements [`Lock::renew`], so the workload's `renew_every_ms`
+    /// can renew its lease.
+    pub fn renews(self) -> bool {
+        self.renews
+    }
+
+    /// Named points inside the lock's protocol where a fault can fire (`on = "<point>"`).
+    pub fn points(self) -> &'static [NamedPoint] {
+        self.points
+    }
+
+    /// Every kind lockcheck ships, in `lockcheck list` order ([`super::builtin::register`]).
+    pub fn builtins() -> &'static [LockKind] {
+        super::builtin::kinds()
+    }
+
+    /// The kind lockcheck ships under `name` (its scenario-file name or an alias), if any.
+    pub fn builtin(name: &str) -> Option<LockKind> {
+        LockKind::builtins()
+            .iter()
+            .copied()
+            .find(|k| k.answers_to(name))
+    }
+}
+
+impl PartialEq for LockKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for LockKind {}
+
+impl PartialOrd for LockKind {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for LockKind {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.name.cmp(other.name)
+    }
+}

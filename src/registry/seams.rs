@@ -1,0 +1,198 @@
+//! The connection and environment a registered lock gets, whichever world runs it: [`Conn`] (a
+//! Redis connection), [`Db`] (a database connection) and [`NodeEnv`]. Each is the simulated one
+//! in simulation and the real one on spawned servers, so one constructor serves both worlds.
+
+use crate::env::{Env, RealEnv, TaskHandle};
+use crate::real::subscription::RealSubscription;
+use crate::real::RoutedConnection;
+use crate::sim::subscription::SimSubscription;
+use crate::sim::{NetSqlConn, SimConnection, SimEnv};
+use crate::sql::{RealSqlConn, SqlConn, SqlError, Value};
+use crate::subscription::{Subscribe, Subscription};
+use futures::future::Either;
+use redis::aio::ConnectionLike;
+use redis::{Cmd, Pipeline, RedisFuture};
+use std::future::Future;
+use std::time::Duration;
+
+/// The connection a registered lock gets: to a simulated server in simulation, to a spawned
+/// `redis-server` in real mode. A [`redis::aio::ConnectionLike`], so `redis::cmd(..).query_async`
+/// and `redis::Script::invoke_async` work on it, and [`Subscribe`] for pub/sub.
+#[derive(Clone)]
+pub enum Conn {
+    /// Simulation.
+    Sim(SimConnection),
+    /// Real servers.
+    Real(RoutedConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, redis::Value> {
+        match self {
+            Conn::Sim(c) => c.req_packed_command(cmd),
+            Conn::Real(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Conn::Sim(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Real(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Sim(c) => c.get_db(),
+            Conn::Real(c) => c.get_db(),
+        }
+    }
+}
+
+/// A [`Conn`]'s subscriber connection.
+pub enum ConnSubscription {
+    /// Simulation.
+    Sim(SimSubscription),
+    /// Real servers.
+    Real(RealSubscription),
+}
+
+impl Subscribe for Conn {
+    type Subscription = ConnSubscription;
+
+    fn subscription(&self) -> ConnSubscription {
+        match self {
+            Conn::Sim(c) => ConnSubscription::Sim(c.subscription()),
+            Conn::Real(c) => ConnSubscription::Real(c.subscription()),
+        }
+    }
+}
+
+impl Subscription for ConnSubscription {
+    fn subscribe(&mut self, channel: &str) -> impl Future<Output = redis::RedisResult<()>> + Send {
+        match self {
+            ConnSubscription::Sim(s) => Either::Left(s.subscribe(channel)),
+            ConnSubscription::Real(s) => Either::Right(s.subscribe(channel)),
+        }
+    }
+
+    fn unsubscribe(
+        &mut self,
+        channel: &str,
+    ) -> impl Future<Output = redis::RedisResult<()>> + Send {
+        match self {
+            ConnSubscription::Sim(s) => Either::Left(s.unsubscribe(channel)),
+            ConnSubscription::Real(s) => Either::Right(s.unsubscribe(channel)),
+        }
+    }
+
+    fn next_message(&mut self) -> impl Future<Output = Option<Vec<u8>>> + Send {
+        match self {
+            ConnSubscription::Sim(s) => Either::Left(s.next_message()),
+            ConnSubscription::Real(s) => Either::Right(s.next_message()),
+        }
+    }
+}
+
+/// The environment a registered lock gets: its simulated node's in simulation, the real one on
+/// spawned servers. Every method is the world's own, so clock faults reach the lock as they
+/// reach lockcheck's locks.
+#[derive(Clone)]
+pub enum NodeEnv {
+    /// Simulation.
+    Sim(SimEnv),
+    /// Real servers.
+    Real(RealEnv),
+}
+
+impl Env for NodeEnv {
+    fn now_ms(&self) -> u64 {
+        match self {
+            NodeEnv::Sim(e) => e.now_ms(),
+            NodeEnv::Real(e) => e.now_ms(),
+        }
+    }
+
+    fn monotonic_ms(&self) -> u64 {
+        match self {
+            NodeEnv::Sim(e) => e.monotonic_ms(),
+            NodeEnv::Real(e) => e.monotonic_ms(),
+        }
+    }
+
+    fn sleep(&self, d: Duration) -> impl Future<Output = ()> + Send {
+        match self {
+            NodeEnv::Sim(e) => Either::Left(e.sleep(d)),
+            NodeEnv::Real(e) => Either::Right(e.sleep(d)),
+        }
+    }
+
+    fn spawn<F>(&self, task: F) -> TaskHandle
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        match self {
+            NodeEnv::Sim(e) => e.spawn(task),
+            NodeEnv::Real(e) => e.spawn(task),
+        }
+    }
+
+    fn random_u64(&self) -> u64 {
+        match self {
+            NodeEnv::Sim(e) => e.random_u64(),
+            NodeEnv::Real(e) => e.random_u64(),
+        }
+    }
+
+    fn point(&self, name: &'static str) -> impl Future<Output = ()> + Send {
+        match self {
+            NodeEnv::Sim(e) => Either::Left(e.point(name)),
+            NodeEnv::Real(e) => Either::Right(e.point(name)),
+        }
+    }
+
+    fn timeout<F>(&self, d: Duration, task: F) -> impl Future<Output = Option<F::Output>> + Send
+    where
+        F: Future + Send,
+    {
+        match self {
+            NodeEnv::Sim(e) => Either::Left(e.timeout(d, task)),
+            NodeEnv::Real(e) => Either::Right(e.timeout(d, task)),
+        }
+    }
+}
+
+/// The database connection a registered MySQL lock gets: to the simulated InnoDB subset in
+/// simulation, to a spawned MariaDB in real mode. (The simulated one is the larger; a client
+/// has one for its whole run, so the size is not worth a box.)
+#[allow(clippy::large_enum_variant)]
+pub enum Db {
+    /// Simulation.
+    Sim(NetSqlConn),
+    /// A real MariaDB.
+    Real(RealSqlConn),
+}
+
+impl SqlConn for Db {
+    fn query(
+        &mut self,
+        sql: &str,
+    ) -> impl Future<Output = Result<Vec<Vec<Value>>, SqlError>> + Send {
+        match self {
+            Db::Sim(c) => Either::Left(c.query(sql)),
+            Db::Real(c) => Either::Right(c.query(sql)),
+        }
+    }
+
+    fn execute(&mut self, sql: &str) -> impl Future<Output = Result<u64, SqlError>> + Send {
+        match self {
+            Db::Sim(c) => Either::Left(c.execute(sql)),
+            Db::Real(c) => Either::Right(c.execute(sql)),
+        }
+    }
+}
