@@ -1,8 +1,9 @@
 //! Judging a run: every checker over the history, each verdict against the scenario's expectation.
 //!
-//! The judge sits above `check/`: the checkers read only the history and the few numbers passed
-//! to them; what those numbers are for a scenario (the liveness bound, the masters, the cycles
-//! the workload could complete) is decided here.
+//! The judge sits above `check/` and `scenario/`: the checkers read only the history and the few
+//! numbers passed to them; the scenario says what those numbers are (`Scenario::check_params`:
+//! the liveness bound, the masters, the cycles the workload could complete), and the judge
+//! composes the checkers that run from the one list, `check::CHECKERS`.
 
 use crate::check::{self, CheckResult, Checker, Verdict};
 use crate::exec::{DistinctCount, SeedSet};
@@ -10,23 +11,10 @@ use crate::history::History;
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
 
-/// The numbers the checkers take from `scenario` (`[checks]`: the liveness bound, three of its
-/// leases unless set; the refused writes allowed; the throughput minimum; and the masters the
-/// lock lives on and the cycles the workload could complete).
-pub fn params(scenario: &Scenario) -> check::Params {
-    check::Params {
-        liveness_bound_ms: scenario.checks.liveness_bound_ms(scenario.lock.lease_ms()),
-        masters: scenario.redis.masters,
-        max_refused_writes: scenario.checks.max_refused_writes,
-        min_throughput: scenario.checks.min_throughput,
-        capacity: scenario.capacity(),
-    }
-}
-
 /// Every checker that runs for `scenario`, composed from the one list (`check::CHECKERS`), each
 /// with its declaration.
 pub fn for_scenario(scenario: &Scenario) -> Vec<(&'static check::Declaration, Box<dyn Checker>)> {
-    check::for_params(&params(scenario))
+    check::for_params(&scenario.check_params())
 }
 
 /// The program replay commands name: `lockcheck`, or a harness binary's own name.

@@ -4,7 +4,8 @@
 //!
 //! The judge (a layer above) reads those numbers from the scenario into [`Params`]; a checker
 //! takes the ones it needs, and a checker that runs only when a scenario asks for it (throughput)
-//! says so by building nothing, so the judge has no special case for any checker.
+//! says so by building nothing and by [`Declaration::runs_only`], so neither the judge nor the
+//! scenario's validation has a special case for any checker.
 
 use super::Checker;
 
@@ -60,6 +61,10 @@ pub struct Declaration {
     pub label: &'static str,
     /// What the checker reads of a run.
     pub reads: Reads,
+    /// For a checker that runs only when a scenario asks for it: what the scenario must set, in
+    /// words that complete "runs only ..." (the error when `expect_checks` names it otherwise).
+    /// `None`: it always runs.
+    pub runs_only: Option<&'static str>,
     /// The checker for a scenario's numbers; `None` when it does not run for that scenario.
     pub build: fn(&Params) -> Option<Box<dyn Checker>>,
 }

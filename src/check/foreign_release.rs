@@ -37,6 +37,7 @@ impl ForeignRelease {
         name: "foreign_release",
         label: "foreign release",
         reads: Reads::Grants,
+        runs_only: None,
         build: |p| Some(Box::new(ForeignRelease::for_masters(p.masters))),
     };
 

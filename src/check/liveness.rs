@@ -218,6 +218,7 @@ impl Liveness {
         name: "liveness",
         label: "liveness",
         reads: Reads::Grants,
+        runs_only: None,
         build: |p| {
             Some(Box::new(Liveness {
                 bound_us: p.liveness_bound_ms.saturating_mul(1000),

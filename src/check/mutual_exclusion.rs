@@ -174,6 +174,7 @@ impl MutualExclusion {
         name: "mutual_exclusion",
         label: "ME",
         reads: Reads::History,
+        runs_only: None,
         build: |_| Some(Box::new(MutualExclusion)),
     };
 }

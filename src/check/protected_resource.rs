@@ -107,6 +107,7 @@ impl Resource {
         name: "resource",
         label: "resource",
         reads: Reads::Grants,
+        runs_only: None,
         build: |p| {
             Some(Box::new(Resource {
                 max_refused_writes: p.max_refused_writes,

@@ -26,6 +26,7 @@ impl Reentrancy {
         name: "reentrancy",
         label: "reentrancy",
         reads: Reads::Grants,
+        runs_only: None,
         build: |_| Some(Box::new(Reentrancy)),
     };
 }

@@ -58,6 +58,7 @@ impl Release {
         name: "release",
         label: "release",
         reads: Reads::History,
+        runs_only: None,
         build: |p| Some(Box::new(Release { masters: p.masters })),
     };
 }

@@ -28,6 +28,9 @@ impl Throughput {
         name: "throughput",
         label: "throughput",
         reads: Reads::Grants,
+        runs_only: Some(
+            "when `[checks] min_throughput` is set (for example `min_throughput = 0.5`)",
+        ),
         build: |p| {
             let min_share = p.min_throughput?;
             Some(Box::new(Throughput {

@@ -286,6 +286,19 @@ impl Scenario {
             .collect()
     }
 
+    /// The numbers the checkers take from this scenario (`[checks]`: the liveness bound, three
+    /// of its leases unless set; the refused writes allowed; the throughput minimum; and the
+    /// masters the lock lives on and the cycles the workload could complete).
+    pub fn check_params(&self) -> crate::check::Params {
+        crate::check::Params {
+            liveness_bound_ms: self.checks.liveness_bound_ms(self.lock.lease_ms()),
+            masters: self.redis.masters,
+            max_refused_writes: self.checks.max_refused_writes,
+            min_throughput: self.checks.min_throughput,
+            capacity: self.capacity(),
+        }
+    }
+
     /// The expectation for one check: `expect_checks` first; `expect` is the mutual-exclusion one.
     pub fn expected(&self, check: &str) -> Option<Verdict> {
         self.expect_checks

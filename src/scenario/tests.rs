@@ -221,7 +221,12 @@ fn every_check_name_is_accepted_in_expect_checks() {
         "expect = \"violation\"\nexpect_checks = { throughput = \"safe\" }",
     );
     let e = Scenario::parse("t.toml", &text).unwrap_err();
-    assert!(e.message.contains("min_throughput"), "{e}");
+    assert!(
+        e.message.contains(
+            "`expect_checks` names `throughput`, which runs only when `[checks] min_throughput` is set"
+        ),
+        "{e}"
+    );
     let text = GOOD.to_string() + "[checks]\nmin_throughput = 1.5\n";
     let e = Scenario::parse("t.toml", &text).unwrap_err();
     assert!(e.message.contains("[0, 1]"), "{e}");

@@ -9,8 +9,7 @@ use toml::Spanned;
 use super::error::{quoted, Ctx, ScenarioError};
 use super::spec::LockSpec;
 use super::{OwnKind, Scenario};
-use crate::check::throughput::Throughput;
-use crate::check::{Verdict, CHECK_NAMES};
+use crate::check::{Verdict, CHECKERS, CHECK_NAMES};
 use crate::lock::builtin::CLIENT_PROGRAM;
 use crate::lock::{redlock, set_nx_px, LockKind};
 
@@ -154,8 +153,7 @@ fn sentinel(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
 }
 
 /// `[checks]`: a positive liveness bound, throughput and refused-write shares in [0, 1], and no
-/// expectation of the
-/// throughput check unless it runs.
+/// expectation of a check that runs only when asked (throughput) unless it runs.
 fn checks(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     if let Some(t) = s.checks.min_throughput {
         if !(0.0..=1.0).contains(&t) {
@@ -179,13 +177,17 @@ fn checks(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
             "`liveness_bound_ms` must be at least 1",
         ));
     }
-    if s.expect_checks.contains_key(Throughput::DECLARATION.name)
-        && s.checks.min_throughput.is_none()
-    {
-        return Err(ctx.err(
-            at(ctx, "expect_checks"),
-            "`expect_checks` names `throughput`, which runs only when `[checks] min_throughput` is set (for example `min_throughput = 0.5`)",
-        ));
+    // A check that runs only when the scenario asks for it cannot be expected otherwise.
+    let params = s.check_params();
+    for d in CHECKERS {
+        if let Some(when) = d.runs_only {
+            if s.expect_checks.contains_key(d.name) && (d.build)(&params).is_none() {
+                return Err(ctx.err(
+                    at(ctx, "expect_checks"),
+                    format!("`expect_checks` names `{}`, which runs only {when}", d.name),
+                ));
+            }
+        }
     }
     Ok(())
 }
