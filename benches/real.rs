@@ -2,7 +2,7 @@
 //!
 //! `cargo bench --bench real` (release; needs `redis-server`, spawned on free ports, never 6379).
 //! For 1 and 16 clients contending for one `set-nx-px` lock with no hold, think or retry pause:
-//! - lockcheck: `real::redis_world::run` of the no-fault scenario (its own lock and storage servers);
+//! - lockcheck: `Registry::run_real` of the no-fault scenario (its own lock and storage servers);
 //!   cycles are the accepted storage writes, timed from the first to the last client event;
 //! - bare: the same per-cycle commands straight through redis-rs (`SET NX PX` on the lock server,
 //!   `GET` + the fenced-write `EVALSHA` on the storage server, the compare-and-delete `EVALSHA`),

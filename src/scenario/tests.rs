@@ -49,6 +49,36 @@ fn unknown_lock_kind_names_the_choices_and_position() {
 }
 
 #[test]
+fn client_program_is_named_client_program_and_process_still_works() {
+    let program = |kind: &str, command: &str| {
+        format!(
+            "name = \"t\"\nexpect = \"safe\"\nduration_ms = 1000\n[lock]\nkind = \"{kind}\"\nttl_ms = 100\n{command}"
+        )
+    };
+    for kind in ["client-program", "process"] {
+        let s = Scenario::parse("t.toml", &program(kind, "command = [\"./client\"]")).unwrap();
+        assert_eq!(s.lock.kind.name(), "client-program", "`{kind}`");
+        assert!(s.lock.kind.is_client_program());
+        let e = Scenario::parse("t.toml", &program(kind, "")).unwrap_err();
+        assert!(
+            e.message
+                .contains("lock kind `client-program` needs `command = [\"program\""),
+            "{e}"
+        );
+    }
+    let e = Scenario::parse(
+        "t.toml",
+        &GOOD.replace("ttl_ms = 100", "ttl_ms = 100\ncommand = [\"x\"]"),
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains("`command` is the client program of lock kind `client-program`; lock kind `set-nx-px` does not take it"),
+        "{e}"
+    );
+}
+
+#[test]
 fn unknown_key_is_located() {
     let text = GOOD.replace("ttl_ms = 100", "ttl_ms = 100\nttl = 5");
     let e = Scenario::parse("t.toml", &text).unwrap_err();

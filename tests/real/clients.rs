@@ -328,8 +328,8 @@ fn killing_lockcheck_kills_its_client_programs() {
     text = text.replace("duration_ms = 3000", "duration_ms = 60000");
     text = text.replace("cycles = 10", "cycles = 100000");
     text = text.replace(
-        "kind = \"process\"",
-        &format!("kind = \"process\"\nkey = \"{key}\""),
+        "kind = \"client-program\"",
+        &format!("kind = \"client-program\"\nkey = \"{key}\""),
     );
     let file = std::env::temp_dir().join(format!("lockcheck-sigkill-{}.toml", std::process::id()));
     std::fs::write(&file, text).unwrap();
