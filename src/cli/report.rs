@@ -1,38 +1,107 @@
 //! Reports: the text a person reads (verdict first, then the two holders, then how to replay) and
 //! the JSON object of the CLI contract.
 
+use crate::check::{Verdict, CHECK_NAMES};
 use crate::history::{fmt_ms, EventKind};
-use crate::judge::SeedsOutcome;
+use crate::judge::{Mismatch, SeedsOutcome};
 use crate::scenario::Scenario;
 use std::fmt::Write as _;
+
+/// The headline word: VIOLATION when any check was violated on any seed, else SAFE. Every check
+/// counts, not only mutual exclusion: a lock that never deadlocks two holders but leaves its
+/// waiters stuck is not "SAFE".
+fn word(o: &SeedsOutcome) -> &'static str {
+    if o.any_violation() {
+        "VIOLATION"
+    } else {
+        "SAFE"
+    }
+}
+
+/// How a check differs from its expectation, in the headline's words
+/// ("liveness violated on 200 of 200 seeds, expected safe").
+fn mismatch_text(m: &Mismatch, seeds_run: u64) -> String {
+    let on = |n: u64| {
+        if seeds_run > 1 {
+            format!(" on {n} of {seeds_run} seeds")
+        } else {
+            String::new()
+        }
+    };
+    let what = match m.observed {
+        Verdict::Violation => format!("violated{}", on(m.violating)),
+        Verdict::NotJudged => format!("not judged{}", on(m.not_judged)),
+        Verdict::Safe if seeds_run > 1 => format!("safe on all {seeds_run} seeds"),
+        Verdict::Safe => "safe".to_string(),
+    };
+    format!("{} {what}, expected {}", m.check, m.expected)
+}
+
+/// What the parenthesis of the headline says: each check that differs from its expectation, or,
+/// when all are as expected, what was violated.
+fn expectation_text(scenario: &Scenario, o: &SeedsOutcome) -> String {
+    let mismatches = o.mismatches();
+    if !mismatches.is_empty() {
+        let each: Vec<String> = mismatches
+            .iter()
+            .map(|m| mismatch_text(m, o.seeds_run))
+            .collect();
+        return format!("NOT AS EXPECTED: {}", each.join("; "));
+    }
+    let violated = violated_checks(o);
+    if violated.iter().all(|c| *c == "mutual_exclusion") {
+        return format!("as expected: expected {}", scenario.expect);
+    }
+    let me = if violated.contains(&"mutual_exclusion") {
+        String::new()
+    } else {
+        format!(", mutual_exclusion {}", o.observed("mutual_exclusion"))
+    };
+    format!("as expected: {} violated{me}", violated.join(", "))
+}
+
+/// The checks violated on some seed, in report order.
+fn violated_checks(o: &SeedsOutcome) -> Vec<&'static str> {
+    CHECK_NAMES
+        .iter()
+        .copied()
+        .filter(|c| o.violating_seeds.get(*c).is_some_and(|s| !s.is_empty()))
+        .collect()
+}
+
+/// The seeds part of the headline: how many seeds violated some check, and each check's count.
+fn seeds_text(o: &SeedsOutcome) -> String {
+    let seed = o.shown.seed;
+    if o.seeds_run <= 1 {
+        return format!(", seed {seed}");
+    }
+    let per_check: Vec<String> = violated_checks(o)
+        .iter()
+        .map(|c| format!("{c} on {}", o.violating_seeds[*c].len()))
+        .collect();
+    let per_check = if per_check.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", per_check.join(", "))
+    };
+    format!(
+        ", {} of {} seeds violated{per_check}, showing seed {seed}",
+        o.seeds_violating_any, o.seeds_run
+    )
+}
 
 /// The full text report of one scenario.
 pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
     let r = &o.shown;
     let mut out = String::new();
-    let ok = if o.matches_expectation() {
-        "as expected"
-    } else {
-        "NOT AS EXPECTED"
-    };
-    let seeds = if o.seeds_run > 1 {
-        let v = &o.violating_seeds["mutual_exclusion"];
-        format!(
-            ", {} of {} seeds violated, showing seed {}",
-            v.len(),
-            o.seeds_run,
-            r.seed
-        )
-    } else {
-        format!(", seed {}", r.seed)
-    };
     let _ = writeln!(
         out,
-        "{} ({ok}: expected {}) — {} [{}{seeds}]",
-        o.verdict().to_string().to_uppercase(),
-        scenario.expect,
+        "{} ({}) — {} [{}{}]",
+        word(o),
+        expectation_text(scenario, o),
         scenario.name,
         r.mode.name(),
+        seeds_text(o),
     );
     if !scenario.about.is_empty() {
         let _ = writeln!(out, "  {}", scenario.about);
@@ -82,19 +151,29 @@ pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
 /// One line for directory runs.
 pub fn line(scenario: &Scenario, o: &SeedsOutcome) -> String {
     let r = &o.shown;
+    let mismatches: Vec<String> = o
+        .mismatches()
+        .iter()
+        .map(|m| mismatch_text(m, o.seeds_run))
+        .collect();
     format!(
-        "{}  {:<32} {:<9} (expected {:<9}) {} seed={} trace={}",
+        "{}  {:<32} {:<9} (expected {:<9}) {} seed={} trace={}{}",
         if o.matches_expectation() {
             "PASS"
         } else {
             "FAIL"
         },
         scenario.name,
-        o.verdict().to_string(),
+        word(o).to_lowercase(),
         scenario.expect.to_string(),
         r.mode.name(),
         r.seed,
-        r.trace_hash
+        r.trace_hash,
+        if mismatches.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", mismatches.join("; "))
+        }
     )
 }
 
@@ -131,6 +210,9 @@ pub fn json(scenario: &Scenario, o: &SeedsOutcome) -> serde_json::Value {
         "verdict": o.verdict(),
         "expected": scenario.expect,
         "matches_expectation": o.matches_expectation(),
+        "any_violation": o.any_violation(),
+        "not_as_expected": o.mismatches(),
+        "not_judged_seeds": o.not_judged_seeds,
         "checks": checks,
         "trace_hash": r.trace_hash,
         "replay": r.replay(),
