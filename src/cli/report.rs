@@ -218,3 +218,84 @@ pub fn json(scenario: &Scenario, o: &SeedsOutcome) -> serde_json::Value {
         "replay": r.replay(),
     })
 }
+
+#[cfg(test)]
+mod headline {
+    use super::*;
+    use crate::history::{Event, EventKind, History};
+    use crate::judge::{Mode, Outcome};
+
+    fn scenario(expect_checks: &str) -> Scenario {
+        Scenario::parse(
+            "t.toml",
+            &format!(
+                "name = \"t\"\nexpect = \"safe\"\nduration_ms = 1000\nexpect_checks = {{ {expect_checks} }}\n[lock]\nkind = \"set-nx-px\"\nttl_ms = 1000\n"
+            ),
+        )
+        .unwrap()
+    }
+
+    /// A release that answered "released" with nothing removed, with or without the servers'
+    /// watching event.
+    fn lying_release(watched: bool) -> History {
+        let ev = |at_us, node: &str, kind| Event {
+            at_us,
+            node: node.into(),
+            kind,
+        };
+        let mut events = vec![
+            ev(1, "client-0", EventKind::AcquireStart),
+            ev(
+                2,
+                "client-0",
+                EventKind::Acquired {
+                    owner: "o".into(),
+                    fencing_token: None,
+                    acquired_at_ms: 0,
+                    valid_until_ms: 1000,
+                },
+            ),
+            ev(3, "client-0", EventKind::Enter),
+            ev(4, "client-0", EventKind::Exit),
+            ev(5, "client-0", EventKind::Released { deleted: true }),
+            ev(6, "run", EventKind::RunEnd),
+        ];
+        if watched {
+            let key = "k".into();
+            events.insert(0, ev(0, "servers", EventKind::LockEntriesWatched { key }));
+        }
+        History { events }
+    }
+
+    fn report(s: &Scenario, h: History) -> String {
+        let o = SeedsOutcome::aggregate(s, vec![Outcome::judge(s, Mode::Sim, 1, h)]);
+        text(s, &o)
+    }
+
+    /// What explore writes for a release finding (mutual exclusion safe, release violated) is
+    /// replayed under a headline that names the release violation, as its FOUND line does.
+    #[test]
+    fn a_release_finding_is_a_violation_in_the_headline() {
+        let s = scenario("release = \"violation\"");
+        let out = report(&s, lying_release(true));
+        assert!(
+            out.starts_with("VIOLATION (as expected: release violated, mutual_exclusion safe)"),
+            "{out}"
+        );
+    }
+
+    /// A check that could not judge says so, and is not counted as the safe it was expected to be.
+    #[test]
+    fn not_judged_is_not_safe() {
+        let s = scenario("release = \"safe\"");
+        let out = report(&s, lying_release(false));
+        assert!(
+            out.starts_with("SAFE (NOT AS EXPECTED: release not judged, expected safe)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("  release: not judged (expected safe) — "),
+            "{out}"
+        );
+    }
+}
