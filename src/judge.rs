@@ -114,13 +114,19 @@ impl Outcome {
 /// The result of running one scenario over one or more seeds.
 #[derive(Clone, Debug)]
 pub struct SeedsOutcome {
-    /// The run to show: the first that violated mutual exclusion, else the first.
+    /// The run to show: the first that violated mutual exclusion, else the first that violated
+    /// any check, else the first.
     pub shown: Outcome,
     /// How many seeds ran.
     pub seeds_run: u64,
+    /// How many seeds violated at least one check.
+    pub seeds_violating_any: u64,
     /// Per check: the seeds whose run violated it.
     pub violating_seeds: BTreeMap<String, SeedSet>,
-    /// Per check with an expectation: (expected, observed over all seeds).
+    /// Per check: how many seeds' runs it could not judge (absent: it judged every seed).
+    pub not_judged_seeds: BTreeMap<String, u64>,
+    /// Per check with an expectation: (expected, observed over all seeds; see
+    /// [`SeedsOutcome::observed`]).
     pub expectations: BTreeMap<String, (Verdict, Verdict)>,
     /// How many different histories the seeds produced (by trace hash).
     pub distinct_traces: u64,
@@ -134,8 +140,11 @@ pub struct SeedsOutcome {
 pub struct SeedsAggregate {
     first: Option<Outcome>,
     first_violation: Option<Outcome>,
+    first_any_violation: Option<Outcome>,
     seeds_run: u64,
+    seeds_violating_any: u64,
     violating: BTreeMap<String, SeedSet>,
+    not_judged: BTreeMap<String, u64>,
     traces: DistinctCount,
     worst: Option<(usize, u64)>,
 }
@@ -147,11 +156,16 @@ impl SeedsAggregate {
         let mut violated = 0;
         for (name, c) in &r.checks {
             let e = self.violating.entry(name.clone()).or_default();
-            if c.verdict == Verdict::Violation {
-                e.push(r.seed);
-                violated += 1;
+            match c.verdict {
+                Verdict::Violation => {
+                    e.push(r.seed);
+                    violated += 1;
+                }
+                Verdict::NotJudged => *self.not_judged.entry(name.clone()).or_default() += 1,
+                Verdict::Safe => {}
             }
         }
+        self.seeds_violating_any += u64::from(violated > 0);
         if violated > self.worst.map_or(0, |(n, _)| n) {
             self.worst = Some((violated, r.seed));
         }
@@ -160,6 +174,9 @@ impl SeedsAggregate {
             .add(u64::from_str_radix(&r.trace_hash, 16).unwrap_or(0));
         if self.first_violation.is_none() && r.verdict() == Verdict::Violation {
             self.first_violation = Some(r.clone());
+        }
+        if self.first_any_violation.is_none() && violated > 0 {
+            self.first_any_violation = Some(r.clone());
         }
         if self.first.is_none() {
             self.first = Some(r);
@@ -173,22 +190,23 @@ impl SeedsAggregate {
 
     /// The aggregate over every run added; `None` when none was.
     pub fn finish(self, scenario: &Scenario) -> Option<SeedsOutcome> {
-        let shown = self.first_violation.or(self.first)?;
+        let shown = self
+            .first_violation
+            .or(self.first_any_violation)
+            .or(self.first)?;
         let mut expectations = BTreeMap::new();
         for (name, seeds) in &self.violating {
             if let Some(expected) = scenario.expected(name) {
-                let observed = if seeds.is_empty() {
-                    Verdict::Safe
-                } else {
-                    Verdict::Violation
-                };
+                let observed = observed(seeds.len(), self.not_judged.get(name).copied());
                 expectations.insert(name.clone(), (expected, observed));
             }
         }
         Some(SeedsOutcome {
             shown,
             seeds_run: self.seeds_run,
+            seeds_violating_any: self.seeds_violating_any,
             violating_seeds: self.violating,
+            not_judged_seeds: self.not_judged,
             expectations,
             distinct_traces: self.traces.count(),
             worst_seed: self.worst.map(|(_, s)| s),
@@ -196,7 +214,66 @@ impl SeedsAggregate {
     }
 }
 
+/// A check's verdict over many seeds: a violation when any seed violated it, not judged when it
+/// violated none but could not judge some, else safe. A seed it could not judge is never counted
+/// as safe: "safe on 200 seeds" must mean it looked at 200 runs.
+fn observed(violating: u64, not_judged: Option<u64>) -> Verdict {
+    if violating > 0 {
+        Verdict::Violation
+    } else if not_judged.is_some_and(|n| n > 0) {
+        Verdict::NotJudged
+    } else {
+        Verdict::Safe
+    }
+}
+
+/// A check whose verdict over the seeds differs from what the scenario expects.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Mismatch {
+    /// The check's name.
+    pub check: String,
+    /// What the scenario expects of it.
+    pub expected: Verdict,
+    /// What it found over the seeds.
+    pub observed: Verdict,
+    /// On how many seeds it found a violation.
+    pub violating: u64,
+    /// On how many seeds it could not judge.
+    pub not_judged: u64,
+}
+
 impl SeedsOutcome {
+    /// A check's verdict over every seed (violated on any, else not judged on any, else safe).
+    pub fn observed(&self, check: &str) -> Verdict {
+        observed(
+            self.violating_seeds.get(check).map_or(0, |s| s.len()),
+            self.not_judged_seeds.get(check).copied(),
+        )
+    }
+
+    /// Whether any check was violated on any seed: the report's headline word.
+    pub fn any_violation(&self) -> bool {
+        self.seeds_violating_any > 0
+    }
+
+    /// Every check whose verdict differs from its expectation, in report order.
+    pub fn mismatches(&self) -> Vec<Mismatch> {
+        let mut out: Vec<Mismatch> = self
+            .expectations
+            .iter()
+            .filter(|(_, (e, o))| e != o)
+            .map(|(name, &(expected, observed))| Mismatch {
+                check: name.clone(),
+                expected,
+                observed,
+                violating: self.violating_seeds.get(name).map_or(0, |s| s.len()),
+                not_judged: self.not_judged_seeds.get(name).copied().unwrap_or(0),
+            })
+            .collect();
+        out.sort_by_key(|m| check::CHECK_NAMES.iter().position(|n| *n == m.check));
+        out
+    }
+
     /// Aggregates runs: a check is a violation over the seeds when any seed violated it, so
     /// "expect violation" means at least one seed found it and "expect safe" means none did.
     pub fn aggregate(scenario: &Scenario, runs: Vec<Outcome>) -> SeedsOutcome {

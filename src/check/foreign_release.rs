@@ -1,4 +1,5 @@
-//! Foreign release: a client deleted a lock entry that another client owned at that moment.
+//! Foreign release: a client deleted a lock entry that another client owned at that moment. The
+//! definition, what the check can never see, and why: `docs/checks.md`, "foreign_release".
 //!
 //! When the servers watched the lock entry (`LockEntriesWatched`: always in simulation), the
 //! check judges from what the servers did: each `EntryRemoved` names the client whose command
@@ -67,9 +68,9 @@ impl Checker for ForeignRelease {
         }
         if self.masters > 1 {
             return CheckResult {
-                verdict: Verdict::Safe,
+                verdict: Verdict::NotJudged,
                 summary: format!(
-                    "not judged: on {} independent masters a grant does not take every master's entry",
+                    "on {} independent masters a grant does not take every master's entry",
                     self.masters
                 ),
                 evidence: serde_json::json!({ "judged": false, "foreign_releases": 0 }),
@@ -385,7 +386,7 @@ mod tests {
     #[test]
     fn quorum_locks_are_not_judged() {
         let r = ForeignRelease::for_masters(5).check(&seed_002(true));
-        assert_eq!(r.verdict, Verdict::Safe);
+        assert_eq!(r.verdict, Verdict::NotJudged);
         assert_eq!(r.evidence["judged"], false);
     }
 

@@ -1,4 +1,5 @@
 //! Mutual exclusion: no two critical sections overlap in true time.
+//! What it reads, what counts as a violation, what it can never see: `docs/checks.md`, "mutual_exclusion".
 //!
 //! A critical section runs from a client's `enter` to its `exit`; one still open when the history
 //! ends runs to the end. Two sections that merely touch (one exits at the instant the other enters)

@@ -1,4 +1,5 @@
 //! Resource safety: the damage, as the protected storage saw it.
+//! What it reads, what counts as a violation, what it can never see: `docs/checks.md`, "resource".
 //!
 //! Two holders at once is the lock's failure; what a user loses is measured here, from the
 //! storage's own order of accepted writes (its sequence numbers):

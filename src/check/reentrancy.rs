@@ -1,5 +1,6 @@
 //! Reentrancy: a nested acquire by the holder succeeds, and the lock is freed only when the
 //! outermost release runs.
+//! What it reads, what counts as a violation, what it can never see: `docs/checks.md`, "reentrancy".
 //!
 //! The workload's `nested = n` makes every holder acquire the lock n more times inside its
 //! critical section and release those inner acquisitions before it finishes its work. A violation

@@ -1,16 +1,19 @@
-//! Release truth: what each release told its caller against what the servers did.
+//! Release truth: what each release told its caller against what the servers did. The definition,
+//! what the check can never see, and why: `docs/checks.md`, "release".
 //!
 //! A lock's `release` returns whether it removed the caller's own entry; the workload records that
-//! answer (`Released { deleted }`), and code in production trusts it (a `false` means "your lease
-//! was lost while you held it": the work done under it may need undoing). The simulated servers
+//! answer (`Released { deleted }`), and code in production trusts it. The simulated servers
 //! record every removal of a lock entry (`EntryRemoved`: whose command, whose entry), and in real
-//! mode the `MONITOR` witness does the same, so a release that answers one thing while the
-//! servers did another is visible:
+//! mode the `MONITOR` witness does the same, so a release whose answer the servers contradict is
+//! visible. Only one direction is a lie:
 //! - it said "released" but no server removed its entry (nothing was removed, or another client's
 //!   entry was: a release that swallows its error, or a `DEL` that reports any deletion as its
-//!   own);
-//! - it said "not released" but its entry was removed (its caller believes the lease was lost and
-//!   may undo work that was in fact protected).
+//!   own). Its caller goes on as if its lease ended cleanly when it did not: a violation.
+//! - it said "not released", or the call failed, while its entry was removed: an unknown outcome,
+//!   not a lie. A release whose commands landed but whose replies were lost (a cut inbound link,
+//!   a timeout) cannot know it released; saying "not released" or failing is the honest answer,
+//!   and its caller treats the lease as lost, which is safe. The evidence lists these as
+//!   `unknown`, and the timeline shows them, but they are not violations.
 //!
 //! A release's commands are those the client sent between leaving its critical section (`Exit`)
 //! and the answer (`Released`). Its removals are counted past the answer, up to the client's
@@ -37,6 +40,14 @@ pub struct Release {
     pub masters: u32,
 }
 
+/// What the servers' removals say about one answered (or failed) release.
+enum Finding {
+    /// It answered "released" and the servers removed no entry of its own (on a majority).
+    Lie(serde_json::Value),
+    /// It answered "not released", or failed, and its entry was removed: it could not know.
+    Unknown(serde_json::Value),
+}
+
 /// What one client's release in progress has seen the servers do.
 #[derive(Default)]
 struct Open {
@@ -44,9 +55,9 @@ struct Open {
     owner: Option<String>,
     /// Whether the client is between `Exit` and its release's answer (or its next event).
     releasing: bool,
-    /// The answer of a release not judged yet (its time, and whether it said "released"):
-    /// judged at the client's next event, or at the end.
-    answered: Option<(u64, bool)>,
+    /// The answer of a release not judged yet (its time, and whether it said "released"; `None`
+    /// for a failed call): judged at the client's next event, or at the end.
+    answered: Option<(u64, Option<bool>)>,
     /// Removals of its own entry, and of others' entries, during the release.
     own: u32,
     foreign: Vec<u32>,
@@ -75,8 +86,8 @@ impl Checker for Release {
             .any(|e| matches!(e.kind, EventKind::LockEntriesWatched { .. }));
         if !watched {
             return CheckResult {
-                verdict: Verdict::Safe,
-                summary: "not judged: the servers' removals were not watched".into(),
+                verdict: Verdict::NotJudged,
+                summary: "the servers' removals were not watched".into(),
                 evidence: serde_json::json!({ "judged": false }),
                 timeline: Vec::new(),
             };
@@ -89,6 +100,12 @@ impl Checker for Release {
         let mut open: BTreeMap<u32, Open> = BTreeMap::new();
         let mut releases = 0u64;
         let mut lies = Vec::new();
+        let mut unknown = Vec::new();
+        let mut note = |f: Option<Finding>| match f {
+            Some(Finding::Lie(v)) => lies.push(v),
+            Some(Finding::Unknown(v)) => unknown.push(v),
+            None => {}
+        };
         for e in &history.events {
             if let EventKind::EntryRemoved {
                 by_client,
@@ -119,9 +136,7 @@ impl Checker for Release {
             let o = open.entry(c).or_default();
             let before_a_send = matches!(e.kind, EventKind::AcquireStart | EventKind::Point { .. });
             if !before_a_send {
-                if let Some(lie) = judge(c, o, need) {
-                    lies.push(lie);
-                }
+                note(judge(c, o, need));
             }
             match &e.kind {
                 EventKind::Acquired { owner, .. } => o.owner = Some(owner.clone()),
@@ -130,62 +145,86 @@ impl Checker for Release {
                     o.own = 0;
                     o.foreign.clear();
                 }
-                EventKind::ReleaseFailed { .. } | EventKind::Crashed { .. } => o.releasing = false,
+                EventKind::Crashed { .. } => o.releasing = false,
+                EventKind::ReleaseFailed { .. } if o.releasing => {
+                    releases += 1;
+                    o.answered = Some((e.at_us, None));
+                }
                 EventKind::Released { deleted } if o.releasing => {
                     releases += 1;
-                    o.answered = Some((e.at_us, *deleted));
+                    o.answered = Some((e.at_us, Some(*deleted)));
                 }
                 _ => {}
             }
         }
         for (c, o) in open.iter_mut() {
-            if let Some(lie) = judge(*c, o, need) {
-                lies.push(lie);
-            }
+            note(judge(*c, o, need));
         }
-        lies.sort_by_key(|l| (l["at_us"].as_u64(), l["client"].as_u64()));
-        let timeline = lies
-            .iter()
-            .take(3)
-            .map(|l| {
-                format!(
-                    "client-{} at {} ms: release answered {}, but the servers {}",
-                    l["client"],
-                    fmt_ms(l["at_us"].as_u64().unwrap_or(0)),
-                    if l["said_released"] == true {
-                        "\"released\""
-                    } else {
-                        "\"not released\""
-                    },
-                    l["servers_did"].as_str().unwrap_or("?")
-                )
-            })
-            .collect();
+        let by_time = |l: &serde_json::Value| (l["at_us"].as_u64(), l["client"].as_u64());
+        lies.sort_by_key(by_time);
+        unknown.sort_by_key(by_time);
+        let line = |l: &serde_json::Value, how: &str| {
+            format!(
+                "client-{} at {} ms: release {}, but the servers {}{how}",
+                l["client"],
+                fmt_ms(l["at_us"].as_u64().unwrap_or(0)),
+                match l["said_released"].as_bool() {
+                    Some(true) => "answered \"released\"",
+                    Some(false) => "answered \"not released\"",
+                    None => "failed",
+                },
+                l["servers_did"].as_str().unwrap_or("?")
+            )
+        };
+        let mut timeline: Vec<String> = lies.iter().take(3).map(|l| line(l, "")).collect();
+        timeline.extend(
+            unknown
+                .iter()
+                .take(3)
+                .map(|l| line(l, ": an unknown outcome (its replies were lost), not a lie")),
+        );
+        let unknown_note = if unknown.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} did not learn that their entry was removed (unknown outcome, not a lie)",
+                unknown.len()
+            )
+        };
         let summary = match lies.first() {
-            None => format!("{releases} release(s), each answer matched what the servers removed"),
+            None => format!(
+                "{releases} release(s), none answered \"released\" without removing its entry{unknown_note}"
+            ),
             Some(_) => format!(
-                "{} of {releases} release(s) answered differently from what the servers did",
+                "{} of {releases} release(s) answered \"released\" while the servers removed no entry of theirs{unknown_note}",
                 lies.len()
             ),
         };
         CheckResult {
             verdict: Verdict::of(!lies.is_empty()),
             summary,
-            evidence: serde_json::json!({ "judged": true, "releases": releases, "mismatches": lies }),
+            evidence: serde_json::json!({
+                "judged": true,
+                "releases": releases,
+                "mismatches": lies,
+                "unknown": unknown,
+            }),
             timeline,
         }
     }
 }
 
-/// Judges client `c`'s answered release, if one waits: a mismatch between what it answered and
-/// what the servers removed (`need` servers for "released"), as evidence. Ends the release.
-fn judge(c: u32, o: &mut Open, need: u32) -> Option<serde_json::Value> {
+/// Judges client `c`'s answered release, if one waits, against what the servers removed (`need`
+/// servers for "released"): a lie, an unknown outcome, or nothing to say. Ends the release.
+fn judge(c: u32, o: &mut Open, need: u32) -> Option<Finding> {
     let (at_us, deleted) = o.answered.take()?;
     o.releasing = false;
     let removed = o.own >= need;
-    if deleted == removed {
-        return None;
-    }
+    let lie = match deleted {
+        Some(true) if !removed => true,
+        Some(false) | None if removed => false,
+        _ => return None,
+    };
     let did = if o.own > 0 {
         format!("removed its entry on {} server(s)", o.own)
     } else if !o.foreign.is_empty() {
@@ -193,14 +232,19 @@ fn judge(c: u32, o: &mut Open, need: u32) -> Option<serde_json::Value> {
     } else {
         "removed no entry".to_string()
     };
-    Some(serde_json::json!({
+    let evidence = serde_json::json!({
         "client": c,
         "at_us": at_us,
         "said_released": deleted,
         "own_removed": o.own,
         "foreign_removed": o.foreign,
         "servers_did": did,
-    }))
+    });
+    Some(if lie {
+        Finding::Lie(evidence)
+    } else {
+        Finding::Unknown(evidence)
+    })
 }
 
 #[cfg(test)]
@@ -271,16 +315,33 @@ mod tests {
         assert!(r.timeline[0].contains("client [1]"), "{:?}", r.timeline);
     }
 
+    /// A release whose compare-and-delete landed but whose reply was lost answers "not
+    /// released" (or fails): it could not know, so that is an unknown outcome, shown in the
+    /// evidence and the timeline, and not a violation.
     #[test]
-    fn not_released_while_its_entry_was_removed_is_a_lie() {
-        let h = history(vec![
-            ev(1, "client-0", acquired(None)),
-            ev(2, "client-0", EventKind::Exit),
-            removed(3, 0, 0),
-            ev(4, "client-0", EventKind::Released { deleted: false }),
-        ]);
-        let r = Release { masters: 1 }.check(&h);
-        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+    fn not_released_or_failed_while_its_entry_was_removed_is_unknown_not_a_lie() {
+        for answer in [
+            EventKind::Released { deleted: false },
+            EventKind::ReleaseFailed {
+                error: "timed out".into(),
+            },
+        ] {
+            let h = history(vec![
+                ev(1, "client-0", acquired(None)),
+                ev(2, "client-0", EventKind::Exit),
+                removed(3, 0, 0),
+                ev(4, "client-0", answer),
+            ]);
+            let r = Release { masters: 1 }.check(&h);
+            assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+            assert_eq!(r.evidence["unknown"].as_array().map(Vec::len), Some(1));
+            assert!(
+                r.timeline[0].contains("unknown outcome"),
+                "{:?}",
+                r.timeline
+            );
+            assert!(r.summary.contains("unknown outcome"), "{}", r.summary);
+        }
     }
 
     #[test]
@@ -302,7 +363,7 @@ mod tests {
             events: vec![ev(4, "client-0", EventKind::Released { deleted: true })],
         };
         let r = Release { masters: 1 }.check(&h);
-        assert_eq!(r.verdict, Verdict::Safe);
+        assert_eq!(r.verdict, Verdict::NotJudged);
         assert_eq!(r.evidence["judged"], false);
     }
 

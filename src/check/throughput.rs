@@ -1,4 +1,5 @@
 //! Throughput: the lock must let the workload get its work done, not merely never deadlock.
+//! What it reads, what counts as a violation, what it can never see: `docs/checks.md`, "throughput".
 //!
 //! A lock whose release never deletes its entry (every holding lasts until the lease runs out)
 //! keeps mutual exclusion and, with a short lease, never leaves waiters stuck for long; what it

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The verdict a check reaches, and the verdict a scenario expects: two values only, so an
-/// expectation and an observation compare directly.
+/// The verdict a check reaches, and the verdict a scenario expects (`safe` or `violation`; a
+/// scenario cannot expect `NotJudged`), so an expectation and an observation compare directly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
@@ -12,6 +12,11 @@ pub enum Verdict {
     Safe,
     /// The property was broken at least once; the checker's evidence shows where.
     Violation,
+    /// The check could not decide from this history: what it reads was not recorded (the
+    /// servers' removals unwatched, a quorum lock's entries). Neither safe nor a violation, so
+    /// an expectation of either is not met by it.
+    #[serde(skip_deserializing)]
+    NotJudged,
 }
 
 impl Verdict {
@@ -30,6 +35,7 @@ impl fmt::Display for Verdict {
         f.write_str(match self {
             Verdict::Safe => "safe",
             Verdict::Violation => "violation",
+            Verdict::NotJudged => "not judged",
         })
     }
 }

@@ -1,39 +1,107 @@
 //! Reports: the text a person reads (verdict first, then the two holders, then how to replay) and
 //! the JSON object of the CLI contract.
 
-use crate::check::MUTUAL_EXCLUSION;
+use crate::check::{Verdict, CHECK_NAMES, MUTUAL_EXCLUSION};
 use crate::history::{fmt_ms, EventKind};
-use crate::judge::SeedsOutcome;
+use crate::judge::{Mismatch, SeedsOutcome};
 use crate::scenario::Scenario;
 use std::fmt::Write as _;
+
+/// The headline word: VIOLATION when any check was violated on any seed, else SAFE. Every check
+/// counts, not only mutual exclusion: a lock that never deadlocks two holders but leaves its
+/// waiters stuck is not "SAFE".
+fn word(o: &SeedsOutcome) -> &'static str {
+    if o.any_violation() {
+        "VIOLATION"
+    } else {
+        "SAFE"
+    }
+}
+
+/// How a check differs from its expectation, in the headline's words
+/// ("liveness violated on 200 of 200 seeds, expected safe").
+fn mismatch_text(m: &Mismatch, seeds_run: u64) -> String {
+    let on = |n: u64| {
+        if seeds_run > 1 {
+            format!(" on {n} of {seeds_run} seeds")
+        } else {
+            String::new()
+        }
+    };
+    let what = match m.observed {
+        Verdict::Violation => format!("violated{}", on(m.violating)),
+        Verdict::NotJudged => format!("not judged{}", on(m.not_judged)),
+        Verdict::Safe if seeds_run > 1 => format!("safe on all {seeds_run} seeds"),
+        Verdict::Safe => "safe".to_string(),
+    };
+    format!("{} {what}, expected {}", m.check, m.expected)
+}
+
+/// What the parenthesis of the headline says: each check that differs from its expectation, or,
+/// when all are as expected, what was violated.
+fn expectation_text(scenario: &Scenario, o: &SeedsOutcome) -> String {
+    let mismatches = o.mismatches();
+    if !mismatches.is_empty() {
+        let each: Vec<String> = mismatches
+            .iter()
+            .map(|m| mismatch_text(m, o.seeds_run))
+            .collect();
+        return format!("NOT AS EXPECTED: {}", each.join("; "));
+    }
+    let violated = violated_checks(o);
+    if violated.iter().all(|c| *c == MUTUAL_EXCLUSION) {
+        return format!("as expected: expected {}", scenario.expect);
+    }
+    let me = if violated.contains(&MUTUAL_EXCLUSION) {
+        String::new()
+    } else {
+        format!(", {MUTUAL_EXCLUSION} {}", o.observed(MUTUAL_EXCLUSION))
+    };
+    format!("as expected: {} violated{me}", violated.join(", "))
+}
+
+/// The checks violated on some seed, in report order.
+fn violated_checks(o: &SeedsOutcome) -> Vec<&'static str> {
+    CHECK_NAMES
+        .iter()
+        .copied()
+        .filter(|c| o.violating_seeds.get(*c).is_some_and(|s| !s.is_empty()))
+        .collect()
+}
+
+/// The seeds part of the headline: how many seeds violated some check, and each check's count.
+fn seeds_text(o: &SeedsOutcome) -> String {
+    let seed = o.shown.seed;
+    if o.seeds_run <= 1 {
+        return format!(", seed {seed}");
+    }
+    let per_check: Vec<String> = violated_checks(o)
+        .iter()
+        .map(|c| format!("{c} on {}", o.violating_seeds[*c].len()))
+        .collect();
+    let per_check = if per_check.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", per_check.join(", "))
+    };
+    format!(
+        ", {} of {} seeds violated{per_check}, showing seed {seed}",
+        o.seeds_violating_any, o.seeds_run
+    )
+}
 
 /// The full text report of one scenario.
 pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
     let r = &o.shown;
     let mut out = String::new();
-    let ok = if o.matches_expectation() {
-        "as expected"
-    } else {
-        "NOT AS EXPECTED"
-    };
-    let seeds = if o.seeds_run > 1 {
-        let v = &o.violating_seeds[MUTUAL_EXCLUSION];
-        format!(
-            ", {} of {} seeds violated, showing seed {}",
-            v.len(),
-            o.seeds_run,
-            r.seed
-        )
-    } else {
-        format!(", seed {}", r.seed)
-    };
     let _ = writeln!(
         out,
-        "{} ({ok}: expected {}) — {} [{}{seeds}]",
-        o.verdict().to_string().to_uppercase(),
-        scenario.expect,
+        "{} ({}) — {} [{}{}]",
+        word(o),
+        expectation_text(scenario, o),
         scenario.name,
         r.mode.name(),
+        seeds_text(o),
     );
     if !scenario.about.is_empty() {
         let _ = writeln!(out, "  {}", scenario.about);
@@ -83,19 +151,29 @@ pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
 /// One line for directory runs.
 pub fn line(scenario: &Scenario, o: &SeedsOutcome) -> String {
     let r = &o.shown;
+    let mismatches: Vec<String> = o
+        .mismatches()
+        .iter()
+        .map(|m| mismatch_text(m, o.seeds_run))
+        .collect();
     format!(
-        "{}  {:<32} {:<9} (expected {:<9}) {} seed={} trace={}",
+        "{}  {:<32} {:<9} (expected {:<9}) {} seed={} trace={}{}",
         if o.matches_expectation() {
             "PASS"
         } else {
             "FAIL"
         },
         scenario.name,
-        o.verdict().to_string(),
+        word(o).to_lowercase(),
         scenario.expect.to_string(),
         r.mode.name(),
         r.seed,
-        r.trace_hash
+        r.trace_hash,
+        if mismatches.is_empty() {
+            String::new()
+        } else {
+            format!(" — {}", mismatches.join("; "))
+        }
     )
 }
 
@@ -132,8 +210,92 @@ pub fn json(scenario: &Scenario, o: &SeedsOutcome) -> serde_json::Value {
         "verdict": o.verdict(),
         "expected": scenario.expect,
         "matches_expectation": o.matches_expectation(),
+        "any_violation": o.any_violation(),
+        "not_as_expected": o.mismatches(),
+        "not_judged_seeds": o.not_judged_seeds,
         "checks": checks,
         "trace_hash": r.trace_hash,
         "replay": r.replay(),
     })
+}
+
+#[cfg(test)]
+mod headline {
+    use super::*;
+    use crate::history::{Event, EventKind, History};
+    use crate::judge::{Mode, Outcome};
+
+    fn scenario(expect_checks: &str) -> Scenario {
+        Scenario::parse(
+            "t.toml",
+            &format!(
+                "name = \"t\"\nexpect = \"safe\"\nduration_ms = 1000\nexpect_checks = {{ {expect_checks} }}\n[lock]\nkind = \"set-nx-px\"\nttl_ms = 1000\n"
+            ),
+        )
+        .unwrap()
+    }
+
+    /// A release that answered "released" with nothing removed, with or without the servers'
+    /// watching event.
+    fn lying_release(watched: bool) -> History {
+        let ev = |at_us, node: &str, kind| Event {
+            at_us,
+            node: node.into(),
+            kind,
+        };
+        let mut events = vec![
+            ev(1, "client-0", EventKind::AcquireStart),
+            ev(
+                2,
+                "client-0",
+                EventKind::Acquired {
+                    owner: "o".into(),
+                    fencing_token: None,
+                    acquired_at_ms: 0,
+                    valid_until_ms: 1000,
+                },
+            ),
+            ev(3, "client-0", EventKind::Enter),
+            ev(4, "client-0", EventKind::Exit),
+            ev(5, "client-0", EventKind::Released { deleted: true }),
+            ev(6, "run", EventKind::RunEnd),
+        ];
+        if watched {
+            let key = "k".into();
+            events.insert(0, ev(0, "servers", EventKind::LockEntriesWatched { key }));
+        }
+        History { events }
+    }
+
+    fn report(s: &Scenario, h: History) -> String {
+        let o = SeedsOutcome::aggregate(s, vec![Outcome::judge(s, Mode::Sim, 1, h)]);
+        text(s, &o)
+    }
+
+    /// What explore writes for a release finding (mutual exclusion safe, release violated) is
+    /// replayed under a headline that names the release violation, as its FOUND line does.
+    #[test]
+    fn a_release_finding_is_a_violation_in_the_headline() {
+        let s = scenario("release = \"violation\"");
+        let out = report(&s, lying_release(true));
+        assert!(
+            out.starts_with("VIOLATION (as expected: release violated, mutual_exclusion safe)"),
+            "{out}"
+        );
+    }
+
+    /// A check that could not judge says so, and is not counted as the safe it was expected to be.
+    #[test]
+    fn not_judged_is_not_safe() {
+        let s = scenario("release = \"safe\"");
+        let out = report(&s, lying_release(false));
+        assert!(
+            out.starts_with("SAFE (NOT AS EXPECTED: release not judged, expected safe)"),
+            "{out}"
+        );
+        assert!(
+            out.contains("  release: not judged (expected safe) — "),
+            "{out}"
+        );
+    }
 }

@@ -154,7 +154,13 @@ pub fn run_scenario(
         |i| run_seed(scenario, opts, first.saturating_add(i)),
         |_, r| match r {
             Ok(o) => {
-                violating += u64::from(o.verdict() == crate::check::Verdict::Violation);
+                // Any check's violation counts: the bar must not read "0 violated" while
+                // liveness fails on every seed.
+                violating += u64::from(
+                    o.checks
+                        .values()
+                        .any(|c| c.verdict == crate::check::Verdict::Violation),
+                );
                 agg.add(o);
                 crate::progress::tick(&bar, agg.seeds_run(), violating);
                 true

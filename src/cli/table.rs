@@ -284,6 +284,7 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
             let mut text = match v {
                 Verdict::Violation => "**violation**".to_string(),
                 Verdict::Safe => "safe".to_string(),
+                Verdict::NotJudged => "not judged".to_string(),
             };
             if let Some(Ok(r)) = real {
                 let rv = observed(r, n);

@@ -547,3 +547,44 @@ fn a_run_that_cannot_fit_in_memory_is_refused_before_it_starts() {
     assert!(err.contains("--jobs"), "{err}");
     assert!(started.elapsed().as_secs() < 10, "refused before running");
 }
+
+/// The headline is every check: a scenario safe for mutual exclusion whose liveness failed is a
+/// VIOLATION, and with a wrong expectation the headline names the check, its seed count and what
+/// was expected; `--seeds` counts per check.
+#[test]
+fn the_headline_names_every_check_that_differs_from_its_expectation() {
+    let (code, out, _) = lockcheck(&[
+        "run",
+        "scenarios/naive-crash-after-setnx.toml",
+        "--seeds",
+        "3",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("VIOLATION (as expected: liveness violated, mutual_exclusion safe)"),
+        "{first}"
+    );
+    assert!(
+        first.contains("3 of 3 seeds violated (liveness on 3)"),
+        "{first}"
+    );
+    let text = std::fs::read_to_string("scenarios/naive-crash-after-setnx.toml")
+        .unwrap()
+        .replace("liveness = \"violation\"", "liveness = \"safe\"");
+    let p = temp_scenario("liveness-wrong.toml", &text);
+    let (code, out, _) = lockcheck(&["run", p.to_str().unwrap(), "--seeds", "3"]);
+    assert_eq!(code, 1, "{out}");
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(
+            "VIOLATION (NOT AS EXPECTED: liveness violated on 3 of 3 seeds, expected safe)"
+        ),
+        "{first}"
+    );
+    let (_, json, _) = lockcheck(&["run", p.to_str().unwrap(), "--seeds", "3", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["not_as_expected"][0]["check"], "liveness");
+    assert_eq!(v["not_as_expected"][0]["violating"], 3);
+    assert_eq!(v["any_violation"], true);
+}

@@ -1,6 +1,8 @@
-//! Where the lock holds, explore must come back empty. Each space here is safe by construction,
-//! and its fixture's `about` says why; `widening_the_safe_spaces_finds_the_violations` shows the
-//! searches can fail.
+//! Where the lock holds, explore must come back empty: the false-alarm guard. Each space here is
+//! safe by construction, and its fixture's `about` says why, so a finding is a false alarm of a
+//! checker (or a bug in a correct lock), never luck; `widening_the_safe_spaces_finds_the_violations`
+//! shows the searches can fail, and `finds.rs` that the planted-bug classes next to them are found
+//! (a paused plain-`DEL` release of `set-ex-nx-del`: `foreign_release_of_set_ex_nx_del`).
 //!
 //! The default suite tries [`DEFAULT_SAFE_CASES`] cases of each with search seed 0 (a few seconds
 //! each on two cores); the long profile, `LOCKCHECK_EXPLORE_CASES=20000 cargo test --release
@@ -76,6 +78,21 @@ fn set_nx_px_under_pauses_adding_up_to_less_than_its_lease_minus_a_section() {
 #[test]
 fn set_nx_px_when_holders_crash_and_waiters_pause() {
     assert_safe("set-nx-px-holder-crash", None, true);
+}
+
+/// Liveness when a holder dies before, during or after a waiter's pause, for several waiters,
+/// with pauses longer than the lease and the bound: only asking time counts, so a correct lease
+/// lock is never unavailable for longer than a lease and a retry pause.
+#[test]
+fn set_nx_px_liveness_when_holders_crash_around_long_pauses() {
+    assert_safe("set-nx-px-crash-long-pauses", Some("liveness"), true);
+}
+
+/// A correct Redlock whose replies are lost (the masters cut off one way or both): a release
+/// that cannot know it landed answers "not released" or fails, an unknown outcome, not a lie.
+#[test]
+fn redlock_release_when_replies_are_lost() {
+    assert_safe("redlock-lost-replies", Some("release"), false);
 }
 
 /// Failover alone: the promoted replica may hand out a token again, but without a pause the old

@@ -14,5 +14,6 @@ mod locks;
 mod mutants;
 mod no_false_alarm;
 mod redlock;
+mod reported_cases;
 mod scenarios;
 mod sentinel;
