@@ -14,5 +14,6 @@ mod locks;
 mod mutants;
 mod no_false_alarm;
 mod redlock;
+mod refusal_corpus;
 mod scenarios;
 mod sentinel;
