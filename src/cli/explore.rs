@@ -132,6 +132,31 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         Ok(s) => s,
         Err(m) => return fail(format!("{}: {m}", path.display())),
     };
+    if let Some(limit) = opts.time_limit {
+        // The limit is checked between cases and shrink steps; one case cannot be cut short.
+        let case_s = if opts.real {
+            crate::world::estimate::run_ms(&base) as f64 / 1000.0
+        } else {
+            crate::world::estimate::time_estimate_s(&base)
+        };
+        if case_s > limit.as_secs_f64() {
+            return fail(format!(
+                "{}: one case of this space is estimated to take about {} (about {} events and \
+                 {} round trips that record none), longer than --time-limit {}: no case could \
+                 be judged in time; give a longer limit or lower `duration_ms`, \
+                 `workload.hold_ms` or `workload.clients`",
+                path.display(),
+                crate::progress::duration(case_s),
+                crate::world::estimate::expected_events(&base),
+                crate::world::estimate::silent_round_trips(&base),
+                crate::progress::duration(limit.as_secs_f64()),
+            ));
+        }
+    }
+    let out = opts.out.clone().unwrap_or_else(|| default_out(path));
+    if let Err(m) = super::explore_out::check(path, &out) {
+        return fail(m);
+    }
     let (world, max_shrink_steps) = if opts.real {
         for w in crate::scenario::input::real_mode_warnings(&base) {
             eprintln!("warning: {}: {w}", path.display());
@@ -153,22 +178,31 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         locks: opts.locks.clone(),
         world,
     };
-    let bar = crate::progress::bar(opts.shard.len(opts.cases), "cases");
+    let what = format!("explore {}", base.name);
+    let bar = crate::progress::bar(opts.shard.len(opts.cases), "cases", &what);
     let result = search(&base, &space, &search_opts, &|tried, violating| {
-        crate::progress::tick(&bar, tried, violating)
+        bar.tick(tried, Some(violating))
     });
-    bar.finish_and_clear();
+    bar.finish();
     if let Some(e) = &result.error {
         return fail(format!(
             "{}: a real run could not be made: {e}",
             path.display()
         ));
     }
-    let out = opts.out.clone().unwrap_or_else(|| default_out(path));
+    if opts.real && result.tried == 0 && result.skipped > 0 {
+        return fail(format!(
+            "{}: every case drawn was skipped ({}): real mode has no recipe for the faults of \
+             this space, so nothing was judged; narrow `[explore] faults` to kinds real mode runs \
+             (`lockcheck list` says which)",
+            path.display(),
+            result.skipped
+        ));
+    }
     let replayed = match &result.found {
         Some(f) => match write_and_replay(&opts.locks, &input_text, f, &out, world, opts.jobs) {
             Ok(r) => Some(r),
-            Err(m) => return fail(m),
+            Err(m) => return unwritten(&input_text, f, &out, &m),
         },
         None => None,
     };
@@ -195,4 +229,23 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
     } else {
         EXIT_MATCH
     }
+}
+
+/// The finding could not be written to `out` (or its replay failed) after the whole search: the
+/// finding is not lost, it is printed in full on standard output, and the exit code is still the
+/// finding's.
+fn unwritten(input_text: &str, found: &crate::explore::Found, out: &Path, why: &str) -> i32 {
+    eprintln!("error: {why}");
+    let text = crate::explore::emit::found_scenario(input_text, found, None, None)
+        .unwrap_or_else(|e| format!("# the finding could not be rendered either: {e}\n"));
+    crate::outln!(
+        "FOUND {} violation (case {}, shrunk in {} steps), NOT written to {}; the minimal \
+         scenario:",
+        found.check,
+        found.index,
+        found.shrink_steps,
+        out.display()
+    );
+    crate::out!("{text}");
+    EXIT_MISMATCH
 }

@@ -35,6 +35,12 @@ pub fn text(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
                 "FOUND {} violation — {} (case {} of the search, shrunk in {} steps)",
                 f.check, base.name, f.index, f.shrink_steps
             );
+            if f.cut_short {
+                let _ = writeln!(
+                    out,
+                    "the time limit cut the shrink short: this case violates, a smaller one may too"
+                );
+            }
             if let (Some(confirmed), Some(rate)) = (f.confirmed, w.rate) {
                 let _ = writeln!(
                     out,
@@ -85,6 +91,7 @@ pub fn json(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
             "check": f.check,
             "case": f.index,
             "shrink_steps": f.shrink_steps,
+            "shrink_cut_short": f.cut_short,
             "out": w.out.display().to_string(),
             "confirmed": f.confirmed.map(|r| serde_json::json!({"violated": r.violated, "runs": r.runs})),
             "rate": w.rate.map(|r| serde_json::json!({"violated": r.violated, "runs": r.runs})),

@@ -9,12 +9,15 @@
 //! - [`model`]: `lockcheck model` — run a stateright model and replay its counterexample;
 //! - [`stdout`]: the report's output, which ends quietly when the reader has gone.
 
+pub mod budget;
 pub mod explore;
 mod explore_artifacts;
+mod explore_out;
 pub mod explore_report;
 pub mod list;
 pub mod model;
 pub mod report;
 pub mod run;
+mod run_progress;
 pub mod table;
 pub mod unstarted_cycles;

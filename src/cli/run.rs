@@ -51,6 +51,9 @@ pub struct RunOptions {
     pub redis: Option<crate::real::external::ExternalRedis>,
     /// The lock kinds scenarios may name: lockcheck's, and those the program registered.
     pub locks: crate::registry::Registry,
+    /// `--no-budget`: run a scenario whose estimate is over the default budget
+    /// (`cli::budget`).
+    pub no_budget: bool,
 }
 
 impl RunOptions {
@@ -102,29 +105,6 @@ fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome
     }
 }
 
-/// Refuses, before it starts, a run whose histories would not fit in the machine's available
-/// memory (`jobs` runs at once): the alternative is the kernel killing it halfway.
-fn fits_in_memory(scenario: &Scenario, jobs: usize) -> Result<(), BadInput> {
-    let Some(available) = crate::exec::available_memory() else {
-        return Ok(());
-    };
-    let one = crate::world::memory_estimate(scenario);
-    let need = one.saturating_mul(jobs as u64);
-    if need <= available {
-        return Ok(());
-    }
-    let gb = |b: u64| b as f64 / (1u64 << 30) as f64;
-    Err(BadInput(format!(
-        "{}: a run of this workload records about {} events (about {:.1} GB at its peak{}), more than the {:.1} GB of memory this machine has available: lower `workload.cycles` or `workload.clients`{}",
-        scenario.path.as_ref().map_or(scenario.name.clone(), |p| p.display().to_string()),
-        crate::world::expected_events(scenario),
-        gb(need),
-        if jobs > 1 { format!(" for {jobs} runs at once") } else { String::new() },
-        gb(available),
-        if jobs > 1 { ", or run fewer at once with --jobs" } else { "" },
-    )))
-}
-
 /// Runs one scenario over its seeds (this shard's share of them) on `opts.threads()` threads,
 /// folding each run into the aggregate as it finishes. `None` when the shard has no seeds.
 pub fn run_scenario(
@@ -139,39 +119,42 @@ pub fn run_scenario(
         )));
     }
     let indices = opts.shard.unwrap_or(Shard::WHOLE).indices(n);
-    fits_in_memory(scenario, opts.threads().min(indices.len().max(1)))?;
+    let (runs, real) = (indices.len() as u64, opts.real || opts.redis.is_some());
+    super::budget::check(scenario, runs, opts.threads(), real, opts.no_budget)?;
     let bar = if n > 1 {
-        crate::progress::bar(indices.len() as u64, "seeds")
+        crate::progress::bar(indices.len() as u64, "seeds", &scenario.name)
     } else {
-        indicatif::ProgressBar::hidden()
+        crate::progress::hidden()
     };
     let mut agg = SeedsAggregate::default();
     let mut error = None;
     let mut violating = 0;
-    run_ordered(
-        &indices,
-        opts.threads(),
-        |i| run_seed(scenario, opts, first.saturating_add(i)),
-        |_, r| match r {
-            Ok(o) => {
-                // Any check's violation counts: the bar must not read "0 violated" while
-                // liveness fails on every seed.
-                violating += u64::from(
-                    o.checks
-                        .values()
-                        .any(|c| c.verdict == crate::check::Verdict::Violation),
-                );
-                agg.add(o);
-                crate::progress::tick(&bar, agg.seeds_run(), violating);
-                true
-            }
-            Err(e) => {
-                error = Some(e);
-                false
-            }
-        },
-    );
-    bar.finish_and_clear();
+    super::run_progress::watched(scenario, runs, || {
+        run_ordered(
+            &indices,
+            opts.threads(),
+            |i| run_seed(scenario, opts, first.saturating_add(i)),
+            |_, r| match r {
+                Ok(o) => {
+                    // Any check's violation counts: the bar must not read "0 violated" while
+                    // liveness fails on every seed.
+                    violating += u64::from(
+                        o.checks
+                            .values()
+                            .any(|c| c.verdict == crate::check::Verdict::Violation),
+                    );
+                    agg.add(o);
+                    bar.tick(agg.seeds_run(), Some(violating));
+                    true
+                }
+                Err(e) => {
+                    error = Some(e);
+                    false
+                }
+            },
+        )
+    });
+    bar.finish();
     match error {
         Some(e) => Err(e),
         None => Ok(agg.finish(scenario)),

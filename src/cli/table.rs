@@ -100,6 +100,13 @@ fn cell(o: &SeedsOutcome) -> String {
     }
 }
 
+/// Whether a real run was refused because real mode has no recipe for the scenario (its row
+/// says n/a), rather than because it could not be made at all.
+fn no_recipe(e: &BadInput) -> bool {
+    let prefix = crate::real::RealError::Unsupported(String::new()).to_string();
+    e.0.starts_with(&prefix)
+}
+
 /// Observed verdict of one check over the seeds.
 fn observed(o: &SeedsOutcome, check: &str) -> Verdict {
     if o.violating_seeds.get(check).is_some_and(|v| !v.is_empty()) {
@@ -162,7 +169,10 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
             });
             match &r {
                 Ok(o) => suite.add(s, o, time).map_err(BadInput)?,
-                Err(e) => suite.skip(s, "real", &e.to_string()),
+                Err(e) if no_recipe(e) => suite.skip(s, "real", &e.to_string()),
+                // A missing `redis-server` or a server that would not start: nothing real was
+                // judged, and a table that said "n/a" for every row would still exit 0.
+                Err(e) => return Err(BadInput(format!("{}: --real: {e}", s.name))),
             }
             Some(r)
         } else {

@@ -70,10 +70,18 @@ pub fn found_scenario(
 /// often it reproduces instead of the seed (which does not fix a real run).
 fn about(found: &Found, rate: Option<Rate>) -> String {
     let summary = &found.outcome.checks[&found.check].summary;
+    let steps = if found.cut_short {
+        format!(
+            "{} steps, then cut short by --time-limit: a smaller case may also violate",
+            found.shrink_steps
+        )
+    } else {
+        format!("{} steps", found.shrink_steps)
+    };
     let Some(confirmed) = found.confirmed else {
         return format!(
-            "Found by lockcheck explore (case {}, shrunk in {} steps): {} violated — {}; seed {}.",
-            found.index, found.shrink_steps, found.check, summary, found.scenario.seed
+            "Found by lockcheck explore (case {}, shrunk in {steps}): {} violated — {}; seed {}.",
+            found.index, found.check, summary, found.scenario.seed
         );
     };
     let file = rate.map_or_else(
@@ -86,9 +94,9 @@ fn about(found: &Found, rate: Option<Rate>) -> String {
         n => format!(", the last {n} taken back as they violated in under half their runs"),
     };
     format!(
-        "Found by lockcheck explore --real (case {}, shrunk in {} steps{back}): {} violated — {}; \
+        "Found by lockcheck explore --real (case {}, shrunk in {steps}{back}): {} violated — {}; \
          {file} (the case as drawn: once in the search, then in {confirmed} when rerun).",
-        found.index, found.shrink_steps, found.check, summary
+        found.index, found.check, summary
     )
 }
 

@@ -72,9 +72,20 @@ fn moved_from(found: &Found, out: &Path) -> Option<PathBuf> {
     (input != dir(out)).then_some(input)
 }
 
+/// `LOCKCHECK_EXPLORE_WRITE_FAILS=1`: writing the finding fails, as it does when the disk fills
+/// up or the directory is removed during the search. Internal, for the test that such a finding
+/// is still printed in full (the path is checked before the search, so nothing else can fail
+/// there on purpose).
+pub const WRITE_FAILS_VAR: &str = "LOCKCHECK_EXPLORE_WRITE_FAILS";
+
 /// Writes `text` to `out` and parses it back as `lockcheck run` would.
 fn write_and_read(locks: &Registry, text: &str, out: &Path) -> Result<Scenario, String> {
-    std::fs::write(out, text).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    let written = if std::env::var_os(WRITE_FAILS_VAR).is_some() {
+        Err(std::io::Error::other(format!("{WRITE_FAILS_VAR} is set")))
+    } else {
+        std::fs::write(out, text)
+    };
+    written.map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     let mut scenario = locks
         .parse(&out.display().to_string(), text)
         .map_err(|e| format!("the written finding does not parse (a bug): {e}"))?;

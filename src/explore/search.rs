@@ -32,7 +32,9 @@ pub struct SearchOptions {
     pub jobs: usize,
     /// The slice of the cases this search tries.
     pub shard: Shard,
-    /// Stop drawing new cases after this long (the result then depends on the machine's speed).
+    /// The whole search's wall time, shrinking included: no case is drawn and no shrink step is
+    /// taken after it (the result then depends on the machine's speed). A shrink it cuts short
+    /// keeps the smallest violating case so far ([`Found::cut_short`]).
     pub time_limit: Option<Duration>,
     /// Only this checker's violations count (default: any checker's).
     pub check: Option<String>,
@@ -84,6 +86,9 @@ pub struct Found {
     /// On real servers: the last shrink steps taken back because the cases they kept violated in
     /// fewer than half of their runs ([`real::settle`]).
     pub taken_back: u32,
+    /// The time limit ended the shrink before it was done: the case still violates, but a
+    /// smaller one may too.
+    pub cut_short: bool,
 }
 
 /// What a search did.
@@ -185,6 +190,11 @@ pub fn search(
     progress: &dyn Fn(u64, u64),
 ) -> SearchResult {
     let start = Instant::now();
+    let deadline = opts.time_limit.map(|t| start + t);
+    // The longest case so far (µs): no case is drawn that could not finish, and leave time to
+    // replay a finding, before the deadline.
+    let longest_us = std::sync::atomic::AtomicU64::new(0);
+    let longest = || Duration::from_micros(longest_us.load(std::sync::atomic::Ordering::Relaxed));
     let mut tried = 0u64;
     let mut violating = 0u64;
     let mut traces = crate::exec::DistinctCount::default();
@@ -199,12 +209,13 @@ pub fn search(
         .ok()
         .and_then(|v| v.parse().ok());
     let work = |i: u64| {
-        if opts.time_limit.is_some_and(|t| start.elapsed() > t) {
+        if past_with(deadline, longest() * 2) {
             return CaseResult::OutOfTime;
         }
         if panic_at == Some(i) {
             panic!("{PANIC_AT_VAR}={i}: case {i} panics on purpose");
         }
+        let case_start = Instant::now();
         let case = tree(space, opts.seed, i).current();
         let outcome = match opts.world {
             World::Sim => Box::new(judge(&opts.locks, base, space, &case).1),
@@ -216,7 +227,11 @@ pub fn search(
         };
         let violated = violated(&outcome, check);
         let trace = u64::from_str_radix(&outcome.trace_hash, 16).unwrap_or(0);
-        let keep = violated.is_some() && opts.world != World::Sim;
+        let took = case_start.elapsed().as_micros() as u64;
+        longest_us.fetch_max(took, std::sync::atomic::Ordering::Relaxed);
+        // Kept in both worlds: a finding's outcome is then not run again when no shrink step can
+        // be afforded.
+        let keep = violated.is_some();
         CaseResult::Ran {
             violated,
             trace,
@@ -268,7 +283,11 @@ pub fn search(
     let time_to_first = first_at;
     let mut found = None;
     if let Some((index, check, seen)) = first.filter(|_| error.is_none()) {
-        match found_case(base, space, opts, index, check, seen) {
+        let budget = Budget {
+            deadline,
+            step: longest(),
+        };
+        match found_case(base, space, opts, budget, index, check, seen) {
             Ok(mut f) => {
                 f.time_to_first = time_to_first;
                 found = Some(f);
@@ -288,12 +307,44 @@ pub fn search(
     }
 }
 
-/// The finding of case `index`, which violated `check`: confirmed (on real servers), shrunk, and
-/// judged once more. `seen` is its violating run on real servers.
+/// Whether less than `margin` is left before the search's `deadline` (from `--time-limit`).
+fn past_with(deadline: Option<Instant>, margin: Duration) -> bool {
+    deadline.is_some_and(|d| Instant::now() + margin >= d)
+}
+
+/// The time a shrink may take: until `deadline`, with room for one more step as long as the
+/// longest one so far and the finding's replay after it.
+#[derive(Clone, Copy)]
+struct Budget {
+    deadline: Option<Instant>,
+    /// The longest case or step so far.
+    step: Duration,
+}
+
+impl Budget {
+    /// Whether another step (and the replay after it) would end past the deadline.
+    fn spent(&self) -> bool {
+        past_with(self.deadline, self.step * 2)
+    }
+
+    /// Runs one step, `f`, and remembers how long it took.
+    fn step<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let t = f();
+        self.step = self.step.max(start.elapsed());
+        t
+    }
+}
+
+/// The finding of case `index`, which violated `check`: confirmed (on real servers) and shrunk;
+/// its outcome is the last kept step's run (in simulation, where a case is a function of its
+/// seed) or the settled one (on real servers). `seen` is its violating run in the search. Once
+/// `budget` is spent, the confirmation is skipped and the shrink stops where it is.
 fn found_case(
     base: &Scenario,
     space: &Space,
     opts: &SearchOptions,
+    budget: Budget,
     index: u64,
     check: String,
     seen: Option<Box<Outcome>>,
@@ -301,6 +352,7 @@ fn found_case(
     let shrink_start = Instant::now();
     let confirmed = match opts.world {
         World::Sim => None,
+        World::Real { .. } if budget.spent() => None,
         World::Real { runs } => {
             let scenario = tree(space, opts.seed, index)
                 .current()
@@ -308,20 +360,32 @@ fn found_case(
             Some(real::rate(&opts.locks, &scenario, &check, runs, opts.jobs)?.0)
         }
     };
-    let shrunk = shrink(base, space, opts, index, &check)?;
+    let mut shrunk = shrink(base, space, opts, budget, index, &check)?;
+    let cut_short = shrunk.cut_short;
     let mut taken_back = 0;
     let (case, outcome) = match opts.world {
-        World::Sim => {
-            let outcome = judge(&opts.locks, base, space, shrunk.case()).1;
-            (shrunk.case().clone(), outcome)
-        }
+        // The last kept step's run, or the search's own run of the case as drawn: a simulated
+        // case is a function of its seed, so neither is run again.
+        World::Sim => match shrunk.kept_outcome.take() {
+            Some(o) => (shrunk.case().clone(), *o),
+            None => {
+                let seen = seen.expect("a case is found only from a violating run");
+                (shrunk.case().clone(), *seen)
+            }
+        },
         World::Real { runs } => {
             let kept: Vec<Scenario> = shrunk
                 .kept
                 .iter()
                 .map(|c| c.scenario(base, space))
                 .collect();
-            match real::settle(&opts.locks, &kept, &check, runs, opts.jobs)? {
+            // Out of time, no candidate is re-run: the case as drawn, with its violating run.
+            let settled = if budget.spent() {
+                None
+            } else {
+                real::settle(&opts.locks, &kept, &check, runs, opts.jobs)?
+            };
+            match settled {
                 Some((i, _, outcome)) => {
                     taken_back = (kept.len() - 1 - i) as u32;
                     (shrunk.kept[i].clone(), outcome)
@@ -346,22 +410,23 @@ fn found_case(
         shrink_time: shrink_start.elapsed(),
         confirmed,
         taken_back,
+        cut_short,
     })
 }
 
-/// Whether `case` still violates `check`: in its one simulated run, or on real servers in at
-/// least one of `runs` runs.
+/// Whether `case` still violates `check`: in its one simulated run (`Some` with that run), or on
+/// real servers in at least one of `runs` runs (`Some(None)`: which run is settled later).
 fn still_violates(
     base: &Scenario,
     space: &Space,
     opts: &SearchOptions,
     case: &Case,
     check: &str,
-) -> Result<bool, String> {
+) -> Result<Option<Option<Box<Outcome>>>, String> {
     match opts.world {
         World::Sim => {
             let (_, outcome) = judge(&opts.locks, base, space, case);
-            Ok(violated(&outcome, Some(check)).is_some())
+            Ok(violated(&outcome, Some(check)).map(|_| Some(Box::new(outcome))))
         }
         World::Real { runs } => Ok(real::violates_in(
             &opts.locks,
@@ -370,7 +435,7 @@ fn still_violates(
             runs,
             opts.jobs,
         )?
-        .is_some()),
+        .map(|_| None)),
     }
 }
 
@@ -383,14 +448,20 @@ struct Shrunk {
     /// Every case a step kept, in order: the last is the smallest. On real servers the end of
     /// this chain may be taken back ([`real::settle`]).
     kept: Vec<Case>,
+    /// The deadline stopped the shrink before it was done.
+    cut_short: bool,
+    /// In simulation, the run of the last kept case.
+    kept_outcome: Option<Box<Outcome>>,
 }
 
 /// proptest's shrink loop over case `index`'s tree: simplify while the case still violates
-/// `check`, complicate back when a step lost it. Returns the last violating case and the steps.
+/// `check`, complicate back when a step lost it. Returns the last violating case and the steps;
+/// no step starts that `budget` cannot afford.
 fn shrink(
     base: &Scenario,
     space: &Space,
     opts: &SearchOptions,
+    mut budget: Budget,
     index: u64,
     check: &str,
 ) -> Result<Shrunk, String> {
@@ -399,15 +470,22 @@ fn shrink(
         drawn: tree.current(),
         steps: 0,
         kept: Vec::new(),
+        cut_short: false,
+        kept_outcome: None,
     };
     if !tree.simplify() {
         return Ok(shrunk);
     }
     while shrunk.steps < opts.max_shrink_steps {
+        if budget.spent() {
+            shrunk.cut_short = true;
+            return Ok(shrunk);
+        }
         shrunk.steps += 1;
         let candidate = tree.current();
-        if still_violates(base, space, opts, &candidate, check)? {
+        if let Some(o) = budget.step(|| still_violates(base, space, opts, &candidate, check))? {
             shrunk.kept.push(candidate);
+            shrunk.kept_outcome = o;
             if !tree.simplify() {
                 break;
             }
@@ -415,7 +493,7 @@ fn shrink(
             break;
         }
     }
-    drop_faults(base, space, opts, check, shrunk)
+    drop_faults(base, space, opts, budget, check, shrunk)
 }
 
 impl Shrunk {
@@ -432,21 +510,28 @@ impl Shrunk {
 ///
 /// It is not bounded by `max_shrink_steps`: it tries at most n(n+1)/2 removals for n faults
 /// (`max_faults` is at most 16), and a spare fault is what a reader of the finding would trip on
-/// first, also when the numbers' budget ran out (on real servers it always does).
+/// first, also when the numbers' budget ran out (on real servers it always does). It is bounded
+/// by `deadline`, like every step.
 fn drop_faults(
     base: &Scenario,
     space: &Space,
     opts: &SearchOptions,
+    mut budget: Budget,
     check: &str,
     mut shrunk: Shrunk,
 ) -> Result<Shrunk, String> {
     let mut i = 0;
     while i < shrunk.case().faults.len() && shrunk.case().faults.len() > 1 {
+        if budget.spent() {
+            shrunk.cut_short = true;
+            break;
+        }
         shrunk.steps += 1;
         let mut candidate = shrunk.case().clone();
         candidate.faults.remove(i);
-        if still_violates(base, space, opts, &candidate, check)? {
+        if let Some(o) = budget.step(|| still_violates(base, space, opts, &candidate, check))? {
             shrunk.kept.push(candidate);
+            shrunk.kept_outcome = o;
             i = 0;
         } else {
             i += 1;

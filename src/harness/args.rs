@@ -54,6 +54,10 @@ enum Command {
         /// that n CI jobs together do exactly the work of one.
         #[arg(long, value_name = "i/n", value_parser = parse_shard)]
         shard: Option<crate::exec::Shard>,
+        /// Run even when the estimate (time, memory) is over the default budget of 10 min and
+        /// 4 GB per scenario; a run that cannot fit in the available memory is still refused.
+        #[arg(long)]
+        no_budget: bool,
         #[command(flatten)]
         artifacts: crate::suite::Artifacts,
     },
@@ -176,6 +180,7 @@ pub(super) fn run(cli: Cli, locks: &Registry) -> i32 {
             history,
             jobs,
             shard,
+            no_budget,
             artifacts,
         } => {
             let redis = match redis
@@ -198,6 +203,7 @@ pub(super) fn run(cli: Cli, locks: &Registry) -> i32 {
                     artifacts,
                     redis,
                     locks: locks.clone(),
+                    no_budget,
                 },
             )
         }

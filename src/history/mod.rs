@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 mod node;
 mod trace_hash;
+pub mod watch;
 
 pub use node::Node;
 
@@ -381,6 +382,7 @@ impl Recorder {
     /// Appends an event of `node`, stamped with true time now.
     pub fn record(&self, node: &str, kind: EventKind) {
         let at_us = self.now_us();
+        watch::recorded(at_us);
         let mut rec = self.inner.lock().unwrap();
         let node = rec.names.get(node);
         rec.history.events.push(Event { at_us, node, kind });

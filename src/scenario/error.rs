@@ -18,6 +18,10 @@ pub struct ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            // The whole file is refused (missing, not a regular file, too large): no position.
+            return write!(f, "{}: {}", self.file, self.message);
+        }
         write!(
             f,
             "{}:{}:{}: {}",
@@ -28,9 +32,13 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-/// Converts a byte offset into 1-based line and column.
+/// Converts a byte offset into 1-based line and column. The end of a text that ends with a line
+/// break is the end of its last line, not a line after it: where an early end of file is.
 pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
+    let mut offset = offset.min(text.len());
+    if offset == text.len() && text.ends_with('\n') {
+        offset -= 1;
+    }
     let before = &text[..offset];
     let line = before.matches('\n').count() + 1;
     let col = before
@@ -38,6 +46,23 @@ pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
         .map(|nl| before[nl + 1..].chars().count() + 1)
         .unwrap_or_else(|| before.chars().count() + 1);
     (line, col)
+}
+
+/// The key written on the line of byte `offset` (`ttl_ms = 99999999999999999999` gives
+/// `ttl_ms`), as (its last name, the name as written): for errors of a text that does not parse,
+/// which has no spans yet.
+pub(super) fn key_on_line(text: &str, offset: usize) -> Option<(String, String)> {
+    let offset = offset.min(text.len());
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i);
+    let (key, _) = text[start..end].split_once('=')?;
+    let key = key.trim();
+    let valid = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if key.is_empty() || !key.chars().all(valid) {
+        return None;
+    }
+    let last = key.rsplit('.').next().unwrap_or(key);
+    Some((last.to_string(), key.to_string()))
 }
 
 /// The text being parsed, so any check can turn a span into a located error.

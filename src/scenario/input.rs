@@ -242,6 +242,20 @@ impl<'a> Spans<'a> {
 }
 
 impl Spans<'_> {
+    /// The key whose value holds byte `offset` (the innermost: `workload.hold_ms[1]`), as (its
+    /// last key name, its dotted path): what a type error from the deserializer is about.
+    pub fn key_at(&self, offset: usize) -> Option<(String, String)> {
+        let mut best: Option<(usize, String, String)> = None;
+        walk_item(self.doc.as_item(), "", &mut |key, shown, v| {
+            let Some(span) = v.span() else { return };
+            let inside = span.contains(&offset) || (span.is_empty() && span.start == offset);
+            if inside && best.as_ref().is_none_or(|(len, _, _)| span.len() <= *len) {
+                best = Some((span.len(), key.to_string(), shown.to_string()));
+            }
+        });
+        best.map(|(_, key, path)| (key, path))
+    }
+
     /// The span of key `key` of the `i`th `[[faults]]` table (its table when absent).
     pub fn fault(&self, i: usize, key: &str) -> Range<usize> {
         let faults = self.doc.get("faults");
@@ -296,6 +310,51 @@ pub fn real_mode_warnings(s: &Scenario) -> Vec<String> {
         ));
     }
     v
+}
+
+/// The keys that hold a range `[low, high]` wherever they appear (`[explore]` has a few more).
+const RANGE_KEYS: &[&str] = &[
+    "hold_ms",
+    "think_ms",
+    "retry_ms",
+    "latency_ms",
+    "replication_lag_ms",
+    "offset_ms",
+    "drift_ppm",
+    "pause_ms",
+    "restart_ms",
+    "partition_ms",
+    "clock_jump_ms",
+    "clock_drift_ppm",
+    "wall_clock_jump_ms",
+];
+
+/// What a value under `key` (at dotted `path`) must be, in the scenario's terms ("a whole number
+/// of milliseconds from 0 to 1000000000"), for the keys whose range lockcheck knows.
+pub fn expected_value(key: &str, path: &str) -> Option<String> {
+    let (lo, hi) = match key {
+        "seed" => (0, i64::MAX),
+        // Clock offsets and jumps go back as far as forward; every other time is a length.
+        "offset_ms" | "by_ms" | "clock_jump_ms" | "wall_clock_jump_ms" => (-MAX_MS, MAX_MS),
+        "duration_ms" => (1, MAX_MS),
+        _ if key.ends_with("_ms") => (0, MAX_MS),
+        _ => limit_of(key)?,
+    };
+    let unit = if key.ends_with("_ms") {
+        " of milliseconds"
+    } else if key == "ppm" || key.ends_with("_ppm") {
+        " of parts per million"
+    } else {
+        ""
+    };
+    let range = RANGE_KEYS.contains(&key)
+        || (path.starts_with("explore.")
+            && matches!(key, "clients" | "cycles" | "nested" | "after_ms"));
+    Some(if range && !path.ends_with(']') {
+        format!("a range [low, high] of two whole numbers{unit}, each from {lo} to {hi}")
+    } else {
+        format!("a whole number{unit} from {lo} to {hi}")
+    })
 }
 
 /// The allowed range of a number under `key`.

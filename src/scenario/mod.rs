@@ -18,6 +18,7 @@ pub mod explore;
 pub mod fault;
 pub mod input;
 pub mod own;
+mod plain;
 pub mod spec;
 #[cfg(test)]
 mod tests;
@@ -180,13 +181,18 @@ impl Scenario {
         own: &[OwnKind],
         lock_points: &[NamedPoint],
     ) -> Result<Scenario, ScenarioError> {
+        // Before the document parses there are no spans to name a key by: the key is read
+        // from the line the error is on.
         let located = |e: input::InputError| {
-            let (line, column) = error::line_col(text, e.span.unwrap_or(0..0).start);
+            let at = e.span.unwrap_or(0..0).start;
+            let (line, column) = error::line_col(text, at);
+            let key = error::key_on_line(text, at);
+            let key = key.as_ref().map(|(k, p)| (k.as_str(), p.as_str()));
             ScenarioError {
                 file: file.to_string(),
                 line,
                 column,
-                message: input::short_message(&e.message),
+                message: input::short_message(&plain::plain(&e.message, key)),
             }
         };
         // Syntax and the numbers' ranges first, from the parser's spans: an out-of-range number
@@ -196,7 +202,9 @@ impl Scenario {
         let ctx = Ctx { file, text, spans };
         let mut raw: RawScenario = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
-            ctx.err(span, e.message().trim().to_string())
+            let key = ctx.spans.key_at(span.start);
+            let key = key.as_ref().map(|(k, p)| (k.as_str(), p.as_str()));
+            ctx.err(span.clone(), plain::plain(e.message(), key))
         })?;
         let lock_points = lock_points.to_vec();
         raw.lock.kind = validate::lock_kind(&ctx, &raw.lock, own)?;

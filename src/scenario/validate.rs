@@ -143,6 +143,19 @@ fn sentinel(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
             ));
         }
     }
+    if r.min_replicas_to_write > r.replicas {
+        // A master then refuses every write, the lock's included: no client ever holds it, and
+        // a run would judge an empty history safe.
+        return Err(ctx.err(
+            at(ctx, "min_replicas_to_write"),
+            format!(
+                "`min_replicas_to_write = {}` is more than the {} replica(s) a master has \
+                 (`replicas`): every write, the lock's included, would be refused and no client \
+                 could ever take the lock; give 0 to {}",
+                r.min_replicas_to_write, r.replicas, r.replicas
+            ),
+        ));
+    }
     if r.min_replicas_max_lag_s == 0 && r.min_replicas_to_write > 0 {
         return Err(ctx.err(
             at(ctx, "min_replicas_max_lag_s"),

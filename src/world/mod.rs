@@ -13,7 +13,10 @@
 //! own copy of this loop and the copies had drifted apart (how long a stuck client is waited for
 //! was computed three different ways).
 
+pub mod estimate;
 pub mod mysql;
+
+pub use estimate::{expected_events, memory_estimate, EVENTS_PER_CYCLE, PEAK_BYTES_PER_EVENT};
 
 use crate::env::PointHook;
 use crate::history::{EventKind, Recorder};
@@ -78,32 +81,6 @@ pub fn grace_ms(scenario: &Scenario, request_timeout_ms: u64) -> u64 {
         + 5_000
 }
 
-/// Events a history records per completed cycle, about: acquire start, acquired, enter, the
-/// resource's read-modify-write, exit, released, and a named point or two (a `set-nx-px` cycle
-/// records 7).
-pub const EVENTS_PER_CYCLE: u64 = 8;
-
-/// The most events a run reserves room for up front (about 1 GB of address space); a longer
-/// history grows as it goes.
-const RESERVE_AT_MOST: u64 = 1 << 24;
-
-/// About how many events `scenario`'s history will hold: its workload's cycles at
-/// [`EVENTS_PER_CYCLE`]. What a run reserves, and what its memory estimate is made of.
-pub fn expected_events(scenario: &Scenario) -> u64 {
-    scenario.capacity().saturating_mul(EVENTS_PER_CYCLE)
-}
-
-/// What a run holds at its peak per event of its history, in bytes: the event itself, the
-/// strings some events carry (owner tokens), and the checkers' tables of grants and writes while
-/// the run is judged. Measured: 160 bytes per event at the peak of a 1,000,000-cycle `set-nx-px`
-/// run (README, "Speed"); this figure rounds up.
-pub const PEAK_BYTES_PER_EVENT: u64 = 192;
-
-/// About how much memory one run of `scenario` needs at its peak, in bytes.
-pub fn memory_estimate(scenario: &Scenario) -> u64 {
-    expected_events(scenario).saturating_mul(PEAK_BYTES_PER_EVENT)
-}
-
 /// Client `client`'s named points: each is passed to the nemesis (which may fire faults there)
 /// and recorded, since a lock's own points time its steps in the history.
 pub fn point_hook<N: FaultPoints>(nemesis: N, rec: Recorder, client: u32) -> PointHook {
@@ -135,7 +112,7 @@ where
     F: FnMut(u32, LockConfig, W::Conns, W::Env) -> L,
 {
     let rec = world.recorder().clone();
-    rec.reserve(expected_events(scenario).min(RESERVE_AT_MOST) as usize);
+    rec.reserve(expected_events(scenario).min(estimate::RESERVE_AT_MOST) as usize);
     let nemesis = world.nemesis().clone();
     let config = LockConfig::from_spec(&scenario.lock);
     let stop_at_us = scenario.duration_ms * 1000;

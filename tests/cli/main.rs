@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bounded;
 mod contract;
 mod harness_example;
 mod table_and_list;

@@ -54,7 +54,13 @@ fn nothing_found_is_exit_0_and_bad_input_is_exit_2() {
         "--cases",
         "20",
         "--out",
-        "/nonexistent/never-written.toml",
+        &std::env::temp_dir()
+            .join(format!(
+                "lockcheck-never-written-{}.toml",
+                std::process::id()
+            ))
+            .display()
+            .to_string(),
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(out.starts_with("NOTHING FOUND"), "{out}");

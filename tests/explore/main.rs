@@ -2,6 +2,7 @@
 //! failure (and replay it from the written file to the same trace), and must find nothing where
 //! the lock holds. Each test prints how long it took.
 
+mod bounded;
 mod bounds;
 mod cli;
 mod every_lock;

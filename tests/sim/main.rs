@@ -14,6 +14,7 @@ mod locks;
 mod mutants;
 mod no_false_alarm;
 mod redlock;
+mod refusal_corpus;
 mod reported_cases;
 mod scenarios;
 mod sentinel;
