@@ -10,10 +10,13 @@ use std::future::Future;
 /// A lock on a database connection ([`SqlConn`]).
 pub trait DatabaseLock: Lock {
     /// Creates what the lock on `key` needs before any client runs, on the admin connection
-    /// `conn`: its table, and the lock's row (`FOR UPDATE`) or fencing counter row.
+    /// `conn`: by default the lock table (and, with `fencing`, its counter row); a lock that
+    /// needs more (the `FOR UPDATE` lock's row) says so.
     fn prepare<A: SqlConn>(
         conn: &mut A,
         options: &MysqlOptions,
         key: &str,
-    ) -> impl Future<Output = Result<(), SqlError>> + Send;
+    ) -> impl Future<Output = Result<(), SqlError>> + Send {
+        options.prepare(conn, key)
+    }
 }

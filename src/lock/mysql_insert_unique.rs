@@ -171,16 +171,10 @@ where
     })
 }
 
+/// Its table (and fencing counter row) is all it needs.
 impl<C, E> DatabaseLock for MysqlInsertUnique<C, E>
 where
     C: SqlConn + Sync + 'static,
     E: Env,
 {
-    async fn prepare<A: SqlConn>(
-        conn: &mut A,
-        options: &MysqlOptions,
-        key: &str,
-    ) -> Result<(), SqlError> {
-        options.prepare(conn, key).await
-    }
 }
