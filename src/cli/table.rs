@@ -107,15 +107,6 @@ fn no_recipe(e: &BadInput) -> bool {
     e.0.starts_with(&prefix)
 }
 
-/// Observed verdict of one check over the seeds.
-fn observed(o: &SeedsOutcome, check: &str) -> Verdict {
-    if o.violating_seeds.get(check).is_some_and(|v| !v.is_empty()) {
-        Verdict::Violation
-    } else {
-        Verdict::Safe
-    }
-}
-
 /// Runs the scenarios in `dir` and renders the markdown.
 pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
     let mut scenarios = Vec::new();
@@ -290,14 +281,14 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
             fault_label(s)
         );
         for n in &names {
-            let v = observed(sim, n);
+            let v = sim.observed(n);
             let mut text = match v {
                 Verdict::Violation => "**violation**".to_string(),
                 Verdict::Safe => "safe".to_string(),
                 Verdict::NotJudged => "not judged".to_string(),
             };
             if let Some(Ok(r)) = real {
-                let rv = observed(r, n);
+                let rv = r.observed(n);
                 if rv != v {
                     text = format!("{text} (real: {rv})");
                 }

@@ -236,6 +236,10 @@ impl Scenario {
         let mut warnings = Vec::new();
         for (i, f) in raw.faults.into_iter().enumerate() {
             let (fault, warning) = fault::convert(&ctx, f, &nodes, &scenario)?;
+            if scenario.lock.kind.is_mysql() {
+                database::check_fault(&fault)
+                    .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
+            }
             warnings.extend(warning.map(|w| w.to_string()));
             // A fault that cannot fire before the run ends would make a vacuous verdict.
             if let Some((key, message)) =
