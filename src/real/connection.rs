@@ -122,6 +122,51 @@ pub struct RoutedConnection {
     source: Option<IpAddr>,
     /// In a Sentinel run, who tells it where the master is (asked again after a failed request).
     finder: Option<Arc<MasterFinder>>,
+    /// The one-way latency a scenario sets (`[redis] latency_ms`), when it sets one.
+    latency: Option<Latency>,
+}
+
+/// A one-way network latency, uniform in `[lo, hi]` ms, put on each request and its reply.
+///
+/// The delays run in a task of their own, not the client's: they are the network's. A request
+/// sent just before its client is paused still lands on time, and its reply arrives on time and
+/// waits, unread by the lock, until the client's gate opens, as a reply waits in the socket of a
+/// stopped process. Loopback adds tens of microseconds on top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Latency {
+    /// The shortest one-way delay (ms).
+    pub lo: u64,
+    /// The longest one-way delay (ms).
+    pub hi: u64,
+}
+
+impl Latency {
+    /// One draw of the delay.
+    fn draw(&self) -> Duration {
+        use rand::Rng;
+        Duration::from_millis(rand::thread_rng().gen_range(self.lo..=self.hi.max(self.lo)))
+    }
+
+    /// `exchange` sent `sent_at + one draw` and answered one more draw after its reply, on a
+    /// task of the network's own. The connection is made before the request leaves, within its
+    /// transit time, as a connected client's request would not wait for a handshake.
+    async fn carry<T: Send + 'static>(
+        &self,
+        sent_at: tokio::time::Instant,
+        exchange: impl std::future::Future<Output = RedisResult<T>> + Send + 'static,
+    ) -> RedisResult<T> {
+        let (there, back) = (self.draw(), self.draw());
+        let network = tokio::spawn(async move {
+            tokio::time::sleep_until(sent_at + there).await;
+            let reply = exchange.await;
+            tokio::time::sleep(back).await;
+            reply
+        });
+        network
+            .await
+            .map_err(|e| std::io::Error::other(format!("the network task failed: {e}")).into())
+            .and_then(|reply| reply)
+    }
 }
 
 #[derive(Clone)]
@@ -151,7 +196,15 @@ impl RoutedConnection {
             name: None,
             source: None,
             finder: None,
+            latency: None,
         }
+    }
+
+    /// Delays each request and its reply by `latency` (one way each), as the network between the
+    /// client and the server would.
+    pub(super) fn with_latency(mut self, latency: Latency) -> Self {
+        self.latency = Some(latency);
+        self
     }
 
     /// Sends every connection from `source` and asks `finder` where the master is after a
@@ -279,9 +332,15 @@ pub(super) async fn connect_from(
 impl ConnectionLike for RoutedConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
-            let result = match self.connection().await {
-                Ok(mut conn) => conn.req_packed_command(cmd).await,
-                Err(e) => Err(e),
+            let sent_at = tokio::time::Instant::now();
+            let result = match (self.connection().await, self.latency) {
+                (Ok(mut conn), None) => conn.req_packed_command(cmd).await,
+                (Ok(mut conn), Some(latency)) => {
+                    let cmd = cmd.clone();
+                    let exchange = async move { conn.req_packed_command(&cmd).await };
+                    latency.carry(sent_at, exchange).await
+                }
+                (Err(e), _) => Err(e),
             };
             self.after(result).await
         })
@@ -294,9 +353,16 @@ impl ConnectionLike for RoutedConnection {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let result = match self.connection().await {
-                Ok(mut conn) => conn.req_packed_commands(pipeline, offset, count).await,
-                Err(e) => Err(e),
+            let sent_at = tokio::time::Instant::now();
+            let result = match (self.connection().await, self.latency) {
+                (Ok(mut conn), None) => conn.req_packed_commands(pipeline, offset, count).await,
+                (Ok(mut conn), Some(latency)) => {
+                    let pipeline = pipeline.clone();
+                    let exchange =
+                        async move { conn.req_packed_commands(&pipeline, offset, count).await };
+                    latency.carry(sent_at, exchange).await
+                }
+                (Err(e), _) => Err(e),
             };
             self.after(result).await
         })

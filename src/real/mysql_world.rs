@@ -21,7 +21,7 @@
 use super::client_tasks::wait_for_live_clients;
 use super::mariadb::{MariaDb, DATABASE, USER};
 use super::mysql_nemesis::MysqlNemesis;
-use super::recipes::{ask, MysqlRecipes};
+use super::plan::check_supported;
 use super::RealError;
 use super::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
 use crate::env::{Gate, PointHook, RealEnv};
@@ -141,26 +141,6 @@ where
     drop(storage);
     drop(db);
     history
-}
-
-/// Why a MySQL scenario cannot run on real processes.
-fn check_supported(s: &Scenario) -> Result<(), RealError> {
-    for f in &s.faults {
-        let ok = ask(
-            &MysqlRecipes {
-                trigger: &f.trigger,
-            },
-            f,
-        )
-        .is_ok();
-        if !ok {
-            return Err(RealError::Unsupported(format!(
-                "fault {} has no real-mode recipe for the MySQL locks (client pauses and crashes fire at a client's point, `on = ...`); run it in simulation",
-                crate::scenario::fault_table(f).into_inline_table()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// `SET GLOBAL wait_timeout`: how long the server keeps an idle connection (new sessions).

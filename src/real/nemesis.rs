@@ -4,9 +4,12 @@
 //!   and `CLIENT KILL TYPE replica` on the master), so the promoted replica is certain not to have
 //!   the lock; on the trigger the master is SIGKILLed and, `failover_detect_ms` later, the replica
 //!   is resumed, promoted with `REPLICAOF NO ONE`, and clients are routed to it.
-//! - `pause`: the client stalls at its named point (`acquired`, `before_write`, a lock's own) for `for_ms`,
-//!   and so do its timers and background tasks (a watchdog): each real client has a
-//!   [`Gate`](crate::env::Gate) that the pause closes, as a stop-the-world GC stops every thread.
+//! - `pause`: the client stops for `for_ms`, at its named point (`acquired`, `before_write`, a
+//!   lock's own) or at a fixed time wherever its task stands, and so do its timers and background
+//!   tasks (a watchdog): each real client has a [`Gate`](crate::env::Gate) that its whole task
+//!   and its environment pass through, and the pause closes it, as a stop-the-world GC stops
+//!   every thread. Replies already on their way arrive and wait, unhandled, until it opens. A
+//!   client program is `SIGSTOP`ped as well. A pause at `at_ms = 0` is a late start.
 //! - `crash` of a client: at its named point the client's gate closes for good and the client
 //!   task stops dead there, without releasing; its watchdog stops with it.
 //! - client clocks (`clock_jump`, `clock_drift`, `[clocks]` on `client-<c>`): the client's
@@ -39,7 +42,7 @@ use super::client_program::ClientProgram;
 use super::connection::Route;
 use super::failover::FailoverRig;
 use super::plan::{client_cuts, client_index, master_index, sentinel_links, server_index};
-use super::recipes::{FailsOver, StartsLate};
+use super::recipes::FailsOver;
 use super::redis_server::{RedisServer, ServerOptions};
 use super::sentinel_deployment::SentinelDeployment;
 use super::RealError;
@@ -108,23 +111,22 @@ pub(super) struct RealNemesis {
 }
 
 impl RealNemesis {
-    /// How late client `c` starts: the longest `pause` of it at `at_ms = 0`.
-    pub(super) fn start_delay(&self, c: u32) -> Duration {
-        Duration::from_millis(StartsLate::of(&self.scenario, c))
-    }
-
     /// Fires the faults with an absolute time: those at 0 now, the others from timer tasks.
+    /// Called as the clients start, and `at_ms` counts from then, as in simulation: the set-up
+    /// after true time 0 (the witness's `MONITOR` connections, holding replication back) takes
+    /// from one to tens of milliseconds, and a pause meant for 7 ms into an acquire would
+    /// otherwise hit a client that has not sent anything yet.
     pub(super) fn start_timed(&self) {
+        let start = tokio::time::Instant::now();
         for (at_ms, kind) in self.schedule.take_timed() {
             if at_ms == 0 {
                 self.fire(&kind);
                 continue;
             }
             let me = self.clone();
-            let at = Duration::from_millis(at_ms);
+            let at = start + Duration::from_millis(at_ms);
             tokio::spawn(async move {
-                let now = Duration::from_micros(me.rec.now_us());
-                tokio::time::sleep(at.saturating_sub(now)).await;
+                tokio::time::sleep_until(at).await;
                 me.fire(&kind);
             });
         }
@@ -216,6 +218,43 @@ impl RealNemesis {
         self.rec.record("nemesis", EventKind::Fault { what });
     }
 
+    /// `SIGSTOP`s (`stop`) or `SIGCONT`s client `client`'s program, if it is one, and says so.
+    fn signal_program(&self, client: u32, program: Option<&ClientProgram>, stop: bool) {
+        let Some(p) = program else { return };
+        let (name, result) = if stop {
+            ("SIGSTOP", p.pause())
+        } else {
+            ("SIGCONT", p.resume())
+        };
+        match result {
+            Ok(()) => self.note(format!(
+                "client-{client}: {name} of program pid {}",
+                p.pid()
+            )),
+            Err(e) => self.note(format!("client-{client} program {name} failed: {e}")),
+        }
+    }
+
+    /// Stops client `client` for `stall`, as a stop-the-world GC pause stops a process: its gate
+    /// closes now (its task, and every task and timer of its environment, wait there), its
+    /// program, if it is one, is `SIGSTOP`ped; a task of the nemesis's own resumes it, since the
+    /// client can resume nothing while it stands. A crash while it stands keeps it shut.
+    fn stop_client(&self, client: u32, stall: Duration) {
+        let gate = self.gates[client as usize].clone();
+        let program = self.processes.get(client as usize).cloned().flatten();
+        gate.close();
+        self.signal_program(client, program.as_deref(), true);
+        let me = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(stall).await;
+            me.signal_program(client, program.as_deref(), false);
+            if !gate.is_dead() {
+                gate.open();
+                me.note(format!("client-{client} resumed"));
+            }
+        });
+    }
+
     /// The first step of the failover recipe, before any client runs: nothing written from now
     /// on reaches the replica that will be promoted.
     pub(super) fn hold_back_replication(&self) -> Result<(), RealError> {
@@ -292,37 +331,36 @@ impl RealNemesis {
             std::future::pending::<()>().await;
         }
         if !stall.is_zero() {
-            gate.close();
-            if let Some(p) = &program {
-                match p.pause() {
-                    Ok(()) => self.note(format!(
-                        "client-{client}: SIGSTOP of program pid {}",
-                        p.pid()
-                    )),
-                    Err(e) => self.note(format!("client-{client} program SIGSTOP failed: {e}")),
-                }
-            }
-            tokio::time::sleep(stall).await;
-            if let Some(p) = &program {
-                match p.resume() {
-                    Ok(()) => self.note(format!(
-                        "client-{client}: SIGCONT of program pid {}",
-                        p.pid()
-                    )),
-                    Err(e) => self.note(format!("client-{client} program SIGCONT failed: {e}")),
-                }
-            }
-            gate.open();
-            self.note(format!("client-{client} resumed"));
+            self.stop_client(client, stall);
+            gate.wait_open().await;
         }
     }
 }
 
 /// What spawned processes give the fault families: a failover rig, kills and restarts, black
 /// holes or link proxies for cuts, libfaketime and each client's skewed environment for clocks.
-/// A client's own pause and crash happen in its task ([`AtClient`]); a server pause has no
-/// recipe on Redis.
+/// A client's pause or crash at a named point happens in its task ([`AtClient`]); a timed pause
+/// closes its gate from outside, wherever its task stands. A server pause has no recipe on Redis.
 impl Nemesis for RealNemesis {
+    /// A pause at a fixed time: the client's gate closes wherever its task stands.
+    fn pause_client(
+        &self,
+        at: &Occasion<'_>,
+        victim: &ClientRef,
+        for_ms: u64,
+    ) -> Result<(), Refused> {
+        let Some(c) = victim.victim(at.by, &self.rec) else {
+            self.note("pause of the holder skipped: nobody holds the lock".into());
+            return Ok(());
+        };
+        self.note(format!(
+            "client-{c} paused for {for_ms} ms (timed: its task, timers, background tasks and \
+             the handling of its replies stopped)"
+        ));
+        self.stop_client(c, Duration::from_millis(for_ms));
+        Ok(())
+    }
+
     fn fail_over(&self, master: u32) -> Result<(), Refused> {
         let me = self.clone();
         tokio::task::spawn_blocking(move || me.kill_and_promote(master as usize));

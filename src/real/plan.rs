@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::client_program_launch::fake_time;
 use super::faketime::FakeTime;
-use super::recipes::{ask, ClockSetting, ClockSettings, RedisRecipes};
+use super::recipes::{ask, ClockSetting, ClockSettings, MysqlRecipes, RedisRecipes};
 use super::RealError;
 use crate::fault::partition::partition_links;
 use crate::fault::{Direction, Refused};
@@ -25,8 +25,12 @@ pub fn real_mode_unsupported(scenario: &Scenario) -> Option<String> {
     check_supported(scenario).err().map(|e| e.to_string())
 }
 
-/// Checks that every fault of the scenario has a real-mode recipe.
+/// Checks that every fault of the scenario has a real-mode recipe, on the servers its lock needs:
+/// a spawned MariaDB for the MySQL locks, spawned `redis-server`s for the others.
 pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
+    if s.lock.kind.is_mysql() {
+        return check_mysql(s);
+    }
     let sentinels = s.redis.sentinels > 0;
     if s.redis.min_replicas_to_write > 0 && !sentinels && s.redis.replicas > 0 {
         return Err(unsupported(format!(
@@ -57,6 +61,26 @@ pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
                     "fault {shown} has no real-mode recipe yet; run it in simulation (without --real)"
                 )));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that every fault of a MySQL scenario has a recipe on a spawned MariaDB.
+fn check_mysql(s: &Scenario) -> Result<(), RealError> {
+    for f in &s.faults {
+        if ask(
+            &MysqlRecipes {
+                trigger: &f.trigger,
+            },
+            f,
+        )
+        .is_err()
+        {
+            return Err(unsupported(format!(
+                "fault {} has no real-mode recipe for the MySQL locks (client pauses and crashes fire at a client's point, `on = ...`); run it in simulation",
+                crate::fault::fault_table(f).into_inline_table()
+            )));
         }
     }
     Ok(())

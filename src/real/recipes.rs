@@ -83,20 +83,14 @@ impl Nemesis for RedisRecipes<'_> {
             .map_err(refused)
     }
 
+    /// At a point the client stops in its task; at a fixed time its gate closes from outside.
     fn pause_client(
         &self,
         _at: &Occasion<'_>,
-        victim: &ClientRef,
+        _victim: &ClientRef,
         _for_ms: u64,
     ) -> Result<(), Refused> {
-        // A client stopped from the start: its task starts `for_ms` late.
-        let from_the_start =
-            matches!(victim, ClientRef::Index(_)) && *self.trigger == Trigger::At(0);
-        if self.at_a_point() || from_the_start {
-            Ok(())
-        } else {
-            Err(Refused::Lacking)
-        }
+        Ok(())
     }
 
     fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
@@ -268,41 +262,6 @@ impl Nemesis for ClockSettings {
         self.0
             .borrow_mut()
             .push((node.to_string(), ClockSetting::Drift(ppm)));
-        Ok(())
-    }
-}
-
-/// How late a client starts: its pauses at `at_ms = 0` are a late start (the longest wins), as
-/// a client stopped from the start would be.
-pub(super) struct StartsLate {
-    client: u32,
-    ms: std::cell::Cell<u64>,
-}
-
-impl StartsLate {
-    /// How late (ms) client `client` of `s` starts.
-    pub(super) fn of(s: &Scenario, client: u32) -> u64 {
-        let me = StartsLate {
-            client,
-            ms: std::cell::Cell::new(0),
-        };
-        for f in s.faults.iter().filter(|f| f.trigger == Trigger::At(0)) {
-            let _ = ask(&me, f);
-        }
-        me.ms.get()
-    }
-}
-
-impl Nemesis for StartsLate {
-    fn pause_client(
-        &self,
-        _at: &Occasion<'_>,
-        victim: &ClientRef,
-        for_ms: u64,
-    ) -> Result<(), Refused> {
-        if *victim == ClientRef::Index(self.client) {
-            self.ms.set(self.ms.get().max(for_ms));
-        }
         Ok(())
     }
 }

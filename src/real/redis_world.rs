@@ -12,7 +12,7 @@
 use super::blackhole::BlackHole;
 use super::client_program_launch::{client_clocks, start_client};
 use super::client_tasks::wait_for_live_clients;
-use super::connection::{ConnectionTimeouts, Route, RoutedConnection};
+use super::connection::{ConnectionTimeouts, Latency, Route, RoutedConnection};
 use super::external::{self, ExternalRedis};
 use super::failover::FailoverRig;
 use super::faketime::FakeTime;
@@ -32,7 +32,7 @@ use crate::history::{EventKind, History, Recorder};
 use crate::lock::LockConfig;
 use crate::lock::{redisson, Lock};
 use crate::resource::Store;
-use crate::scenario::Scenario;
+use crate::scenario::{RedisSpec, Scenario};
 use crate::schedule::Schedule;
 use crate::world;
 use std::sync::{Arc, Mutex};
@@ -284,6 +284,7 @@ where
         nemesis: nemesis.clone(),
         storage: Route::new(storage.url()),
         timeouts,
+        latency: set_latency(scenario),
         tasks: Vec::new(),
         finders: sentinel
             .as_deref()
@@ -437,6 +438,14 @@ fn witness_setting(value: Option<&str>) -> bool {
     )
 }
 
+/// The latency real mode puts on the clients' connections: the scenario's `[redis] latency_ms`
+/// when it sets one. Left at its default it adds nothing, so a scenario that does not ask for a
+/// slow network runs at loopback speed, as it always has.
+fn set_latency(scenario: &Scenario) -> Option<Latency> {
+    let [lo, hi] = scenario.redis.latency_ms;
+    (scenario.redis.latency_ms != RedisSpec::default().latency_ms).then_some(Latency { lo, hi })
+}
+
 /// The real Redis world's side of a run ([`world::World`]): clients are tokio tasks on routed
 /// TCP connections (one route per client per master, which a partition or failover redirects),
 /// the protected resource lives on the storage `redis-server`.
@@ -445,6 +454,9 @@ struct RealWorld {
     nemesis: RealNemesis,
     storage: Arc<Route>,
     timeouts: ConnectionTimeouts,
+    /// The one-way latency on every in-process client's connection to a master, when the
+    /// scenario sets `[redis] latency_ms` (left at its default, loopback alone).
+    latency: Option<Latency>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// In a Sentinel run, `finders[client][group]`: whom each client asks where the master is
     /// (empty otherwise).
@@ -471,8 +483,11 @@ impl world::World for RealWorld {
             .iter()
             .enumerate()
             .map(|(m, r)| {
-                let conn = RoutedConnection::new(r.clone(), self.timeouts)
+                let mut conn = RoutedConnection::new(r.clone(), self.timeouts)
                     .named(client_connection_name(c));
+                if let Some(latency) = self.latency {
+                    conn = conn.with_latency(latency);
+                }
                 match finders {
                     Some(f) => conn.following(f[m].source(), f[m].clone()),
                     None => conn,
@@ -492,29 +507,11 @@ impl world::World for RealWorld {
         Store::new(RoutedConnection::new(self.storage.clone(), self.timeouts))
     }
 
-    /// A client paused at `at_ms = 0` starts late: its pause is its start delay.
+    /// The client's whole task passes its gate: while the nemesis holds the gate closed (a pause,
+    /// timed or at a named point) nothing the client does progresses, as in a stopped process.
     fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
-        let late = self.nemesis.start_delay(c);
-        let rec = self.rec.clone();
-        self.tasks.push(tokio::spawn(async move {
-            if !late.is_zero() {
-                let ms = late.as_millis();
-                rec.record(
-                    "nemesis",
-                    EventKind::Fault {
-                        what: format!("client-{c} paused for {ms} ms (starts late)"),
-                    },
-                );
-                tokio::time::sleep(late).await;
-                rec.record(
-                    "nemesis",
-                    EventKind::Fault {
-                        what: format!("client-{c} resumed"),
-                    },
-                );
-            }
-            run.await
-        }));
+        let gate = self.nemesis.gates[c as usize].clone();
+        self.tasks.push(tokio::spawn(gate.gated(run)));
     }
 
     /// Crashed clients never finish: stop waiting once every live one has.

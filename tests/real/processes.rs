@@ -624,7 +624,13 @@ fn child_process_helper() {
                 wait_gone(pid, Duration::from_secs(2))
             );
         }
-        "wait" => {
+        "wait" | "wait-stopped" => {
+            if mode == "wait-stopped" {
+                // A server pause in progress (a MariaDB or Redis `SIGSTOP`): a stopped process
+                // ignores SIGTERM until continued, so only a SIGKILL can take it down.
+                server.pause().unwrap();
+                println!("STOPPED");
+            }
             // Wait to be signalled; bounded so a broken parent cannot leave us behind.
             std::thread::sleep(Duration::from_secs(30));
             println!("NOT_SIGNALLED");
@@ -700,8 +706,15 @@ fn wait_for_line(rx: &std::sync::mpsc::Receiver<String>, prefix: &str) -> String
 }
 
 fn signal_child_and_check(signal: libc::c_int, expected_code: Option<i32>) {
-    let (mut child, rx) = start_child("wait");
+    signal_child_in_mode_and_check("wait", signal, expected_code);
+}
+
+fn signal_child_in_mode_and_check(mode: &str, signal: libc::c_int, expected_code: Option<i32>) {
+    let (mut child, rx) = start_child(mode);
     let server_pid: u32 = wait_for_line(&rx, "SERVER_PID=").parse().unwrap();
+    if mode == "wait-stopped" {
+        wait_for_line(&rx, "STOPPED");
+    }
     assert!(!process_gone(server_pid));
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(child.id() as libc::pid_t, signal) };
@@ -731,6 +744,13 @@ fn sigterm_kills_the_servers_and_exits_143() {
 #[test]
 fn sigint_kills_the_servers_and_exits_130() {
     signal_child_and_check(libc::SIGINT, Some(130));
+}
+
+/// Ctrl-C while a server pause holds a server stopped still takes it down (the handler's
+/// SIGKILL needs no SIGCONT).
+#[test]
+fn sigint_kills_a_stopped_server_too() {
+    signal_child_in_mode_and_check("wait-stopped", libc::SIGINT, Some(130));
 }
 
 /// SIGKILL runs no handler at all: PR_SET_PDEATHSIG is what kills the server.

@@ -76,7 +76,8 @@ fn a_fault_without_a_real_recipe_exits_2() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/gc-pause-lease-expiry.toml"),
     )
     .unwrap()
-        + "\n[[faults]]\nkind = \"pause\"\nclient = 0\nat_ms = 10\nfor_ms = 10\n";
+        // A cut at a client's named point: the black hole is switched in at a fixed time only.
+        + "\n[[faults]]\nkind = \"partition\"\nnodes = [\"redis-0\"]\non = \"before_write\"\nfor_ms = 10\n";
     let p = std::env::temp_dir().join(format!("lockcheck-real-{}.toml", std::process::id()));
     std::fs::write(&p, text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
@@ -86,4 +87,40 @@ fn a_fault_without_a_real_recipe_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no real-mode recipe"), "{err}");
+}
+
+/// `lockcheck run scenarios/ --real` skips nothing: every bundled scenario has a recipe for each
+/// of its faults on real servers.
+#[test]
+fn every_bundled_scenario_has_a_real_recipe() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    for f in lockcheck::cli::run::scenario_files(&dir).unwrap() {
+        let s = Scenario::load(&f).unwrap();
+        let why = lockcheck::real::redis_world::real_mode_unsupported(&s);
+        assert_eq!(why, None, "{} would be skipped under --real", s.name);
+    }
+}
+
+/// Client 0 is paused 7 ms into its acquire, at a fixed time: its SETs have landed (5 ms of
+/// latency each way), their replies are on the way and wait unhandled for 4 s. With antirez's
+/// step 3 it sees its validity time gone and lets go; without it, two holders.
+#[test]
+fn a_client_paused_during_its_redlock_acquire_on_real_servers() {
+    let _turn = crate::common::real_servers_one_at_a_time();
+    for (name, expected) in [
+        ("redlock-pause-during-acquire-recheck.toml", Verdict::Safe),
+        (
+            "redlock-pause-during-acquire-no-recheck.toml",
+            Verdict::Violation,
+        ),
+    ] {
+        let o = run_real(name);
+        assert_eq!(o.verdict(), expected, "{name}\n{}", o.history.render());
+        let f = fault_lines(&o);
+        assert!(
+            f.iter()
+                .any(|l| l.starts_with("client-0 paused for 4000 ms (timed")),
+            "{f:?}"
+        );
+    }
 }
