@@ -18,6 +18,7 @@ pub mod mysql_world;
 pub mod nemesis;
 pub mod network;
 pub mod sentinel;
+mod sql_conn;
 pub mod storage;
 pub mod subscription;
 pub mod wire;
@@ -37,6 +38,7 @@ use madsim::runtime::{Handle, Runtime};
 pub use mysql_server::NetSqlConn;
 use nemesis::SimNemesis;
 use network::Network;
+pub use sql_conn::{SharedEngine, SimSqlConn};
 use std::collections::BTreeMap;
 use std::time::Duration;
 

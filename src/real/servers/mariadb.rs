@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use super::child::find_program;
 use super::child::{free_port, spawn_from_long_lived_thread, tail_of_file, thread_states};
 use super::cleanup;
-use super::RealError;
+use crate::real::RealError;
 
 /// The port of the machine's own MariaDB/MySQL; lockcheck never uses it.
 const RESERVED_PORT: u16 = 3306;

@@ -7,9 +7,9 @@
 //! the full protocol. A request that gets no reply within its timeout is an error, never a hang:
 //! a program lockcheck stopped or killed is then simply a client that does not answer.
 
-use super::ClientProgram;
 use crate::env::Env;
 use crate::lock::{Guard, Lock, LockConfig, LockError};
+use crate::real::ClientProgram;
 use serde::Deserialize;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{ChildStdin, ChildStdout};

@@ -1,20 +1,20 @@
 //! Real mode's `kind = "client-program"` clients: one program per client, its environment (the client
 //! protocol's `LOCKCHECK_*` variables) and its clock (libfaketime).
 //!
-//! Each client program reaches every master group through its own [`super::RouteProxy`], so the
+//! Each client program reaches every master group through its own [`crate::real::RouteProxy`], so the
 //! failover, restart and partition recipes that re-route lockcheck's own connections re-route the
 //! program's connections too, without the program knowing.
 
 use super::client_program::{ClientCommand, ClientProgram};
-use super::faketime::FakeTime;
-use super::recipes::{ClockSetting, ClockSettings};
-use super::RealError;
+use crate::real::nemesis::recipes::{ClockSetting, ClockSettings};
+use crate::real::servers::faketime::FakeTime;
+use crate::real::RealError;
 use crate::scenario::Scenario;
 
 /// How one process (a master or a client program) runs under libfaketime, from its start
 /// `offset_ms`, its drift and whether its clock jumps later; `None` for a true clock.
 /// libfaketime either reads a jumpable offset from a file or runs at a rate, not both.
-pub(super) fn fake_time(
+pub(in crate::real) fn fake_time(
     who: &str,
     drift_ppm: i64,
     offset_ms: i64,
@@ -39,7 +39,7 @@ pub(super) fn fake_time(
 /// drift faults on it (applied from the start: a process's libfaketime rate is fixed) and
 /// whether it jumps. A jumpable clock starts at its offset by a first jump (see
 /// [`start_offsets`]).
-pub(super) fn client_clocks(
+pub(in crate::real) fn client_clocks(
     s: &Scenario,
     starts: &[(i64, i64)],
 ) -> Result<Vec<Option<FakeTime>>, RealError> {
@@ -62,7 +62,7 @@ pub(super) fn client_clocks(
 
 /// The client protocol's environment for client `c`, whose program reaches the master groups
 /// at `urls` (its proxies, in group order), and `extra` (a Sentinel run's `LOCKCHECK_SENTINELS`).
-pub(super) fn protocol_env(
+pub(in crate::real) fn protocol_env(
     s: &Scenario,
     c: u32,
     urls: &[String],
@@ -72,7 +72,7 @@ pub(super) fn protocol_env(
     [
         (
             "LOCKCHECK_PROTOCOL",
-            crate::real::client_program_lock::PROTOCOL_VERSION.to_string(),
+            crate::real::client_programs::client_program_lock::PROTOCOL_VERSION.to_string(),
         ),
         ("LOCKCHECK_REDIS_URLS", urls.join(",")),
         ("LOCKCHECK_CLIENT_ID", format!("client-{c}")),
@@ -95,7 +95,7 @@ pub(super) fn protocol_env(
 }
 
 /// Starts client `c`'s program; with a jumpable clock, sets its start offset first.
-pub(super) fn start_client(
+pub(in crate::real) fn start_client(
     s: &Scenario,
     c: u32,
     urls: &[String],

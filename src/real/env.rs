@@ -11,7 +11,7 @@
 //! client's spawned tasks are not polled and its sleeps do not return. In-flight Redis replies are
 //! buffered meanwhile, as the kernel would buffer them for a stopped process.
 
-use super::{Env, PointHook, TaskHandle};
+use crate::env::{Env, PointHook, TaskHandle};
 use rand::{RngCore, SeedableRng};
 use std::future::Future;
 use std::pin::pin;

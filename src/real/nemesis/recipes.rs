@@ -9,8 +9,8 @@ use std::cell::RefCell;
 use super::plan::{
     client_cuts, client_index, faked_master, master_index, sentinel_links, server_index,
 };
-use super::RealError;
 use crate::fault::{ClientRef, Cut, Fault, Nemesis, Occasion, Refused, Trigger};
+use crate::real::RealError;
 use crate::scenario::Scenario;
 
 /// A planning error as a refusal: its reason, as `RealError::Unsupported` words it.
@@ -22,14 +22,14 @@ fn refused(e: RealError) -> Refused {
 }
 
 /// Asks `fault` of `n` without carrying anything out: the answer is whether `n` can.
-pub(super) fn ask<N: Nemesis>(n: &N, fault: &Fault) -> Result<(), Refused> {
+pub(in crate::real) fn ask<N: Nemesis>(n: &N, fault: &Fault) -> Result<(), Refused> {
     fault.kind.fire(n, &Occasion::TIMED)
 }
 
 /// What the recipes on spawned `redis-server`s can do to one fault of `s`, fired by `trigger`.
-pub(super) struct RedisRecipes<'a> {
-    pub(super) s: &'a Scenario,
-    pub(super) trigger: &'a Trigger,
+pub(in crate::real) struct RedisRecipes<'a> {
+    pub(in crate::real) s: &'a Scenario,
+    pub(in crate::real) trigger: &'a Trigger,
 }
 
 impl RedisRecipes<'_> {
@@ -132,8 +132,8 @@ impl Nemesis for RedisRecipes<'_> {
 
 /// What the recipes on a spawned MariaDB can do: a client's pause or crash at its named point,
 /// and the server's crash, pause and partition at any time.
-pub(super) struct MysqlRecipes<'a> {
-    pub(super) trigger: &'a Trigger,
+pub(in crate::real) struct MysqlRecipes<'a> {
+    pub(in crate::real) trigger: &'a Trigger,
 }
 
 impl MysqlRecipes<'_> {
@@ -176,7 +176,7 @@ impl Nemesis for MysqlRecipes<'_> {
 /// A Redis lockcheck did not start (`--redis`): it is never faulted, so every capability that
 /// touches a server is refused with what the fault would have done to it. The client's own
 /// faults (pauses, crashes, its clocks) are lockcheck's to carry out.
-pub(super) struct ExternalServers;
+pub(in crate::real) struct ExternalServers;
 
 impl Nemesis for ExternalServers {
     fn pause_client(
@@ -233,7 +233,7 @@ impl Nemesis for ExternalServers {
 /// A clock fault as real mode sets it up before spawning: libfaketime's rate is fixed per
 /// process, and a clock that will jump reads its offset from a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum ClockSetting {
+pub(in crate::real) enum ClockSetting {
     /// The node's clock drifts at this rate (ppm) from the start.
     Drift(i64),
     /// The node's clock will jump (wall clock alone, or both: one libfaketime clock either way).
@@ -243,11 +243,11 @@ pub(super) enum ClockSetting {
 /// The clock faults of a scenario, in file order, gathered by firing every fault against a
 /// nemesis whose only capabilities are the clock's.
 #[derive(Default)]
-pub(super) struct ClockSettings(RefCell<Vec<(String, ClockSetting)>>);
+pub(in crate::real) struct ClockSettings(RefCell<Vec<(String, ClockSetting)>>);
 
 impl ClockSettings {
     /// Every clock fault of `s`: the node and what it does to its clock.
-    pub(super) fn of(s: &Scenario) -> Vec<(String, ClockSetting)> {
+    pub(in crate::real) fn of(s: &Scenario) -> Vec<(String, ClockSetting)> {
         let me = ClockSettings::default();
         for f in &s.faults {
             let _ = ask(&me, f);
@@ -274,14 +274,14 @@ impl Nemesis for ClockSettings {
 
 /// How late a client starts: its pauses at `at_ms = 0` are a late start (the longest wins), as
 /// a client stopped from the start would be.
-pub(super) struct StartsLate {
+pub(in crate::real) struct StartsLate {
     client: u32,
     ms: std::cell::Cell<u64>,
 }
 
 impl StartsLate {
     /// How late (ms) client `client` of `s` starts.
-    pub(super) fn of(s: &Scenario, client: u32) -> u64 {
+    pub(in crate::real) fn of(s: &Scenario, client: u32) -> u64 {
         let me = StartsLate {
             client,
             ms: std::cell::Cell::new(0),
@@ -309,11 +309,11 @@ impl Nemesis for StartsLate {
 
 /// The master groups a failover will hit: real mode holds their replication back from the start.
 #[derive(Default)]
-pub(super) struct FailsOver(RefCell<Vec<u32>>);
+pub(in crate::real) struct FailsOver(RefCell<Vec<u32>>);
 
 impl FailsOver {
     /// The masters `faults` fail over, in their order.
-    pub(super) fn of(faults: &[Fault]) -> Vec<u32> {
+    pub(in crate::real) fn of(faults: &[Fault]) -> Vec<u32> {
         let me = FailsOver::default();
         for f in faults {
             let _ = ask(&me, f);

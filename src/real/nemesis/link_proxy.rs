@@ -19,7 +19,7 @@ use tokio::time::Instant;
 const CHUNK: usize = 16 * 1024;
 
 /// A listening link proxy; it lives as long as the tokio runtime that runs it.
-pub(super) struct LinkProxy {
+pub(in crate::real) struct LinkProxy {
     addr: SocketAddr,
     target: Arc<Mutex<Option<SocketAddr>>>,
 }
@@ -27,7 +27,10 @@ pub(super) struct LinkProxy {
 impl LinkProxy {
     /// Listens on node `node`'s address (a free port) for it. Connections wait until
     /// [`LinkProxy::set_target`] says where the node's process is. Call inside a tokio runtime.
-    pub(super) async fn start(net: Arc<Network>, node: usize) -> std::io::Result<LinkProxy> {
+    pub(in crate::real) async fn start(
+        net: Arc<Network>,
+        node: usize,
+    ) -> std::io::Result<LinkProxy> {
         let listener = TcpListener::bind((Network::address(node), 0)).await?;
         let addr = listener.local_addr()?;
         let target = Arc::new(Mutex::new(None));
@@ -43,12 +46,12 @@ impl LinkProxy {
     }
 
     /// The node's announced address (this proxy's).
-    pub(super) fn addr(&self) -> SocketAddr {
+    pub(in crate::real) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Where the node's process listens now (after a restart, its new port).
-    pub(super) fn set_target(&self, real: SocketAddr) {
+    pub(in crate::real) fn set_target(&self, real: SocketAddr) {
         *self.target.lock().unwrap() = Some(real);
     }
 }

@@ -7,11 +7,11 @@
 //! latency, partitions and server pauses belong to the simulated server node that hosts the
 //! engine (see the scenario integration); this layer is the in-process core of it.
 
-use super::engine::{Engine, SessionId, Step};
-use super::error::SqlError;
-use super::value::{Output, Value};
-use super::SqlConn;
 use crate::env::Env;
+use crate::simsql::{Engine, SessionId, Step};
+use crate::sql::error::SqlError;
+use crate::sql::value::{Output, Value};
+use crate::sql::SqlConn;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

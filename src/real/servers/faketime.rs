@@ -37,7 +37,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use super::child::find_program;
-use super::RealError;
+use crate::real::RealError;
 
 /// How a server's wall clock is faked.
 #[derive(Debug, Clone, PartialEq)]

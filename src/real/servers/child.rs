@@ -13,7 +13,7 @@ use std::sync::{mpsc, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::cleanup;
-use super::RealError;
+use crate::real::RealError;
 
 /// The port of the machine's own Redis. lockcheck never starts a server there and
 /// never sends a command to it.

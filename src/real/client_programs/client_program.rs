@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::child::{make_temp_dir, spawn_from_long_lived_thread, wait_for_state};
-use super::cleanup;
-use super::faketime::{self, FakeTime, JumpableClock};
-use super::RealError;
+use crate::real::servers::child::{make_temp_dir, spawn_from_long_lived_thread, wait_for_state};
+use crate::real::servers::cleanup;
+use crate::real::servers::faketime::{self, FakeTime, JumpableClock};
+use crate::real::RealError;
 
 /// A running client program that lockcheck started and owns. Dropping it kills and reaps it.
 #[derive(Debug)]
@@ -190,7 +190,7 @@ pub const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 /// Sends each program `{"id":0,"op":"hello"}` and waits until every one has answered (with any
 /// result: an adapter's reply to an op it does not know will do), so that the run starts when
 /// all clients can act, not while one interpreter is still importing its libraries.
-pub(super) fn handshake(
+pub(in crate::real) fn handshake(
     processes: &[Option<Arc<ClientProgram>>],
     pipes: &mut [Option<(ChildStdin, ChildStdout)>],
 ) -> Result<(), RealError> {

@@ -34,9 +34,9 @@
 
 mod execute;
 
-use super::error::{SqlError, ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT};
 use super::parse::{parse, LockMode, Stmt, TableDef};
-use super::value::{Output, Value};
+use crate::sql::error::{SqlError, ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT};
+use crate::sql::value::{Output, Value};
 use execute::{arrange, pk_equality};
 use std::collections::{BTreeMap, BTreeSet};
 

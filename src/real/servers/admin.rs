@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::child::info_field;
-use super::{RealError, RedisServer};
+use crate::real::{RealError, RedisServer};
 
 /// `CLIENT KILL TYPE replica` on `master`: closes the master's side of every
 /// replication link and returns how many it closed.

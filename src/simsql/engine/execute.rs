@@ -1,8 +1,8 @@
 //! Running a statement whose row locks are all available: the engine's data operations.
 
 use super::{Engine, RowId, SessionId, Table};
+use crate::simsql::parse::{CmpOp, Cond, Stmt};
 use crate::sql::error::{SqlError, ER_DUP_ENTRY};
-use crate::sql::parse::{CmpOp, Cond, Stmt};
 use crate::sql::value::{Output, Value};
 use std::collections::{BTreeMap, BTreeSet};
 

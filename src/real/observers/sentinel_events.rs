@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 /// The channels recorded.
-pub(super) const CHANNELS: &[&str] = &[
+pub(in crate::real) const CHANNELS: &[&str] = &[
     "+sdown",
     "+odown",
     "+switch-master",
@@ -31,11 +31,11 @@ pub(super) const CHANNELS: &[&str] = &[
 
 /// How to name what a sentinel says.
 #[derive(Clone)]
-pub(super) struct Namer {
+pub(in crate::real) struct Namer {
     /// Node name by announced address.
-    pub(super) nodes: BTreeMap<SocketAddr, String>,
+    pub(in crate::real) nodes: BTreeMap<SocketAddr, String>,
     /// The configured quorum (the simulation's wording names it).
-    pub(super) quorum: u32,
+    pub(in crate::real) quorum: u32,
 }
 
 impl Namer {
@@ -48,7 +48,7 @@ impl Namer {
     }
 
     /// The history line for `payload` on `channel` from sentinel `i`, if it is recorded.
-    pub(super) fn line(&self, i: usize, channel: &str, payload: &str) -> Option<String> {
+    pub(in crate::real) fn line(&self, i: usize, channel: &str, payload: &str) -> Option<String> {
         let w: Vec<&str> = payload.split_whitespace().collect();
         let who = format!("sentinel-{i}");
         match (channel, w.as_slice()) {
@@ -80,7 +80,7 @@ impl Namer {
 
 /// Subscribes to sentinel `i` on 127.0.0.1:`port` and records its events until the runtime
 /// stops. Returns once subscribed, so nothing the sentinel says after that is missed.
-pub(super) async fn follow(
+pub(in crate::real) async fn follow(
     i: usize,
     port: u16,
     namer: Namer,

@@ -28,7 +28,7 @@ const NET: u8 = 77;
 const PER_BLOCK: usize = 250;
 
 /// Who is who and which links are cut, for one run.
-pub(super) struct Network {
+pub(in crate::real) struct Network {
     /// Each node's name, by node index (the scenario's `node_names`).
     names: Vec<String>,
     /// Which nodes are Redis servers: bytes from a server to a server that connected to it are
@@ -47,7 +47,12 @@ pub(super) struct Network {
 impl Network {
     /// A network of `names` (node index = position), where `servers[i]` says whether node `i` is
     /// a Redis server.
-    pub(super) fn new(names: Vec<String>, servers: Vec<bool>, lag_ms: [u64; 2], seed: u64) -> Self {
+    pub(in crate::real) fn new(
+        names: Vec<String>,
+        servers: Vec<bool>,
+        lag_ms: [u64; 2],
+        seed: u64,
+    ) -> Self {
         Network {
             names,
             servers,
@@ -59,7 +64,7 @@ impl Network {
     }
 
     /// Node `i`'s own address: where its proxy listens and what it sends from.
-    pub(super) fn address(i: usize) -> IpAddr {
+    pub(in crate::real) fn address(i: usize) -> IpAddr {
         IpAddr::V4(Ipv4Addr::new(
             127,
             NET,
@@ -70,7 +75,7 @@ impl Network {
 
     /// The node that sends from `ip`, if it is one of this run's (anything else, such as
     /// lockcheck's own control connections and client programs, is never cut).
-    pub(super) fn node_of(&self, ip: IpAddr) -> Option<usize> {
+    pub(in crate::real) fn node_of(&self, ip: IpAddr) -> Option<usize> {
         let IpAddr::V4(v4) = ip else { return None };
         let [a, b, c, d] = v4.octets();
         let i =
@@ -80,7 +85,7 @@ impl Network {
 
     /// Cuts (`on`) or restores the directed links `(from, to)`. Overlapping partitions count: a
     /// link carries again when the last partition that cut it heals.
-    pub(super) fn cut(&self, links: &[(usize, usize)], on: bool) {
+    pub(in crate::real) fn cut(&self, links: &[(usize, usize)], on: bool) {
         let mut cuts = self.cuts.lock().unwrap();
         for &link in links {
             let n = cuts.entry(link).or_insert(0);
@@ -94,7 +99,7 @@ impl Network {
     }
 
     /// Whether bytes from `from` reach `to` now (an unknown sender is never cut).
-    pub(super) fn open(&self, from: Option<usize>, to: Option<usize>) -> bool {
+    pub(in crate::real) fn open(&self, from: Option<usize>, to: Option<usize>) -> bool {
         match (from, to) {
             (Some(a), Some(b)) => !self.cuts.lock().unwrap().contains_key(&(a, b)),
             _ => true,
@@ -102,7 +107,7 @@ impl Network {
     }
 
     /// Waits until bytes from `from` reach `to`.
-    pub(super) async fn wait_open(&self, from: Option<usize>, to: Option<usize>) {
+    pub(in crate::real) async fn wait_open(&self, from: Option<usize>, to: Option<usize>) {
         let mut rx = self.changed.subscribe();
         while !self.open(from, to) {
             if rx.changed().await.is_err() {
@@ -112,19 +117,19 @@ impl Network {
     }
 
     /// Waits until the cuts change (a partition starts or heals).
-    pub(super) async fn changes(&self) {
+    pub(in crate::real) async fn changes(&self) {
         let mut rx = self.changed.subscribe();
         let _ = rx.changed().await;
     }
 
     /// Whether bytes from server `from` to `to` are a replication stream that lags: `to` is a
     /// server too (servers connect to servers only to replicate) and the lag is not zero.
-    pub(super) fn lags(&self, from: usize, to: Option<usize>) -> bool {
+    pub(in crate::real) fn lags(&self, from: usize, to: Option<usize>) -> bool {
         to.is_some_and(|to| self.servers[from] && self.servers[to]) && self.lag_ms[1] > 0
     }
 
     /// The next replication lag draw.
-    pub(super) fn replication_lag(&self) -> Duration {
+    pub(in crate::real) fn replication_lag(&self) -> Duration {
         let [lo, hi] = self.lag_ms;
         Duration::from_millis(self.rng.lock().unwrap().gen_range(lo..=hi))
     }

@@ -10,12 +10,12 @@ use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::mariadb::MariaDb;
-use super::mysql_world::{set_wait_timeout, CutProxy};
-use crate::env::Gate;
 use crate::fault::partition::describe_partition;
 use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
+use crate::real::mysql_world::{set_wait_timeout, CutProxy};
+use crate::real::servers::mariadb::MariaDb;
+use crate::real::Gate;
 use crate::scenario::database::SERVER;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
@@ -24,15 +24,15 @@ use crate::world::mysql::{due, record_client_crash};
 
 /// The fault executor of a real MySQL run.
 #[derive(Clone)]
-pub(super) struct MysqlNemesis {
-    pub(super) pending: Schedule,
-    pub(super) db: Arc<MariaDb>,
-    pub(super) rec: Recorder,
-    pub(super) scenario: Arc<Scenario>,
-    pub(super) proxies: Arc<Vec<CutProxy>>,
-    pub(super) gates: Vec<Gate>,
+pub(in crate::real) struct MysqlNemesis {
+    pub(in crate::real) pending: Schedule,
+    pub(in crate::real) db: Arc<MariaDb>,
+    pub(in crate::real) rec: Recorder,
+    pub(in crate::real) scenario: Arc<Scenario>,
+    pub(in crate::real) proxies: Arc<Vec<CutProxy>>,
+    pub(in crate::real) gates: Vec<Gate>,
     /// Each client's task, to abort it when the client crashes.
-    pub(super) tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    pub(in crate::real) tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
 }
 
 impl MysqlNemesis {
@@ -40,7 +40,7 @@ impl MysqlNemesis {
         self.rec.record("nemesis", EventKind::Fault { what });
     }
 
-    pub(super) fn start_timed(&self) {
+    pub(in crate::real) fn start_timed(&self) {
         for (at_ms, kind) in self.pending.take_timed() {
             let me = self.clone();
             tokio::spawn(async move {
@@ -52,7 +52,7 @@ impl MysqlNemesis {
     }
 
     /// Waits for a server restart in progress.
-    pub(super) async fn settle(&self) {
+    pub(in crate::real) async fn settle(&self) {
         while self.db.pid().is_none() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -6,7 +6,7 @@
 //!   is resumed, promoted with `REPLICAOF NO ONE`, and clients are routed to it.
 //! - `pause`: the client stalls at its named point (`acquired`, `before_write`, a lock's own) for `for_ms`,
 //!   and so do its timers and background tasks (a watchdog): each real client has a
-//!   [`Gate`](crate::env::Gate) that the pause closes, as a stop-the-world GC stops every thread.
+//!   [`Gate`](crate::real::Gate) that the pause closes, as a stop-the-world GC stops every thread.
 //! - `crash` of a client: at its named point the client's gate closes for good and the client
 //!   task stops dead there, without releasing; its watchdog stops with it.
 //! - client clocks (`clock_jump`, `clock_drift`, `[clocks]` on `client-<c>`): the client's
@@ -35,24 +35,24 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::client_program::ClientProgram;
-use super::connection::Route;
-use super::failover::FailoverRig;
 use super::plan::{client_cuts, client_index, master_index, sentinel_links, server_index};
 use super::recipes::{FailsOver, StartsLate};
-use super::redis_server::{RedisServer, ServerOptions};
-use super::sentinel_deployment::SentinelDeployment;
-use super::RealError;
-use crate::env::{Gate, RealEnv};
 use crate::fault::partition::describe_partition;
 use crate::fault::{ClientRef, Cut, Fault, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
+use crate::real::client_programs::client_program::ClientProgram;
+use crate::real::connection::Route;
+use crate::real::servers::failover::FailoverRig;
+use crate::real::servers::redis_server::{RedisServer, ServerOptions};
+use crate::real::servers::sentinel_deployment::SentinelDeployment;
+use crate::real::RealError;
+use crate::real::{Gate, RealEnv};
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
 
 /// One master group on real processes.
-pub(super) enum Group {
+pub(in crate::real) enum Group {
     /// A master alone: crashed and restarted, or clock-faked, in place.
     Single(RedisServer),
     /// A master and the replica a failover promotes.
@@ -66,7 +66,7 @@ pub(super) enum Group {
 
 impl Group {
     /// Where the group's master is now.
-    pub(super) fn route(&self) -> Arc<Route> {
+    pub(in crate::real) fn route(&self) -> Arc<Route> {
         match self {
             Group::Single(s) => Route::new(s.url()),
             Group::Replicated(r) => r.route(),
@@ -77,44 +77,44 @@ impl Group {
 
 /// The real-mode fault executor.
 #[derive(Clone)]
-pub(super) struct RealNemesis {
+pub(in crate::real) struct RealNemesis {
     /// Each client's program, for `kind = "client-program"` (pauses, crashes and clock jumps reach it).
-    pub(super) processes: Arc<Vec<Option<Arc<ClientProgram>>>>,
+    pub(in crate::real) processes: Arc<Vec<Option<Arc<ClientProgram>>>>,
     /// The faults still to fire.
-    pub(super) schedule: Schedule,
+    pub(in crate::real) schedule: Schedule,
     /// Each master group's processes; a failover or restart holds its group's lock.
-    pub(super) groups: Arc<Vec<Mutex<Group>>>,
+    pub(in crate::real) groups: Arc<Vec<Mutex<Group>>>,
     /// Where faults are recorded.
-    pub(super) rec: Recorder,
+    pub(in crate::real) rec: Recorder,
     /// From a master's death to its replica's promotion (`failover_detect_ms`).
-    pub(super) detect: Duration,
+    pub(in crate::real) detect: Duration,
     /// The scenario, for node names and faults' targets.
-    pub(super) scenario: Arc<Scenario>,
+    pub(in crate::real) scenario: Arc<Scenario>,
     /// Each client's route to each master group: `routes[client][group]`.
-    pub(super) routes: Arc<Vec<Vec<Arc<Route>>>>,
+    pub(in crate::real) routes: Arc<Vec<Vec<Arc<Route>>>>,
     /// Where a cut connection leads.
-    pub(super) blackhole: String,
+    pub(in crate::real) blackhole: String,
     /// How each master without replicas was started (for restarts after a crash).
-    pub(super) server_opts: Arc<Vec<ServerOptions>>,
+    pub(in crate::real) server_opts: Arc<Vec<ServerOptions>>,
     /// Each client's environment (its clock), by client index.
-    pub(super) client_envs: Arc<Vec<RealEnv>>,
+    pub(in crate::real) client_envs: Arc<Vec<RealEnv>>,
     /// How many partitions currently cut each (client, group) connection.
-    pub(super) cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
+    pub(in crate::real) cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
     /// Each client's gate: closed during its pauses, closed for good when it crashed.
-    pub(super) gates: Vec<Gate>,
+    pub(in crate::real) gates: Vec<Gate>,
     /// The servers, sentinels and link proxies of a Sentinel run: partitions cut its links and
     /// crashes kill its servers; the sentinels decide the rest.
-    pub(super) sentinel: Option<Arc<SentinelDeployment>>,
+    pub(in crate::real) sentinel: Option<Arc<SentinelDeployment>>,
 }
 
 impl RealNemesis {
     /// How late client `c` starts: the longest `pause` of it at `at_ms = 0`.
-    pub(super) fn start_delay(&self, c: u32) -> Duration {
+    pub(in crate::real) fn start_delay(&self, c: u32) -> Duration {
         Duration::from_millis(StartsLate::of(&self.scenario, c))
     }
 
     /// Fires the faults with an absolute time: those at 0 now, the others from timer tasks.
-    pub(super) fn start_timed(&self) {
+    pub(in crate::real) fn start_timed(&self) {
         for (at_ms, kind) in self.schedule.take_timed() {
             if at_ms == 0 {
                 self.fire(&kind);
@@ -131,7 +131,7 @@ impl RealNemesis {
     }
 
     /// Carries out a timed fault now (pauses are handled where they are triggered).
-    pub(super) fn fire(&self, kind: &FaultKind) {
+    pub(in crate::real) fn fire(&self, kind: &FaultKind) {
         self.fire_through(kind, self, &Occasion::TIMED);
     }
 
@@ -218,7 +218,7 @@ impl RealNemesis {
 
     /// The first step of the failover recipe, before any client runs: nothing written from now
     /// on reaches the replica that will be promoted.
-    pub(super) fn hold_back_replication(&self) -> Result<(), RealError> {
+    pub(in crate::real) fn hold_back_replication(&self) -> Result<(), RealError> {
         for master in FailsOver::of(&self.schedule.pending()) {
             let mut g = self.groups[master as usize].lock().unwrap();
             if let Group::Replicated(rig) = &mut *g {
@@ -250,7 +250,7 @@ impl RealNemesis {
     }
 
     /// Waits until no failover is in progress (each holds its group's lock).
-    pub(super) async fn settle(&self) {
+    pub(in crate::real) async fn settle(&self) {
         let groups = self.groups.clone();
         let _ = tokio::task::spawn_blocking(move || {
             for g in groups.iter() {

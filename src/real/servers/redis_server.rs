@@ -12,7 +12,7 @@ use super::child::{
 };
 use super::cleanup;
 use super::faketime::{self, FakeTime, JumpableClock};
-use super::RealError;
+use crate::real::RealError;
 
 /// How long a spawned server may take to answer `PING`. A bare server answers in
 /// a few ms; the bound only turns a wedged start (e.g. a broken `LD_PRELOAD`) into

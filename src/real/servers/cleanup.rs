@@ -23,7 +23,7 @@
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Once;
 
-use super::RealError;
+use crate::real::RealError;
 
 /// How many children can be alive at once. A scenario has a handful of servers;
 /// the bound exists only because a signal handler cannot allocate.

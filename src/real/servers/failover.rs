@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::admin::{client_kill_replicas, promote, wait_role_master};
-use super::{RealError, RedisServer, Route, ServerOptions};
+use crate::real::{RealError, RedisServer, Route, ServerOptions};
 
 /// How long a fresh replica may take to finish its first sync. Diskless sync of an
 /// empty dataset takes milliseconds; the bound only catches a broken set-up.

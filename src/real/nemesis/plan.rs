@@ -5,12 +5,12 @@
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
-use super::client_program_launch::fake_time;
-use super::faketime::FakeTime;
 use super::recipes::{ask, ClockSetting, ClockSettings, RedisRecipes};
-use super::RealError;
 use crate::fault::partition::partition_links;
 use crate::fault::{Direction, Refused};
+use crate::real::client_programs::client_program_launch::fake_time;
+use crate::real::servers::faketime::FakeTime;
+use crate::real::RealError;
 use crate::scenario::Scenario;
 use crate::schedule::clocks;
 
@@ -26,7 +26,7 @@ pub fn real_mode_unsupported(scenario: &Scenario) -> Option<String> {
 }
 
 /// Checks that every fault of the scenario has a real-mode recipe.
-pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
+pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
     let sentinels = s.redis.sentinels > 0;
     if s.redis.min_replicas_to_write > 0 && !sentinels && s.redis.replicas > 0 {
         return Err(unsupported(format!(
@@ -63,7 +63,11 @@ pub(super) fn check_supported(s: &Scenario) -> Result<(), RealError> {
 }
 
 /// A master named in a clock fault: it must be `redis-<m>` of a group without replicas.
-pub(super) fn faked_master(s: &Scenario, node: &str, what: &str) -> Result<usize, RealError> {
+pub(in crate::real) fn faked_master(
+    s: &Scenario,
+    node: &str,
+    what: &str,
+) -> Result<usize, RealError> {
     match master_index(s, node) {
         Some(m) if s.redis.replicas == 0 => Ok(m),
         _ => Err(unsupported(format!(
@@ -74,7 +78,7 @@ pub(super) fn faked_master(s: &Scenario, node: &str, what: &str) -> Result<usize
 }
 
 /// A Redis server node (master or replica) -> its node index.
-pub(super) fn server_index(s: &Scenario, node: &str) -> Option<usize> {
+pub(in crate::real) fn server_index(s: &Scenario, node: &str) -> Option<usize> {
     node.starts_with("redis-")
         .then(|| s.node_names().iter().position(|n| n == node))
         .flatten()
@@ -83,7 +87,7 @@ pub(super) fn server_index(s: &Scenario, node: &str) -> Option<usize> {
 /// The directed links (node indices) a partition cuts in a Sentinel run, or why it cannot: a
 /// client program's connections do not come from its node address (it is no process of
 /// lockcheck's to bind), so a partition may not cut them.
-pub(super) fn sentinel_links(
+pub(in crate::real) fn sentinel_links(
     s: &Scenario,
     nodes: &[String],
     from: &[String],
@@ -127,19 +131,19 @@ fn scenario_links(
 }
 
 /// `redis-<m>` -> m, for the scenario's masters.
-pub(super) fn master_index(s: &Scenario, node: &str) -> Option<usize> {
+pub(in crate::real) fn master_index(s: &Scenario, node: &str) -> Option<usize> {
     let m: u32 = node.strip_prefix("redis-")?.parse().ok()?;
     (m < s.redis.masters).then_some(m as usize)
 }
 
 /// `client-<c>` -> c.
-pub(super) fn client_index(s: &Scenario, node: &str) -> Option<usize> {
+pub(in crate::real) fn client_index(s: &Scenario, node: &str) -> Option<usize> {
     let c: u32 = node.strip_prefix("client-")?.parse().ok()?;
     (c < s.workload.clients).then_some(c as usize)
 }
 
 /// The (client, master) connections a partition cuts in real mode, or why it cannot.
-pub(super) fn client_cuts(
+pub(in crate::real) fn client_cuts(
     s: &Scenario,
     nodes: &[String],
     from: &[String],
@@ -178,19 +182,19 @@ pub(super) fn client_cuts(
 }
 
 /// How each master's clock runs in real mode, and what to record about it.
-pub(super) struct ServerClocks {
+pub(in crate::real) struct ServerClocks {
     /// Each master's libfaketime setting, if its clock is faked.
-    pub(super) fake: Vec<Option<FakeTime>>,
+    pub(in crate::real) fake: Vec<Option<FakeTime>>,
     /// Start offsets to apply (jumpable servers) right after spawning.
-    pub(super) offsets: Vec<i64>,
+    pub(in crate::real) offsets: Vec<i64>,
     /// What the history records about the clocks before the run.
-    pub(super) notes: Vec<String>,
+    pub(in crate::real) notes: Vec<String>,
     /// Each client's start (offset ms, drift ppm).
-    pub(super) clients: Vec<(i64, i64)>,
+    pub(in crate::real) clients: Vec<(i64, i64)>,
 }
 
 /// How every master's and client's clock starts, from `[clocks]` and the clock faults.
-pub(super) fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
+pub(in crate::real) fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
     let masters = s.redis.masters as usize;
     let mut drift = vec![0i64; masters];
     let mut offsets = vec![0i64; masters];

@@ -9,7 +9,7 @@
 //! client sees a dropped connection and reconnects, which now reaches the new target, as a
 //! Sentinel-aware or DNS-following client would.
 
-use super::connection::Route;
+use crate::real::connection::Route;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
