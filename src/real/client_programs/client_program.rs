@@ -14,8 +14,10 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::real::servers::child::{make_temp_dir, spawn_from_long_lived_thread, wait_for_state};
-use crate::real::servers::cleanup;
+use crate::real::servers::child::{
+    kill_and_reap, make_temp_dir, spawn_from_long_lived_thread, wait_until_continued,
+    wait_until_stopped,
+};
 use crate::real::servers::faketime::{self, FakeTime, JumpableClock};
 use crate::real::RealError;
 
@@ -120,17 +122,13 @@ impl ClientProgram {
     /// `SIGSTOP`s the client's whole process group and returns once it is stopped.
     pub fn pause(&self) -> Result<(), RealError> {
         self.signal(libc::SIGSTOP)?;
-        wait_for_state(self.pid, "lock client", "stop", |s| {
-            !s.is_empty() && s.iter().all(|c| matches!(c, 'T' | 't'))
-        })
+        wait_until_stopped(self.pid, "lock client")
     }
 
     /// `SIGCONT`s a paused client.
     pub fn resume(&self) -> Result<(), RealError> {
         self.signal(libc::SIGCONT)?;
-        wait_for_state(self.pid, "lock client", "continue", |s| {
-            s.iter().all(|c| !matches!(c, 'T' | 't'))
-        })
+        wait_until_continued(self.pid, "lock client")
     }
 
     /// `SIGKILL`s the client (and anything it forked) and reaps it. Idempotent.
@@ -139,14 +137,7 @@ impl ClientProgram {
         if state.1 {
             return;
         }
-        let pid = self.pid as libc::pid_t;
-        // SAFETY: as in `signal`; the direct kill covers a child whose setpgid never ran.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-            libc::kill(pid, libc::SIGKILL);
-        }
-        cleanup::deregister(self.pid);
-        let _ = state.0.wait();
+        kill_and_reap(&mut state.0);
         state.1 = true;
     }
 

@@ -160,9 +160,25 @@ fn fork_and_register(mut command: Command) -> Result<Child, RealError> {
     Ok(child)
 }
 
+/// `SIGKILL`s an unreaped child and everything it forked, then reaps it: a crash, no shutdown,
+/// the same for a `redis-server`, a MariaDB and a client program. The group kill reaches what
+/// it forked; the direct kill covers a child whose `setpgid` never ran. It is deregistered
+/// before it is reaped, so a signal handler can never kill a reused pid.
+pub(crate) fn kill_and_reap(child: &mut Child) {
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: kill(2) has no memory-safety preconditions; the caller holds the child unreaped,
+    // so `pid` is still its.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(pid, libc::SIGKILL);
+    }
+    cleanup::deregister(child.id());
+    let _ = child.wait();
+}
+
 /// Waits (up to 2 s) until the thread states of `pid` satisfy `done`: a signal is only queued
 /// by `kill`, and a fault step that runs before the process has actually stopped would race it.
-pub(crate) fn wait_for_state(
+fn wait_for_state(
     pid: u32,
     who: &str,
     what: &str,
@@ -182,6 +198,21 @@ pub(crate) fn wait_for_state(
         }
         std::thread::sleep(Duration::from_micros(200));
     }
+}
+
+/// Waits until every thread of `pid` is stopped (`SIGSTOP` only queues the signal, and a fault
+/// step that ran before the process had stopped would race with it).
+pub(crate) fn wait_until_stopped(pid: u32, who: &str) -> Result<(), RealError> {
+    wait_for_state(pid, who, "stop", |s| {
+        !s.is_empty() && s.iter().all(|c| matches!(c, 'T' | 't'))
+    })
+}
+
+/// Waits until no thread of `pid` is stopped any more, after a `SIGCONT`.
+pub(crate) fn wait_until_continued(pid: u32, who: &str) -> Result<(), RealError> {
+    wait_for_state(pid, who, "continue", |s| {
+        s.iter().all(|c| !matches!(c, 'T' | 't'))
+    })
 }
 
 /// The scheduler state letters (`R`, `S`, `T`, `Z`, ...) of every thread of `pid`,

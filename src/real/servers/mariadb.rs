@@ -13,8 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::child::find_program;
-use super::child::{free_port, spawn_from_long_lived_thread, tail_of_file, thread_states};
+use super::child::{find_program, kill_and_reap};
+use super::child::{free_port, spawn_from_long_lived_thread, tail_of_file};
+use super::child::{wait_until_continued, wait_until_stopped};
 use super::cleanup;
 use crate::real::RealError;
 
@@ -275,35 +276,16 @@ impl MariaDb {
         Ok(child.id())
     }
 
-    fn wait_states(&self, pid: u32, stopped: bool) -> Result<(), RealError> {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        loop {
-            let states = thread_states(pid);
-            let all_stopped = !states.is_empty() && states.iter().all(|s| matches!(s, 'T' | 't'));
-            let none_stopped = states.iter().all(|s| !matches!(s, 'T' | 't'));
-            if (stopped && all_stopped) || (!stopped && none_stopped) {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(RealError::Timeout {
-                    what: format!("mariadbd pid {pid} to stop or continue"),
-                    waited: Duration::from_secs(2),
-                });
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
-
     /// `SIGSTOP`s the server (a server pause) and returns once every thread is stopped.
     pub fn pause(&self) -> Result<(), RealError> {
         let pid = self.signal(libc::SIGSTOP)?;
-        self.wait_states(pid, true)
+        wait_until_stopped(pid, "mariadbd")
     }
 
     /// `SIGCONT`s a paused server.
     pub fn resume(&self) -> Result<(), RealError> {
         let pid = self.signal(libc::SIGCONT)?;
-        self.wait_states(pid, false)
+        wait_until_continued(pid, "mariadbd")
     }
 
     /// `SIGKILL`s the server (a crash: open transactions are rolled back by crash recovery on the
@@ -311,14 +293,7 @@ impl MariaDb {
     pub fn kill(&self) {
         let mut guard = self.child.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(mut child) = guard.take() {
-            let pid = child.id() as libc::pid_t;
-            // SAFETY: kill(2) has no memory-safety preconditions; the child is unreaped.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-                libc::kill(pid, libc::SIGKILL);
-            }
-            cleanup::deregister(child.id());
-            let _ = child.wait();
+            kill_and_reap(&mut child);
         }
     }
 

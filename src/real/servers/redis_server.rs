@@ -7,8 +7,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::child::{
-    find_program, free_port, info_field, is_executable, make_temp_dir,
-    spawn_from_long_lived_thread, tail_of_file, thread_states, wait_for_state,
+    find_program, free_port, info_field, is_executable, kill_and_reap, make_temp_dir,
+    spawn_from_long_lived_thread, tail_of_file, thread_states, wait_until_continued,
+    wait_until_stopped,
 };
 use super::cleanup;
 use super::faketime::{self, FakeTime, JumpableClock};
@@ -370,21 +371,13 @@ impl RedisServer {
     /// before the server has actually stopped would race with it.
     pub fn pause(&self) -> Result<(), RealError> {
         self.signal(libc::SIGSTOP)?;
-        self.wait_for_state("stop", |states| {
-            !states.is_empty() && states.iter().all(|s| matches!(s, 'T' | 't'))
-        })
+        wait_until_stopped(self.pid, "redis-server")
     }
 
     /// `SIGCONT`s a paused server and returns once it runs again.
     pub fn resume(&self) -> Result<(), RealError> {
         self.signal(libc::SIGCONT)?;
-        self.wait_for_state("continue", |states| {
-            states.iter().all(|s| !matches!(s, 'T' | 't'))
-        })
-    }
-
-    fn wait_for_state(&self, what: &str, done: impl Fn(&[char]) -> bool) -> Result<(), RealError> {
-        wait_for_state(self.pid, "redis-server", what, done)
+        wait_until_continued(self.pid, "redis-server")
     }
 
     /// Whether it is currently stopped by [`RedisServer::pause`].
@@ -407,17 +400,8 @@ impl RedisServer {
         if state.reaped {
             return;
         }
-        let pid = self.pid as libc::pid_t;
-        // SAFETY: kill(2) has no memory-safety preconditions; the child is not
-        // reaped yet, so `pid` is still ours. The group kill also reaches a forked
-        // RDB child; the direct kill covers a child whose setpgid never ran.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-            libc::kill(pid, libc::SIGKILL);
-        }
-        // Deregister before reaping, so a signal handler can never kill a reused pid.
-        cleanup::deregister(self.pid);
-        let _ = state.child.wait();
+        // The group kill also reaches a forked RDB child.
+        kill_and_reap(&mut state.child);
         state.reaped = true;
     }
 
