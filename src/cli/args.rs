@@ -1,6 +1,7 @@
 //! The command line every harness binary has: `lockcheck` itself, and a user's binary that
-//! registered locks of its own (`Harness::lock`). Argument parsing only; the work is in `cli/`,
-//! given the program's [`Registry`] so a scenario may name any of its lock kinds.
+//! registered locks of its own (`Harness::lock`). Argument parsing only, beside the subcommands
+//! it calls, given the program's [`Registry`] so a scenario may name any of its lock kinds;
+//! `harness/` builds it with the program's own name and locks.
 
 use crate::registry::Registry;
 use clap::{Parser, Subcommand};
@@ -9,7 +10,7 @@ use std::path::PathBuf;
 /// Deterministic simulation and verification harness for distributed locks.
 #[derive(Parser)]
 #[command(name = "lockcheck", version, about, long_about = None)]
-pub(super) struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -158,7 +159,7 @@ fn jobs_or_all(jobs: Option<usize>) -> usize {
 }
 
 /// Runs the command `cli` asks for with the lock kinds of `locks`; returns the exit code.
-pub(super) fn run(cli: Cli, locks: &Registry) -> i32 {
+pub(crate) fn run(cli: Cli, locks: &Registry) -> i32 {
     use crate::cli::run::EXIT_BAD_INPUT;
     let bad_input = |m: String| {
         eprintln!("error: {m}");

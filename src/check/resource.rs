@@ -1,4 +1,5 @@
-//! Resource safety: the damage, as the protected storage saw it.
+//! Resource safety (the check named `resource`): the damage, as the protected storage saw it. The
+//! store it reads from is `src/resource/`; this file only judges what the store recorded.
 //!
 //! Two holders at once is the lock's failure; what a user loses is measured here, from the
 //! storage's own order of accepted writes (its sequence numbers):
