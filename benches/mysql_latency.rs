@@ -6,14 +6,14 @@
 //! each client runs acquire then release with no hold, no think time and a 1-2 ms retry pause;
 //! `LOCKCHECK_BENCH_CYCLES` sets the cycles per client (default 300).
 
-use lockcheck::env::RealEnv;
 use lockcheck::lock::mysql_for_update::{self, MysqlForUpdate};
 use lockcheck::lock::mysql_insert_unique::MysqlInsertUnique;
 use lockcheck::lock::mysql_options::MysqlOptions;
 use lockcheck::lock::{Lock, LockConfig, RedlockOptions, SetNxPx};
-use lockcheck::real::mariadb::{MariaDb, DATABASE, USER};
+use lockcheck::real::servers::mariadb::{MariaDb, DATABASE, USER};
+use lockcheck::real::RealEnv;
+use lockcheck::real::RealSqlConn;
 use lockcheck::real::{RedisServer, ServerOptions};
-use lockcheck::sql::RealSqlConn;
 use std::time::{Duration, Instant};
 
 const KEY: &str = "bench-lock";

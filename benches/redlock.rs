@@ -13,9 +13,9 @@
 //!
 //! Arguments: `--quick` for a short run (CI smoke), `--no-real` to skip the real servers.
 
-use lockcheck::env::RealEnv;
 use lockcheck::judge::{Mode, Outcome};
 use lockcheck::lock::{Lock, LockConfig, Redlock, SetNxPx};
+use lockcheck::real::RealEnv;
 use lockcheck::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
 use lockcheck::scenario::{Direction, Fault, FaultKind, Scenario, Trigger};
 use lockcheck::Verdict;

@@ -255,7 +255,7 @@ fn explore_rate() {
         max_shrink_steps: 0,
         keep_going: true,
         locks: lockcheck::registry::Registry::new(),
-        world: lockcheck::explore::World::Sim,
+        mode: lockcheck::explore::SearchMode::Sim,
     };
     let cases = 2_000;
     // Wall clock for both rows: the search runs its cases on worker threads, whose CPU time this

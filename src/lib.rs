@@ -139,11 +139,12 @@ pub mod history;
 pub mod junit;
 pub mod progress;
 pub mod resource;
+pub mod sql;
 pub mod stdout;
 pub mod subscription;
 // 2. The SQL seam and engine; the checkers.
 pub mod check;
-pub mod sql;
+pub mod simsql;
 // 3. The locks under test; the fault families.
 pub mod fault;
 pub mod lock;

@@ -612,7 +612,7 @@ fn an_upward_super_chain_fails() {
 
 /// Literals outside `src/check/` that spell a check's name but mean something else, with why.
 const NOT_CHECK_NAMES: &[(&str, &str, &str)] = &[(
-    "src/real/client_program_lock.rs",
+    "src/real/client_programs/client_program_lock.rs",
     "release",
     "the client-program protocol's operation, not the release check",
 )];

@@ -9,9 +9,9 @@ pub mod foreign_release;
 pub mod grants;
 pub mod liveness;
 pub mod mutual_exclusion;
-pub mod protected_resource;
 pub mod reentrancy;
 pub mod release;
+pub mod resource;
 pub mod throughput;
 pub mod verdict;
 
@@ -26,7 +26,7 @@ pub use verdict::Verdict;
 /// from, and `expect_checks`, the reports and the table read their names and labels from.
 pub const CHECKERS: &[Declaration] = &[
     mutual_exclusion::MutualExclusion::DECLARATION,
-    protected_resource::Resource::DECLARATION,
+    resource::Resource::DECLARATION,
     liveness::Liveness::DECLARATION,
     foreign_release::ForeignRelease::DECLARATION,
     reentrancy::Reentrancy::DECLARATION,

@@ -8,7 +8,7 @@ use crate::check::CHECK_NAMES;
 use crate::exec::Shard;
 use crate::explore::real::{DEFAULT_RUNS, MAX_RUNS, REAL_MAX_SHRINK_STEPS};
 use crate::explore::{
-    default_out, search, write_and_replay, SearchOptions, World, DEFAULT_CASES, MAX_CASES,
+    default_out, search, write_and_replay, SearchMode, SearchOptions, DEFAULT_CASES, MAX_CASES,
     MAX_JOBS, MAX_SHRINK_STEPS,
 };
 use std::path::{Path, PathBuf};
@@ -157,14 +157,14 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
     if let Err(m) = super::explore_out::check(path, &out) {
         return fail(m);
     }
-    let (world, max_shrink_steps) = if opts.real {
+    let (mode, max_shrink_steps) = if opts.real {
         for w in crate::scenario::input::real_mode_warnings(&base) {
             eprintln!("warning: {}: {w}", path.display());
         }
         let runs = opts.runs;
-        (World::Real { runs }, REAL_MAX_SHRINK_STEPS)
+        (SearchMode::Real { runs }, REAL_MAX_SHRINK_STEPS)
     } else {
-        (World::Sim, MAX_SHRINK_STEPS)
+        (SearchMode::Sim, MAX_SHRINK_STEPS)
     };
     let search_opts = SearchOptions {
         cases: opts.cases,
@@ -176,7 +176,7 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         max_shrink_steps: opts.shrink_steps.unwrap_or(max_shrink_steps),
         keep_going: opts.keep_going,
         locks: opts.locks.clone(),
-        world,
+        mode,
     };
     let what = format!("explore {}", base.name);
     let bar = crate::progress::bar(opts.shard.len(opts.cases), "cases", &what);
@@ -200,7 +200,7 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         ));
     }
     let replayed = match &result.found {
-        Some(f) => match write_and_replay(&opts.locks, &input_text, f, &out, world, opts.jobs) {
+        Some(f) => match write_and_replay(&opts.locks, &input_text, f, &out, mode, opts.jobs) {
             Ok(r) => Some(r),
             Err(m) => return unwritten(&input_text, f, &out, &m),
         },

@@ -9,6 +9,7 @@
 //! - [`model`]: `lockcheck model` — run a stateright model and replay its counterexample;
 //! - [`stdout`]: the report's output, which ends quietly when the reader has gone.
 
+pub mod args;
 pub mod budget;
 pub mod explore;
 mod explore_artifacts;

@@ -6,10 +6,7 @@
 //! same lock code runs on real Redis and in the simulator, and in simulation every one of those is
 //! deterministic.
 
-mod real;
 pub mod wakeup;
-
-pub use real::{Gate, RealEnv};
 
 use std::future::Future;
 use std::pin::Pin;

@@ -16,7 +16,7 @@ pub mod search;
 pub mod strategy;
 
 pub use real::Rate;
-pub use search::{search, Found, SearchOptions, SearchResult, World};
+pub use search::{search, Found, SearchMode, SearchOptions, SearchResult};
 
 use crate::judge::{Mode, Outcome, SeedsOutcome};
 use crate::registry::Registry;
@@ -101,12 +101,12 @@ pub fn write_and_replay(
     input_text: &str,
     found: &Found,
     out: &Path,
-    world: World,
+    mode: SearchMode,
     jobs: usize,
 ) -> Result<Replayed, String> {
     let moved = moved_from(found, out);
     let moved = moved.as_deref();
-    if let World::Real { runs } = world {
+    if let SearchMode::Real { runs } = mode {
         let first_text = emit::found_scenario(input_text, found, None, moved)?;
         let scenario = write_and_read(locks, &first_text, out)?;
         let (rate, first) = real::rate(locks, &scenario, &found.check, runs, jobs)?;

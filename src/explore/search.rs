@@ -6,7 +6,7 @@
 //! index order, so the first violating index wins whatever `--jobs` is. Shrinking then runs
 //! sequentially on that case's tree, which keeps it deterministic too.
 //!
-//! On real servers ([`World::Real`]) the same loop runs real cases instead, and a verdict becomes
+//! On real servers ([`SearchMode::Real`]) the same loop runs real cases instead, and a verdict becomes
 //! a rate: see [`super::real`].
 
 use super::real::{self, Rate, RealRun};
@@ -46,12 +46,13 @@ pub struct SearchOptions {
     /// The lock kinds the search can build: lockcheck's, and those a program registered.
     pub locks: Registry,
     /// Where the cases run.
-    pub world: World,
+    pub mode: SearchMode,
 }
 
-/// Where the cases run.
+/// Where the cases run: the search's [`crate::judge::Mode`], with the runs a real verdict is a
+/// rate over (a world, `world::World`, is what runs one case).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum World {
+pub enum SearchMode {
     /// The simulator: a case is a function of its seed, and one run decides it.
     Sim,
     /// Spawned servers and client processes (`--real`): a verdict is a rate over `runs` runs
@@ -217,13 +218,15 @@ pub fn search(
         }
         let case_start = Instant::now();
         let case = tree(space, opts.seed, i).current();
-        let outcome = match opts.world {
-            World::Sim => Box::new(judge(&opts.locks, base, space, &case).1),
-            World::Real { .. } => match real::run_once(&opts.locks, &case.scenario(base, space)) {
-                RealRun::Judged(o) => o,
-                RealRun::Unsupported(_) => return CaseResult::Skipped,
-                RealRun::Failed(m) => return CaseResult::Failed(m),
-            },
+        let outcome = match opts.mode {
+            SearchMode::Sim => Box::new(judge(&opts.locks, base, space, &case).1),
+            SearchMode::Real { .. } => {
+                match real::run_once(&opts.locks, &case.scenario(base, space)) {
+                    RealRun::Judged(o) => o,
+                    RealRun::Unsupported(_) => return CaseResult::Skipped,
+                    RealRun::Failed(m) => return CaseResult::Failed(m),
+                }
+            }
         };
         let violated = violated(&outcome, check);
         let trace = u64::from_str_radix(&outcome.trace_hash, 16).unwrap_or(0);
@@ -350,10 +353,10 @@ fn found_case(
     seen: Option<Box<Outcome>>,
 ) -> Result<Found, String> {
     let shrink_start = Instant::now();
-    let confirmed = match opts.world {
-        World::Sim => None,
-        World::Real { .. } if budget.spent() => None,
-        World::Real { runs } => {
+    let confirmed = match opts.mode {
+        SearchMode::Sim => None,
+        SearchMode::Real { .. } if budget.spent() => None,
+        SearchMode::Real { runs } => {
             let scenario = tree(space, opts.seed, index)
                 .current()
                 .scenario(base, space);
@@ -363,17 +366,17 @@ fn found_case(
     let mut shrunk = shrink(base, space, opts, budget, index, &check)?;
     let cut_short = shrunk.cut_short;
     let mut taken_back = 0;
-    let (case, outcome) = match opts.world {
+    let (case, outcome) = match opts.mode {
         // The last kept step's run, or the search's own run of the case as drawn: a simulated
         // case is a function of its seed, so neither is run again.
-        World::Sim => match shrunk.kept_outcome.take() {
+        SearchMode::Sim => match shrunk.kept_outcome.take() {
             Some(o) => (shrunk.case().clone(), *o),
             None => {
                 let seen = seen.expect("a case is found only from a violating run");
                 (shrunk.case().clone(), *seen)
             }
         },
-        World::Real { runs } => {
+        SearchMode::Real { runs } => {
             let kept: Vec<Scenario> = shrunk
                 .kept
                 .iter()
@@ -423,12 +426,12 @@ fn still_violates(
     case: &Case,
     check: &str,
 ) -> Result<Option<Option<Box<Outcome>>>, String> {
-    match opts.world {
-        World::Sim => {
+    match opts.mode {
+        SearchMode::Sim => {
             let (_, outcome) = judge(&opts.locks, base, space, case);
             Ok(violated(&outcome, Some(check)).map(|_| Some(Box::new(outcome))))
         }
-        World::Real { runs } => Ok(real::violates_in(
+        SearchMode::Real { runs } => Ok(real::violates_in(
             &opts.locks,
             &case.scenario(base, space),
             check,

@@ -30,7 +30,6 @@
 //! The `lockcheck` binary is this harness with no lock of its own. Inside `cargo test`,
 //! [`Harness::explore`] runs the search and returns what it found ([`regressions`]).
 
-mod args;
 pub mod regressions;
 
 use crate::lock::{Lock, LockConfig};
@@ -107,12 +106,12 @@ impl Harness {
                 |n| n.to_string_lossy().into_owned(),
             );
         crate::judge::set_program(program.clone());
-        let command = args::Cli::command()
+        let command = crate::cli::args::Cli::command()
             .bin_name(program.clone())
             .display_name(program);
         let cli = match command
             .try_get_matches_from(args)
-            .and_then(|m| args::Cli::from_arg_matches(&m))
+            .and_then(|m| crate::cli::args::Cli::from_arg_matches(&m))
         {
             Ok(cli) => cli,
             Err(e) => {
@@ -121,7 +120,7 @@ impl Harness {
                 return e.exit_code();
             }
         };
-        args::run(cli, &self.locks)
+        crate::cli::args::run(cli, &self.locks)
     }
 
     /// A search of `scenario`'s space for a violation of this harness's lock, for a `#[test]`:

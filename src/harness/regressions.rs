@@ -16,7 +16,7 @@
 //! ```
 
 use crate::explore::search::violated;
-use crate::explore::{search, write_and_replay, SearchOptions, World, MAX_SHRINK_STEPS};
+use crate::explore::{search, write_and_replay, SearchMode, SearchOptions, MAX_SHRINK_STEPS};
 use crate::judge::{Mode, Outcome, SeedsOutcome};
 use crate::registry::Registry;
 use crate::scenario::{Scenario, Space};
@@ -161,7 +161,7 @@ impl ExploreTest {
             max_shrink_steps: MAX_SHRINK_STEPS,
             keep_going: false,
             locks: self.locks.clone(),
-            world: World::Sim,
+            mode: SearchMode::Sim,
         };
         let result = search(&base, &space, &opts, &|_, _| {});
         let Some(found) = result.found else {
@@ -171,7 +171,14 @@ impl ExploreTest {
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let file = dir.join(format!("{}.{}.toml", self.stem(), found.outcome.trace_hash));
-        let replayed = write_and_replay(&self.locks, &text, &found, &file, World::Sim, self.jobs)?;
+        let replayed = write_and_replay(
+            &self.locks,
+            &text,
+            &found,
+            &file,
+            SearchMode::Sim,
+            self.jobs,
+        )?;
         eprintln!(
             "lockcheck: {} violated (case {} of {}); minimal scenario saved to {}",
             found.check,

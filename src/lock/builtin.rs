@@ -11,12 +11,14 @@ use super::{
     LockKind, NaiveSetnxExpire, Origin, Redisson, Redlock, Registrar, SetExNxDel, SetNxPx,
 };
 use super::{mysql_for_update::MysqlForUpdate, mysql_insert_unique::MysqlInsertUnique};
-use crate::env::RealEnv;
+use crate::env::{Env, TaskHandle};
 use crate::sql::{SqlConn, SqlError, Value};
 use crate::subscription::{NoSubscription, Subscribe};
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture};
+use std::future::Future;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// The client-program kind's name; `process` is its older name, which scenario files still use.
 pub const CLIENT_PROGRAM: &str = "client-program";
@@ -56,12 +58,12 @@ struct KindList(Vec<LockKind>);
 impl Registrar for KindList {
     type Conn = Unbuilt;
     type Db = Unbuilt;
-    type Env = RealEnv;
+    type Env = Unbuilt;
 
     fn redis<L, F>(&mut self, name: &'static str, _make: F)
     where
         L: Lock + 'static,
-        F: Fn(LockConfig, Vec<Unbuilt>, RealEnv) -> L,
+        F: Fn(LockConfig, Vec<Unbuilt>, Unbuilt) -> L,
     {
         self.0
             .push(LockKind::of::<L>(name, Backend::Redis, Origin::Builtin));
@@ -70,7 +72,7 @@ impl Registrar for KindList {
     fn database<L, F>(&mut self, name: &'static str, _make: F)
     where
         L: DatabaseLock + 'static,
-        F: Fn(LockConfig, Vec<Unbuilt>, RealEnv) -> L,
+        F: Fn(LockConfig, Vec<Unbuilt>, Unbuilt) -> L,
     {
         self.0
             .push(LockKind::of::<L>(name, Backend::Database, Origin::Builtin));
@@ -81,7 +83,8 @@ impl Registrar for KindList {
     }
 }
 
-/// A connection there can be none of: [`KindList`] names the lock types without building one.
+/// A connection (and an environment) there can be none of: [`KindList`] names the lock types
+/// without building one, so it needs neither world's seams.
 #[derive(Clone)]
 enum Unbuilt {}
 
@@ -100,6 +103,27 @@ impl ConnectionLike for Unbuilt {
     }
 
     fn get_db(&self) -> i64 {
+        match *self {}
+    }
+}
+
+impl Env for Unbuilt {
+    fn now_ms(&self) -> u64 {
+        match *self {}
+    }
+
+    async fn sleep(&self, _d: Duration) {
+        match *self {}
+    }
+
+    fn spawn<F>(&self, _task: F) -> TaskHandle
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        match *self {}
+    }
+
+    fn random_u64(&self) -> u64 {
         match *self {}
     }
 }

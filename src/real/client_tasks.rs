@@ -4,7 +4,7 @@
 //! forever, as a dead process would), so "every client has finished" is the wrong end: a run is
 //! over once every client that is still alive has finished.
 
-use crate::env::Gate;
+use super::Gate;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 

@@ -7,7 +7,7 @@
 //! prefix and nothing else (`SCAN MATCH <prefix>*`, then `DEL` of what it found). The protected
 //! resource the workload writes to is still lockcheck's own `redis-server`, not the user's.
 
-use super::recipes::{ask, ExternalServers};
+use super::nemesis::recipes::{ask, ExternalServers};
 use super::RealError;
 use crate::fault::Refused;
 use crate::scenario::Scenario;

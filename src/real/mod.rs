@@ -22,48 +22,41 @@
 //! The data plane for lock clients is [`RoutedConnection`], an async
 //! `redis::aio::ConnectionLike` that follows failovers the way a Sentinel-aware
 //! client does.
+//!
+//! The folder has rooms: the two real worlds (`redis_world.rs`, `mysql_world.rs`, and
+//! `external.rs` for `--redis`) and real mode's side of each seam (`connection.rs`,
+//! `subscription.rs`, `env.rs`, `sql_conn.rs`) sit here; `servers/` holds the processes lockcheck
+//! spawns, `nemesis/` how it faults them, `observers/` what it reads from them into the history,
+//! and `client_programs/` the lock clients in other languages.
 
-mod admin;
-mod blackhole;
-mod child;
-mod cleanup;
-mod client_program;
-mod client_program_launch;
-pub mod client_program_lock;
+pub mod client_programs;
 pub(crate) mod client_tasks;
 mod connection;
+mod env;
 mod error;
 pub mod external;
-mod failover;
-mod faketime;
-mod link_proxy;
-pub mod mariadb;
 mod master_finder;
-mod mysql_nemesis;
 pub mod mysql_world;
-mod nemesis;
-mod network;
-mod plan;
-mod proxy;
-mod recipes;
-mod redis_server;
+pub mod nemesis;
+pub mod observers;
 pub mod redis_world;
-mod sentinel_deployment;
-mod sentinel_events;
+pub mod servers;
+mod sql_conn;
 pub mod subscription;
-pub mod witness;
 
-pub use admin::{client_kill_replicas, info_replication, promote, wait_role_master};
-pub use blackhole::BlackHole;
-pub use cleanup::{
+pub use client_programs::client_program::{ClientCommand, ClientProgram};
+pub use client_programs::client_program_lock::ClientProgramLock;
+pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
+pub use env::{Gate, RealEnv};
+pub use error::RealError;
+pub use nemesis::blackhole::BlackHole;
+pub use nemesis::proxy::RouteProxy;
+pub use servers::admin::{client_kill_replicas, info_replication, promote, wait_role_master};
+pub use servers::cleanup::{
     install_cleanup_handlers, install_signal_handlers, kill_all_children, registered_children,
 };
-pub use client_program::{ClientCommand, ClientProgram};
-pub use client_program_lock::ClientProgramLock;
-pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
-pub use error::RealError;
-pub use failover::{FailoverPhase, FailoverRig, FailoverTimings};
-pub use faketime::FakeTime;
-pub use mariadb::MariaDb;
-pub use proxy::RouteProxy;
-pub use redis_server::{redis_server_path, RedisServer, ServerOptions};
+pub use servers::failover::{FailoverPhase, FailoverRig, FailoverTimings};
+pub use servers::faketime::FakeTime;
+pub use servers::mariadb::MariaDb;
+pub use servers::redis_server::{redis_server_path, RedisServer, ServerOptions};
+pub use sql_conn::RealSqlConn;

@@ -19,19 +19,20 @@
 //! and the cleanup registry).
 
 use super::client_tasks::wait_for_live_clients;
-use super::mariadb::{MariaDb, DATABASE, USER};
-use super::mysql_nemesis::MysqlNemesis;
-use super::plan::check_supported;
+use super::nemesis::mysql_nemesis::MysqlNemesis;
+use super::nemesis::plan::check_supported;
+use super::servers::mariadb::{MariaDb, DATABASE, USER};
 use super::RealError;
 use super::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
-use crate::env::{Gate, PointHook, RealEnv};
+use super::{Gate, RealEnv, RealSqlConn};
+use crate::env::PointHook;
 use crate::history::{History, Recorder};
 use crate::lock::mysql::DatabaseLock;
 use crate::lock::LockConfig;
 use crate::resource::Store;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
-use crate::sql::{RealSqlConn, SqlConn};
+use crate::sql::SqlConn;
 use crate::world;
 use crate::world::mysql::{cleanup_pass, prepare};
 use std::sync::atomic::{AtomicU32, Ordering};

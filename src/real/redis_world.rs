@@ -9,25 +9,26 @@
 //!
 //! Every process is killed when this returns, on error, on panic and on Ctrl-C.
 
-use super::blackhole::BlackHole;
-use super::client_program_launch::{client_clocks, start_client};
+use super::client_programs::client_program_launch::{client_clocks, start_client};
 use super::client_tasks::wait_for_live_clients;
 use super::connection::{ConnectionTimeouts, Latency, Route, RoutedConnection};
 use super::external::{self, ExternalRedis};
-use super::failover::FailoverRig;
-use super::faketime::FakeTime;
 use super::master_finder::MasterFinder;
-use super::nemesis::{Group, RealNemesis};
-use super::network::Network;
-use super::plan::{check_supported, server_clocks};
-use super::proxy::RouteProxy;
-use super::redis_server::{RedisServer, ServerOptions};
-use super::sentinel_deployment::{master_name, min_replicas_args, SentinelDeployment};
-use super::sentinel_events::{self, Namer};
-use super::witness::{client_connection_name, Witness};
+use super::nemesis::blackhole::BlackHole;
+use super::nemesis::network::Network;
+use super::nemesis::plan::{check_supported, server_clocks};
+use super::nemesis::proxy::RouteProxy;
+use super::nemesis::redis_nemesis::{Group, RealNemesis};
+use super::observers::sentinel_events::{self, Namer};
+use super::observers::witness::{client_connection_name, Witness};
+use super::servers::failover::FailoverRig;
+use super::servers::faketime::FakeTime;
+use super::servers::redis_server::{RedisServer, ServerOptions};
+use super::servers::sentinel_deployment::{master_name, min_replicas_args, SentinelDeployment};
 use super::ClientProgramLock;
 use super::RealError;
-use crate::env::{Gate, PointHook, RealEnv};
+use super::{Gate, RealEnv};
+use crate::env::PointHook;
 use crate::history::{EventKind, History, Recorder};
 use crate::lock::LockConfig;
 use crate::lock::{redisson, Lock};
@@ -38,7 +39,7 @@ use crate::world;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use super::plan::real_mode_unsupported;
+pub use super::nemesis::plan::real_mode_unsupported;
 
 /// Runs `scenario`'s client programs (`kind = "client-program"`), one process per client, on
 /// spawned servers, or on servers lockcheck did not start when `ext` is given (as
@@ -137,7 +138,7 @@ where
 {
     check_supported(scenario)?;
     let clocks = server_clocks(scenario, seed)?;
-    super::cleanup::install_signal_handlers();
+    super::servers::cleanup::install_signal_handlers();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -240,7 +241,7 @@ where
             pipes.push(Some((stdin, stdout)));
         }
         // Interpreter start-up (importing a library takes a second) is not part of the run.
-        super::client_program::handshake(&processes, &mut pipes)?;
+        super::client_programs::client_program::handshake(&processes, &mut pipes)?;
     }
     // True time 0: every server is up and every client program answered.
     let rec = rt.block_on(async { Recorder::real() });

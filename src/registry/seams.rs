@@ -2,12 +2,13 @@
 //! Redis connection), [`Db`] (a database connection) and [`NodeEnv`]. Each is the simulated one
 //! in simulation and the real one on spawned servers, so one constructor serves both worlds.
 
-use crate::env::{Env, RealEnv, TaskHandle};
+use crate::env::{Env, TaskHandle};
 use crate::real::subscription::RealSubscription;
 use crate::real::RoutedConnection;
+use crate::real::{RealEnv, RealSqlConn};
 use crate::sim::subscription::SimSubscription;
 use crate::sim::{NetSqlConn, SimConnection, SimEnv};
-use crate::sql::{RealSqlConn, SqlConn, SqlError, Value};
+use crate::sql::{SqlConn, SqlError, Value};
 use crate::subscription::{Subscribe, Subscription};
 use futures::future::Either;
 use redis::aio::ConnectionLike;

@@ -18,6 +18,7 @@ pub mod mysql_world;
 pub mod nemesis;
 pub mod network;
 pub mod sentinel;
+mod sql_conn;
 pub mod storage;
 pub mod subscription;
 pub mod wire;
@@ -37,6 +38,7 @@ use madsim::runtime::{Handle, Runtime};
 pub use mysql_server::NetSqlConn;
 use nemesis::SimNemesis;
 use network::Network;
+pub use sql_conn::{SharedEngine, SimSqlConn};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -58,21 +60,24 @@ where
     L: Lock + 'static,
     F: Fn(LockConfig, Vec<SimConnection>, SimEnv) -> L,
 {
-    let mut config = madsim::Config::default();
-    // lockcheck carries requests itself; madsim's own network stays unused.
-    config.net.packet_loss_rate = 0.0;
-    let rt = Runtime::with_seed_and_config(seed, config);
+    let rt = runtime(seed);
     wire::reset();
     let run = rt.block_on(simulate(scenario, make_lock));
     wire::reset();
     run
 }
 
-async fn simulate<L, F>(scenario: &Scenario, make_lock: F) -> SimRun
-where
-    L: Lock + 'static,
-    F: Fn(LockConfig, Vec<SimConnection>, SimEnv) -> L,
-{
+/// The madsim runtime a simulated world runs in, seeded: lockcheck carries requests itself, so
+/// madsim's own network stays unused and loses nothing.
+fn runtime(seed: u64) -> Runtime {
+    let mut config = madsim::Config::default();
+    config.net.packet_loss_rate = 0.0;
+    Runtime::with_seed_and_config(seed, config)
+}
+
+/// The scenario's nodes by name, each with its index, and a clock for each: how both simulated
+/// worlds name their nodes and start their clocks.
+fn nodes_and_clocks(scenario: &Scenario) -> (Vec<String>, BTreeMap<String, usize>, Clocks) {
     let names = scenario.node_names();
     let nodes: BTreeMap<String, usize> = names
         .iter()
@@ -80,6 +85,15 @@ where
         .map(|(i, n)| (n.clone(), i))
         .collect();
     let clocks = Clocks::new(names.len());
+    (names, nodes, clocks)
+}
+
+async fn simulate<L, F>(scenario: &Scenario, make_lock: F) -> SimRun
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, Vec<SimConnection>, SimEnv) -> L,
+{
+    let (names, nodes, clocks) = nodes_and_clocks(scenario);
     let net = Network::new(scenario.redis.latency_ms);
     let rec = crate::sim::clock::TrueTime::recorder();
     clock::start_clocks(&scenario.clocks, &names, &clocks, &rec);

@@ -5,9 +5,9 @@
 
 use super::network::Network;
 use super::SimEnv;
+use super::{SharedEngine, SimSqlConn};
 use crate::history::Recorder;
 use crate::sql::{Output, Value};
-use crate::sql::{SharedEngine, SimSqlConn};
 use crate::sql::{SqlConn, SqlError};
 use madsim::runtime::Handle;
 use madsim::task::NodeId;

@@ -42,8 +42,7 @@ use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::world;
 use crate::world::mysql::{cleanup_pass, prepare};
-use madsim::runtime::{Handle, Runtime};
-use std::collections::BTreeMap;
+use madsim::runtime::Handle;
 use std::time::Duration;
 
 /// Runs a MySQL scenario with `seed` in simulation, building each client's lock with
@@ -53,10 +52,7 @@ where
     L: DatabaseLock + 'static,
     F: Fn(LockConfig, NetSqlConn, SimEnv) -> L,
 {
-    let mut config = madsim::Config::default();
-    config.net.packet_loss_rate = 0.0;
-    let rt = Runtime::with_seed_and_config(seed, config);
-    rt.block_on(simulate(scenario, make_lock))
+    super::runtime(seed).block_on(simulate(scenario, make_lock))
 }
 
 async fn simulate<L, F>(scenario: &Scenario, make_lock: F) -> SimRun
@@ -64,13 +60,7 @@ where
     L: DatabaseLock + 'static,
     F: Fn(LockConfig, NetSqlConn, SimEnv) -> L,
 {
-    let names = scenario.node_names();
-    let nodes: BTreeMap<String, usize> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.clone(), i))
-        .collect();
-    let clocks = Clocks::new(names.len());
+    let (_, nodes, clocks) = super::nodes_and_clocks(scenario);
     let net = Network::new(scenario.database.latency_ms);
     let rec = crate::sim::clock::TrueTime::recorder();
     let db = SimDb::new(net.clone(), rec.clone());

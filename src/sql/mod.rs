@@ -1,27 +1,16 @@
-//! The SQL seam: what a database lock needs from MySQL/MariaDB, and the two worlds behind it.
+//! The SQL seam: what a database lock needs from MySQL/MariaDB, and the values and errors it sees.
 //!
 //! A database lock (the MySQL locks article: `SELECT … FOR UPDATE` in a transaction, or a row
 //! inserted under a unique key) is written against [`SqlConn`] only, the way a Redis lock is
-//! written against a Redis connection. lockcheck supplies either
-//! - a simulated InnoDB subset ([`engine::Engine`], driven through [`sim_conn::SimSqlConn`]): a pure,
-//!   deterministic state machine with row locks, lock waits, `innodb_lock_wait_timeout`, duplicate
-//!   keys and deadlock detection; or
-//! - a real MariaDB/MySQL connection ([`real_conn::RealSqlConn`], over `mysql_async`).
-//!
-//! The lock's SQL text is the same in both worlds. The simulated engine parses it with `sqlparser`
-//! (MySQL dialect) and refuses, with an error naming the statement, anything outside its subset.
+//! written against a Redis connection. Each world supplies its side: the simulated world a
+//! session on the simulated InnoDB subset (`simsql/`, through `sim::SimSqlConn`), real mode a
+//! MariaDB/MySQL connection (`real::RealSqlConn`, over `mysql_async`). The lock's SQL text is the
+//! same in both.
 
-pub mod engine;
 pub mod error;
-pub mod parse;
-pub mod real_conn;
-pub mod sim_conn;
 pub mod value;
 
-pub use engine::{Engine, SessionId, Step};
 pub use error::SqlError;
-pub use real_conn::RealSqlConn;
-pub use sim_conn::{SharedEngine, SimSqlConn};
 pub use value::{Output, Value};
 
 use std::future::Future;

@@ -13,7 +13,9 @@ mod renewal;
 mod safe;
 
 use lockcheck::exec::Shard;
-use lockcheck::explore::{search, write_and_replay, Replayed, SearchOptions, SearchResult, World};
+use lockcheck::explore::{
+    search, write_and_replay, Replayed, SearchMode, SearchOptions, SearchResult,
+};
 use lockcheck::scenario::Space;
 use lockcheck::scenario::{FaultKind, Scenario};
 use std::path::PathBuf;
@@ -60,7 +62,7 @@ pub fn options(cases: u64, check: Option<&str>) -> SearchOptions {
         max_shrink_steps: lockcheck::explore::MAX_SHRINK_STEPS,
         keep_going: false,
         locks: Default::default(),
-        world: World::Sim,
+        mode: SearchMode::Sim,
     }
 }
 
@@ -84,7 +86,7 @@ pub fn explore(name: &str, opts: &SearchOptions) -> (Scenario, SearchResult, Opt
             "lockcheck-explore-test-{}-{name}.found.toml",
             std::process::id()
         ));
-        let r = write_and_replay(&opts.locks, &text, f, &out, World::Sim, opts.jobs)
+        let r = write_and_replay(&opts.locks, &text, f, &out, SearchMode::Sim, opts.jobs)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let (code, json, err) = lockcheck(&["run".as_ref(), out.as_os_str(), "--json".as_ref()]);
         assert_eq!(

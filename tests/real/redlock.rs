@@ -103,8 +103,8 @@ fn cuts_without_a_real_recipe_exit_2() {
 
 #[test]
 fn acquire_returns_at_a_majority_and_a_late_set_is_still_released() {
-    use lockcheck::env::RealEnv;
     use lockcheck::lock::{Lock, LockConfig, Redlock};
+    use lockcheck::real::RealEnv;
     use lockcheck::real::{
         ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions,
     };
@@ -161,7 +161,8 @@ fn acquire_returns_at_a_majority_and_a_late_set_is_still_released() {
 
 #[test]
 fn skewed_server_and_client_clocks() {
-    use lockcheck::env::{Env, RealEnv};
+    use lockcheck::env::Env;
+    use lockcheck::real::RealEnv;
     use lockcheck::real::{FakeTime, RedisServer, ServerOptions};
     use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -12,8 +12,10 @@
 //! `LOCKCHECK_SQL_CASES` sets the number of cases (default 64).
 
 use super::locks::{block_on, real_conn};
-use lockcheck::real::mariadb::{self, MariaDb};
-use lockcheck::sql::{Engine, Output, RealSqlConn, SqlConn, SqlError, Step};
+use lockcheck::real::servers::mariadb::{self, MariaDb};
+use lockcheck::real::RealSqlConn;
+use lockcheck::simsql::{Engine, Step};
+use lockcheck::sql::{Output, SqlConn, SqlError};
 use mysql_async::prelude::Queryable;
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;

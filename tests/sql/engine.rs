@@ -1,7 +1,8 @@
 //! The simulated InnoDB subset on its own: duplicate keys, lock waits and their timeout, rollback
 //! when a connection dies, deadlock detection, and clear refusals outside the subset.
 
-use lockcheck::sql::{Engine, Output, SqlError, Step, Value};
+use lockcheck::simsql::{Engine, Step};
+use lockcheck::sql::{Output, SqlError, Value};
 
 fn ok(step: Step) -> Output {
     match step {

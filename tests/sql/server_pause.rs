@@ -10,12 +10,14 @@
 //!   two server threads; the simulation runs the expired wait first).
 
 use super::locks::real_conn;
-use lockcheck::env::RealEnv;
 use lockcheck::history::EventKind;
 use lockcheck::judge::{Mode, Outcome};
-use lockcheck::real::mariadb::{self, MariaDb};
+use lockcheck::real::servers::mariadb::{self, MariaDb};
+use lockcheck::real::RealEnv;
+use lockcheck::real::RealSqlConn;
 use lockcheck::scenario::Scenario;
-use lockcheck::sql::{RealSqlConn, SharedEngine, SqlConn, SqlError};
+use lockcheck::sim::SharedEngine;
+use lockcheck::sql::{SqlConn, SqlError};
 use lockcheck::Verdict;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

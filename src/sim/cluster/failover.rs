@@ -8,6 +8,28 @@ use super::{Cluster, Group, State, Stream};
 use crate::history::EventKind;
 use crate::simredis::{Engine, Role};
 
+impl State {
+    /// `REPLICAOF NO ONE` on replica `new` of `group`, as both a nemesis failover
+    /// ([`Cluster::promote`]) and the sentinels' ([`Cluster::switch_master`]) do it: `new` becomes
+    /// the master, keeping what it had received, and the group's other replicas follow it from
+    /// the start of its stream. What becomes of the old master is the caller's; returns it.
+    pub(super) fn replicaof_no_one(&mut self, group: usize, new: usize) -> usize {
+        let g = self.groups[group].clone();
+        self.servers[new].engine.set_role(Role::Master);
+        let rest: Vec<usize> = g.replicas.iter().copied().filter(|&r| r != new).collect();
+        self.servers[new].streams = rest.iter().map(|&r| (r, Stream::default())).collect();
+        self.servers[new].offset = 0;
+        for &r in &rest {
+            self.servers[r].applied = 0;
+        }
+        self.groups[group] = Group {
+            master: new,
+            replicas: rest,
+        };
+        g.master
+    }
+}
+
 impl Cluster {
     /// Clients find masters through sentinels on nodes `nodes` (see [`Cluster::master_for`]).
     pub fn use_sentinels(&self, nodes: Vec<usize>) {
@@ -78,24 +100,10 @@ impl Cluster {
     /// reach it, until [`Cluster::demote`].
     pub fn switch_master(&self, group: usize, new: usize) -> (String, String) {
         let mut st = self.st();
-        let g = st.groups[group].clone();
-        st.servers[new].engine.set_role(Role::Master);
-        let rest: Vec<usize> = g.replicas.iter().copied().filter(|&r| r != new).collect();
-        st.servers[new].streams = rest.iter().map(|&r| (r, Stream::default())).collect();
-        st.servers[new].offset = 0;
-        for &r in &rest {
-            st.servers[r].applied = 0;
-        }
+        let old = st.replicaof_no_one(group, new);
         // The replicas no longer follow the old master.
-        st.servers[g.master].streams.clear();
-        st.groups[group] = Group {
-            master: new,
-            replicas: rest,
-        };
-        (
-            st.servers[g.master].name.clone(),
-            st.servers[new].name.clone(),
-        )
+        st.servers[old].streams.clear();
+        (st.servers[old].name.clone(), st.servers[new].name.clone())
     }
 
     /// The sentinels reach the old master `idx` again and turn it into a replica of its group's

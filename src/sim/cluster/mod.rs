@@ -492,20 +492,12 @@ impl Cluster {
     pub fn promote(&self, group: usize) -> Option<String> {
         let promoted = {
             let mut st = self.st();
-            let g = st.groups[group].clone();
-            let new = g.replicas.iter().copied().find(|&r| st.servers[r].alive)?;
-            st.servers[new].engine.set_role(Role::Master);
-            let rest: Vec<usize> = g.replicas.iter().copied().filter(|&r| r != new).collect();
-            st.servers[new].streams = rest.iter().map(|&r| (r, Stream::default())).collect();
-            st.servers[new].offset = 0;
-            for &r in &rest {
-                st.servers[r].applied = 0;
-            }
-            let old = g.master;
-            st.groups[group] = Group {
-                master: new,
-                replicas: rest,
-            };
+            let new = st.groups[group]
+                .replicas
+                .iter()
+                .copied()
+                .find(|&r| st.servers[r].alive)?;
+            let old = st.replicaof_no_one(group, new);
             // The old master, if it comes back, is a replica of the new one (Sentinel reconfigures it).
             if st.servers[old].alive {
                 st.servers[old].engine.set_role(Role::Replica);

@@ -1,0 +1,289 @@
+//! Real mode's answers, before any process is spawned, to what each fault asks of it: a fault
+//! family fires against these as against any [`Nemesis`], and each capability says whether real
+//! mode has a recipe for it on this scenario and this trigger, or why not. So an unsupported
+//! scenario fails fast with its reason (`SKIP <name>: <reason>` in a suite), worded as the
+//! family's capability needs it, and a new family needs no entry here to be refused.
+
+use std::cell::RefCell;
+
+use super::plan::{
+    client_cuts, client_index, faked_master, master_index, sentinel_links, server_index,
+};
+use crate::fault::{ClientRef, Cut, Fault, Nemesis, Occasion, Refused, Trigger};
+use crate::real::RealError;
+use crate::scenario::Scenario;
+
+/// A planning error as a refusal: its reason, as `RealError::Unsupported` words it.
+fn refused(e: RealError) -> Refused {
+    match e {
+        RealError::Unsupported(why) => Refused::Because(why),
+        other => Refused::Because(other.to_string()),
+    }
+}
+
+/// Asks `fault` of `n` without carrying anything out: the answer is whether `n` can.
+pub(in crate::real) fn ask<N: Nemesis>(n: &N, fault: &Fault) -> Result<(), Refused> {
+    fault.kind.fire(n, &Occasion::TIMED)
+}
+
+/// What the recipes on spawned `redis-server`s can do to one fault of `s`, fired by `trigger`.
+pub(in crate::real) struct RedisRecipes<'a> {
+    pub(in crate::real) s: &'a Scenario,
+    pub(in crate::real) trigger: &'a Trigger,
+}
+
+impl RedisRecipes<'_> {
+    /// At a fixed time or at the first acquire: the triggers the timed recipes take.
+    fn timed_or_acquired(&self) -> bool {
+        matches!(self.trigger, Trigger::At(_) | Trigger::Acquired { .. })
+    }
+
+    /// At a client's named point: where a client's own pause or crash happens.
+    fn at_a_point(&self) -> bool {
+        !matches!(self.trigger, Trigger::At(_))
+    }
+}
+
+impl Nemesis for RedisRecipes<'_> {
+    fn fail_over(&self, _master: u32) -> Result<(), Refused> {
+        Ok(())
+    }
+
+    fn crash_server(&self, node: &str, _restart_after_ms: u64) -> Result<(), Refused> {
+        let s = self.s;
+        // With sentinels every server can crash; without, a master without replicas.
+        let sentinel = s.redis.sentinels > 0 && server_index(s, node).is_some();
+        let alone =
+            self.timed_or_acquired() && master_index(s, node).is_some() && s.redis.replicas == 0;
+        if sentinel || alone {
+            Ok(())
+        } else {
+            Err(Refused::Lacking)
+        }
+    }
+
+    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
+        let Cut {
+            nodes,
+            from,
+            direction,
+            for_ms: _,
+        } = *cut;
+        // With sentinels every link goes through a link proxy.
+        if self.s.redis.sentinels > 0 {
+            return sentinel_links(self.s, nodes, from, direction)
+                .map(drop)
+                .map_err(refused);
+        }
+        if !self.timed_or_acquired() {
+            return Err(Refused::Lacking);
+        }
+        client_cuts(self.s, nodes, from, direction)
+            .map(drop)
+            .map_err(refused)
+    }
+
+    /// At a point the client stops in its task; at a fixed time its gate closes from outside.
+    fn pause_client(
+        &self,
+        _at: &Occasion<'_>,
+        _victim: &ClientRef,
+        _for_ms: u64,
+    ) -> Result<(), Refused> {
+        Ok(())
+    }
+
+    fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
+        if self.at_a_point() {
+            Ok(())
+        } else {
+            Err(Refused::Lacking)
+        }
+    }
+
+    fn jump_clock(&self, node: &str, _by_ms: i64, _wall_only: bool) -> Result<(), Refused> {
+        if !self.timed_or_acquired() {
+            return Err(Refused::Lacking);
+        }
+        if client_index(self.s, node).is_none() {
+            faked_master(self.s, node, "a clock jump").map_err(refused)?;
+        }
+        Ok(())
+    }
+
+    fn drift_clock(&self, node: &str, _ppm: i64) -> Result<(), Refused> {
+        if self.timed_or_acquired() && client_index(self.s, node).is_some() {
+            return Ok(());
+        }
+        if *self.trigger != Trigger::At(0) {
+            return Err(Refused::Lacking);
+        }
+        faked_master(self.s, node, "clock drift")
+            .map(drop)
+            .map_err(refused)
+    }
+}
+
+/// What the recipes on a spawned MariaDB can do: a client's pause or crash at its named point,
+/// and the server's crash, pause and partition at any time.
+pub(in crate::real) struct MysqlRecipes<'a> {
+    pub(in crate::real) trigger: &'a Trigger,
+}
+
+impl MysqlRecipes<'_> {
+    /// A client stops (or dies) in its own task, so only at a point it reaches.
+    fn at_a_point(&self) -> Result<(), Refused> {
+        match self.trigger {
+            Trigger::At(_) => Err(Refused::Lacking),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Nemesis for MysqlRecipes<'_> {
+    fn pause_client(
+        &self,
+        _at: &Occasion<'_>,
+        _victim: &ClientRef,
+        _for_ms: u64,
+    ) -> Result<(), Refused> {
+        self.at_a_point()
+    }
+
+    fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
+        self.at_a_point()
+    }
+
+    fn crash_server(&self, _node: &str, _restart_after_ms: u64) -> Result<(), Refused> {
+        Ok(())
+    }
+
+    fn cut(&self, _cut: &Cut<'_>) -> Result<(), Refused> {
+        Ok(())
+    }
+
+    fn pause_server(&self, _node: &str, _for_ms: u64) -> Result<(), Refused> {
+        Ok(())
+    }
+}
+
+/// A Redis lockcheck did not start (`--redis`): it is never faulted, so every capability that
+/// touches a server is refused with what the fault would have done to it. The client's own
+/// faults (pauses, crashes, its clocks) are lockcheck's to carry out.
+pub(in crate::real) struct ExternalServers;
+
+impl Nemesis for ExternalServers {
+    fn pause_client(
+        &self,
+        _at: &Occasion<'_>,
+        _victim: &ClientRef,
+        _for_ms: u64,
+    ) -> Result<(), Refused> {
+        Ok(())
+    }
+
+    fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
+        Ok(())
+    }
+
+    fn fail_over(&self, master: u32) -> Result<(), Refused> {
+        Err(Refused::Because(format!(
+            "a failover of redis-{master} (a SIGKILL and a promotion)"
+        )))
+    }
+
+    fn crash_server(&self, node: &str, _restart_after_ms: u64) -> Result<(), Refused> {
+        Err(Refused::Because(format!("a crash of {node} (a SIGKILL)")))
+    }
+
+    fn cut(&self, _cut: &Cut<'_>) -> Result<(), Refused> {
+        Err(Refused::Because(
+            "a partition (connections to servers cut)".to_string(),
+        ))
+    }
+
+    fn jump_clock(&self, node: &str, _by_ms: i64, wall_only: bool) -> Result<(), Refused> {
+        // A wall-clock jump of a server is let through, as it always was (see the report).
+        if wall_only || node.starts_with("client-") {
+            return Ok(());
+        }
+        self.drift_clock(node, 0)
+    }
+
+    fn drift_clock(&self, node: &str, _ppm: i64) -> Result<(), Refused> {
+        if node.starts_with("client-") {
+            return Ok(());
+        }
+        Err(Refused::Because(format!(
+            "a clock fault on {node} (libfaketime in the server)"
+        )))
+    }
+
+    fn pause_server(&self, _node: &str, _for_ms: u64) -> Result<(), Refused> {
+        Ok(())
+    }
+}
+
+/// A clock fault as real mode sets it up before spawning: libfaketime's rate is fixed per
+/// process, and a clock that will jump reads its offset from a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(in crate::real) enum ClockSetting {
+    /// The node's clock drifts at this rate (ppm) from the start.
+    Drift(i64),
+    /// The node's clock will jump (wall clock alone, or both: one libfaketime clock either way).
+    Jumps,
+}
+
+/// The clock faults of a scenario, in file order, gathered by firing every fault against a
+/// nemesis whose only capabilities are the clock's.
+#[derive(Default)]
+pub(in crate::real) struct ClockSettings(RefCell<Vec<(String, ClockSetting)>>);
+
+impl ClockSettings {
+    /// Every clock fault of `s`: the node and what it does to its clock.
+    pub(in crate::real) fn of(s: &Scenario) -> Vec<(String, ClockSetting)> {
+        let me = ClockSettings::default();
+        for f in &s.faults {
+            let _ = ask(&me, f);
+        }
+        me.0.into_inner()
+    }
+}
+
+impl Nemesis for ClockSettings {
+    fn jump_clock(&self, node: &str, _by_ms: i64, _wall_only: bool) -> Result<(), Refused> {
+        self.0
+            .borrow_mut()
+            .push((node.to_string(), ClockSetting::Jumps));
+        Ok(())
+    }
+
+    fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
+        self.0
+            .borrow_mut()
+            .push((node.to_string(), ClockSetting::Drift(ppm)));
+        Ok(())
+    }
+}
+
+/// The master groups a failover will hit: real mode holds their replication back from the start.
+#[derive(Default)]
+pub(in crate::real) struct FailsOver(RefCell<Vec<u32>>);
+
+impl FailsOver {
+    /// The masters `faults` fail over, in their order.
+    pub(in crate::real) fn of(faults: &[Fault]) -> Vec<u32> {
+        let me = FailsOver::default();
+        for f in faults {
+            let _ = ask(&me, f);
+        }
+        me.0.into_inner()
+    }
+}
+
+impl Nemesis for FailsOver {
+    fn fail_over(&self, master: u32) -> Result<(), Refused> {
+        self.0.borrow_mut().push(master);
+        Ok(())
+    }
+}

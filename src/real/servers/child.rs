@@ -1,0 +1,271 @@
+//! The parts of running any child process that `redis-server`, MariaDB and client programs
+//! share: a free port, a temporary directory, forking from a thread that outlives every caller
+//! (so `PR_SET_PDEATHSIG` kills children only with lockcheck), and reading a process's state.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::cleanup;
+use crate::real::RealError;
+
+/// The port of the machine's own Redis. lockcheck never starts a server there and
+/// never sends a command to it.
+const RESERVED_PORT: u16 = 6379;
+
+/// Picks a free port by binding port 0. The listener is closed before the server
+/// binds, so another program can take the port in between: `spawn` retries, and
+/// checks the pid of whoever answers.
+pub(crate) fn free_port() -> Result<u16, RealError> {
+    loop {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| RealError::io("finding a free port on 127.0.0.1", e))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| RealError::io("finding a free port on 127.0.0.1", e))?
+            .port();
+        if port != RESERVED_PORT {
+            return Ok(port);
+        }
+    }
+}
+
+/// A fresh temporary directory `lockcheck-<what>-<pid>-<n>-<nanos>` for one child's files.
+pub(crate) fn make_temp_dir(what: &str) -> Result<PathBuf, RealError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let dir = std::env::temp_dir().join(format!(
+        "lockcheck-{what}-{}-{}-{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir(&dir)
+        .map_err(|e| RealError::io(format!("creating {}", dir.display()), e))?;
+    Ok(dir)
+}
+
+/// A spawn request for the spawner thread.
+struct SpawnJob {
+    command: Command,
+    reply: mpsc::Sender<Result<Child, RealError>>,
+}
+
+/// Forks `command` from a thread that lives as long as the process.
+///
+/// `PR_SET_PDEATHSIG` fires when the *thread* that forked the child exits, not the
+/// process: a server forked from a test thread, a scoped thread or a tokio
+/// blocking-pool thread (which idles out after 10 s) would be killed as soon as
+/// that thread ends. So every fork happens on one dedicated thread that never
+/// returns; it ends only with the process, which is exactly when the children
+/// should die.
+pub(crate) fn spawn_from_long_lived_thread(command: Command) -> Result<Child, RealError> {
+    static SPAWNER: OnceLock<mpsc::Sender<SpawnJob>> = OnceLock::new();
+    let sender = SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnJob>();
+        std::thread::Builder::new()
+            .name("lockcheck-spawner".into())
+            .spawn(move || {
+                // `rx` never disconnects: the static keeps `tx` alive forever.
+                for job in rx {
+                    let result = fork_and_register(job.command);
+                    if let Err(mpsc::SendError(Ok(mut orphan))) = job.reply.send(result) {
+                        // The requester is gone; nobody would ever kill this child.
+                        let _ = orphan.kill();
+                        cleanup::deregister(orphan.id());
+                        let _ = orphan.wait();
+                    }
+                }
+            })
+            .expect("cannot start the lockcheck-spawner thread");
+        tx
+    });
+    let (reply_tx, reply_rx) = mpsc::channel();
+    sender
+        .send(SpawnJob {
+            command,
+            reply: reply_tx,
+        })
+        .map_err(|_| RealError::io("spawner thread", std::io::ErrorKind::BrokenPipe.into()))?;
+    reply_rx
+        .recv()
+        .map_err(|_| RealError::io("spawner thread", std::io::ErrorKind::BrokenPipe.into()))?
+}
+
+/// Looks a program up in `$PATH` and then in the standard system directories
+/// (which a minimal `$PATH`, as under some CI runners, may lack).
+pub(crate) fn find_program(name: &str) -> Option<PathBuf> {
+    let path_var = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path_var)
+        .chain(
+            ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+                .iter()
+                .map(PathBuf::from),
+        )
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+pub(crate) fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+fn fork_and_register(mut command: Command) -> Result<Child, RealError> {
+    let parent = std::process::id() as libc::pid_t;
+    // Own process group: Ctrl-C in a terminal reaches lockcheck only (which then
+    // kills the servers itself), and a group kill also reaches Redis's forks.
+    command.process_group(0);
+    // SAFETY: the closure runs between fork and exec and calls only prctl, getppid
+    // and _exit, which are async-signal-safe; it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // lockcheck may have died between fork and prctl; then the death
+            // signal will never come, so give up now.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let program = command.get_program().to_string_lossy().into_owned();
+    let mut child = command
+        .spawn()
+        .map_err(|e| RealError::io(format!("starting {program}"), e))?;
+    if let Err(err) = cleanup::register(child.id()) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(err);
+    }
+    Ok(child)
+}
+
+/// `SIGKILL`s an unreaped child and everything it forked, then reaps it: a crash, no shutdown,
+/// the same for a `redis-server`, a MariaDB and a client program. The group kill reaches what
+/// it forked; the direct kill covers a child whose `setpgid` never ran. It is deregistered
+/// before it is reaped, so a signal handler can never kill a reused pid.
+pub(crate) fn kill_and_reap(child: &mut Child) {
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: kill(2) has no memory-safety preconditions; the caller holds the child unreaped,
+    // so `pid` is still its.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+        libc::kill(pid, libc::SIGKILL);
+    }
+    cleanup::deregister(child.id());
+    let _ = child.wait();
+}
+
+/// Waits (up to 2 s) until the thread states of `pid` satisfy `done`: a signal is only queued
+/// by `kill`, and a fault step that runs before the process has actually stopped would race it.
+fn wait_for_state(
+    pid: u32,
+    who: &str,
+    what: &str,
+    done: impl Fn(&[char]) -> bool,
+) -> Result<(), RealError> {
+    let timeout = Duration::from_secs(2);
+    let deadline = Instant::now() + timeout;
+    loop {
+        if done(&thread_states(pid)) {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(RealError::Timeout {
+                what: format!("{who} pid {pid} to {what}"),
+                waited: timeout,
+            });
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Waits until every thread of `pid` is stopped (`SIGSTOP` only queues the signal, and a fault
+/// step that ran before the process had stopped would race with it).
+pub(crate) fn wait_until_stopped(pid: u32, who: &str) -> Result<(), RealError> {
+    wait_for_state(pid, who, "stop", |s| {
+        !s.is_empty() && s.iter().all(|c| matches!(c, 'T' | 't'))
+    })
+}
+
+/// Waits until no thread of `pid` is stopped any more, after a `SIGCONT`.
+pub(crate) fn wait_until_continued(pid: u32, who: &str) -> Result<(), RealError> {
+    wait_for_state(pid, who, "continue", |s| {
+        s.iter().all(|c| !matches!(c, 'T' | 't'))
+    })
+}
+
+/// The scheduler state letters (`R`, `S`, `T`, `Z`, ...) of every thread of `pid`,
+/// main thread first; empty once the process is gone.
+pub(crate) fn thread_states(pid: u32) -> Vec<char> {
+    let mut states = Vec::new();
+    if let Some(main) = proc_state(&format!("/proc/{pid}/stat")) {
+        states.push(main);
+    } else {
+        return states;
+    }
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            if task.file_name().to_string_lossy() == pid.to_string() {
+                continue;
+            }
+            if let Some(state) = proc_state(&format!("{}/stat", task.path().display())) {
+                states.push(state);
+            }
+        }
+    }
+    states
+}
+
+/// The state letter of a `/proc/.../stat` file: the field after the `(comm)`.
+fn proc_state(path: &str) -> Option<char> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.trim_start().chars().next()
+}
+
+/// The value of `field:` in an `INFO` reply.
+pub(crate) fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
+    info.lines().find_map(|line| {
+        line.strip_prefix(field)
+            .and_then(|rest| rest.strip_prefix(':'))
+            .map(str::trim)
+    })
+}
+
+pub(crate) fn tail_of_file(path: &Path, lines: usize) -> String {
+    let Ok(mut file) = File::open(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = file.seek(SeekFrom::Start(len.saturating_sub(16 * 1024)));
+    let mut text = String::new();
+    let mut bytes = Vec::new();
+    if file.read_to_end(&mut bytes).is_ok() {
+        text = String::from_utf8_lossy(&bytes).into_owned();
+    }
+    let all: Vec<&str> = text.lines().collect();
+    let mut out = all[all.len().saturating_sub(lines)..].join("\n");
+    out.push('\n');
+    out
+}
