@@ -51,6 +51,7 @@ where
     E: Env,
 {
     const ABOUT: &'static str = "SET NX PX plus a fencing token from INCR on the same Redis; storage refuses older tokens (Kleppmann, cited by the Redlock article)";
+    const RENEWS: bool = true;
 
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();

@@ -91,9 +91,10 @@ pub trait Lock: Send {
     const ABOUT: &'static str = "a lock of your own, registered with the harness";
 
     /// Whether the lock implements [`Lock::renew`], so the workload's `renew_every_ms` can renew
-    /// its lease; a scenario that asks for renewals of a lock that says no is refused. A lock of
-    /// your own is assumed to (its scenario asks for renewals).
-    const RENEWS: bool = true;
+    /// its lease; a scenario that asks for renewals of a lock that says no is refused at the key.
+    /// No by default, like [`Lock::renew`] itself: a lock that overrides `renew` says yes here,
+    /// so a scenario cannot ask for renewals that would all fail with "unsupported".
+    const RENEWS: bool = false;
 
     /// Whether the lock has a lease of its own when the scenario sets no `ttl_ms` (Redisson's
     /// watchdog), so such a scenario may leave `ttl_ms` out and set `watchdog_timeout_ms`.

@@ -163,6 +163,7 @@ where
     E: Env,
 {
     const ABOUT: &'static str = "Redisson RLock: hash lock uuid:thread -> count, watchdog lease 30 s renewed every 10 s, unlock publishes to waiters (the Redisson article)";
+    const RENEWS: bool = true;
     const DEFAULT_LEASE: bool = true;
 
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {

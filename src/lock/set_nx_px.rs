@@ -69,6 +69,7 @@ where
     E: Env,
 {
     const ABOUT: &'static str = "SET key token NX PX ttl; release by a Lua compare-and-delete (the Lettuce and Redlock articles)";
+    const RENEWS: bool = true;
 
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let owner = self.env.uuid().to_string();

@@ -386,16 +386,16 @@ fn wait_replicas(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     Ok(())
 }
 
-/// `renew_every_ms` needs a lock that can renew: lockcheck's own kinds say whether theirs can; a
-/// lock of your own is trusted to implement `Lock::renew` (a renewal it does not support is
-/// recorded as failed, in the history).
+/// `renew_every_ms` needs a lock that can renew: every lock says whether it can
+/// (`Lock::RENEWS`, no by default), a lock of the user's own included, so a scenario never asks
+/// for renewals that would all fail.
 fn renewal(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     let kind = s.lock.kind;
     if s.workload.renew_every_ms > 0 && !kind.renews() {
         return Err(ctx.err(
             at(ctx, "renew_every_ms"),
             format!(
-                "lock kind `{}` has no renewal; `renew_every_ms` needs one of {} (or a lock of your own with `Lock::renew`): drop the key or change the kind",
+                "lock kind `{}` has no renewal; `renew_every_ms` needs one of {} (or a lock of your own that implements `Lock::renew` and declares `const RENEWS: bool = true`): drop the key or change the kind",
                 kind.name(),
                 quoted(
                     &LockKind::builtins()

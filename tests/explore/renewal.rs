@@ -62,6 +62,8 @@ struct PexpireRenewal {
 }
 
 impl Lock for PexpireRenewal {
+    const RENEWS: bool = true;
+
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         self.inner.acquire().await
     }
@@ -176,5 +178,31 @@ fn renew_every_ms_on_a_lock_without_renewal_is_refused_at_the_key() {
         "{e}"
     );
     let ok = Scenario::parse("t.toml", &text.replace("set-ex-nx-del", "set-nx-px")).unwrap();
+    assert_eq!(ok.workload.renew_every_ms, 30);
+}
+
+/// A lock of the user's own that does not override `Lock::renew` declares no renewal (the
+/// default `Lock::RENEWS` is no), so a scenario asking it for renewals is refused at the key
+/// instead of running with every renewal failing; one that declares it is accepted.
+#[test]
+fn renew_every_ms_on_a_registered_lock_without_renewal_is_refused_at_the_key() {
+    let text = "name = \"t\"\nexpect = \"safe\"\nduration_ms = 1000\n[lock]\nkind = \"plain-del\"\nttl_ms = 100\n[workload]\nrenew_every_ms = 30\n";
+    let harness = Harness::new().lock(
+        "plain-del",
+        |config: LockConfig, conns: Vec<lockcheck::registry::Conn>, env: NodeEnv| {
+            lockcheck::lock::SetExNxDel::new(config, conns, env)
+        },
+    );
+    let e = harness.registry().parse("t.toml", text).unwrap_err();
+    assert_eq!((e.line, e.column), (8, 18), "{e}");
+    assert!(
+        e.message.contains("lock kind `plain-del` has no renewal")
+            && e.message.contains("const RENEWS: bool = true"),
+        "{e}"
+    );
+    let ok = pexpire_renewal()
+        .registry()
+        .parse("t.toml", &text.replace("plain-del", "pexpire-renewal"))
+        .unwrap();
     assert_eq!(ok.workload.renew_every_ms, 30);
 }

@@ -225,6 +225,8 @@ where
     C: ConnectionLike + Send + Sync + 'static,
     E: Env,
 {
+    const RENEWS: bool = true;
+
     const POINTS: &'static [NamedPoint] = PLANTED_POINTS;
 
     fn validity_clock(&self) -> ClockKind {
