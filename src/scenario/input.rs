@@ -287,16 +287,17 @@ pub fn fires_after_end(trigger: &Trigger, duration_ms: u64) -> Option<(&'static 
     })
 }
 
-/// What `--real` cannot apply of a scenario: the simulated network's latency and replication
-/// lag (real servers talk over loopback, and a replica either follows at once or is held back for
-/// a failover; with sentinels the link proxies do apply the lag). One line per setting changed
-/// from its default.
+/// What `--real` cannot apply of a scenario: the network's latency for client programs (they
+/// connect to the servers themselves, over loopback; lockcheck's in-process clients get it on
+/// each request and reply) and replication lag (a replica either follows at once or is held back
+/// for a failover; with sentinels the link proxies do apply the lag). One line per setting
+/// changed from its default.
 pub fn real_mode_warnings(s: &Scenario) -> Vec<String> {
     let d = RedisSpec::default();
     let mut v = Vec::new();
-    if s.redis.latency_ms != d.latency_ms {
+    if s.redis.latency_ms != d.latency_ms && s.lock.kind.is_client_program() {
         v.push(format!(
-            "`[redis] latency_ms = {:?}` is simulated only: --real runs over loopback and adds no latency",
+            "`[redis] latency_ms = {:?}` is not applied to client programs under --real: they connect to the servers themselves, over loopback",
             s.redis.latency_ms
         ));
     }
