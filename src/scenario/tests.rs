@@ -527,7 +527,7 @@ fn a_fault_the_mysql_worlds_cannot_carry_out_is_refused_at_its_kind() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.starts_with("t.toml:14:"), "{e}");
+    assert!(e.starts_with("t.toml:12:"), "{e}");
     assert!(e.contains("not modelled for the MySQL locks"), "{e}");
     let e = Scenario::parse(
         "t.toml",
