@@ -1,6 +1,8 @@
 //! The lock kinds a program runs: lockcheck's own and the locks of the user's own that the
 //! program registered (`lockcheck::Harness::lock`, which keeps one of these), registered the same
-//! way: a name and a constructor (`lock::builtin` is lockcheck's list, through [`Registrar`]).
+//! way: a name and a constructor (`lock::builtin` is lockcheck's list, through
+//! [`crate::lock::Registrar`]). This file is the table of kinds; `runs.rs` keeps each kind's runs
+//! in both worlds and runs a scenario through them.
 //!
 //! A registered lock is written once, against [`Conn`] (or [`Db`]) and [`NodeEnv`]: each is the
 //! simulated one in simulation and the real one on spawned servers, so one constructor serves
@@ -9,25 +11,17 @@
 //! and the scenario parser go through a [`Registry`], which runs a scenario's `[lock] kind`
 //! whichever it is, so `lockcheck` itself is the registry with no lock of the user's own.
 
+mod runs;
 mod seams;
 
 pub use seams::{Conn, ConnSubscription, Db, NodeEnv};
 
-use crate::history::History;
-use crate::lock::mysql::DatabaseLock;
-use crate::lock::{builtin, Backend, Lock, LockConfig, LockKind, Origin, Registrar};
-use crate::real::external::ExternalRedis;
-use crate::real::{RealError, RoutedConnection};
-use crate::scenario::own::read_params;
+use crate::lock::{builtin, Backend, Lock, LockConfig, LockKind, Origin};
 use crate::scenario::{OwnKind, Scenario, ScenarioError};
-use crate::sim::SimRun;
+use runs::{Builtins, RealRunner, SimRunner};
 use serde::de::DeserializeOwned;
 use std::path::Path;
 use std::sync::Arc;
-
-type SimRunner = dyn Fn(&Scenario, u64) -> SimRun + Send + Sync;
-type RealRunner =
-    dyn Fn(&Scenario, u64, Option<&ExternalRedis>) -> Result<History, RealError> + Send + Sync;
 
 /// A registered lock kind: as scenarios see it, and its runs in both worlds.
 #[derive(Clone)]
@@ -103,59 +97,6 @@ impl Registry {
         self
     }
 
-    /// Keeps a Redis lock's runs: simulated, on spawned servers, on servers lockcheck did not
-    /// start.
-    fn add_redis<P, L, F>(&mut self, kind: LockKind, own: Option<OwnKind>, make: F)
-    where
-        P: DeserializeOwned + Clone + Send + Sync + 'static,
-        L: Lock + 'static,
-        F: Fn(LockConfig<P>, Vec<Conn>, NodeEnv) -> L + Send + Sync + 'static,
-    {
-        let name = kind.name();
-        let make = Arc::new(make);
-        let params = move |s: &Scenario| -> P {
-            read_params(s.lock.params.as_ref()).unwrap_or_else(|m| {
-                panic!(
-                    "{}: [lock.params] of lock kind `{name}`: {m} (parse the scenario with the registry, which checks them)",
-                    s.name
-                )
-            })
-        };
-        let sim = {
-            let make = make.clone();
-            move |s: &Scenario, seed: u64| {
-                let p = params(s);
-                crate::sim::run_with(s, seed, |config, conns, env| {
-                    make(
-                        config.with_params(p.clone()),
-                        conns.into_iter().map(Conn::Sim).collect(),
-                        NodeEnv::Sim(env),
-                    )
-                })
-            }
-        };
-        let real = move |s: &Scenario, seed: u64, ext: Option<&ExternalRedis>| {
-            let p = params(s);
-            let build = |config: LockConfig, conns: Vec<RoutedConnection>, env| {
-                make(
-                    config.with_params(p.clone()),
-                    conns.into_iter().map(Conn::Real).collect(),
-                    NodeEnv::Real(env),
-                )
-            };
-            match ext {
-                Some(ext) => crate::real::redis_world::run_external_with(s, seed, ext, build),
-                None => crate::real::redis_world::run_with(s, seed, build),
-            }
-        };
-        self.locks.push(Registered {
-            kind,
-            own,
-            sim: Arc::new(sim),
-            real: Arc::new(real),
-        });
-    }
-
     /// Every kind this program runs, lockcheck's first, in registration order.
     pub fn kinds(&self) -> Vec<LockKind> {
         self.locks.iter().map(|r| r.kind).collect()
@@ -174,113 +115,5 @@ impl Registry {
     /// Reads a scenario file whose `[lock] kind` may name a registered lock.
     pub fn load(&self, path: &Path) -> Result<Scenario, ScenarioError> {
         Scenario::load_with_locks(path, &self.own_kinds())
-    }
-
-    fn registered(&self, s: &Scenario) -> &Registered {
-        self.locks
-            .iter()
-            .find(|r| r.kind == s.lock.kind)
-            .unwrap_or_else(|| {
-                panic!(
-                    "{}: lock kind `{}` is not registered here",
-                    s.name,
-                    s.lock.kind.name()
-                )
-            })
-    }
-
-    /// Runs `s` with `seed` in simulation, whichever its lock kind.
-    ///
-    /// # Panics
-    ///
-    /// For a client-program scenario, which only real mode can run (the commands refuse it
-    /// before they get here, with the reason).
-    pub fn run_sim(&self, s: &Scenario, seed: u64) -> SimRun {
-        (self.registered(s).sim)(s, seed)
-    }
-
-    /// Runs `s` on spawned servers, whichever its lock kind.
-    pub fn run_real(&self, s: &Scenario, seed: u64) -> Result<History, RealError> {
-        (self.registered(s).real)(s, seed, None)
-    }
-
-    /// Runs `s` against servers lockcheck did not start
-    /// ([`crate::real::redis_world::run_external_with`]), whichever its lock kind.
-    pub fn run_external(
-        &self,
-        s: &Scenario,
-        seed: u64,
-        ext: &ExternalRedis,
-    ) -> Result<History, RealError> {
-        (self.registered(s).real)(s, seed, Some(ext))
-    }
-}
-
-/// lockcheck's own locks registering: the registry's own path ([`Registry::add_redis`]), with
-/// the database and client-program worlds besides.
-struct Builtins<'a>(&'a mut Registry);
-
-impl Registrar for Builtins<'_> {
-    type Conn = Conn;
-    type Db = Db;
-    type Env = NodeEnv;
-
-    fn redis<L, F>(&mut self, name: &'static str, make: F)
-    where
-        L: Lock + 'static,
-        F: Fn(LockConfig, Vec<Conn>, NodeEnv) -> L + Send + Sync + 'static,
-    {
-        let kind = LockKind::of::<L>(name, Backend::Redis, Origin::Builtin);
-        self.0.add_redis(kind, None, make);
-    }
-
-    fn database<L, F>(&mut self, name: &'static str, make: F)
-    where
-        L: DatabaseLock + 'static,
-        F: Fn(LockConfig, Vec<Db>, NodeEnv) -> L + Send + Sync + 'static,
-    {
-        let make = Arc::new(make);
-        let sim = {
-            let make = make.clone();
-            move |s: &Scenario, seed: u64| {
-                crate::sim::mysql_world::run_with(s, seed, |config, conn, env| {
-                    make(config, vec![Db::Sim(conn)], NodeEnv::Sim(env))
-                })
-            }
-        };
-        let real = move |s: &Scenario, seed: u64, ext: Option<&ExternalRedis>| match ext {
-            Some(_) => Err(RealError::External(format!(
-                "{}: --redis does not apply to the MySQL locks (they use a spawned MariaDB)",
-                s.name
-            ))),
-            None => crate::real::mysql_world::run_with(s, seed, |config, conn, env| {
-                make(config, vec![Db::Real(conn)], NodeEnv::Real(env))
-            }),
-        };
-        self.0.locks.push(Registered {
-            kind: LockKind::of::<L>(name, Backend::Database, Origin::Builtin),
-            own: None,
-            sim: Arc::new(sim),
-            real: Arc::new(real),
-        });
-    }
-
-    fn client_program(&mut self, kind: LockKind) {
-        let sim = move |s: &Scenario, _seed: u64| -> SimRun {
-            panic!(
-                "{}: lock kind `{}` runs in real mode only (--real): its lock is a separate program, which only real mode starts",
-                s.name,
-                kind.name()
-            )
-        };
-        let real = |s: &Scenario, seed: u64, ext: Option<&ExternalRedis>| {
-            crate::real::redis_world::run_client_programs(s, seed, ext)
-        };
-        self.0.locks.push(Registered {
-            kind,
-            own: None,
-            sim: Arc::new(sim),
-            real: Arc::new(real),
-        });
     }
 }
