@@ -228,6 +228,36 @@ impl FaultKind {
         }
     }
 
+    /// Whether a world of one database server named `server` and its clients can carry this
+    /// fault out (the MySQL locks' worlds): client pauses and crashes, the server's crash and
+    /// pause, and partitions that cut clients from the server; `Err` says why not. The scenario
+    /// refuses the others at parse time, so a MySQL verdict is never vacuous.
+    pub fn on_one_database(&self, server: &str) -> Result<(), String> {
+        match self {
+            FaultKind::Pause { .. } | FaultKind::ClientCrash { .. } => Ok(()),
+            FaultKind::Crash { node, .. } | FaultKind::ServerPause { node, .. }
+                if node == server =>
+            {
+                Ok(())
+            }
+            FaultKind::Partition { nodes, from, .. } => {
+                if nodes.iter().chain(from).any(|n| n == server) || from.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "a partition of a MySQL scenario cuts clients from `{server}`"
+                    ))
+                }
+            }
+            _ => Err(format!(
+                "`kind = \"{}\"` is not modelled for the MySQL locks; they take client `pause`, \
+                 client `crash`, `crash` of `{server}` (with `restart_after_ms`), `pause` of \
+                 `{server}` and `partition`",
+                self.name()
+            )),
+        }
+    }
+
     /// Whether firing this fault kills a client (the one whose point set it off).
     pub fn crashes_a_client(&self) -> bool {
         matches!(self, FaultKind::ClientCrash { .. })

@@ -1,7 +1,7 @@
 //! The scenario side of the MySQL locks: the `[database]` table, the lock keys they take, and
 //! what a scenario with one of them may ask for.
 
-use super::{FaultKind, Scenario};
+use super::Scenario;
 use crate::lock::{mysql_for_update, mysql_insert_unique};
 use serde::Deserialize;
 use std::time::Duration;
@@ -151,29 +151,7 @@ pub fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
 }
 
 /// Whether the MySQL worlds carry out fault `f` (checked once the faults are converted, so the
-/// error points at the fault's own table): client pauses and crashes, the server's crash and
-/// pause, and partitions that cut clients from the server. Anything else would be noted as "not
-/// modelled" at run time and the verdict would be vacuous.
+/// error points at the fault's own table); the family decides (`FaultKind::on_one_database`).
 pub fn check_fault(f: &super::Fault) -> Result<(), String> {
-    match &f.kind {
-        FaultKind::Pause { .. } | FaultKind::ClientCrash { .. } => {}
-        FaultKind::Crash { node, .. } | FaultKind::ServerPause { node, .. } if node == SERVER => {}
-        FaultKind::Partition { nodes, from, .. } => {
-            let touches_server = nodes.iter().chain(from).any(|n| n == SERVER) || from.is_empty();
-            if !touches_server {
-                return Err(format!(
-                    "a partition of a MySQL scenario cuts clients from `{SERVER}`"
-                ));
-            }
-        }
-        _ => {
-            return Err(format!(
-                "fault {} is not modelled for the MySQL locks; they take client \
-                         `pause`, client `crash`, `crash` of `{SERVER}` (with `restart_after_ms`), \
-                         `pause` of `{SERVER}` and `partition`",
-                super::fault_table(f).into_inline_table()
-            ))
-        }
-    }
-    Ok(())
+    f.kind.on_one_database(SERVER)
 }

@@ -528,7 +528,10 @@ fn a_fault_the_mysql_worlds_cannot_carry_out_is_refused_at_its_kind() {
     .unwrap_err()
     .to_string();
     assert!(e.starts_with("t.toml:12:"), "{e}");
-    assert!(e.contains("not modelled for the MySQL locks"), "{e}");
+    assert!(
+        e.contains("`kind = \"clock_jump\"` is not modelled for the MySQL locks"),
+        "{e}"
+    );
     let e = Scenario::parse(
         "t.toml",
         &text("kind = \"partition\"\nnodes = [\"client-0\"]\nfrom = [\"client-1\"]\nat_ms = 10\nfor_ms = 100"),
