@@ -4,14 +4,33 @@
 
 use std::process::Command;
 
+/// A scenario file in a directory of its test's own, which goes with it when the test ends
+/// (passing or panicking), so the suite leaves nothing in the temp dir.
+struct Scratch(std::path::PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
 /// A fresh scenario file `name` with `text`, in a directory of this test's own.
-fn scenario(test: &str, name: &str, text: &str) -> std::path::PathBuf {
+fn scenario(test: &str, name: &str, text: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("lockcheck-bounded-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
-    p
+    Scratch(p)
 }
 
 /// Runs `lockcheck` with `env` set: (exit code, stdout, stderr).
