@@ -7,7 +7,7 @@
 
 use super::network::Network;
 use crate::fault::partition::{describe_partition, partition_links};
-use crate::fault::{ClientRef, Direction, FaultKind};
+use crate::fault::{ClientRef, Cut, FaultKind};
 use crate::history::{EventKind, Recorder};
 use crate::schedule::Schedule;
 use madsim::runtime::Handle;
@@ -127,14 +127,13 @@ impl ClientFaults {
 
     /// Cuts the links between `nodes` and `from` (everyone else when empty) in `direction` for
     /// `for_ms`; `how` completes the note.
-    pub fn partition(
-        &self,
-        nodes: &[String],
-        from: &[String],
-        for_ms: u64,
-        direction: Direction,
-        how: &str,
-    ) {
+    pub fn partition(&self, cut: &Cut<'_>, how: &str) {
+        let Cut {
+            nodes,
+            from,
+            direction,
+            for_ms,
+        } = *cut;
         let links = partition_links(&self.nodes, nodes, from, direction);
         for &(a, b) in &links {
             self.net.cut(a, b);

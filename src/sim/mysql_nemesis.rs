@@ -83,13 +83,7 @@ impl Nemesis for MysqlNemesis {
     }
 
     fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
-        let Cut {
-            nodes,
-            from,
-            direction,
-            for_ms,
-        } = *cut;
-        self.faults.partition(nodes, from, for_ms, direction, "");
+        self.faults.partition(cut, "");
         Ok(())
     }
 

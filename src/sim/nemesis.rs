@@ -124,18 +124,12 @@ impl Nemesis for SimNemesis {
     }
 
     fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
-        let Cut {
-            nodes,
-            from,
-            direction,
-            for_ms,
-        } = *cut;
-        let how = match direction {
+        let how = match cut.direction {
             Direction::Both => "",
             Direction::Inbound => " (inbound only: they still send)",
             Direction::Outbound => " (outbound only: they still hear)",
         };
-        self.faults.partition(nodes, from, for_ms, direction, how);
+        self.faults.partition(cut, how);
         Ok(())
     }
 
