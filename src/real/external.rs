@@ -230,6 +230,25 @@ mod tests {
         assert_eq!(match_pattern("x*[y]?\\"), "x\\*\\[y\\]\\?\\\\*");
     }
 
+    /// Every clock fault on a server is refused, the wall clock alone included: lockcheck
+    /// cannot step the clock of a server it did not start. A client's clock is lockcheck's own.
+    #[test]
+    fn a_server_clock_fault_is_refused_a_client_one_is_not() {
+        let ext = ExternalRedis::parse("redis://127.0.0.1:1", None).unwrap();
+        let scenario = |node: &str| {
+            let text = format!(
+                "name = \"t\"\nexpect = \"safe\"\nduration_ms = 1000\n\
+                 [lock]\nkind = \"set-nx-px\"\nttl_ms = 100\n\
+                 [workload]\nclients = 2\ncycles = 1\n\
+                 [[faults]]\nkind = \"wall_clock_jump\"\nnode = \"{node}\"\nat_ms = 10\nby_ms = 5000\n"
+            );
+            Scenario::parse("t.toml", &text).unwrap()
+        };
+        let why = refusal(&scenario("redis-0"), &ext).expect("refused");
+        assert!(why.contains("a wall-clock jump on redis-0"), "{why}");
+        assert_eq!(refusal(&scenario("client-1"), &ext), None);
+    }
+
     #[test]
     fn urls_and_prefix_are_checked() {
         let e = ExternalRedis::parse("redis://127.0.0.1:1,redis://127.0.0.1:2", None).unwrap();
