@@ -180,7 +180,9 @@ fn skewed_server_and_client_clocks() {
         }),
         ..ServerOptions::default()
     })
-    .unwrap();
+    .unwrap_or_else(|e| {
+        panic!("redis-server under libfaketime (Debian package `faketime`; scripts/test installs it): {e}")
+    });
     let server_ms = || -> i64 {
         let (s, us): (i64, i64) = redis::cmd("TIME")
             .query(&mut server.control().unwrap())
