@@ -132,8 +132,9 @@
 // The modules by layer, lowest first: each imports only modules listed in an earlier group
 // (ARCHITECTURE.md draws the layers; tests/architecture.rs holds the code to them).
 
-// 1. Vocabulary every stage shares.
+// 1. Vocabulary every stage shares (the seams among it).
 pub mod env;
+pub mod etcd;
 pub mod exec;
 pub mod history;
 pub mod junit;
@@ -142,8 +143,9 @@ pub mod resource;
 pub mod sql;
 pub mod stdout;
 pub mod subscription;
-// 2. The SQL seam and engine; the checkers.
+// 2. The SQL and etcd engines; the checkers.
 pub mod check;
+pub mod simetcd;
 pub mod simsql;
 // 3. The locks under test; the fault families.
 pub mod fault;

@@ -258,6 +258,46 @@ impl FaultKind {
         }
     }
 
+    /// Whether a simulated or spawned etcd cluster of `servers` members (`etcd-<i>`) and its
+    /// clients can carry this fault out: client pauses, crashes and partitions, a member's
+    /// crash and restart (`etcd-0` leads at the start, so its crash is a leader failover), and
+    /// clock jumps and drift; `Err` says why not, so an etcd verdict is never vacuous.
+    pub fn on_etcd(&self, servers: u32) -> Result<(), String> {
+        let member = |node: &str| (0..servers).any(|i| node == format!("etcd-{i}"));
+        match self {
+            FaultKind::Pause { .. } | FaultKind::ClientCrash { .. } => Ok(()),
+            FaultKind::Partition { nodes, from, .. } => {
+                // Raft between members is not simulated: a cut may separate clients from
+                // members, not members from each other.
+                let here = nodes.iter().filter(|n| member(n)).count() as u32;
+                let there = if from.is_empty() {
+                    servers - here
+                } else {
+                    from.iter().filter(|n| member(n)).count() as u32
+                };
+                if here > 0 && there > 0 {
+                    Err(
+                        "a partition of an etcd scenario cuts clients from members; one that \
+                         separates members from each other is not modelled"
+                            .into(),
+                    )
+                } else {
+                    Ok(())
+                }
+            }
+            FaultKind::ClockJump { .. }
+            | FaultKind::WallClockJump { .. }
+            | FaultKind::ClockDrift { .. } => Ok(()),
+            FaultKind::Crash { node, .. } if member(node) => Ok(()),
+            _ => Err(format!(
+                "`kind = \"{}\"` is not modelled for the etcd locks; they take client `pause`, \
+                 client `crash`, `crash` of a member `etcd-<i>` (with `restart_after_ms`; \
+                 `etcd-0` leads at the start), `partition` and the clock faults",
+                self.name()
+            )),
+        }
+    }
+
     /// Whether firing this fault kills a client (the one whose point set it off).
     pub fn crashes_a_client(&self) -> bool {
         matches!(self, FaultKind::ClientCrash { .. })

@@ -4,6 +4,7 @@
 //! The registry runs the list to build its locks; the scenario format reads the same list, with
 //! a registrar that builds nothing ([`kinds`]), to know the names, leases and named points.
 
+use super::etcd_mutex::{self, EtcdMutex};
 use super::mysql::DatabaseLock;
 use super::{
     fenced, lettuce_reentrant, mysql_for_update, mysql_insert_unique, naive_setnx_expire, redisson,
@@ -12,6 +13,8 @@ use super::{
 };
 use super::{mysql_for_update::MysqlForUpdate, mysql_insert_unique::MysqlInsertUnique};
 use crate::env::{Env, TaskHandle};
+use crate::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse};
+use crate::etcd::{Revision, Txn, TxnResponse};
 use crate::sql::{SqlConn, SqlError, Value};
 use crate::subscription::{NoSubscription, Subscribe};
 use redis::aio::ConnectionLike;
@@ -39,6 +42,18 @@ pub fn register<R: Registrar>(r: &mut R) {
     ));
     r.database(mysql_for_update::NAME, MysqlForUpdate::new);
     r.database(mysql_insert_unique::NAME, MysqlInsertUnique::new);
+    r.etcd(
+        etcd_mutex::NAME,
+        EtcdMutex::<_, _, { etcd_mutex::PLAIN }>::new,
+    );
+    r.etcd(
+        etcd_mutex::NAME_LEASE_CHECK,
+        EtcdMutex::<_, _, { etcd_mutex::LEASE_CHECK }>::new,
+    );
+    r.etcd(
+        etcd_mutex::NAME_FENCED,
+        EtcdMutex::<_, _, { etcd_mutex::FENCED }>::new,
+    );
 }
 
 /// The kinds [`register`] registers, in its order.
@@ -58,6 +73,7 @@ struct KindList(Vec<LockKind>);
 impl Registrar for KindList {
     type Conn = Unbuilt;
     type Db = Unbuilt;
+    type Etcd = Unbuilt;
     type Env = Unbuilt;
 
     fn redis<L, F>(&mut self, name: &'static str, _make: F)
@@ -76,6 +92,15 @@ impl Registrar for KindList {
     {
         self.0
             .push(LockKind::of::<L>(name, Backend::Database, Origin::Builtin));
+    }
+
+    fn etcd<L, F>(&mut self, name: &'static str, _make: F)
+    where
+        L: Lock + 'static,
+        F: Fn(LockConfig, Vec<Unbuilt>, Unbuilt) -> L,
+    {
+        self.0
+            .push(LockKind::of::<L>(name, Backend::Etcd, Origin::Builtin));
     }
 
     fn client_program(&mut self, kind: LockKind) {
@@ -142,6 +167,40 @@ impl SqlConn for Unbuilt {
     }
 
     async fn execute(&mut self, _sql: &str) -> Result<u64, SqlError> {
+        match *self {}
+    }
+}
+
+impl EtcdClient for Unbuilt {
+    async fn lease_grant(&mut self, _ttl_s: i64) -> Result<Lease, EtcdError> {
+        match *self {}
+    }
+
+    async fn lease_keep_alive(&mut self, _id: LeaseId) -> Result<i64, EtcdError> {
+        match *self {}
+    }
+
+    async fn lease_time_to_live(&mut self, _id: LeaseId) -> Result<i64, EtcdError> {
+        match *self {}
+    }
+
+    async fn lease_revoke(&mut self, _id: LeaseId) -> Result<(), EtcdError> {
+        match *self {}
+    }
+
+    async fn range(&mut self, _request: RangeRequest) -> Result<RangeResponse, EtcdError> {
+        match *self {}
+    }
+
+    async fn txn(&mut self, _txn: Txn) -> Result<TxnResponse, EtcdError> {
+        match *self {}
+    }
+
+    async fn delete(&mut self, _key: &str) -> Result<(i64, Revision), EtcdError> {
+        match *self {}
+    }
+
+    async fn wait_deleted(&mut self, _key: &str, _from: Revision) -> Result<Revision, EtcdError> {
         match *self {}
     }
 }

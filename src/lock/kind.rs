@@ -14,6 +14,8 @@ pub enum Backend {
     Redis,
     /// A MySQL/MariaDB database: the simulated InnoDB subset or a spawned MariaDB.
     Database,
+    /// An etcd cluster: the simulated etcd or spawned `etcd` members.
+    Etcd,
     /// A client program in any language that lockcheck starts and drives over the client
     /// protocol: only real mode can start one.
     ClientProgram,
@@ -110,6 +112,11 @@ impl LockKind {
     /// Whether the kind is one of the MySQL locks (its own worlds: a database, not Redis).
     pub fn is_mysql(self) -> bool {
         self.backend == Backend::Database
+    }
+
+    /// Whether the lock runs on etcd (`Backend::Etcd`).
+    pub fn is_etcd(self) -> bool {
+        self.backend == Backend::Etcd
     }
 
     /// Whether the kind's lock is a client program (real mode only).

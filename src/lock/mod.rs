@@ -11,6 +11,7 @@
 mod acquire_loop;
 pub mod builtin;
 pub mod config;
+pub mod etcd_mutex;
 pub mod fenced;
 mod kind;
 pub mod lease;
@@ -68,6 +69,9 @@ pub enum LockError {
     /// A database lock's SQL call failed with something other than "busy".
     #[error("sql: {0}")]
     Sql(#[from] crate::sql::SqlError),
+    /// An etcd call failed (`etcd::EtcdError`).
+    #[error("etcd: {0}")]
+    Etcd(#[from] crate::etcd::EtcdError),
     /// A client program (`kind = "client-program"`) broke the protocol, failed, or did not answer.
     #[error("lock client: {0}")]
     Client(String),

@@ -11,6 +11,7 @@
 use super::mysql::DatabaseLock;
 use super::{Lock, LockConfig, LockKind};
 use crate::env::Env;
+use crate::etcd::EtcdClient;
 use crate::sql::SqlConn;
 use crate::subscription::Subscribe;
 use redis::aio::ConnectionLike;
@@ -21,6 +22,8 @@ pub trait Registrar {
     type Conn: ConnectionLike + Subscribe + Clone + Send + Sync + 'static;
     /// The connection a database lock gets.
     type Db: SqlConn + Sync + 'static;
+    /// An etcd client connection in the world the registry runs (`registry::EtcdConn`).
+    type Etcd: EtcdClient + Clone + Sync + 'static;
     /// The environment every lock gets.
     type Env: Env;
 
@@ -36,6 +39,13 @@ pub trait Registrar {
     where
         L: DatabaseLock + 'static,
         F: Fn(LockConfig, Vec<Self::Db>, Self::Env) -> L + Send + Sync + 'static;
+
+    /// Registers an etcd lock: it gets one etcd client connection (its keep-alive task clones
+    /// it, as etcd's client multiplexes one connection).
+    fn etcd<L, F>(&mut self, name: &'static str, make: F)
+    where
+        L: Lock + 'static,
+        F: Fn(LockConfig, Vec<Self::Etcd>, Self::Env) -> L + Send + Sync + 'static;
 
     /// Registers the kind whose lock is a client program that real mode starts, one per client
     /// ([`LockKind::client_program`]).

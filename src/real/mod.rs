@@ -34,6 +34,8 @@ pub(crate) mod client_tasks;
 mod connection;
 mod env;
 mod error;
+mod etcd_conn;
+pub mod etcd_world;
 pub mod external;
 mod master_finder;
 pub mod mysql_world;
@@ -49,12 +51,14 @@ pub use client_programs::client_program_lock::ClientProgramLock;
 pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use env::{Gate, RealEnv};
 pub use error::RealError;
+pub use etcd_conn::RealEtcdConn;
 pub use nemesis::blackhole::BlackHole;
 pub use nemesis::proxy::RouteProxy;
 pub use servers::admin::{client_kill_replicas, info_replication, promote, wait_role_master};
 pub use servers::cleanup::{
     install_cleanup_handlers, install_signal_handlers, kill_all_children, registered_children,
 };
+pub use servers::etcd::{etcd_path, EtcdCluster, EtcdTiming};
 pub use servers::failover::{FailoverPhase, FailoverRig, FailoverTimings};
 pub use servers::faketime::FakeTime;
 pub use servers::mariadb::MariaDb;

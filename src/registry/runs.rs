@@ -3,7 +3,7 @@
 //! [`crate::real::redis_world::run_with`], the MySQL worlds' `run_with`), so a command runs a
 //! scenario whichever its `[lock] kind`, in the world its backend needs.
 
-use super::{Conn, Db, NodeEnv, Registered, Registry};
+use super::{Conn, Db, EtcdConn, NodeEnv, Registered, Registry};
 use crate::history::History;
 use crate::lock::mysql::DatabaseLock;
 use crate::lock::{Backend, Lock, LockConfig, LockKind, Origin, Registrar};
@@ -120,6 +120,7 @@ pub(super) struct Builtins<'a>(pub(super) &'a mut Registry);
 impl Registrar for Builtins<'_> {
     type Conn = Conn;
     type Db = Db;
+    type Etcd = EtcdConn;
     type Env = NodeEnv;
 
     fn redis<L, F>(&mut self, name: &'static str, make: F)
@@ -156,6 +157,37 @@ impl Registrar for Builtins<'_> {
         };
         self.0.locks.push(Registered {
             kind: LockKind::of::<L>(name, Backend::Database, Origin::Builtin),
+            own: None,
+            sim: Arc::new(sim),
+            real: Arc::new(real),
+        });
+    }
+
+    fn etcd<L, F>(&mut self, name: &'static str, make: F)
+    where
+        L: Lock + 'static,
+        F: Fn(LockConfig, Vec<EtcdConn>, NodeEnv) -> L + Send + Sync + 'static,
+    {
+        let make = Arc::new(make);
+        let sim = {
+            let make = make.clone();
+            move |s: &Scenario, seed: u64| {
+                crate::sim::etcd_world::run_with(s, seed, |config, conn, env| {
+                    make(config, vec![EtcdConn::Sim(conn)], NodeEnv::Sim(env))
+                })
+            }
+        };
+        let real = move |s: &Scenario, seed: u64, ext: Option<&ExternalRedis>| match ext {
+            Some(_) => Err(RealError::External(format!(
+                "{}: --redis does not apply to the etcd locks (they use spawned etcd members)",
+                s.name
+            ))),
+            None => crate::real::etcd_world::run_with(s, seed, |config, conn, env| {
+                make(config, vec![EtcdConn::Real(conn)], NodeEnv::Real(env))
+            }),
+        };
+        self.0.locks.push(Registered {
+            kind: LockKind::of::<L>(name, Backend::Etcd, Origin::Builtin),
             own: None,
             sim: Arc::new(sim),
             real: Arc::new(real),

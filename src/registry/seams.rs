@@ -3,11 +3,13 @@
 //! in simulation and the real one on spawned servers, so one constructor serves both worlds.
 
 use crate::env::{Env, TaskHandle};
+use crate::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse};
+use crate::etcd::{Revision, Txn, TxnResponse};
 use crate::real::subscription::RealSubscription;
 use crate::real::RoutedConnection;
-use crate::real::{RealEnv, RealSqlConn};
+use crate::real::{RealEnv, RealEtcdConn, RealSqlConn};
 use crate::sim::subscription::SimSubscription;
-use crate::sim::{NetSqlConn, SimConnection, SimEnv};
+use crate::sim::{NetEtcdConn, NetSqlConn, SimConnection, SimEnv};
 use crate::sql::{SqlConn, SqlError, Value};
 use crate::subscription::{Subscribe, Subscription};
 use futures::future::Either;
@@ -194,6 +196,89 @@ impl SqlConn for Db {
         match self {
             Db::Sim(c) => Either::Left(c.execute(sql)),
             Db::Real(c) => Either::Right(c.execute(sql)),
+        }
+    }
+}
+
+/// An etcd lock's connection: to the simulated cluster or to spawned etcd members.
+#[derive(Clone)]
+pub enum EtcdConn {
+    /// A connection to the simulated etcd.
+    Sim(NetEtcdConn),
+    /// A client of spawned `etcd` members over their JSON gateway.
+    Real(RealEtcdConn),
+}
+
+impl EtcdClient for EtcdConn {
+    fn lease_grant(&mut self, ttl_s: i64) -> impl Future<Output = Result<Lease, EtcdError>> + Send {
+        match self {
+            EtcdConn::Sim(c) => Either::Left(c.lease_grant(ttl_s)),
+            EtcdConn::Real(c) => Either::Right(c.lease_grant(ttl_s)),
+        }
+    }
+
+    fn lease_keep_alive(
+        &mut self,
+        id: LeaseId,
+    ) -> impl Future<Output = Result<i64, EtcdError>> + Send {
+        match self {
+            EtcdConn::Sim(c) => Either::Left(c.lease_keep_alive(id)),
+            EtcdConn::Real(c) => Either::Right(c.lease_keep_alive(id)),
+        }
+    }
+
+    fn lease_time_to_live(
+        &mut self,
+        id: LeaseId,
+    ) -> impl Future<Output = Result<i64, EtcdError>> + Send {
+        match self {
+            EtcdConn::Sim(c) => Either::Left(c.lease_time_to_live(id)),
+            EtcdConn::Real(c) => Either::Right(c.lease_time_to_live(id)),
+        }
+    }
+
+    fn lease_revoke(&mut self, id: LeaseId) -> impl Future<Output = Result<(), EtcdError>> + Send {
+        match self {
+            EtcdConn::Sim(c) => Either::Left(c.lease_revoke(id)),
+            EtcdConn::Real(c) => Either::Right(c.lease_revoke(id)),
+        }
+    }
+
+    fn range(
+        &mut self,
+        request: RangeRequest,
+    ) -> impl Future<Output = Result<RangeResponse, EtcdError>> + Send {
+        match self {
+            EtcdConn::Sim(c) => Either::Left(c.range(request)),
+            EtcdConn::Real(c) => Either::Right(c.range(request)),
+        }
+    }
+
+    fn txn(&mut self, txn: Txn) -> impl Future<Output = Result<TxnResponse, EtcdError>> + Send {
+        match self {
+            EtcdConn::Sim(c) => Either::Left(c.txn(txn)),
+            EtcdConn::Real(c) => Either::Right(c.txn(txn)),
+        }
+    }
+
+    fn delete(
+        &mut self,
+        key: &str,
+    ) -> impl Future<Output = Result<(i64, Revision), EtcdError>> + Send {
+        match self {
+            EtcdConn::Sim(c) => Either::Left(c.delete(key)),
+            EtcdConn::Real(c) => Either::Right(c.delete(key)),
+        }
+    }
+
+    fn wait_deleted(
+        &mut self,
+        key: &str,
+        from_revision: Revision,
+    ) -> impl Future<Output = Result<Revision, EtcdError>> + Send {
+        match self {
+            EtcdConn::Sim(c) => Either::Left(c.wait_deleted(key, from_revision)),
+            EtcdConn::Real(c) => Either::Right(c.wait_deleted(key, from_revision)),
         }
     }
 }

@@ -200,7 +200,7 @@ impl<'a> Spans<'a> {
     /// The span of `key`'s value in the first of `[lock]`, `[redis]`, `[workload]`, `[clocks]`
     /// and the top level that has it (so `kind` is the lock's); the file's start when none has.
     pub fn find(&self, key: &str) -> Range<usize> {
-        ["lock", "redis", "workload", "clocks", "database"]
+        ["lock", "redis", "workload", "clocks", "database", "etcd"]
             .iter()
             .find_map(|t| self.doc.get(t).and_then(|t| t.get(key)))
             .or_else(|| self.doc.get(key))

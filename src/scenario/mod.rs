@@ -14,6 +14,7 @@
 
 pub mod database;
 pub mod error;
+pub mod etcd;
 pub mod explore;
 pub mod fault;
 pub mod input;
@@ -69,6 +70,8 @@ pub struct Scenario {
     pub clocks: ClocksSpec,
     /// `[database]`: the MySQL locks' server (docs/mysql.md).
     pub database: database::DatabaseSpec,
+    /// `[etcd]`: the etcd locks' cluster.
+    pub etcd: etcd::EtcdSpec,
     /// `[[faults]]`: the fault schedule, in file order.
     pub faults: Vec<Fault>,
     /// `[checks]`: the checkers' settings (liveness bound, minimum throughput).
@@ -220,6 +223,7 @@ impl Scenario {
             workload: raw.workload,
             clocks: raw.clocks,
             database: raw.database.clone().unwrap_or_default(),
+            etcd: raw.etcd.clone().unwrap_or_default(),
             faults: Vec::new(),
             checks: raw.checks,
             lock_points,
@@ -230,6 +234,8 @@ impl Scenario {
         validate::numbers(&ctx, &scenario)?;
         database::validate(&scenario, raw.database.is_some())
             .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
+        etcd::validate(&scenario, raw.etcd.is_some())
+            .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
         let nodes = scenario.node_names();
         validate::clock_nodes(&ctx, &scenario, &nodes)?;
         let mut faults = Vec::new();
@@ -238,6 +244,12 @@ impl Scenario {
             let (fault, warning) = fault::convert(&ctx, f, &nodes, &scenario)?;
             if scenario.lock.kind.is_mysql() {
                 database::check_fault(&fault)
+                    .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
+            }
+            if scenario.lock.kind.is_etcd() {
+                fault
+                    .kind
+                    .on_etcd(scenario.etcd.servers)
                     .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
             }
             warnings.extend(warning.map(|w| w.to_string()));
@@ -271,7 +283,11 @@ impl Scenario {
         if self.lock.kind.is_mysql() {
             v.push(database::SERVER.to_string());
         }
-        for m in 0..self.redis.masters * u32::from(!self.lock.kind.is_mysql()) {
+        if self.lock.kind.is_etcd() {
+            v.extend((0..self.etcd.servers).map(etcd::member));
+        }
+        let redis = !self.lock.kind.is_mysql() && !self.lock.kind.is_etcd();
+        for m in 0..self.redis.masters * u32::from(redis) {
             v.push(format!("redis-{m}"));
             for r in 0..self.redis.replicas {
                 v.push(format!("redis-{m}-replica-{r}"));
@@ -281,7 +297,7 @@ impl Scenario {
             v.push(format!("client-{c}"));
         }
         // Last, so the other nodes keep their places whether or not sentinels run.
-        for i in 0..self.redis.sentinels * u32::from(!self.lock.kind.is_mysql()) {
+        for i in 0..self.redis.sentinels * u32::from(redis) {
             v.push(format!("sentinel-{i}"));
         }
         v

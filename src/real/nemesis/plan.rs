@@ -5,7 +5,7 @@
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
-use super::recipes::{ask, ClockSetting, ClockSettings, MysqlRecipes, RedisRecipes};
+use super::recipes::{ask, ClockSetting, ClockSettings, EtcdRecipes, MysqlRecipes, RedisRecipes};
 use crate::fault::partition::partition_links;
 use crate::fault::{Direction, Refused};
 use crate::real::client_programs::client_program_launch::fake_time;
@@ -30,6 +30,9 @@ pub fn real_mode_unsupported(scenario: &Scenario) -> Option<String> {
 pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
     if s.lock.kind.is_mysql() {
         return check_mysql(s);
+    }
+    if s.lock.kind.is_etcd() {
+        return check_etcd(s);
     }
     let sentinels = s.redis.sentinels > 0;
     if s.redis.min_replicas_to_write > 0 && !sentinels && s.redis.replicas > 0 {
@@ -61,6 +64,35 @@ pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
                     "fault {shown} has no real-mode recipe yet; run it in simulation (without --real)"
                 )));
             }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that every fault of an etcd scenario has a recipe on spawned etcd members.
+fn check_etcd(s: &Scenario) -> Result<(), RealError> {
+    if !s.clocks.is_perfect() {
+        return Err(unsupported(format!(
+            "`{}` sets [clocks]: real mode starts etcd members and clients with true clocks; \
+             run it in simulation (without --real)",
+            s.name
+        )));
+    }
+    for f in &s.faults {
+        if ask(
+            &EtcdRecipes {
+                trigger: &f.trigger,
+            },
+            f,
+        )
+        .is_err()
+        {
+            return Err(unsupported(format!(
+                "fault {} has no real-mode recipe for the etcd locks (client pauses and crashes \
+                 fire at a client's point, `on = ...`; clock faults have none); run it in \
+                 simulation",
+                crate::fault::fault_table(f).into_inline_table()
+            )));
         }
     }
     Ok(())

@@ -167,6 +167,43 @@ impl Nemesis for MysqlRecipes<'_> {
     }
 }
 
+/// What the recipes on spawned etcd members can do: a client's pause or crash at its named
+/// point, a member's crash and restart, and a partition of clients from the members, at any time.
+/// Clock faults have no recipe yet (etcd's lease expiry reads Go's monotonic clock, which
+/// libfaketime does not move).
+pub(in crate::real) struct EtcdRecipes<'a> {
+    pub(in crate::real) trigger: &'a Trigger,
+}
+
+impl Nemesis for EtcdRecipes<'_> {
+    fn pause_client(
+        &self,
+        _at: &Occasion<'_>,
+        _victim: &ClientRef,
+        _for_ms: u64,
+    ) -> Result<(), Refused> {
+        MysqlRecipes {
+            trigger: self.trigger,
+        }
+        .at_a_point()
+    }
+
+    fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
+        MysqlRecipes {
+            trigger: self.trigger,
+        }
+        .at_a_point()
+    }
+
+    fn crash_server(&self, _node: &str, _restart_after_ms: u64) -> Result<(), Refused> {
+        Ok(())
+    }
+
+    fn cut(&self, _cut: &Cut<'_>) -> Result<(), Refused> {
+        Ok(())
+    }
+}
+
 /// A Redis lockcheck did not start (`--redis`): it is never faulted, so every capability that
 /// touches a server is refused with what the fault would have done to it. The client's own
 /// faults (pauses, crashes, its clocks) are lockcheck's to carry out.

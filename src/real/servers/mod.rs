@@ -1,10 +1,11 @@
-//! The processes real mode spawns and owns: `redis-server`s, MariaDB, a Sentinel deployment, the
+//! The processes real mode spawns and owns: `redis-server`s, MariaDB, etcd members, a Sentinel deployment, the
 //! failover rig, libfaketime clocks, the admin commands sent to them, and what every child
 //! process shares (`child.rs`) and the cleanup that kills them on every exit path.
 
 pub(in crate::real) mod admin;
 pub(in crate::real) mod child;
 pub(in crate::real) mod cleanup;
+pub mod etcd;
 pub(in crate::real) mod failover;
 pub(in crate::real) mod faketime;
 pub mod mariadb;

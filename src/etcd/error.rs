@@ -1,0 +1,26 @@
+//! etcd errors as a lock sees them: the server's refusals (named as etcd names them, so the
+//! simulated and the real service can be compared error for error) apart from a lost answer.
+
+/// A failed etcd call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EtcdError {
+    /// `etcdserver: requested lease not found`: the lease expired or was revoked (a put with it,
+    /// a keep-alive or a revoke of it).
+    #[error("etcdserver: requested lease not found")]
+    LeaseNotFound,
+    /// The server refused the request for another reason (its message as etcd words it).
+    #[error("etcdserver: {0}")]
+    Rejected(String),
+    /// No answer: the connection failed or the request timed out. The request may still have
+    /// been applied (a partitioned member forwards it later, a leader committed it before it
+    /// died): what it did is unknown to the client.
+    #[error("no answer: {0}")]
+    NoAnswer(String),
+}
+
+impl EtcdError {
+    /// Whether the outcome is unknown to the client (as opposed to a refusal).
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, EtcdError::NoAnswer(_))
+    }
+}
