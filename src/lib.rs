@@ -142,9 +142,11 @@ pub mod resource;
 pub mod sql;
 pub mod stdout;
 pub mod subscription;
-// 2. The SQL seam and engine; the checkers.
+pub mod zookeeper;
+// 2. The SQL seam and engine, the simulated ZooKeeper; the checkers.
 pub mod check;
 pub mod simsql;
+pub mod simzk;
 // 3. The locks under test; the fault families.
 pub mod fault;
 pub mod lock;

@@ -17,6 +17,8 @@ pub enum Backend {
     /// A client program in any language that lockcheck starts and drives over the client
     /// protocol: only real mode can start one.
     ClientProgram,
+    /// A ZooKeeper service: the simulated one (`simzk/`) or spawned ZooKeeper servers.
+    ZooKeeper,
 }
 
 /// Who registered a lock kind: a lock lockcheck ships takes no `[lock.params]` and its name is
@@ -110,6 +112,11 @@ impl LockKind {
     /// Whether the kind is one of the MySQL locks (its own worlds: a database, not Redis).
     pub fn is_mysql(self) -> bool {
         self.backend == Backend::Database
+    }
+
+    /// Whether the kind is one of the ZooKeeper locks (its own worlds: a ZooKeeper service).
+    pub fn is_zookeeper(self) -> bool {
+        self.backend == Backend::ZooKeeper
     }
 
     /// Whether the kind's lock is a client program (real mode only).

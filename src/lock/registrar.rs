@@ -13,6 +13,7 @@ use super::{Lock, LockConfig, LockKind};
 use crate::env::Env;
 use crate::sql::SqlConn;
 use crate::subscription::Subscribe;
+use crate::zookeeper::ZkClient;
 use redis::aio::ConnectionLike;
 
 /// Something lock kinds are registered with.
@@ -21,6 +22,8 @@ pub trait Registrar {
     type Conn: ConnectionLike + Subscribe + Clone + Send + Sync + 'static;
     /// The connection a database lock gets.
     type Db: SqlConn + Sync + 'static;
+    /// The session a ZooKeeper lock gets.
+    type Zk: ZkClient + Sync + 'static;
     /// The environment every lock gets.
     type Env: Env;
 
@@ -36,6 +39,12 @@ pub trait Registrar {
     where
         L: DatabaseLock + 'static,
         F: Fn(LockConfig, Vec<Self::Db>, Self::Env) -> L + Send + Sync + 'static;
+
+    /// Registers a lock on ZooKeeper as `kind = "<name>"`: each client gets one session.
+    fn zookeeper<L, F>(&mut self, name: &'static str, make: F)
+    where
+        L: Lock + 'static,
+        F: Fn(LockConfig, Vec<Self::Zk>, Self::Env) -> L + Send + Sync + 'static;
 
     /// Registers the kind whose lock is a client program that real mode starts, one per client
     /// ([`LockKind::client_program`]).

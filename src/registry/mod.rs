@@ -14,7 +14,7 @@
 mod runs;
 mod seams;
 
-pub use seams::{Conn, ConnSubscription, Db, NodeEnv};
+pub use seams::{Conn, ConnSubscription, Db, NodeEnv, ZkConn};
 
 use crate::lock::{builtin, Backend, Lock, LockConfig, LockKind, Origin};
 use crate::scenario::{OwnKind, Scenario, ScenarioError};

@@ -23,6 +23,7 @@ pub mod spec;
 #[cfg(test)]
 mod tests;
 mod validate;
+pub mod zookeeper;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -69,6 +70,8 @@ pub struct Scenario {
     pub clocks: ClocksSpec,
     /// `[database]`: the MySQL locks' server (docs/mysql.md).
     pub database: database::DatabaseSpec,
+    /// `[zookeeper]`: the ZooKeeper locks' service.
+    pub zookeeper: zookeeper::ZooKeeperSpec,
     /// `[[faults]]`: the fault schedule, in file order.
     pub faults: Vec<Fault>,
     /// `[checks]`: the checkers' settings (liveness bound, minimum throughput).
@@ -208,6 +211,10 @@ impl Scenario {
         })?;
         let lock_points = lock_points.to_vec();
         raw.lock.kind = validate::lock_kind(&ctx, &raw.lock, own)?;
+        if raw.lock.kind.is_zookeeper() {
+            let z = raw.zookeeper.clone().unwrap_or_default();
+            raw.lock.session_timeout_ms = Some(z.session_timeout_ms);
+        }
         let scenario = Scenario {
             name: raw.name,
             about: raw.about,
@@ -220,6 +227,7 @@ impl Scenario {
             workload: raw.workload,
             clocks: raw.clocks,
             database: raw.database.clone().unwrap_or_default(),
+            zookeeper: raw.zookeeper.clone().unwrap_or_default(),
             faults: Vec::new(),
             checks: raw.checks,
             lock_points,
@@ -230,6 +238,8 @@ impl Scenario {
         validate::numbers(&ctx, &scenario)?;
         database::validate(&scenario, raw.database.is_some())
             .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
+        zookeeper::validate(&scenario, raw.zookeeper.is_some())
+            .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
         let nodes = scenario.node_names();
         validate::clock_nodes(&ctx, &scenario, &nodes)?;
         let mut faults = Vec::new();
@@ -238,6 +248,10 @@ impl Scenario {
             let (fault, warning) = fault::convert(&ctx, f, &nodes, &scenario)?;
             if scenario.lock.kind.is_mysql() {
                 database::check_fault(&fault)
+                    .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
+            }
+            if scenario.lock.kind.is_zookeeper() {
+                zookeeper::check_fault(&fault, scenario.zookeeper.servers)
                     .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
             }
             warnings.extend(warning.map(|w| w.to_string()));
@@ -271,7 +285,12 @@ impl Scenario {
         if self.lock.kind.is_mysql() {
             v.push(database::SERVER.to_string());
         }
-        for m in 0..self.redis.masters * u32::from(!self.lock.kind.is_mysql()) {
+        let zookeeper = self.lock.kind.is_zookeeper();
+        if zookeeper {
+            v.extend((0..self.zookeeper.servers).map(zookeeper::server_name));
+        }
+        let redis = !self.lock.kind.is_mysql() && !zookeeper;
+        for m in 0..self.redis.masters * u32::from(redis) {
             v.push(format!("redis-{m}"));
             for r in 0..self.redis.replicas {
                 v.push(format!("redis-{m}-replica-{r}"));
@@ -281,7 +300,7 @@ impl Scenario {
             v.push(format!("client-{c}"));
         }
         // Last, so the other nodes keep their places whether or not sentinels run.
-        for i in 0..self.redis.sentinels * u32::from(!self.lock.kind.is_mysql()) {
+        for i in 0..self.redis.sentinels * u32::from(redis) {
             v.push(format!("sentinel-{i}"));
         }
         v

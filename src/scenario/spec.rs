@@ -291,6 +291,7 @@ pub(super) struct RawScenario {
     #[serde(default)]
     pub(super) clocks: ClocksSpec,
     pub(super) database: Option<super::database::DatabaseSpec>,
+    pub(super) zookeeper: Option<super::zookeeper::ZooKeeperSpec>,
     #[serde(default)]
     pub(super) faults: Vec<Spanned<crate::fault::RawFault>>,
     #[serde(default)]
