@@ -40,8 +40,9 @@
 //! `partitions` (0), `listener` (false), `fencing` (false), `tick_ms` (100).
 //!
 //! ## Results (tests below)
-//! * pause: `mutual_exclusion` violated in 7 steps (create, acquire, pause, three ticks, the
-//!   other client acquires); with the listener too.
+//! * pause: `mutual_exclusion` violated in 8 steps (create, acquire, pause, the other client
+//!   creates its node, three ticks expire the holder's session, the other client holds); with
+//!   the listener too.
 //! * partition, plain recipe: violated; with the listener: holds exhaustively.
 //! * `fencing`: `no_stale_write` holds exhaustively with a pause and a partition.
 
@@ -553,16 +554,24 @@ mod tests {
     use crate::Strategy;
 
     #[test]
-    fn a_paused_holder_loses_its_node_and_the_next_waiter_holds_in_seven_steps() {
+    fn a_paused_holder_loses_its_node_and_the_next_waiter_holds_in_eight_steps() {
         let r = check("zk-session", "mutual_exclusion", &[], Strategy::Bfs);
         let a = actions(&r);
-        assert_eq!(a.len(), 7, "{a:?}");
+        assert_eq!(a.len(), 8, "{a:?}");
         assert_eq!(
             a[1],
             "client-0: getChildren /lock: lock-1 is the lowest, it holds"
         );
         assert_eq!(a[2], "client-0 pauses (stop-the-world GC)");
-        assert!(a[6].starts_with("client-1: getChildren /lock"), "{a:?}");
+        assert_eq!(
+            a[3],
+            "client-1: create /lock/lock- EPHEMERAL_SEQUENTIAL -> lock-2"
+        );
+        assert!(a[4..7].iter().all(|s| s.starts_with("tick")), "{a:?}");
+        assert_eq!(
+            a[7],
+            "client-1: getChildren /lock: lock-2 is the lowest, it holds"
+        );
         assert!(r.to_scenario_toml().is_none());
         let text = r.to_text();
         assert!(text.contains("PAUSED"), "{text}");
@@ -573,7 +582,7 @@ mod tests {
             &[("listener", "true")],
             Strategy::Bfs,
         );
-        assert_eq!(actions(&r).len(), 7);
+        assert_eq!(actions(&r).len(), 8);
         check(
             "zk-session",
             "no_stale_write",
