@@ -143,10 +143,12 @@ pub mod resource;
 pub mod sql;
 pub mod stdout;
 pub mod subscription;
-// 2. The SQL and etcd engines; the checkers.
+pub mod zookeeper;
+// 2. The SQL, etcd and ZooKeeper engines; the checkers.
 pub mod check;
 pub mod simetcd;
 pub mod simsql;
+pub mod simzk;
 // 3. The locks under test; the fault families.
 pub mod fault;
 pub mod lock;

@@ -15,6 +15,7 @@
 //! | [`redlock`] | Redlock over 3 or 5 masters | holds with drift inside the allowance; breaks with a clock jump, a pause, or a restart without the delay |
 //! | [`redisson`] | Redisson's hash lock with watchdog renewal | a pause longer than the lease stops the watchdog too |
 //! | [`fencing`] | fencing tokens from `INCR` on a replicated master | the counter goes back on failover and the storage accepts a stale write |
+//! | [`zk_session`] | ZooKeeper's lock recipe (ephemeral sequential znode, session expiry) | a paused or cut-off holder's session expires and the next waiter holds; a listener closes the partition window, not the pause's; the node's `czxid` as a fencing token keeps the storage safe |
 //!
 //! Every model has the properties `mutual_exclusion` (at most one client in
 //! its critical section; a paused client that believes it holds the lock is
@@ -80,6 +81,7 @@ mod runner;
 pub mod scenario;
 #[cfg(test)]
 mod test_util;
+pub mod zk_session;
 
 pub use params::ParamSpec;
 pub use report::{Expectation, Finding, ModelReport, PropertyKind, Step, Strategy};
@@ -91,7 +93,7 @@ use std::fmt;
 /// them: the one list of models, so that a new one is added in one place.
 macro_rules! every_model {
     ($then:ident $(, $($args:tt)*)?) => {
-        $then!($($($args)*;)? lease::Lease, failover::Failover, redlock::Redlock, redisson::Redisson, fencing::Fencing)
+        $then!($($($args)*;)? lease::Lease, failover::Failover, redlock::Redlock, redisson::Redisson, fencing::Fencing, zk_session::ZkSession)
     };
 }
 

@@ -120,7 +120,7 @@ enum Command {
     ///
     /// Exit code 0 when the result matches the model's declared expectation for this
     /// configuration, 1 when it does not, 2 on bad input. Models: lease, failover, redlock,
-    /// redisson, fencing.
+    /// redisson, fencing, zk-session.
     Model(crate::cli::model::ModelCommand),
     /// List lock kinds, fault kinds and bundled scenarios.
     List,

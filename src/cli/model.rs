@@ -9,7 +9,7 @@ use std::path::PathBuf;
 /// Options of `lockcheck model`, as its command line reads them.
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct ModelCommand {
-    /// The model: lease, failover, redlock, redisson, fencing.
+    /// The model: lease, failover, redlock, redisson, fencing, zk-session.
     pub name: String,
     /// The property to check (default: the model's main one, e.g. mutual_exclusion).
     #[arg(long)]

@@ -298,6 +298,38 @@ impl FaultKind {
         }
     }
 
+    /// Whether a ZooKeeper world of `servers` servers (`zookeeper-<i>`) and its clients can carry
+    /// this fault out: client pauses, crashes and partitions; a server's crash or pause; a
+    /// failover of an ensemble's leader; a server's clock jumping or drifting (the clock its
+    /// sessions expire on) or a client's. `Err` says why not; the scenario refuses the others at
+    /// parse time, so a ZooKeeper verdict is never vacuous.
+    pub fn on_zookeeper(&self, servers: u32) -> Result<(), String> {
+        let server = |n: &str| {
+            n.strip_prefix("zookeeper-")
+                .and_then(|i| i.parse::<u32>().ok())
+                .is_some_and(|i| i < servers)
+        };
+        match self {
+            FaultKind::Pause { .. } | FaultKind::ClientCrash { .. } => Ok(()),
+            FaultKind::Partition { .. } => Ok(()),
+            FaultKind::Crash { node, .. } | FaultKind::ServerPause { node, .. } if server(node) => {
+                Ok(())
+            }
+            FaultKind::ClockJump { .. } | FaultKind::ClockDrift { .. } => Ok(()),
+            FaultKind::Failover { .. } if servers == 3 => Ok(()),
+            FaultKind::Failover { .. } => Err(
+                "`failover` of a ZooKeeper deployment needs an ensemble: set `[zookeeper] servers = 3`"
+                    .into(),
+            ),
+            _ => Err(format!(
+                "`kind = \"{}\"` is not modelled for the ZooKeeper locks; they take client `pause`, \
+                 client `crash`, `partition`, `crash` and `pause` of a `zookeeper-<i>` server, \
+                 `failover` (3 servers), `clock_jump` and `clock_drift`",
+                self.name()
+            )),
+        }
+    }
+
     /// Whether firing this fault kills a client (the one whose point set it off).
     pub fn crashes_a_client(&self) -> bool {
         matches!(self, FaultKind::ClientCrash { .. })

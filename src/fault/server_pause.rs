@@ -25,7 +25,7 @@ pub(super) fn parse(t: &Table<'_>, node: &Spanned<String>) -> Result<FaultKind, 
             ),
         ));
     }
-    if !t.setting.mysql {
+    if !t.setting.mysql && !t.setting.zookeeper {
         return Err(t.err(
             node.span(),
             format!(

@@ -76,6 +76,9 @@ pub struct Setting<'a> {
     pub mysql: bool,
     /// The MySQL locks' database server's node name.
     pub mysql_server: &'static str,
+    /// Whether the lock is one of the ZooKeeper locks (a pause of a `zookeeper-<i>` server is
+    /// modelled for them).
+    pub zookeeper: bool,
     /// The named points a fault may fire at.
     pub points: &'a [&'static str],
 }

@@ -6,6 +6,7 @@
 
 use super::etcd_mutex::{self, EtcdMutex};
 use super::mysql::DatabaseLock;
+use super::zk_recipe::{self, Variant, ZkRecipe};
 use super::{
     fenced, lettuce_reentrant, mysql_for_update, mysql_insert_unique, naive_setnx_expire, redisson,
     redlock, set_ex_nx_del, set_nx_px, Backend, Fenced, LettuceReentrant, Lock, LockConfig,
@@ -17,6 +18,7 @@ use crate::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResp
 use crate::etcd::{Revision, Txn, TxnResponse};
 use crate::sql::{SqlConn, SqlError, Value};
 use crate::subscription::{NoSubscription, Subscribe};
+use crate::zookeeper::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture};
 use std::future::Future;
@@ -54,6 +56,18 @@ pub fn register<R: Registrar>(r: &mut R) {
         etcd_mutex::NAME_FENCED,
         EtcdMutex::<_, _, { etcd_mutex::FENCED }>::new,
     );
+    r.zookeeper(
+        zk_recipe::Plain::NAME,
+        ZkRecipe::<_, _, zk_recipe::Plain>::new,
+    );
+    r.zookeeper(
+        zk_recipe::Listener::NAME,
+        ZkRecipe::<_, _, zk_recipe::Listener>::new,
+    );
+    r.zookeeper(
+        zk_recipe::Fenced::NAME,
+        ZkRecipe::<_, _, zk_recipe::Fenced>::new,
+    );
 }
 
 /// The kinds [`register`] registers, in its order.
@@ -74,6 +88,7 @@ impl Registrar for KindList {
     type Conn = Unbuilt;
     type Db = Unbuilt;
     type Etcd = Unbuilt;
+    type Zk = Unbuilt;
     type Env = Unbuilt;
 
     fn redis<L, F>(&mut self, name: &'static str, _make: F)
@@ -101,6 +116,15 @@ impl Registrar for KindList {
     {
         self.0
             .push(LockKind::of::<L>(name, Backend::Etcd, Origin::Builtin));
+    }
+
+    fn zookeeper<L, F>(&mut self, name: &'static str, _make: F)
+    where
+        L: Lock + 'static,
+        F: Fn(LockConfig, Vec<Unbuilt>, Unbuilt) -> L,
+    {
+        self.0
+            .push(LockKind::of::<L>(name, Backend::ZooKeeper, Origin::Builtin));
     }
 
     fn client_program(&mut self, kind: LockKind) {
@@ -201,6 +225,61 @@ impl EtcdClient for Unbuilt {
     }
 
     async fn wait_deleted(&mut self, _key: &str, _from: Revision) -> Result<Revision, EtcdError> {
+        match *self {}
+    }
+}
+
+impl ZkClient for Unbuilt {
+    async fn create(
+        &mut self,
+        _path: &str,
+        _data: &[u8],
+        _mode: CreateMode,
+    ) -> Result<(String, Stat), ZkError> {
+        match *self {}
+    }
+
+    async fn delete(&mut self, _path: &str, _version: Option<i32>) -> Result<(), ZkError> {
+        match *self {}
+    }
+
+    async fn exists(&mut self, _path: &str, _watch: bool) -> Result<Option<Stat>, ZkError> {
+        match *self {}
+    }
+
+    async fn get_data(&mut self, _path: &str, _watch: bool) -> Result<(Vec<u8>, Stat), ZkError> {
+        match *self {}
+    }
+
+    async fn get_children(&mut self, _path: &str, _watch: bool) -> Result<Vec<String>, ZkError> {
+        match *self {}
+    }
+
+    async fn next_event(&mut self, _timeout_ms: u64) -> Option<ZkEvent> {
+        match *self {}
+    }
+
+    fn state(&self) -> SessionState {
+        match *self {}
+    }
+
+    fn session_id(&self) -> i64 {
+        match *self {}
+    }
+
+    fn session_timeout_ms(&self) -> u64 {
+        match *self {}
+    }
+
+    fn last_heard_ms(&self) -> u64 {
+        match *self {}
+    }
+
+    async fn reconnect(&mut self) -> Result<(), ZkError> {
+        match *self {}
+    }
+
+    async fn close(&mut self) -> Result<(), ZkError> {
         match *self {}
     }
 }

@@ -76,6 +76,11 @@ pub struct LockSpec {
     pub cleanup_interval_ms: Option<u64>,
     /// `mysql-insert-unique`: each grant takes a fencing token from a counter row.
     pub fencing: Option<bool>,
+    /// The ZooKeeper locks: the session timeout (`[zookeeper] session_timeout_ms`), copied here
+    /// when the scenario is parsed, since a ZooKeeper lock's node lives as long as its session:
+    /// it is the lock's lease ([`LockSpec::lease_ms`]).
+    #[serde(skip)]
+    pub session_timeout_ms: Option<u64>,
 }
 
 pub use super::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS;
@@ -84,6 +89,9 @@ impl LockSpec {
     /// The lease a grant gets: `ttl_ms`, or for a lock with a default lease (Redisson's watchdog
     /// mode) its watchdog timeout.
     pub fn lease_ms(&self) -> u64 {
+        if let (true, Some(timeout)) = (self.kind.is_zookeeper(), self.session_timeout_ms) {
+            return timeout;
+        }
         if self.kind.is_mysql() {
             // The time scale the liveness bound is three of: the cleanup lease when there is a
             // cleanup job, else how long a waiter waits inside the server before it hears 1205.

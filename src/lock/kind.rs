@@ -19,6 +19,8 @@ pub enum Backend {
     /// A client program in any language that lockcheck starts and drives over the client
     /// protocol: only real mode can start one.
     ClientProgram,
+    /// A ZooKeeper service: the simulated one (`simzk/`) or spawned ZooKeeper servers.
+    ZooKeeper,
 }
 
 /// Who registered a lock kind: a lock lockcheck ships takes no `[lock.params]` and its name is
@@ -117,6 +119,11 @@ impl LockKind {
     /// Whether the lock runs on etcd (`Backend::Etcd`).
     pub fn is_etcd(self) -> bool {
         self.backend == Backend::Etcd
+    }
+
+    /// Whether the kind is one of the ZooKeeper locks (its own worlds: a ZooKeeper service).
+    pub fn is_zookeeper(self) -> bool {
+        self.backend == Backend::ZooKeeper
     }
 
     /// Whether the kind's lock is a client program (real mode only).

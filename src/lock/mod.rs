@@ -26,6 +26,7 @@ pub mod redlock;
 mod registrar;
 pub mod set_ex_nx_del;
 pub mod set_nx_px;
+pub mod zk_recipe;
 
 use std::future::Future;
 
@@ -72,6 +73,10 @@ pub enum LockError {
     /// An etcd call failed (`etcd::EtcdError`).
     #[error("etcd: {0}")]
     Etcd(#[from] crate::etcd::EtcdError),
+    /// A ZooKeeper lock's request failed with something other than a connection loss or a
+    /// session expiry (which the recipe retries).
+    #[error("zookeeper: {0}")]
+    Zk(#[from] crate::zookeeper::ZkError),
     /// A client program (`kind = "client-program"`) broke the protocol, failed, or did not answer.
     #[error("lock client: {0}")]
     Client(String),

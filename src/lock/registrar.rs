@@ -14,6 +14,7 @@ use crate::env::Env;
 use crate::etcd::EtcdClient;
 use crate::sql::SqlConn;
 use crate::subscription::Subscribe;
+use crate::zookeeper::ZkClient;
 use redis::aio::ConnectionLike;
 
 /// Something lock kinds are registered with.
@@ -24,6 +25,8 @@ pub trait Registrar {
     type Db: SqlConn + Sync + 'static;
     /// An etcd client connection in the world the registry runs (`registry::EtcdConn`).
     type Etcd: EtcdClient + Clone + Sync + 'static;
+    /// The session a ZooKeeper lock gets.
+    type Zk: ZkClient + Sync + 'static;
     /// The environment every lock gets.
     type Env: Env;
 
@@ -46,6 +49,12 @@ pub trait Registrar {
     where
         L: Lock + 'static,
         F: Fn(LockConfig, Vec<Self::Etcd>, Self::Env) -> L + Send + Sync + 'static;
+
+    /// Registers a lock on ZooKeeper as `kind = "<name>"`: each client gets one session.
+    fn zookeeper<L, F>(&mut self, name: &'static str, make: F)
+    where
+        L: Lock + 'static,
+        F: Fn(LockConfig, Vec<Self::Zk>, Self::Env) -> L + Send + Sync + 'static;
 
     /// Registers the kind whose lock is a client program that real mode starts, one per client
     /// ([`LockKind::client_program`]).

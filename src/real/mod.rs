@@ -63,4 +63,5 @@ pub use servers::failover::{FailoverPhase, FailoverRig, FailoverTimings};
 pub use servers::faketime::FakeTime;
 pub use servers::mariadb::MariaDb;
 pub use servers::redis_server::{redis_server_path, RedisServer, ServerOptions};
+pub use servers::zookeeper::{ZooKeeper, ZooKeeperOptions};
 pub use sql_conn::RealSqlConn;

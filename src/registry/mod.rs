@@ -14,7 +14,7 @@
 mod runs;
 mod seams;
 
-pub use seams::{Conn, ConnSubscription, Db, EtcdConn, NodeEnv};
+pub use seams::{Conn, ConnSubscription, Db, EtcdConn, NodeEnv, ZkConn};
 
 use crate::lock::{builtin, Backend, Lock, LockConfig, LockKind, Origin};
 use crate::scenario::{OwnKind, Scenario, ScenarioError};

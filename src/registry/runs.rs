@@ -3,7 +3,7 @@
 //! [`crate::real::redis_world::run_with`], the MySQL worlds' `run_with`), so a command runs a
 //! scenario whichever its `[lock] kind`, in the world its backend needs.
 
-use super::{Conn, Db, EtcdConn, NodeEnv, Registered, Registry};
+use super::{Conn, Db, EtcdConn, NodeEnv, Registered, Registry, ZkConn};
 use crate::history::History;
 use crate::lock::mysql::DatabaseLock;
 use crate::lock::{Backend, Lock, LockConfig, LockKind, Origin, Registrar};
@@ -121,6 +121,7 @@ impl Registrar for Builtins<'_> {
     type Conn = Conn;
     type Db = Db;
     type Etcd = EtcdConn;
+    type Zk = ZkConn;
     type Env = NodeEnv;
 
     fn redis<L, F>(&mut self, name: &'static str, make: F)
@@ -188,6 +189,31 @@ impl Registrar for Builtins<'_> {
         };
         self.0.locks.push(Registered {
             kind: LockKind::of::<L>(name, Backend::Etcd, Origin::Builtin),
+            own: None,
+            sim: Arc::new(sim),
+            real: Arc::new(real),
+        });
+    }
+
+    fn zookeeper<L, F>(&mut self, name: &'static str, make: F)
+    where
+        L: Lock + 'static,
+        F: Fn(LockConfig, Vec<ZkConn>, NodeEnv) -> L + Send + Sync + 'static,
+    {
+        let sim = move |s: &Scenario, seed: u64| {
+            crate::sim::zk_world::run_with(s, seed, |config, conn, env| {
+                make(config, vec![ZkConn::Sim(conn)], NodeEnv::Sim(env))
+            })
+        };
+        let real = move |s: &Scenario, _seed: u64, _ext: Option<&ExternalRedis>| {
+            Err(RealError::Unsupported(format!(
+                "{}: the ZooKeeper locks run in simulation only for now (lockcheck spawns \
+                 ZooKeeper servers, but has no real-mode ZooKeeper session yet)",
+                s.name
+            )))
+        };
+        self.0.locks.push(Registered {
+            kind: LockKind::of::<L>(name, Backend::ZooKeeper, Origin::Builtin),
             own: None,
             sim: Arc::new(sim),
             real: Arc::new(real),

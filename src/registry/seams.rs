@@ -1,6 +1,7 @@
 //! The connection and environment a registered lock gets, whichever world runs it: [`Conn`] (a
-//! Redis connection), [`Db`] (a database connection) and [`NodeEnv`]. Each is the simulated one
-//! in simulation and the real one on spawned servers, so one constructor serves both worlds.
+//! Redis connection), [`Db`] (a database connection), [`EtcdConn`] (an etcd client), [`ZkConn`]
+//! (a ZooKeeper session) and [`NodeEnv`]. Each is the simulated one in simulation and the real
+//! one on spawned servers, so one constructor serves both worlds.
 
 use crate::env::{Env, TaskHandle};
 use crate::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse};
@@ -9,9 +10,10 @@ use crate::real::subscription::RealSubscription;
 use crate::real::RoutedConnection;
 use crate::real::{RealEnv, RealEtcdConn, RealSqlConn};
 use crate::sim::subscription::SimSubscription;
-use crate::sim::{NetEtcdConn, NetSqlConn, SimConnection, SimEnv};
+use crate::sim::{NetEtcdConn, NetSqlConn, SimConnection, SimEnv, SimZkClient};
 use crate::sql::{SqlConn, SqlError, Value};
 use crate::subscription::{Subscribe, Subscription};
+use crate::zookeeper::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
 use futures::future::Either;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture};
@@ -279,6 +281,109 @@ impl EtcdClient for EtcdConn {
         match self {
             EtcdConn::Sim(c) => Either::Left(c.wait_deleted(key, from_revision)),
             EtcdConn::Real(c) => Either::Right(c.wait_deleted(key, from_revision)),
+        }
+    }
+}
+
+/// The ZooKeeper session a registered ZooKeeper lock gets: on the simulated service in
+/// simulation. (Real mode's session on spawned ZooKeeper servers is not built yet: a ZooKeeper
+/// scenario is refused with `--real`, with that reason.)
+pub enum ZkConn {
+    /// Simulation.
+    Sim(SimZkClient),
+}
+
+impl ZkClient for ZkConn {
+    fn create(
+        &mut self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> impl Future<Output = Result<(String, Stat), ZkError>> + Send {
+        match self {
+            ZkConn::Sim(c) => c.create(path, data, mode),
+        }
+    }
+
+    fn delete(
+        &mut self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<(), ZkError>> + Send {
+        match self {
+            ZkConn::Sim(c) => c.delete(path, version),
+        }
+    }
+
+    fn exists(
+        &mut self,
+        path: &str,
+        watch: bool,
+    ) -> impl Future<Output = Result<Option<Stat>, ZkError>> + Send {
+        match self {
+            ZkConn::Sim(c) => c.exists(path, watch),
+        }
+    }
+
+    fn get_data(
+        &mut self,
+        path: &str,
+        watch: bool,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send {
+        match self {
+            ZkConn::Sim(c) => c.get_data(path, watch),
+        }
+    }
+
+    fn get_children(
+        &mut self,
+        path: &str,
+        watch: bool,
+    ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send {
+        match self {
+            ZkConn::Sim(c) => c.get_children(path, watch),
+        }
+    }
+
+    fn next_event(&mut self, timeout_ms: u64) -> impl Future<Output = Option<ZkEvent>> + Send {
+        match self {
+            ZkConn::Sim(c) => c.next_event(timeout_ms),
+        }
+    }
+
+    fn state(&self) -> SessionState {
+        match self {
+            ZkConn::Sim(c) => c.state(),
+        }
+    }
+
+    fn session_id(&self) -> i64 {
+        match self {
+            ZkConn::Sim(c) => c.session_id(),
+        }
+    }
+
+    fn session_timeout_ms(&self) -> u64 {
+        match self {
+            ZkConn::Sim(c) => c.session_timeout_ms(),
+        }
+    }
+
+    fn last_heard_ms(&self) -> u64 {
+        match self {
+            ZkConn::Sim(c) => c.last_heard_ms(),
+        }
+    }
+
+    fn reconnect(&mut self) -> impl Future<Output = Result<(), ZkError>> + Send {
+        match self {
+            ZkConn::Sim(c) => c.reconnect(),
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), ZkError>> + Send {
+        match self {
+            ZkConn::Sim(c) => c.close(),
         }
     }
 }

@@ -45,8 +45,17 @@ pub const MAX_FAULTS: usize = 16;
 /// `[explore] faults` list that names one that does not.
 pub fn not_applicable(kind: &str, scenario: &Scenario) -> Option<String> {
     let mysql = scenario.lock.kind.is_mysql();
+    let zookeeper = scenario.lock.kind.is_zookeeper();
     let redis = &scenario.redis;
     match kind {
+        "failover" if zookeeper && scenario.zookeeper.servers < 3 => Some(
+            "`failover` of ZooKeeper needs an ensemble: set `[zookeeper] servers = 3` or drop it".into(),
+        ),
+        "failover" if zookeeper => None,
+        "wall_clock_jump" if zookeeper => Some(
+            "`wall_clock_jump` does not touch ZooKeeper, which expires sessions on its monotonic clock: drop it".into(),
+        ),
+        "server_pause" if zookeeper => None,
         "failover" if mysql => Some(
             "`failover` promotes a Redis replica; the MySQL locks run on one database server: drop it (`crash` and `server_pause` stop the server)".into(),
         ),

@@ -24,6 +24,7 @@ pub mod spec;
 #[cfg(test)]
 mod tests;
 mod validate;
+pub mod zookeeper;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -72,6 +73,8 @@ pub struct Scenario {
     pub database: database::DatabaseSpec,
     /// `[etcd]`: the etcd locks' cluster.
     pub etcd: etcd::EtcdSpec,
+    /// `[zookeeper]`: the ZooKeeper locks' service.
+    pub zookeeper: zookeeper::ZooKeeperSpec,
     /// `[[faults]]`: the fault schedule, in file order.
     pub faults: Vec<Fault>,
     /// `[checks]`: the checkers' settings (liveness bound, minimum throughput).
@@ -211,6 +214,10 @@ impl Scenario {
         })?;
         let lock_points = lock_points.to_vec();
         raw.lock.kind = validate::lock_kind(&ctx, &raw.lock, own)?;
+        if raw.lock.kind.is_zookeeper() {
+            let z = raw.zookeeper.clone().unwrap_or_default();
+            raw.lock.session_timeout_ms = Some(z.session_timeout_ms);
+        }
         let scenario = Scenario {
             name: raw.name,
             about: raw.about,
@@ -224,6 +231,7 @@ impl Scenario {
             clocks: raw.clocks,
             database: raw.database.clone().unwrap_or_default(),
             etcd: raw.etcd.clone().unwrap_or_default(),
+            zookeeper: raw.zookeeper.clone().unwrap_or_default(),
             faults: Vec::new(),
             checks: raw.checks,
             lock_points,
@@ -235,6 +243,8 @@ impl Scenario {
         database::validate(&scenario, raw.database.is_some())
             .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
         etcd::validate(&scenario, raw.etcd.is_some())
+            .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
+        zookeeper::validate(&scenario, raw.zookeeper.is_some())
             .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
         let nodes = scenario.node_names();
         validate::clock_nodes(&ctx, &scenario, &nodes)?;
@@ -250,6 +260,10 @@ impl Scenario {
                 fault
                     .kind
                     .on_etcd(scenario.etcd.servers)
+                    .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
+            }
+            if scenario.lock.kind.is_zookeeper() {
+                zookeeper::check_fault(&fault, scenario.zookeeper.servers)
                     .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
             }
             warnings.extend(warning.map(|w| w.to_string()));
@@ -286,7 +300,11 @@ impl Scenario {
         if self.lock.kind.is_etcd() {
             v.extend((0..self.etcd.servers).map(etcd::member));
         }
-        let redis = !self.lock.kind.is_mysql() && !self.lock.kind.is_etcd();
+        let zookeeper = self.lock.kind.is_zookeeper();
+        if zookeeper {
+            v.extend((0..self.zookeeper.servers).map(zookeeper::server_name));
+        }
+        let redis = !self.lock.kind.is_mysql() && !self.lock.kind.is_etcd() && !zookeeper;
         for m in 0..self.redis.masters * u32::from(redis) {
             v.push(format!("redis-{m}"));
             for r in 0..self.redis.replicas {

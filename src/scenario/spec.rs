@@ -292,6 +292,7 @@ pub(super) struct RawScenario {
     pub(super) clocks: ClocksSpec,
     pub(super) database: Option<super::database::DatabaseSpec>,
     pub(super) etcd: Option<super::etcd::EtcdSpec>,
+    pub(super) zookeeper: Option<super::zookeeper::ZooKeeperSpec>,
     #[serde(default)]
     pub(super) faults: Vec<Spanned<crate::fault::RawFault>>,
     #[serde(default)]

@@ -255,7 +255,11 @@ fn lease(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     if lock.ttl_ms == Some(0) {
         return Err(ctx.err(at(ctx, "ttl_ms"), "`ttl_ms` must be at least 1"));
     }
-    if lock.ttl_ms.is_none() && !lock.kind.has_default_lease() && !lock.kind.is_mysql() {
+    if lock.ttl_ms.is_none()
+        && !lock.kind.has_default_lease()
+        && !lock.kind.is_mysql()
+        && !lock.kind.is_zookeeper()
+    {
         return Err(ctx.err(
             at(ctx, "kind"),
             format!(

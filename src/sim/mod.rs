@@ -26,6 +26,10 @@ mod sql_conn;
 pub mod storage;
 pub mod subscription;
 pub mod wire;
+mod zk_conn;
+mod zk_nemesis;
+mod zk_server;
+pub mod zk_world;
 
 use crate::env::PointHook;
 use crate::history::{History, Recorder};
@@ -46,6 +50,8 @@ use network::Network;
 pub use sql_conn::{SharedEngine, SimSqlConn};
 use std::collections::BTreeMap;
 use std::time::Duration;
+pub use zk_conn::SimZkClient;
+pub use zk_server::SimZk;
 
 /// What a simulated run produced.
 #[derive(Clone, Debug)]

@@ -34,6 +34,13 @@ pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
     if s.lock.kind.is_etcd() {
         return check_etcd(s);
     }
+    if s.lock.kind.is_zookeeper() {
+        return Err(unsupported(format!(
+            "`{}` uses a ZooKeeper lock: real mode can spawn ZooKeeper servers but has no \
+             ZooKeeper session for the locks yet; run it in simulation (without --real)",
+            s.name
+        )));
+    }
     let sentinels = s.redis.sentinels > 0;
     if s.redis.min_replicas_to_write > 0 && !sentinels && s.redis.replicas > 0 {
         return Err(unsupported(format!(

@@ -1,0 +1,299 @@
+//! The ZooKeeper lock recipe, as Apache Curator's `InterProcessMutex` and kazoo's `Lock` run it,
+//! in three kinds: the plain recipe, the recipe with a connection-state listener, and the recipe
+//! whose holder passes a fencing token from ZooKeeper to the protected resource.
+//!
+//! The recipe (ZooKeeper's "Locks" recipe, Curator's `LockInternals`): create
+//! `<dir>/_c_<guid>-lock-` as `EPHEMERAL_SEQUENTIAL` (the `_c_<guid>-` prefix is Curator's
+//! "protected" mode: after a connection loss during the create, the client looks for a child
+//! with its guid before creating another, since the create may have been applied), list the
+//! children, and hold if its node has the lowest sequence number; otherwise set an `exists`
+//! watch on the node just before its own and wait for it to go. Release deletes the node.
+//!
+//! Its weakness is ZooKeeper's session: the node lives as long as the client's session, and a
+//! server that has not heard from the client for the session timeout expires the session and
+//! deletes the node, whatever the client believes. A holder paused or cut off past its timeout
+//! still works as the holder while the next waiter is granted the lock (CURATOR-206, "2 clients
+//! acquired the same InterProcessLock", apache/curator#727).
+//!
+//! - `zk-recipe` is the recipe alone: a holder never looks at its session again.
+//! - `zk-recipe-listener` gives the lock up when its connection-state listener hears SUSPENDED
+//!   (nothing heard from the server for two thirds of the session timeout, the ZooKeeper
+//!   client's read timeout) or LOST, as Curator's documentation tells a lock user to. Its
+//!   validity time is the moment SUSPENDED would come, and each renewal reads the listener's
+//!   state, so a holder that checks before its write stops in time when it is cut off (its own
+//!   clock runs while the server's timeout does). It cannot stop a holder that was paused: the
+//!   listener runs only once the client runs again, and the client may write first.
+//! - `zk-recipe-fenced` passes the lock node's `czxid` (the zxid of the transaction that created
+//!   it, which grows with every write of the ensemble) to the resource as its fencing token:
+//!   a later holder's node always has a larger one, so the resource rejects the write of a
+//!   holder whose session expired once the next holder has written.
+
+use super::{Guard, Lock, LockConfig, LockError};
+use crate::env::{Env, NamedPoint};
+use crate::zookeeper::{sequence_of, CreateMode, SessionState, ZkClient, ZkError, ZkEvent};
+use std::marker::PhantomData;
+
+/// What distinguishes the three kinds.
+pub trait Variant: Send + Sync + 'static {
+    /// The kind's scenario-file name.
+    const NAME: &'static str;
+    /// The line `lockcheck list` prints.
+    const ABOUT: &'static str;
+    /// Gives the lock up on SUSPENDED or LOST.
+    const LISTENER: bool;
+    /// Passes the node's `czxid` as the fencing token.
+    const FENCED: bool;
+}
+
+/// The plain recipe.
+pub struct Plain;
+/// The recipe with a connection-state listener.
+pub struct Listener;
+/// The recipe with the node's `czxid` as a fencing token.
+pub struct Fenced;
+
+impl Variant for Plain {
+    const NAME: &'static str = "zk-recipe";
+    const ABOUT: &'static str = "ZooKeeper: Curator's InterProcessMutex / kazoo's Lock (ephemeral sequential znode, lowest holds, watch the predecessor); a holder whose session expires keeps working (CURATOR-206)";
+    const LISTENER: bool = false;
+    const FENCED: bool = false;
+}
+
+impl Variant for Listener {
+    const NAME: &'static str = "zk-recipe-listener";
+    const ABOUT: &'static str = "ZooKeeper: the recipe with a connection-state listener that gives the lock up on SUSPENDED or LOST (narrows the window of a partition, not of a pause)";
+    const LISTENER: bool = true;
+    const FENCED: bool = false;
+}
+
+impl Variant for Fenced {
+    const NAME: &'static str = "zk-recipe-fenced";
+    const ABOUT: &'static str = "ZooKeeper: the recipe, with the lock node's czxid as the fencing token the resource checks";
+    const LISTENER: bool = false;
+    const FENCED: bool = true;
+}
+
+/// One client's handle on a ZooKeeper lock of variant `V`.
+pub struct ZkRecipe<C, E, V> {
+    client: C,
+    env: E,
+    config: LockConfig,
+    _variant: PhantomData<V>,
+}
+
+/// The recipe's steps where a fault can fire.
+pub const POINTS: &[NamedPoint] = &[
+    NamedPoint::new(
+        "after_create",
+        "the client's lock node exists; it has not yet listed the children",
+    ),
+    NamedPoint::new(
+        "before_wait",
+        "the client's node is not the lowest; it is about to wait for its predecessor",
+    ),
+];
+
+/// The lock's directory: `/lockcheck/<key>`.
+pub fn lock_dir(key: &str) -> String {
+    format!("/lockcheck/{}", key.replace('/', "_"))
+}
+
+impl<C, E, V> ZkRecipe<C, E, V> {
+    /// One client's lock over its ZooKeeper session.
+    pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
+        ZkRecipe {
+            client: super::only_connection(conns),
+            env,
+            config,
+            _variant: PhantomData,
+        }
+    }
+}
+
+/// Where an attempt stands after a step.
+enum Step {
+    Held(Guard),
+    Again,
+    GaveUp,
+}
+
+impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
+    /// A session to work in: after an expiry the client starts a new one, as Curator does.
+    async fn session(&mut self) -> Result<(), ZkError> {
+        if self.client.state() == SessionState::Lost || self.client.session_id() == 0 {
+            self.client.reconnect().await?;
+        }
+        Ok(())
+    }
+
+    /// Creates the lock's directory (persistent) if it is not there yet.
+    async fn ensure_dir(&mut self, dir: &str) -> Result<(), ZkError> {
+        for path in ["/lockcheck", dir] {
+            match self.client.create(path, b"", CreateMode::Persistent).await {
+                Ok(_) | Err(ZkError::NodeExists(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Curator's protected create: the node named with this attempt's guid, or, after a
+    /// connection loss, the one the lost create made if the server has it.
+    async fn create_protected(&mut self, dir: &str, guid: &str) -> Result<String, ZkError> {
+        let prefix = format!("{dir}/_c_{guid}-lock-");
+        match self
+            .client
+            .create(&prefix, b"", CreateMode::EphemeralSequential)
+            .await
+        {
+            Ok((name, _)) => Ok(name),
+            Err(ZkError::ConnectionLoss(why)) => {
+                // The create may have been applied: look for our guid before creating again
+                // (whichever session is current by then: CURATOR-604's window).
+                self.session().await?;
+                let children = self.client.get_children(dir, false).await?;
+                let mine = children.iter().find(|c| c.contains(guid));
+                match mine {
+                    Some(name) => Ok(format!("{dir}/{name}")),
+                    None => Err(ZkError::ConnectionLoss(why)),
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The guard of a holder of `node`, with its validity time and token.
+    async fn holder(&mut self, node: &str, started: u64) -> Result<Guard, ZkError> {
+        if V::LISTENER {
+            // What the listener heard while the client waited is over: a SUSPENDED that a
+            // reconnect followed says nothing about the hold that starts now.
+            while self.client.next_event(0).await.is_some() {}
+        }
+        let fencing_token = if V::FENCED {
+            // The node's czxid, read back from the server (create returned it too, but after a
+            // protected-mode recovery only a read knows it).
+            match self.client.exists(node, false).await? {
+                Some(stat) => Some(stat.czxid as u64),
+                None => return Err(ZkError::NoNode(node.to_string())),
+            }
+        } else {
+            None
+        };
+        Ok(Guard {
+            owner: node.to_string(),
+            fencing_token,
+            acquired_at_ms: started,
+            valid_until_ms: self.valid_until(),
+        })
+    }
+
+    /// Where the holder believes its hold ends: never, for the plain recipe (it does not look);
+    /// with the listener, when SUSPENDED would come if nothing more is heard.
+    fn valid_until(&self) -> u64 {
+        if V::LISTENER {
+            self.client.last_heard_ms() + self.client.session_timeout_ms() * 2 / 3
+        } else {
+            u64::MAX
+        }
+    }
+
+    /// One attempt: create the node, then wait until it is the lowest or the wait bound passes.
+    async fn attempt(&mut self, deadline: u64) -> Result<Step, ZkError> {
+        self.session().await?;
+        let dir = lock_dir(&self.config.key);
+        self.ensure_dir(&dir).await?;
+        let guid = self.env.uuid().simple().to_string();
+        let started = self.env.monotonic_ms();
+        let node = self.create_protected(&dir, &guid).await?;
+        self.env.point("after_create").await;
+        let my_seq = sequence_of(&node);
+        loop {
+            let mut children = self.client.get_children(&dir, false).await?;
+            children.sort_by_key(|c| sequence_of(c));
+            let Some(at) = children.iter().position(|c| format!("{dir}/{c}") == node) else {
+                // Our node is gone (its session expired): start over.
+                return Ok(Step::Again);
+            };
+            if at == 0 {
+                return Ok(Step::Held(self.holder(&node, started).await?));
+            }
+            debug_assert!(my_seq.is_some());
+            let predecessor = format!("{dir}/{}", children[at - 1]);
+            if self.client.exists(&predecessor, true).await?.is_none() {
+                continue;
+            }
+            self.env.point("before_wait").await;
+            loop {
+                let now = self.env.monotonic_ms();
+                if now >= deadline {
+                    // Give up: take our node out of the queue.
+                    let _ = self.client.delete(&node, None).await;
+                    return Ok(Step::GaveUp);
+                }
+                match self.client.next_event(deadline - now).await {
+                    Some(ZkEvent::NodeDeleted(p)) if p == predecessor => break,
+                    Some(ZkEvent::Session(SessionState::Lost)) => return Ok(Step::Again),
+                    Some(_) => {}
+                    None => {}
+                }
+            }
+        }
+    }
+}
+
+impl<C, E, V> Lock for ZkRecipe<C, E, V>
+where
+    C: ZkClient + Sync + 'static,
+    E: Env,
+    V: Variant,
+{
+    const POINTS: &'static [NamedPoint] = POINTS;
+    const ABOUT: &'static str = V::ABOUT;
+    const RENEWS: bool = V::LISTENER;
+
+    async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
+        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
+        loop {
+            match self.attempt(deadline).await {
+                Ok(Step::Held(guard)) => return Ok(Some(guard)),
+                Ok(Step::GaveUp) => return Ok(None),
+                Ok(Step::Again) => {}
+                // No answer, or the session went: the recipe tries again (Curator's retry
+                // policy), until the wait bound.
+                Err(ZkError::ConnectionLoss(_) | ZkError::SessionExpired(_)) => {}
+                Err(e) => return Err(LockError::Zk(e)),
+            }
+            if !super::retry_pause(&self.env, &self.config, deadline).await {
+                return Ok(None);
+            }
+        }
+    }
+
+    async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
+        match self.client.delete(&guard.owner, None).await {
+            Ok(()) => Ok(true),
+            // Gone already: its session expired (or the delete was applied before a lost reply).
+            Err(ZkError::NoNode(_) | ZkError::SessionExpired(_)) => Ok(false),
+            Err(e) => Err(LockError::Zk(e)),
+        }
+    }
+
+    /// The listener's check: the hold goes on while the session is connected, until SUSPENDED
+    /// would come; `Ok(false)` once the listener heard SUSPENDED or LOST.
+    async fn renew(&mut self, guard: &mut Guard) -> Result<bool, LockError> {
+        if !V::LISTENER {
+            return Err(LockError::Unsupported("renew"));
+        }
+        // Take what the listener has been told since the last look.
+        while let Some(event) = self.client.next_event(0).await {
+            if let ZkEvent::Session(SessionState::Suspended | SessionState::Lost) = event {
+                return Ok(false);
+            }
+        }
+        if self.client.state() != SessionState::Connected {
+            return Ok(false);
+        }
+        guard.valid_until_ms = self.valid_until();
+        Ok(true)
+    }
+}

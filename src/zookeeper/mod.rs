@@ -1,0 +1,205 @@
+//! The ZooKeeper seam: what a ZooKeeper lock recipe needs from a client session, and the nodes,
+//! events and errors it sees.
+//!
+//! A ZooKeeper lock (Apache Curator's `InterProcessMutex`, kazoo's `Lock`: an
+//! `EPHEMERAL_SEQUENTIAL` znode under the lock's path, the lowest sequence number holds, every
+//! other waiter watches its immediate predecessor with `exists`) is written against [`ZkClient`]
+//! only, the way a MySQL lock is written against `sql::SqlConn`. Each world supplies its side:
+//! the simulated world a session on the simulated ZooKeeper (`simzk/`), real mode a session on
+//! a ZooKeeper server lockcheck spawns.
+//!
+//! The seam keeps ZooKeeper's two kinds of trouble apart, because the recipes differ exactly
+//! there: a **connection loss** ([`SessionState::Suspended`], [`ZkError::ConnectionLoss`]) says
+//! only that the client has not heard from its server for a while, and the session (with its
+//! ephemeral znodes) may well be alive; a **session expiry** ([`SessionState::Lost`],
+//! [`ZkError::SessionExpired`]) says the server has deleted every ephemeral znode of the
+//! session. A client learns of an expiry only when it reaches a server again: cut off, it sees
+//! `Suspended` and nothing more while the server expires its session (the window of
+//! CURATOR-206).
+
+pub mod error;
+
+pub use error::ZkError;
+
+use std::future::Future;
+
+/// How a znode is created (ZooKeeper's `CreateMode`, the four a lock may use).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CreateMode {
+    /// Lives until deleted.
+    Persistent,
+    /// Lives until deleted; the server appends the parent's next sequence number to the name.
+    PersistentSequential,
+    /// Deleted by the server when the creating session ends (closed or expired).
+    Ephemeral,
+    /// Ephemeral, with the parent's next sequence number appended: the lock recipes' node.
+    EphemeralSequential,
+}
+
+impl CreateMode {
+    /// Whether the server deletes the node when its session ends.
+    pub fn is_ephemeral(self) -> bool {
+        matches!(
+            self,
+            CreateMode::Ephemeral | CreateMode::EphemeralSequential
+        )
+    }
+
+    /// Whether the server appends a sequence number to the name.
+    pub fn is_sequential(self) -> bool {
+        matches!(
+            self,
+            CreateMode::PersistentSequential | CreateMode::EphemeralSequential
+        )
+    }
+}
+
+/// What the server reports about a znode (the fields of ZooKeeper's `Stat` a lock can use; the
+/// creation and modification times are left out because they are read from a server's clock,
+/// which differs between the worlds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Stat {
+    /// The zxid of the transaction that created the node: increases with every write of the
+    /// ensemble, so a later holder's node always has a larger one (a fencing token).
+    pub czxid: i64,
+    /// The zxid of the last change of the node's data.
+    pub mzxid: i64,
+    /// The zxid of the last change of the node's children.
+    pub pzxid: i64,
+    /// How many times the data changed.
+    pub version: i32,
+    /// How many times the children changed (the next sequence number a child gets).
+    pub cversion: i32,
+    /// The session that owns an ephemeral node; 0 for a persistent one.
+    pub ephemeral_owner: i64,
+    /// The length of the node's data.
+    pub data_length: i32,
+    /// How many children it has.
+    pub num_children: i32,
+}
+
+/// The client's view of its session, as a connection-state listener hears it (Curator's names:
+/// `CONNECTED`/`RECONNECTED`, `SUSPENDED`, `LOST`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SessionState {
+    /// Connected to a server that knows the session.
+    Connected,
+    /// Connection loss: nothing heard from the server for two thirds of the session timeout (the
+    /// ZooKeeper client's read timeout). The session may still be alive on the servers.
+    Suspended,
+    /// The session expired (the client learns it when it reconnects): its ephemeral nodes are
+    /// gone. The handle is dead; [`ZkClient::reconnect`] starts a new session.
+    Lost,
+}
+
+/// What a one-shot watch reports (ZooKeeper's `EventType`), or a change of the session's state.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ZkEvent {
+    /// A node that an `exists` watch was set on was created.
+    NodeCreated(String),
+    /// A watched node was deleted.
+    NodeDeleted(String),
+    /// A watched node's data changed.
+    NodeDataChanged(String),
+    /// A node whose children were watched gained or lost one.
+    NodeChildrenChanged(String),
+    /// The session's state changed.
+    Session(SessionState),
+}
+
+/// One ZooKeeper client session, as a lock uses it.
+///
+/// Every method returns a `Send` future so a lock can run in tokio tasks and in madsim nodes.
+/// A request made while the connection is lost fails with [`ZkError::ConnectionLoss`] (and may
+/// or may not have been applied); one made after the session expired fails with
+/// [`ZkError::SessionExpired`].
+pub trait ZkClient: Send {
+    /// Creates `path` (for a sequential mode, `path` followed by a ten-digit sequence number)
+    /// and returns the name the server gave it, with its `Stat`.
+    fn create(
+        &mut self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> impl Future<Output = Result<(String, Stat), ZkError>> + Send;
+
+    /// Deletes `path` if its data version is `version` (`None`: any version).
+    fn delete(
+        &mut self,
+        path: &str,
+        version: Option<i32>,
+    ) -> impl Future<Output = Result<(), ZkError>> + Send;
+
+    /// The node's `Stat`, or `None` if it does not exist; with `watch`, a one-shot watch on the
+    /// path fires [`ZkEvent::NodeCreated`], `NodeDeleted` or `NodeDataChanged`.
+    fn exists(
+        &mut self,
+        path: &str,
+        watch: bool,
+    ) -> impl Future<Output = Result<Option<Stat>, ZkError>> + Send;
+
+    /// The node's data and `Stat`; with `watch`, a one-shot watch on its data.
+    fn get_data(
+        &mut self,
+        path: &str,
+        watch: bool,
+    ) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send;
+
+    /// The names of the node's children, sorted; with `watch`, a one-shot watch on its children.
+    fn get_children(
+        &mut self,
+        path: &str,
+        watch: bool,
+    ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send;
+
+    /// Waits for the next watch event or change of session state (in the order the server sent
+    /// them), at most `timeout_ms`; `None` when the time is up.
+    fn next_event(&mut self, timeout_ms: u64) -> impl Future<Output = Option<ZkEvent>> + Send;
+
+    /// The session's state as the client knows it now.
+    fn state(&self) -> SessionState;
+
+    /// The session id the server gave this session (0 before the first connection).
+    fn session_id(&self) -> i64;
+
+    /// The session timeout the server granted (0 before the first connection).
+    fn session_timeout_ms(&self) -> u64;
+
+    /// The client's monotonic clock when it last heard from its server: the client reports
+    /// [`SessionState::Suspended`] two thirds of the session timeout after it.
+    fn last_heard_ms(&self) -> u64;
+
+    /// After [`SessionState::Lost`]: starts a new session (what Curator does on its own with a
+    /// new ZooKeeper handle). The old session's nodes may still be visible for a moment on a
+    /// server that has not yet applied the expiry (CURATOR-604).
+    fn reconnect(&mut self) -> impl Future<Output = Result<(), ZkError>> + Send;
+
+    /// Ends the session: the server deletes its ephemeral nodes at once.
+    fn close(&mut self) -> impl Future<Output = Result<(), ZkError>> + Send;
+}
+
+/// The sequence number at the end of a sequential node's name (its last ten digits).
+pub fn sequence_of(name: &str) -> Option<u64> {
+    let digits = name.get(name.len().checked_sub(10)?..)?;
+    if digits.bytes().all(|b| b.is_ascii_digit()) {
+        digits.parse().ok()
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sequence_number_is_the_last_ten_digits() {
+        assert_eq!(sequence_of("lock-0000000012"), Some(12));
+        assert_eq!(
+            sequence_of("/lock/_c_abc-lock-2147483647"),
+            Some(2_147_483_647)
+        );
+        assert_eq!(sequence_of("lock-12"), None);
+        assert_eq!(sequence_of("lock-00000000x2"), None);
+    }
+}
