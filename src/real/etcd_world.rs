@@ -5,7 +5,7 @@
 //! Every client reaches each member through its own TCP forwarder ([`CutProxy`]), which is how a
 //! partition is made: while a client is cut off its forwarders hold every byte, so its requests
 //! and keep-alives get no answer and its lease expires on the leader.
-//! - Client pause: the client stalls at its trigger point (its [`Gate`] closes); its keep-alive
+//! - Client pause: the client stalls at its trigger point (its [`Gate`](crate::real::Gate) closes); its keep-alive
 //!   task is gated too, so its lease runs out as a paused process's would.
 //! - Client crash: the client's task and its keep-alive are aborted where they stand.
 //! - Crash of `etcd-<i>`: `SIGKILL` of the member, and after `restart_after_ms` a start on the
@@ -20,11 +20,12 @@ use std::time::Duration;
 
 use super::client_tasks::wait_for_live_clients;
 use super::mysql_world::CutProxy;
+use super::nemesis::client_stops::ClientTasks;
 use super::nemesis::etcd_nemesis::EtcdNemesis;
 use super::nemesis::plan::check_supported;
 use super::servers::etcd::{EtcdCluster, EtcdTiming};
 use super::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
-use super::{Gate, RealEnv, RealError, RealEtcdConn};
+use super::{RealEnv, RealError, RealEtcdConn};
 use crate::env::PointHook;
 use crate::history::{History, Recorder};
 use crate::lock::{Lock, LockConfig};
@@ -95,10 +96,7 @@ where
         cluster: cluster.clone(),
         rec: rec.clone(),
         proxies: Arc::new(proxies),
-        gates: (0..scenario.workload.clients)
-            .map(|_| Gate::default())
-            .collect(),
-        tasks: Arc::default(),
+        clients: ClientTasks::new(rec.clone(), scenario.workload.clients),
     };
     nemesis.start_timed();
     let mut world = EtcdRealWorld {
@@ -150,7 +148,7 @@ impl world::World for EtcdRealWorld {
 
     fn client_env(&mut self, c: u32, points: PointHook) -> RealEnv {
         RealEnv::default()
-            .with_gate(self.nemesis.gates[c as usize].clone())
+            .with_gate(self.nemesis.clients.gates[c as usize].clone())
             .with_points(points)
     }
 
@@ -168,13 +166,18 @@ impl world::World for EtcdRealWorld {
 
     fn spawn_client(&mut self, _c: u32, run: world::ClientRun) {
         let task = tokio::spawn(run);
-        self.nemesis.tasks.lock().unwrap().push(task.abort_handle());
+        self.nemesis
+            .clients
+            .tasks
+            .lock()
+            .unwrap()
+            .push(task.abort_handle());
         self.tasks.push(task);
     }
 
     /// Crashed clients never finish: stop waiting once every live one has; then stop the rest.
     async fn wait_clients(&mut self, limit: Duration) {
-        wait_for_live_clients(&self.tasks, &self.nemesis.gates, limit).await;
+        wait_for_live_clients(&self.tasks, &self.nemesis.clients.gates, limit).await;
         for t in &self.tasks {
             t.abort();
         }

@@ -6,7 +6,7 @@
 //! partition is made: while a client is cut off, its forwarder holds every byte (both ways) and
 //! every new connection, without closing anything, so the server sees an idle connection and
 //! closes it only at `wait_timeout` (set with `SET GLOBAL wait_timeout` from `[database]`).
-//! - Client pause: the client stalls at its trigger point (its [`Gate`] closes, as the Redis real
+//! - Client pause: the client stalls at its trigger point (its [`Gate`](crate::real::Gate) closes, as the Redis real
 //!   mode does); its connection and open transaction stay.
 //! - Client crash: the client's task is aborted where it stands, dropping its connection: the
 //!   socket closes and MariaDB rolls the transaction back.
@@ -19,12 +19,13 @@
 //! and the cleanup registry).
 
 use super::client_tasks::wait_for_live_clients;
+use super::nemesis::client_stops::ClientTasks;
 use super::nemesis::mysql_nemesis::MysqlNemesis;
 use super::nemesis::plan::check_supported;
 use super::servers::mariadb::{MariaDb, DATABASE, USER};
 use super::RealError;
 use super::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
-use super::{Gate, RealEnv, RealSqlConn};
+use super::{RealEnv, RealSqlConn};
 use crate::env::PointHook;
 use crate::history::{History, Recorder};
 use crate::lock::mysql::DatabaseLock;
@@ -216,10 +217,7 @@ where
         rec: rec.clone(),
         scenario: Arc::new(scenario.clone()),
         proxies: Arc::new(proxies),
-        gates: (0..scenario.workload.clients)
-            .map(|_| Gate::default())
-            .collect(),
-        tasks: Arc::default(),
+        clients: ClientTasks::new(rec.clone(), scenario.workload.clients),
     };
     nemesis.start_timed();
     // Set-up, before the workload's clock matters: a server that has just started (or a
@@ -290,7 +288,7 @@ impl world::World for SqlRealWorld {
 
     fn client_env(&mut self, c: u32, points: PointHook) -> RealEnv {
         RealEnv::default()
-            .with_gate(self.nemesis.gates[c as usize].clone())
+            .with_gate(self.nemesis.clients.gates[c as usize].clone())
             .with_points(points)
     }
 
@@ -306,13 +304,18 @@ impl world::World for SqlRealWorld {
 
     fn spawn_client(&mut self, _c: u32, run: world::ClientRun) {
         let task = tokio::spawn(run);
-        self.nemesis.tasks.lock().unwrap().push(task.abort_handle());
+        self.nemesis
+            .clients
+            .tasks
+            .lock()
+            .unwrap()
+            .push(task.abort_handle());
         self.tasks.push(task);
     }
 
     /// Crashed clients never finish: stop waiting once every live one has; then stop the rest.
     async fn wait_clients(&mut self, limit: Duration) {
-        wait_for_live_clients(&self.tasks, &self.nemesis.gates, limit).await;
+        wait_for_live_clients(&self.tasks, &self.nemesis.clients.gates, limit).await;
         for t in &self.tasks {
             t.abort();
         }

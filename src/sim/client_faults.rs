@@ -5,9 +5,10 @@
 //! the nemesis's own node, which no fault touches. The Redis nemesis (`nemesis.rs`) and the MySQL
 //! one (`mysql_nemesis.rs`) add what is particular to their servers.
 
+use super::clock::Clocks;
 use super::network::Network;
 use crate::fault::partition::{describe_partition, partition_links};
-use crate::fault::{ClientRef, Cut, FaultKind};
+use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
 use crate::schedule::Schedule;
 use madsim::runtime::Handle;
@@ -80,6 +81,39 @@ impl ClientFaults {
     /// Records what the nemesis did.
     pub fn note(&self, what: String) {
         self.rec.record("nemesis", EventKind::Fault { what });
+    }
+
+    /// Fires `kind` through the world's nemesis `n` now; what the world refuses, the history
+    /// says (`lacking` names the locks of a world that has no such capability).
+    pub fn fire_through<N: Nemesis>(
+        &self,
+        n: &N,
+        kind: &FaultKind,
+        at: &Occasion<'_>,
+        lacking: &str,
+    ) {
+        match kind.fire(n, at) {
+            Ok(()) => {}
+            Err(Refused::Because(why)) => self.note(why),
+            Err(Refused::Lacking) => self.note(format!("{kind:?}: not modelled for {lacking}")),
+        }
+    }
+
+    /// Steps `node`'s clocks by `by_ms` (its wall clock alone when `wall_only`).
+    pub fn jump_clock(&self, clocks: &Clocks, node: &str, by_ms: i64, wall_only: bool) {
+        if wall_only {
+            clocks.jump_wall(self.nodes[node], by_ms);
+            self.note(format!("{node} wall clock jumped by {by_ms} ms"));
+        } else {
+            clocks.jump(self.nodes[node], by_ms);
+            self.note(format!("{node} clock jumped by {by_ms} ms"));
+        }
+    }
+
+    /// Sets `node`'s clock rate error.
+    pub fn drift_clock(&self, clocks: &Clocks, node: &str, ppm: i64) {
+        clocks.set_drift(self.nodes[node], ppm);
+        self.note(format!("{node} clock drift set to {ppm} ppm"));
     }
 
     /// Client `c` crashes at `point`: the process dies, its tasks (a watchdog too) are dropped and

@@ -62,11 +62,7 @@ impl EtcdNemesis {
 
     fn fire(&self, kind: &FaultKind, holder: Option<u32>, point: &str) {
         let at = Occasion { point, by: holder };
-        match kind.fire(self, &at) {
-            Ok(()) => {}
-            Err(Refused::Because(why)) => self.note(why),
-            Err(Refused::Lacking) => self.note(format!("{kind:?}: not modelled for etcd")),
-        }
+        self.faults.fire_through(self, kind, &at, "etcd");
     }
 
     fn member_index(&self, node: &str) -> Option<usize> {
@@ -153,20 +149,12 @@ impl Nemesis for EtcdNemesis {
     }
 
     fn jump_clock(&self, node: &str, by_ms: i64, wall_only: bool) -> Result<(), Refused> {
-        let i = self.faults.nodes[node];
-        if wall_only {
-            self.clocks.jump_wall(i, by_ms);
-            self.note(format!("{node} wall clock jumped by {by_ms} ms"));
-        } else {
-            self.clocks.jump(i, by_ms);
-            self.note(format!("{node} clock jumped by {by_ms} ms"));
-        }
+        self.faults.jump_clock(&self.clocks, node, by_ms, wall_only);
         Ok(())
     }
 
     fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
-        self.clocks.set_drift(self.faults.nodes[node], ppm);
-        self.note(format!("{node} clock drift set to {ppm} ppm"));
+        self.faults.drift_clock(&self.clocks, node, ppm);
         Ok(())
     }
 }

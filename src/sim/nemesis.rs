@@ -134,19 +134,12 @@ impl Nemesis for SimNemesis {
     }
 
     fn jump_clock(&self, node: &str, by_ms: i64, wall_only: bool) -> Result<(), Refused> {
-        if wall_only {
-            self.clocks.jump_wall(self.faults.nodes[node], by_ms);
-            self.note(format!("{node} wall clock jumped by {by_ms} ms"));
-        } else {
-            self.clocks.jump(self.faults.nodes[node], by_ms);
-            self.note(format!("{node} clock jumped by {by_ms} ms"));
-        }
+        self.faults.jump_clock(&self.clocks, node, by_ms, wall_only);
         Ok(())
     }
 
     fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
-        self.clocks.set_drift(self.faults.nodes[node], ppm);
-        self.note(format!("{node} clock drift set to {ppm} ppm"));
+        self.faults.drift_clock(&self.clocks, node, ppm);
         Ok(())
     }
 

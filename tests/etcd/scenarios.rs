@@ -1,5 +1,5 @@
 //! The bundled etcd scenarios reach their expected verdicts in simulation (every one, a few
-//! seeds) and on spawned etcd members (one real run each: about 45 s of real time in all, most
+//! seeds) and on spawned etcd members (one real run each: about 50 s of real time in all, most
 //! of it the scenarios' own durations).
 
 use lockcheck::judge::{Mode, Outcome};
@@ -7,11 +7,13 @@ use lockcheck::Verdict;
 
 use crate::common::{bundled, judge_sim, real_servers_one_at_a_time};
 
-const SCENARIOS: [&str; 4] = [
+const SCENARIOS: [&str; 6] = [
     "etcd-lock-no-faults",
     "etcd-lock-jepsen-pause",
     "etcd-lock-fenced-pause",
     "etcd-lock-leader-failover",
+    "etcd-lock-pause-while-waiting",
+    "etcd-lock-lease-check-pause-while-waiting",
 ];
 
 fn assert_expected(name: &str, o: &Outcome) {

@@ -6,8 +6,7 @@
 //! stops with it), its crash aborts its task. Which faults have a recipe at all is
 //! `recipes.rs`'s, decided before anything is spawned.
 
-use std::cell::Cell;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::fault::partition::describe_partition;
@@ -15,10 +14,11 @@ use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
 use crate::real::mysql_world::CutProxy;
 use crate::real::servers::etcd::EtcdCluster;
-use crate::real::Gate;
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
-use crate::world::mysql::{due, record_client_crash};
+use crate::world::mysql::due;
+
+use super::client_stops::{ClientTasks, Stops};
 
 /// The fault executor of a real etcd run.
 #[derive(Clone)]
@@ -28,9 +28,8 @@ pub(in crate::real) struct EtcdNemesis {
     pub(in crate::real) rec: Recorder,
     /// `proxies[c][m]`: client `c`'s forwarder to member `m`.
     pub(in crate::real) proxies: Arc<Vec<Vec<CutProxy>>>,
-    pub(in crate::real) gates: Vec<Gate>,
-    /// Each client's task, to abort it when the client crashes.
-    pub(in crate::real) tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    /// The clients' gates and tasks.
+    pub(in crate::real) clients: ClientTasks,
 }
 
 impl EtcdNemesis {
@@ -76,33 +75,21 @@ impl EtcdNemesis {
         };
         let here = AtClient {
             n: self,
-            stall: Cell::new(Duration::ZERO),
-            crashed: Cell::new(false),
+            stops: Stops::default(),
         };
         for kind in due {
             self.fire(&kind, &here, &at);
-            if here.crashed.get() {
-                record_client_crash(
-                    &self.rec,
+            self.clients
+                .crash_if_asked(
+                    here.stops.crashed(),
                     client,
                     point,
                     "task aborted, its keep-alives stop",
-                );
-                self.gates[client as usize].kill();
-                if let Some(t) = self.tasks.lock().unwrap().get(client as usize) {
-                    t.abort();
-                }
-                std::future::pending::<()>().await;
-            }
+                )
+                .await;
         }
-        let stall = here.stall.get();
-        if !stall.is_zero() {
-            let gate = &self.gates[client as usize];
-            gate.close();
-            tokio::time::sleep(stall).await;
-            gate.open();
-            self.note(format!("client-{client} resumed"));
-        }
+        let stall = here.stops.stall();
+        self.clients.stall_if_asked(stall, client).await;
     }
 }
 
@@ -178,8 +165,7 @@ impl Nemesis for EtcdNemesis {
 /// nemesis's.
 struct AtClient<'a> {
     n: &'a EtcdNemesis,
-    stall: Cell<Duration>,
-    crashed: Cell<bool>,
+    stops: Stops,
 }
 
 impl Nemesis for AtClient<'_> {
@@ -189,20 +175,12 @@ impl Nemesis for AtClient<'_> {
         victim: &ClientRef,
         for_ms: u64,
     ) -> Result<(), Refused> {
-        let Some(c) = victim.victim(at.by, &self.n.rec) else {
-            return Ok(());
-        };
-        self.n.note(format!(
-            "client-{c} paused for {for_ms} ms at {} (its keep-alives stop too)",
-            at.point
-        ));
-        self.stall
-            .set(self.stall.get().max(Duration::from_millis(for_ms)));
-        Ok(())
+        self.stops
+            .pause(&self.n.rec, at, victim, for_ms, "its keep-alives stop too")
     }
 
     fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
-        self.crashed.set(true);
+        self.stops.crash();
         Ok(())
     }
 

@@ -4,6 +4,7 @@
 //! forwarders, the black hole).
 
 pub(in crate::real) mod blackhole;
+pub(in crate::real) mod client_stops;
 pub(in crate::real) mod etcd_nemesis;
 pub(in crate::real) mod link_proxy;
 pub(in crate::real) mod mysql_nemesis;

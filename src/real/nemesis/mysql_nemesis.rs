@@ -6,8 +6,8 @@
 //! rolls the transaction back). Which faults have a recipe at all is `recipes.rs`'s, decided
 //! before anything is spawned.
 
-use std::cell::{Cell, RefCell};
-use std::sync::{Arc, Mutex};
+use std::cell::RefCell;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::fault::partition::describe_partition;
@@ -15,12 +15,13 @@ use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
 use crate::real::mysql_world::{set_wait_timeout, CutProxy};
 use crate::real::servers::mariadb::MariaDb;
-use crate::real::Gate;
 use crate::scenario::database::SERVER;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
-use crate::world::mysql::{due, record_client_crash};
+use crate::world::mysql::due;
+
+use super::client_stops::{ClientTasks, Stops};
 
 /// The fault executor of a real MySQL run.
 #[derive(Clone)]
@@ -30,9 +31,8 @@ pub(in crate::real) struct MysqlNemesis {
     pub(in crate::real) rec: Recorder,
     pub(in crate::real) scenario: Arc<Scenario>,
     pub(in crate::real) proxies: Arc<Vec<CutProxy>>,
-    pub(in crate::real) gates: Vec<Gate>,
-    /// Each client's task, to abort it when the client crashes.
-    pub(in crate::real) tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    /// The clients' gates and tasks.
+    pub(in crate::real) clients: ClientTasks,
 }
 
 impl MysqlNemesis {
@@ -100,25 +100,19 @@ impl MysqlNemesis {
         };
         let here = AtClient {
             n: self,
-            stall: Cell::new(Duration::ZERO),
-            crashed: Cell::new(false),
+            stops: Stops::default(),
             server_pause: RefCell::new(None),
         };
         for kind in due {
             self.fire(&kind, &here, &at);
-            if here.crashed.get() {
-                record_client_crash(
-                    &self.rec,
+            self.clients
+                .crash_if_asked(
+                    here.stops.crashed(),
                     client,
                     point,
                     "task aborted, its connection closes",
-                );
-                self.gates[client as usize].kill();
-                if let Some(t) = self.tasks.lock().unwrap().get(client as usize) {
-                    t.abort();
-                }
-                std::future::pending::<()>().await;
-            }
+                )
+                .await;
             // The triggering client goes on only once the server is stopped, so what it sends
             // next meets the pause (as the simulated server's pause is immediate).
             let stop = here.server_pause.borrow_mut().take();
@@ -126,14 +120,8 @@ impl MysqlNemesis {
                 self.stop_server(node, for_ms).await;
             }
         }
-        let stall = here.stall.get();
-        if !stall.is_zero() {
-            let gate = &self.gates[client as usize];
-            gate.close();
-            tokio::time::sleep(stall).await;
-            gate.open();
-            self.note(format!("client-{client} resumed"));
-        }
+        let stall = here.stops.stall();
+        self.clients.stall_if_asked(stall, client).await;
     }
 }
 
@@ -210,8 +198,7 @@ impl Nemesis for MysqlNemesis {
 /// holds it until the server is stopped; the rest is the nemesis's.
 struct AtClient<'a> {
     n: &'a MysqlNemesis,
-    stall: Cell<Duration>,
-    crashed: Cell<bool>,
+    stops: Stops,
     server_pause: RefCell<Option<(String, u64)>>,
 }
 
@@ -222,20 +209,17 @@ impl Nemesis for AtClient<'_> {
         victim: &ClientRef,
         for_ms: u64,
     ) -> Result<(), Refused> {
-        let Some(c) = victim.victim(at.by, &self.n.rec) else {
-            return Ok(());
-        };
-        self.n.note(format!(
-            "client-{c} paused for {for_ms} ms at {} (its transaction stays open)",
-            at.point
-        ));
-        self.stall
-            .set(self.stall.get().max(Duration::from_millis(for_ms)));
-        Ok(())
+        self.stops.pause(
+            &self.n.rec,
+            at,
+            victim,
+            for_ms,
+            "its transaction stays open",
+        )
     }
 
     fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
-        self.crashed.set(true);
+        self.stops.crash();
         Ok(())
     }
 
