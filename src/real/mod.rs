@@ -43,6 +43,7 @@ pub mod redis_world;
 pub mod servers;
 mod sql_conn;
 pub mod subscription;
+pub mod zk_conn;
 
 pub use client_programs::client_program::{ClientCommand, ClientProgram};
 pub use client_programs::client_program_lock::ClientProgramLock;
@@ -61,3 +62,4 @@ pub use servers::mariadb::MariaDb;
 pub use servers::redis_server::{redis_server_path, RedisServer, ServerOptions};
 pub use servers::zookeeper::{ZooKeeper, ZooKeeperOptions};
 pub use sql_conn::RealSqlConn;
+pub use zk_conn::RealZkClient;
