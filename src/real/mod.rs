@@ -45,6 +45,7 @@ pub mod redis_world;
 pub mod servers;
 mod sql_conn;
 pub mod subscription;
+pub mod zk_conn;
 
 pub use client_programs::client_program::{ClientCommand, ClientProgram};
 pub use client_programs::client_program_lock::ClientProgramLock;
@@ -65,3 +66,4 @@ pub use servers::mariadb::MariaDb;
 pub use servers::redis_server::{redis_server_path, RedisServer, ServerOptions};
 pub use servers::zookeeper::{ZooKeeper, ZooKeeperOptions};
 pub use sql_conn::RealSqlConn;
+pub use zk_conn::RealZkClient;

@@ -2,6 +2,7 @@
 //! cleanup on every exit path, and the refusal when ZooKeeper or Java is not installed; the
 //! bundled ZooKeeper scenarios in simulation.
 
+mod differential;
 mod scenarios;
 mod servers;
 

@@ -1,0 +1,276 @@
+//! Real mode's side of the ZooKeeper seam: a session on a ZooKeeper server, over the
+//! `zookeeper-client` crate (0.11, pure Rust, on tokio). It reports what the seam needs in the
+//! seam's words: the client's `Disconnected` is [`SessionState::Suspended`] (a connection loss:
+//! the session may live on), `Expired` is [`SessionState::Lost`]; a node's `Stat` carries its
+//! `czxid`; one-shot watches arrive as [`ZkEvent`]s in the order the client delivers them.
+
+use crate::zookeeper::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use zookeeper_client as zk;
+
+/// The clock [`RealZkClient::last_heard_ms`] reads: the lock's environment's monotonic clock, so
+/// a lock compares like with like.
+pub type MonotonicClock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// What the session's state task and the handle share.
+struct Shared {
+    state: SessionState,
+    last_heard_ms: u64,
+}
+
+/// One client's ZooKeeper session on real servers.
+pub struct RealZkClient {
+    connect_string: String,
+    requested_timeout: Duration,
+    clock: MonotonicClock,
+    client: Option<zk::Client>,
+    shared: Arc<Mutex<Shared>>,
+    events_tx: UnboundedSender<ZkEvent>,
+    events: UnboundedReceiver<ZkEvent>,
+}
+
+impl RealZkClient {
+    /// A handle for the servers of `connect_string` (`host:port,...`), asking for
+    /// `session_timeout`; not connected until its first [`ZkClient::reconnect`].
+    pub fn new(connect_string: &str, session_timeout: Duration, clock: MonotonicClock) -> Self {
+        let (events_tx, events) = unbounded_channel();
+        RealZkClient {
+            connect_string: connect_string.to_string(),
+            requested_timeout: session_timeout,
+            clock,
+            client: None,
+            shared: Arc::new(Mutex::new(Shared {
+                state: SessionState::Lost,
+                last_heard_ms: 0,
+            })),
+            events_tx,
+            events,
+        }
+    }
+
+    fn client(&self) -> Result<&zk::Client, ZkError> {
+        match (&self.client, self.state()) {
+            (Some(c), SessionState::Connected | SessionState::Suspended) => Ok(c),
+            _ => Err(ZkError::SessionExpired("no live session".into())),
+        }
+    }
+
+    /// The outcome of a request: the client heard from its server unless it lost the connection.
+    fn heard<T>(&self, out: Result<T, zk::Error>, path: &str) -> Result<T, ZkError> {
+        let out = out.map_err(|e| error(e, path));
+        if !matches!(out, Err(ZkError::ConnectionLoss(_))) {
+            self.shared.lock().unwrap().last_heard_ms = (self.clock)();
+        }
+        out
+    }
+
+    /// Forwards the one event of `watcher` to the event queue.
+    fn forward(&self, watcher: zk::OneshotWatcher) {
+        let tx = self.events_tx.clone();
+        tokio::spawn(async move {
+            let event = watcher.changed().await;
+            let path = event.path;
+            let event = match event.event_type {
+                zk::EventType::NodeCreated => ZkEvent::NodeCreated(path),
+                zk::EventType::NodeDeleted => ZkEvent::NodeDeleted(path),
+                zk::EventType::NodeDataChanged => ZkEvent::NodeDataChanged(path),
+                zk::EventType::NodeChildrenChanged => ZkEvent::NodeChildrenChanged(path),
+                // The session broke: its state task reports that.
+                zk::EventType::Session => return,
+            };
+            let _ = tx.send(event);
+        });
+    }
+}
+
+/// The seam's error for the client's.
+fn error(e: zk::Error, path: &str) -> ZkError {
+    let path = path.to_string();
+    match e {
+        zk::Error::NoNode => ZkError::NoNode(path),
+        zk::Error::NodeExists => ZkError::NodeExists(path),
+        zk::Error::NotEmpty => ZkError::NotEmpty(path),
+        zk::Error::BadVersion => ZkError::BadVersion(path),
+        zk::Error::NoChildrenForEphemerals => ZkError::NoChildrenForEphemerals(path),
+        zk::Error::BadArguments(why) => ZkError::BadArguments(format!("{path}: {why}")),
+        zk::Error::ConnectionLoss | zk::Error::Timeout => {
+            ZkError::ConnectionLoss(format!("{path}: {e}"))
+        }
+        zk::Error::SessionExpired | zk::Error::ClientClosed => {
+            ZkError::SessionExpired(format!("{path}: {e}"))
+        }
+        other => ZkError::Other(format!("{path}: {other}")),
+    }
+}
+
+/// The seam's `Stat` for the client's.
+fn stat(s: &zk::Stat) -> Stat {
+    Stat {
+        czxid: s.czxid,
+        mzxid: s.mzxid,
+        pzxid: s.pzxid,
+        version: s.version,
+        cversion: s.cversion,
+        ephemeral_owner: s.ephemeral_owner,
+        data_length: s.data_length,
+        num_children: s.num_children,
+    }
+}
+
+impl ZkClient for RealZkClient {
+    async fn create(
+        &mut self,
+        path: &str,
+        data: &[u8],
+        mode: CreateMode,
+    ) -> Result<(String, Stat), ZkError> {
+        let mode = match mode {
+            CreateMode::Persistent => zk::CreateMode::Persistent,
+            CreateMode::PersistentSequential => zk::CreateMode::PersistentSequential,
+            CreateMode::Ephemeral => zk::CreateMode::Ephemeral,
+            CreateMode::EphemeralSequential => zk::CreateMode::EphemeralSequential,
+        };
+        let sequential = matches!(
+            mode,
+            zk::CreateMode::PersistentSequential | zk::CreateMode::EphemeralSequential
+        );
+        let options = mode.with_acls(zk::Acls::anyone_all());
+        let out = self.client()?.create(path, data, &options).await;
+        let (s, sequence) = self.heard(out, path)?;
+        let name = if sequential {
+            format!("{path}{sequence}")
+        } else {
+            path.to_string()
+        };
+        Ok((name, stat(&s)))
+    }
+
+    async fn delete(&mut self, path: &str, version: Option<i32>) -> Result<(), ZkError> {
+        let out = self.client()?.delete(path, version).await;
+        self.heard(out, path)
+    }
+
+    async fn exists(&mut self, path: &str, watch: bool) -> Result<Option<Stat>, ZkError> {
+        if watch {
+            let out = self.client()?.check_and_watch_stat(path).await;
+            let (s, watcher) = self.heard(out, path)?;
+            self.forward(watcher);
+            Ok(s.as_ref().map(stat))
+        } else {
+            let out = self.client()?.check_stat(path).await;
+            Ok(self.heard(out, path)?.as_ref().map(stat))
+        }
+    }
+
+    async fn get_data(&mut self, path: &str, watch: bool) -> Result<(Vec<u8>, Stat), ZkError> {
+        if watch {
+            let out = self.client()?.get_and_watch_data(path).await;
+            let (data, s, watcher) = self.heard(out, path)?;
+            self.forward(watcher);
+            Ok((data, stat(&s)))
+        } else {
+            let out = self.client()?.get_data(path).await;
+            let (data, s) = self.heard(out, path)?;
+            Ok((data, stat(&s)))
+        }
+    }
+
+    async fn get_children(&mut self, path: &str, watch: bool) -> Result<Vec<String>, ZkError> {
+        let mut children = if watch {
+            let out = self.client()?.list_and_watch_children(path).await;
+            let (children, watcher) = self.heard(out, path)?;
+            self.forward(watcher);
+            children
+        } else {
+            let out = self.client()?.list_children(path).await;
+            self.heard(out, path)?
+        };
+        children.sort();
+        Ok(children)
+    }
+
+    async fn next_event(&mut self, timeout_ms: u64) -> Option<ZkEvent> {
+        if let Ok(event) = self.events.try_recv() {
+            return Some(event);
+        }
+        if timeout_ms == 0 {
+            return None;
+        }
+        tokio::time::timeout(Duration::from_millis(timeout_ms), self.events.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    fn state(&self) -> SessionState {
+        self.shared.lock().unwrap().state
+    }
+
+    fn session_id(&self) -> i64 {
+        self.client.as_ref().map_or(0, |c| c.session_id().0)
+    }
+
+    fn session_timeout_ms(&self) -> u64 {
+        self.client
+            .as_ref()
+            .map_or(0, |c| c.session_timeout().as_millis() as u64)
+    }
+
+    fn last_heard_ms(&self) -> u64 {
+        self.shared.lock().unwrap().last_heard_ms
+    }
+
+    async fn reconnect(&mut self) -> Result<(), ZkError> {
+        let connector = zk::Client::connector()
+            .with_session_timeout(self.requested_timeout)
+            .with_connection_timeout(self.requested_timeout * 2 / 3);
+        let client = connector
+            .connect(&self.connect_string)
+            .await
+            .map_err(|e| error(e, &self.connect_string))?;
+        {
+            let mut s = self.shared.lock().unwrap();
+            s.state = SessionState::Connected;
+            s.last_heard_ms = (self.clock)();
+        }
+        while self.events.try_recv().is_ok() {}
+        let mut states = client.state_watcher();
+        let shared = self.shared.clone();
+        let tx = self.events_tx.clone();
+        let clock = self.clock.clone();
+        tokio::spawn(async move {
+            loop {
+                let state = match states.changed().await {
+                    zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                        SessionState::Connected
+                    }
+                    zk::SessionState::Disconnected => SessionState::Suspended,
+                    _ => SessionState::Lost,
+                };
+                {
+                    let mut s = shared.lock().unwrap();
+                    if state == SessionState::Connected {
+                        s.last_heard_ms = clock();
+                    }
+                    s.state = state;
+                }
+                let _ = tx.send(ZkEvent::Session(state));
+                if state == SessionState::Lost {
+                    return;
+                }
+            }
+        });
+        self.client = Some(client);
+        Ok(())
+    }
+
+    async fn close(&mut self) -> Result<(), ZkError> {
+        self.client()?;
+        // Dropping the last handle closes the session on the server.
+        self.client = None;
+        self.shared.lock().unwrap().state = SessionState::Lost;
+        Ok(())
+    }
+}
