@@ -79,9 +79,14 @@ impl Progress {
     /// Moves to `done` items with `violating` of them violating (`None`: the work has no
     /// verdicts yet, as the events of one run).
     pub fn tick(&self, done: u64, violating: Option<u64>) {
+        self.tick_counting(done, violating.map(|v| ("violations", v)));
+    }
+
+    /// Moves to `done` items with a count of its own (`("kept", 3)` for a shrink's kept steps).
+    pub fn tick_counting(&self, done: u64, count: Option<(&str, u64)>) {
         self.bar.set_position(done);
-        if let Some(v) = violating.filter(|&v| v > 0 || done == 1) {
-            self.bar.set_message(format!("violations: {v}"));
+        if let Some((label, v)) = count.filter(|&(_, v)| v > 0 || done == 1) {
+            self.bar.set_message(format!("{label}: {v}"));
         }
         let Some(p) = &self.plain else { return };
         let now = Instant::now();
@@ -89,7 +94,7 @@ impl Progress {
             return;
         }
         p.next.set(now + p.every);
-        eprintln!("{}", p.line(done, violating, now));
+        eprintln!("{}", p.line(done, count, now));
     }
 
     /// Removes the bar (plain lines stay in the log).
@@ -99,8 +104,9 @@ impl Progress {
 }
 
 impl Plain {
-    /// `progress: explore x: 1200/2000 cases (60 %), 240 cases/s, violations: 0, about 3 s left`.
-    fn line(&self, done: u64, violating: Option<u64>, now: Instant) -> String {
+    /// `progress: explore x: 1200/2000 cases (60 %), 240 cases/s, violations: 0, about 3 s left`;
+    /// under 10 a second, the time per item instead (`5.0 s per step`).
+    fn line(&self, done: u64, count: Option<(&str, u64)>, now: Instant) -> String {
         let secs = now.duration_since(self.start).as_secs_f64().max(1e-3);
         let rate = done as f64 / secs;
         let share = 100.0 * done as f64 / self.total.max(1) as f64;
@@ -110,10 +116,21 @@ impl Plain {
             let s = (self.total - done) as f64 / rate;
             format!("about {} left", crate::progress::duration(s))
         };
-        let violations = violating.map_or(String::new(), |v| format!(", violations: {v}"));
+        let count = count.map_or(String::new(), |(l, v)| format!(", {l}: {v}"));
+        let per = if done == 0 {
+            "none done yet".to_string()
+        } else if rate >= 10.0 {
+            format!("{rate:.0} {}/s", self.unit)
+        } else {
+            format!(
+                "{:.1} s per {}",
+                1.0 / rate.max(1e-9),
+                self.unit.trim_end_matches('s')
+            )
+        };
         format!(
-            "progress: {}: {done}/{} {} ({share:.0} %), {rate:.0} {}/s{violations}, {left}",
-            self.what, self.total, self.unit, self.unit
+            "progress: {}: {done}/{} {} ({share:.0} %), {per}{count}, {left}",
+            self.what, self.total, self.unit
         )
     }
 }
@@ -146,13 +163,28 @@ mod tests {
             start,
             next: Cell::new(start),
         };
-        let line = p.line(1200, Some(0), start + Duration::from_secs(5));
+        let line = p.line(
+            1200,
+            Some(("violations", 0)),
+            start + Duration::from_secs(5),
+        );
         assert_eq!(
             line,
             "progress: explore x: 1200/2000 cases (60 %), 240 cases/s, violations: 0, about 3 s left"
         );
         let line = p.line(0, None, start + Duration::from_secs(5));
         assert!(line.ends_with("end not yet estimated"), "{line}");
+        // Slow work (shrink steps of seconds) reads per item, not as "0 steps/s".
+        let slow = Plain {
+            unit: "steps".into(),
+            total: 32,
+            ..p
+        };
+        let line = slow.line(4, Some(("kept", 2)), start + Duration::from_secs(20));
+        assert_eq!(
+            line,
+            "progress: explore x: 4/32 steps (12 %), 5.0 s per step, kept: 2, about 2 min left"
+        );
         assert_eq!(duration(90_000.0), "25 h");
     }
 }

@@ -8,8 +8,8 @@ use crate::check::CHECK_NAMES;
 use crate::exec::Shard;
 use crate::explore::real::{DEFAULT_RUNS, MAX_RUNS, REAL_MAX_SHRINK_STEPS};
 use crate::explore::{
-    default_out, search, write_and_replay, SearchMode, SearchOptions, DEFAULT_CASES, MAX_CASES,
-    MAX_JOBS, MAX_SHRINK_STEPS,
+    default_out, search_in_phases, write_and_replay, SearchMode, SearchOptions, DEFAULT_CASES,
+    MAX_CASES, MAX_JOBS, MAX_SHRINK_STEPS,
 };
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -132,13 +132,10 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         Ok(s) => s,
         Err(m) => return fail(format!("{}: {m}", path.display())),
     };
-    if let Some(limit) = opts.time_limit {
-        // The limit is checked between cases and shrink steps; one case cannot be cut short.
-        let case_s = if opts.real {
-            crate::world::estimate::run_ms(&base) as f64 / 1000.0
-        } else {
-            crate::world::estimate::time_estimate_s(&base)
-        };
+    if let (Some(limit), true) = (opts.time_limit, opts.real) {
+        // A simulated case is cut at the deadline and judged up to there (`world::cut`); a real
+        // run of spawned processes is not, so one that cannot fit is refused.
+        let case_s = crate::world::estimate::run_ms(&base) as f64 / 1000.0;
         if case_s > limit.as_secs_f64() {
             return fail(format!(
                 "{}: one case of this space is estimated to take about {} (about {} events and \
@@ -178,12 +175,9 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         locks: opts.locks.clone(),
         mode,
     };
-    let what = format!("explore {}", base.name);
-    let bar = crate::progress::bar(opts.shard.len(opts.cases), "cases", &what);
-    let result = search(&base, &space, &search_opts, &|tried, violating| {
-        bar.tick(tried, Some(violating))
-    });
-    bar.finish();
+    let phases = super::explore_progress::Phases::new(format!("explore {}", base.name));
+    let result = search_in_phases(&base, &space, &search_opts, &|p| phases.report(p));
+    phases.finish();
     if let Some(e) = &result.error {
         return fail(format!(
             "{}: a real run could not be made: {e}",

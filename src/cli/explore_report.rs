@@ -35,7 +35,14 @@ pub fn text(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
                 "FOUND {} violation — {} (case {} of the search, shrunk in {} steps)",
                 f.check, base.name, f.index, f.shrink_steps
             );
-            if f.cut_short {
+            if f.run_cut {
+                let _ = writeln!(
+                    out,
+                    "the time limit cut this case's run: the violation is in the part that ran, \
+                     judged up to the cut; the case is not shrunk (it may not be minimal) and the \
+                     finding was not replayed (`lockcheck run` runs it whole)"
+                );
+            } else if f.cut_short {
                 let _ = writeln!(
                     out,
                     "the time limit cut the shrink short: this case violates, a smaller one may too"
@@ -58,7 +65,9 @@ pub fn text(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
                 out,
                 "NOTHING FOUND — {}: no case violated{}",
                 base.name,
-                if r.timed_out {
+                if r.cut_run {
+                    " before the time limit (it cut the last case's run, judged up to the cut)"
+                } else if r.timed_out {
                     " before the time limit"
                 } else {
                     ""
@@ -106,6 +115,7 @@ pub fn json(base: &Scenario, r: &SearchResult, written: Option<&Written<'_>>) ->
         "cases_violating": r.violating,
         "distinct_traces": r.distinct_traces,
         "timed_out": r.timed_out,
+        "cut_run": r.cut_run,
         "cases_skipped": r.skipped,
         "found": found,
     })

@@ -14,6 +14,7 @@ pub mod budget;
 pub mod explore;
 mod explore_artifacts;
 mod explore_out;
+mod explore_progress;
 pub mod explore_report;
 pub mod list;
 pub mod model;

@@ -70,7 +70,11 @@ pub fn found_scenario(
 /// often it reproduces instead of the seed (which does not fix a real run).
 fn about(found: &Found, rate: Option<Rate>) -> String {
     let summary = &found.outcome.checks[&found.check].summary;
-    let steps = if found.cut_short {
+    let steps = if found.run_cut {
+        "0 steps: --time-limit cut the case's own run, judged up to the cut; it may not be \
+         minimal"
+            .to_string()
+    } else if found.cut_short {
         format!(
             "{} steps, then cut short by --time-limit: a smaller case may also violate",
             found.shrink_steps
@@ -90,8 +94,8 @@ fn about(found: &Found, rate: Option<Rate>) -> String {
     );
     let back = match found.taken_back {
         0 => String::new(),
-        1 => ", the last step taken back as it violated in under half its runs".to_string(),
-        n => format!(", the last {n} taken back as they violated in under half their runs"),
+        1 => ", the last step taken back as it fell short of the margin when run again".to_string(),
+        n => format!(", the last {n} taken back as they fell short of the margin when run again"),
     };
     format!(
         "Found by lockcheck explore --real (case {}, shrunk in {steps}{back}): {} violated — {}; \

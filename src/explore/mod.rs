@@ -11,12 +11,14 @@
 
 pub mod emit;
 pub mod pause_budget;
+pub mod phase;
 pub mod real;
 pub mod search;
 pub mod strategy;
 
+pub use phase::Phase;
 pub use real::Rate;
-pub use search::{search, Found, SearchMode, SearchOptions, SearchResult};
+pub use search::{search, search_in_phases, Found, SearchMode, SearchOptions, SearchResult};
 
 use crate::judge::{Mode, Outcome, SeedsOutcome};
 use crate::registry::Registry;
@@ -109,7 +111,7 @@ pub fn write_and_replay(
     if let SearchMode::Real { runs } = mode {
         let first_text = emit::found_scenario(input_text, found, None, moved)?;
         let scenario = write_and_read(locks, &first_text, out)?;
-        let (rate, first) = real::rate(locks, &scenario, &found.check, runs, jobs)?;
+        let (rate, first) = real::rate(locks, &scenario, &found.check, runs, jobs, &|_| {})?;
         let text = emit::found_scenario(input_text, found, Some(rate), moved)?;
         let scenario = write_and_read(locks, &text, out)?;
         // The report shows a run of the file that violated; if none did, the search's own run.
@@ -123,6 +125,15 @@ pub fn write_and_replay(
     }
     let text = emit::found_scenario(input_text, found, None, moved)?;
     let scenario = write_and_read(locks, &text, out)?;
+    if found.run_cut {
+        // The whole run did not fit in the time limit; what was judged is the cut run's prefix.
+        return Ok(Replayed {
+            outcome: SeedsOutcome::aggregate(&scenario, vec![found.outcome.clone()]),
+            text,
+            scenario,
+            rate: None,
+        });
+    }
     let run = locks.run_sim(&scenario, scenario.seed);
     let outcome = Outcome::judge(&scenario, Mode::Sim, scenario.seed, run.history);
     if outcome.trace_hash != found.outcome.trace_hash {

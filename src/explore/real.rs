@@ -5,18 +5,23 @@
 //! A real run is not a function of its seed: the kernel schedules the servers and the clients, and
 //! a pause that lands a millisecond later can miss the window a violation needs. So a verdict is a
 //! rate, not a bit, and the search treats it as one:
-//! - a case that violates is **confirmed** by running it again, [`DEFAULT_RUNS`] times by default;
-//! - a shrink candidate **keeps** the violation when it violates in at least one of its runs
-//!   ([`violates_in`]); it stops at the first that does, so a reliable violation costs one run;
-//! - a shrink that ends at the edge of a timing window (a pause 26 ms shorter than the lease that
-//!   violated once, when the hold that followed it happened to be long) is **taken back** to the
-//!   last kept candidate that violates in at least half of its runs ([`settle`]);
+//! - a case that violates is **confirmed** by running it again, `--runs` times ([`DEFAULT_RUNS`]):
+//!   its rate, say 3 of 3, is the **margin** every smaller case must keep ([`Margin`]);
+//! - a shrink candidate is **kept** only while it violates as often as the case as drawn did
+//!   ([`decide`]). Its runs go in rounds of `--jobs` at once, and it is decided after the first
+//!   round that settles it: kept as soon as at least two runs (or all `--runs`, if fewer) show a
+//!   violation rate at least the margin's, dropped as soon as the misses so far leave it short of
+//!   the margin's violations even if every one of its remaining `--runs` runs violated. Against
+//!   a margin of 3 of 3 on 2 cores, every candidate is decided by its first round of two runs: 2
+//!   of 2 keeps it, a miss drops it;
+//! - proptest's binary searches end at the edge of a timing window, where a candidate violates
+//!   by luck, so before the finding is written the smallest kept case is **run again** and taken
+//!   back to the one before it while it falls short of the margin ([`settle`]);
 //! - the written file states its **reproduction rate**, counted by running it from the file.
 //!
-//! The property is proptest's shrinking made tolerant of flakiness, as Jepsen's and QuickCheck's
-//! state-machine testers do it when they re-check a shrunk history several times: "violates in at
-//! least one of k runs" is monotone enough for proptest's binary searches, because a candidate that
-//! lost the violation is reported only after k misses.
+//! This is proptest's shrinking made tolerant of flakiness, as Jepsen's and QuickCheck's
+//! state-machine testers re-check a shrunk history several times; the margin is what keeps the
+//! shrink away from the edge of the window, where a finding replays one time in two.
 
 use crate::check::Verdict;
 use crate::exec::run_ordered;
@@ -26,19 +31,20 @@ use crate::registry::Registry;
 use crate::scenario::Scenario;
 use std::fmt;
 
-/// Runs per confirmation and per shrink candidate when `--runs` is not given: enough that a
-/// violation seen in half the runs is kept 7 times in 8, few enough that a candidate that lost
-/// it costs seconds, not minutes.
+/// Runs per confirmation and per shrink candidate when `--runs` is not given: enough that the
+/// margin of a case that violated 3 of 3 times drops a candidate at the edge of the window (one
+/// that violates half the time) 7 times in 8, few enough that a candidate costs seconds.
 pub const DEFAULT_RUNS: u32 = 3;
 
 /// The most runs `--runs` may ask for: each is a real run of seconds.
 pub const MAX_RUNS: u32 = 100;
 
-/// Shrink steps when `--shrink-steps` is not given on real servers: a step is up to `--runs` real
-/// runs of a second or more, so proptest's full binary searches (thousands of steps in
+/// Shrink steps when `--shrink-steps` is not given on real servers: a step is one or two rounds
+/// of real runs of a second or more, so proptest's full binary searches (thousands of steps in
 /// simulation) would take hours. The structure shrinks first (fewer faults, clients, cycles);
-/// what this budget leaves are the last halvings of the numbers.
-pub const REAL_MAX_SHRINK_STEPS: u32 = 48;
+/// what this budget leaves are the last halvings of the numbers, below what a real run's
+/// scheduling noise can tell apart.
+pub const REAL_MAX_SHRINK_STEPS: u32 = 32;
 
 /// How often a case violated its check, out of the runs that tried it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +91,47 @@ fn violates(outcome: &Outcome, check: &str) -> bool {
     outcome.checks.get(check).map(|c| c.verdict) == Some(Verdict::Violation)
 }
 
+/// The evidence a smaller case needs to be kept: `needed` violating runs of at most `runs`, the
+/// rate at which the case as drawn violated when confirmed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Margin {
+    /// Violating runs needed.
+    pub needed: u32,
+    /// Runs at most.
+    pub runs: u32,
+}
+
+impl Margin {
+    /// The margin of a case confirmed at `confirmed`: as many violations in as many runs, and at
+    /// least one (a case that did not violate again is shrunk on "violates at all", the search's
+    /// own violating run being its only evidence).
+    pub fn of(confirmed: Rate) -> Margin {
+        Margin {
+            needed: confirmed.violated.clamp(1, confirmed.runs.max(1)),
+            runs: confirmed.runs.max(1),
+        }
+    }
+
+    /// Kept: at least [`MIN_EVIDENCE`] runs (or all of them, if fewer), violating at the
+    /// margin's rate or more (and with all of them, as many times).
+    fn reached(&self, r: Rate) -> bool {
+        r.runs >= MIN_EVIDENCE.min(self.runs)
+            && u64::from(r.violated) * u64::from(self.runs)
+                >= u64::from(self.needed) * u64::from(r.runs)
+    }
+
+    /// Dropped: too many misses for the margin's violations, even if every run left violated.
+    fn out_of_reach(&self, r: Rate) -> bool {
+        r.violated + self.runs.saturating_sub(r.runs) < self.needed
+    }
+}
+
+/// The fewest runs that keep a shrink candidate: one run that violates is luck as often as not
+/// at the edge of a timing window.
+pub const MIN_EVIDENCE: u32 = 2;
+
+impl Margin {}
+
 /// Why a series of runs stopped before its end.
 enum Stopped {
     /// Real mode has no recipe for one of the scenario's faults.
@@ -93,15 +140,19 @@ enum Stopped {
     Failed(String),
 }
 
-/// Runs `scenario` `runs` times, `jobs` at once, and counts the runs that violate `check`, with
-/// the first violating run; with `stop_at_first`, stops there.
+/// Runs `scenario` up to `runs` times in rounds of `jobs` at once, counting the runs that violate
+/// `check` (with the first violating run), and stops after the first round at whose end `done`
+/// says so. Rounds, not a pool: a run started while the round before is judged would be waited
+/// for even when the verdict no longer needs it, and a real run is seconds. `tick` is called
+/// after each run with the count so far.
 fn tally(
     locks: &Registry,
     scenario: &Scenario,
     check: &str,
     runs: u32,
     jobs: usize,
-    stop_at_first: bool,
+    done: &dyn Fn(Rate) -> bool,
+    tick: &dyn Fn(Rate),
 ) -> Result<(Rate, Option<Outcome>), Stopped> {
     let mut rate = Rate {
         violated: 0,
@@ -109,95 +160,122 @@ fn tally(
     };
     let mut first = None;
     let mut stopped = None;
-    let indices: Vec<u64> = (0..u64::from(runs)).collect();
-    run_ordered(
-        &indices,
-        jobs,
-        |_| run_once(locks, scenario),
-        |_, run| match run {
-            RealRun::Judged(o) => {
-                rate.runs += 1;
-                if violates(&o, check) {
-                    rate.violated += 1;
-                    first.get_or_insert(*o);
-                    return !stop_at_first;
+    while rate.runs < runs && !done(rate) {
+        let round = (runs - rate.runs).min(jobs.max(1) as u32);
+        let indices: Vec<u64> = (0..u64::from(round)).collect();
+        run_ordered(
+            &indices,
+            jobs,
+            |_| run_once(locks, scenario),
+            |_, run| match run {
+                RealRun::Judged(o) => {
+                    rate.runs += 1;
+                    if violates(&o, check) {
+                        rate.violated += 1;
+                        first.get_or_insert(*o);
+                    }
+                    tick(rate);
+                    true
                 }
-                true
-            }
-            RealRun::Unsupported(m) => {
-                stopped = Some(Stopped::Unsupported(m));
-                false
-            }
-            RealRun::Failed(m) => {
-                stopped = Some(Stopped::Failed(m));
-                false
-            }
-        },
-    );
-    match stopped {
-        Some(s) => Err(s),
-        None => Ok((rate, first)),
+                RealRun::Unsupported(m) => {
+                    stopped = Some(Stopped::Unsupported(m));
+                    false
+                }
+                RealRun::Failed(m) => {
+                    stopped = Some(Stopped::Failed(m));
+                    false
+                }
+            },
+        );
+        if let Some(s) = stopped {
+            return Err(s);
+        }
     }
+    Ok((rate, first))
 }
 
-/// Runs `scenario` up to `runs` times, `jobs` at once, and stops at the first run that violates
-/// `check`: the shrink's test ("violates in at least one of k runs"). Returns that run, or `None`
-/// when every run held (or real mode cannot run the case at all).
-pub fn violates_in(
+/// Whether `scenario` keeps the violation of `check` by `margin`: runs it in rounds of `jobs`
+/// until the margin is reached (returns the rate so far and a violating run) or out of reach
+/// (`None`; also when real mode cannot run the case at all).
+pub fn decide(
     locks: &Registry,
     scenario: &Scenario,
     check: &str,
-    runs: u32,
+    margin: Margin,
     jobs: usize,
-) -> Result<Option<Outcome>, String> {
-    match tally(locks, scenario, check, runs, jobs, true) {
-        Ok((_, first)) => Ok(first),
-        Err(Stopped::Unsupported(_)) => Ok(None),
+) -> Result<Option<(Rate, Outcome)>, String> {
+    let done = |r: Rate| margin.reached(r) || margin.out_of_reach(r);
+    match tally(locks, scenario, check, margin.runs, jobs, &done, &|_| {}) {
+        Ok((r, Some(first))) if margin.reached(r) => Ok(Some((r, first))),
+        Ok(_) | Err(Stopped::Unsupported(_)) => Ok(None),
         Err(Stopped::Failed(m)) => Err(m),
     }
 }
 
 /// Runs `scenario` `runs` times, `jobs` at once, and counts the runs that violate `check`: its
-/// reproduction rate, with the first violating run (the one a report shows).
+/// reproduction rate, with the first violating run (the one a report shows). `tick` is called
+/// after each run.
 pub fn rate(
     locks: &Registry,
     scenario: &Scenario,
     check: &str,
     runs: u32,
     jobs: usize,
+    tick: &dyn Fn(Rate),
 ) -> Result<(Rate, Option<Outcome>), String> {
-    tally(locks, scenario, check, runs, jobs, false).map_err(|s| match s {
+    tally(locks, scenario, check, runs, jobs, &|_| false, tick).map_err(|s| match s {
         Stopped::Unsupported(m) | Stopped::Failed(m) => m,
     })
 }
 
-/// The most shrink steps [`settle`] takes back, each costing `--runs` runs, before it falls back
-/// to the case as drawn (which the search confirmed).
+/// The most shrink steps [`settle`] takes back, each costing a round or two of runs, before it
+/// falls back to the case as drawn (which the search confirmed).
 pub const MAX_TAKEN_BACK: usize = 4;
 
-/// Whether `rate` reproduces reliably enough to be written as a finding: at least half its runs.
-fn reliable(rate: Rate) -> bool {
-    rate.violated * 2 >= rate.runs
-}
-
-/// The finding to write after a shrink on real servers. "Violates in at least one of k runs" lets
-/// a shrink step keep a case that violated once by luck, and proptest's binary searches end
-/// exactly there, at the edge of the window. So the kept candidates are tried again from the
-/// newest (`kept` is in the order they were kept), at most [`MAX_TAKEN_BACK`] of them, and the
-/// first that violates in at least half of `runs` runs is the finding: returns its index in
-/// `kept`, its rate and a violating run. `None`: none did, the case as drawn is the finding.
+/// The finding to write after a shrink on real servers. Each kept candidate reached the margin
+/// once, and proptest's binary searches end where a candidate reaches it by luck: the kept
+/// candidates are decided again from the newest (`kept` is in the order they were kept), at most
+/// [`MAX_TAKEN_BACK`] of them, and the first that reaches `margin` again is the finding: returns
+/// its index in `kept` and a violating run. `None`: none did, the case as drawn is the finding.
 pub fn settle(
     locks: &Registry,
     kept: &[Scenario],
     check: &str,
-    runs: u32,
+    margin: Margin,
     jobs: usize,
-) -> Result<Option<(usize, Rate, Outcome)>, String> {
+) -> Result<Option<(usize, Outcome)>, String> {
     for (i, scenario) in kept.iter().enumerate().rev().take(MAX_TAKEN_BACK) {
-        let (r, first) = rate(locks, scenario, check, runs, jobs)?;
-        if let (true, Some(outcome)) = (reliable(r), first) {
-            return Ok(Some((i, r, outcome)));
+        if let Some((_, outcome)) = decide(locks, scenario, check, margin, jobs)? {
+            return Ok(Some((i, outcome)));
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_margin_decides_as_soon_as_the_evidence_allows() {
+        let r = |violated, runs| Rate { violated, runs };
+        let all = Margin::of(r(3, 3));
+        assert_eq!(all, Margin { needed: 3, runs: 3 });
+        // One miss and 3 of 3 can no longer be reached: dropped after the first round.
+        assert!(all.out_of_reach(r(1, 2)));
+        // Two of two is the margin's rate on the evidence of two runs: kept after one round.
+        assert!(!all.reached(r(1, 1)) && !all.out_of_reach(r(1, 1)));
+        assert!(all.reached(r(2, 2)) && all.reached(r(3, 3)));
+        // A case that violated twice in 3: 1 of 2 waits for the third run, which decides.
+        let twice = Margin::of(r(2, 3));
+        assert!(!twice.reached(r(1, 2)) && !twice.out_of_reach(r(1, 2)));
+        assert!(twice.reached(r(2, 3)) && twice.out_of_reach(r(1, 3)));
+        assert!(twice.out_of_reach(r(0, 2)));
+        // A case that violated once in 3 keeps a candidate at 1 of 2.
+        let once = Margin::of(r(1, 3));
+        assert!(once.reached(r(1, 2)) && !once.reached(r(0, 2)));
+        assert!(!once.out_of_reach(r(0, 2)) && once.out_of_reach(r(0, 3)));
+        // A case that never violated again still needs one violation of its runs.
+        assert_eq!(Margin::of(r(0, 3)), Margin { needed: 1, runs: 3 });
+    }
 }

@@ -9,7 +9,8 @@
 //! On real servers ([`SearchMode::Real`]) the same loop runs real cases instead, and a verdict becomes
 //! a rate: see [`super::real`].
 
-use super::real::{self, Rate, RealRun};
+use super::phase::Phase;
+use super::real::{self, Margin, Rate, RealRun};
 use super::strategy::{cases, Case};
 use crate::check::Verdict;
 use crate::exec::{run_ordered, Shard};
@@ -84,12 +85,16 @@ pub struct Found {
     pub shrink_time: Duration,
     /// On real servers: how often the first violating case violated again when rerun.
     pub confirmed: Option<Rate>,
-    /// On real servers: the last shrink steps taken back because the cases they kept violated in
-    /// fewer than half of their runs ([`real::settle`]).
+    /// On real servers: the last shrink steps taken back because the cases they kept fell short
+    /// of the margin when run again ([`real::settle`]).
     pub taken_back: u32,
     /// The time limit ended the shrink before it was done: the case still violates, but a
     /// smaller one may too.
     pub cut_short: bool,
+    /// The time limit cut the violating case's own simulated run: `outcome` judges the run up
+    /// to the cut (a violation there is one of the whole run), and the finding is written
+    /// without replaying the whole run, which did not fit in the limit.
+    pub run_cut: bool,
 }
 
 /// What a search did.
@@ -107,6 +112,8 @@ pub struct SearchResult {
     pub elapsed: Duration,
     /// Stopped by `--time-limit` before the budget ran out.
     pub timed_out: bool,
+    /// The time limit cut the last case's simulated run: it was judged up to the cut.
+    pub cut_run: bool,
     /// Cases not run because real mode has no recipe for one of their faults (0 in simulation).
     pub skipped: u64,
     /// Why the search stopped without a verdict: a real run that could not be made (a missing
@@ -121,6 +128,8 @@ enum CaseResult {
         trace: u64,
         /// On real servers, the violating run (it cannot be had again by rerunning the case).
         outcome: Option<Box<Outcome>>,
+        /// The time limit cut the simulated run ([`crate::world::cut`]).
+        cut: bool,
     },
     OutOfTime,
     /// Real mode has no recipe for one of the case's faults.
@@ -160,6 +169,21 @@ pub fn judge(locks: &Registry, base: &Scenario, space: &Space, case: &Case) -> (
     (scenario, outcome)
 }
 
+/// [`judge`], with the run cut at `deadline` ([`crate::world::cut`]): also whether it was.
+fn judge_until(
+    locks: &Registry,
+    base: &Scenario,
+    space: &Space,
+    case: &Case,
+    deadline: Option<Instant>,
+) -> (Outcome, bool) {
+    crate::world::cut::set_deadline(deadline);
+    let (_, outcome) = judge(locks, base, space, case);
+    let cut = crate::world::cut::take_cut();
+    crate::world::cut::set_deadline(None);
+    (outcome, cut)
+}
+
 /// The check of `outcome` that counts as a finding: `check` if violated, else (with no `check`)
 /// the first violated one in report order.
 pub fn violated(outcome: &Outcome, check: Option<&str>) -> Option<String> {
@@ -190,6 +214,32 @@ pub fn search(
     opts: &SearchOptions,
     progress: &dyn Fn(u64, u64),
 ) -> SearchResult {
+    search_in_phases(base, space, opts, &|p| {
+        if let Phase::Search {
+            done, violating, ..
+        } = p
+        {
+            progress(done, violating)
+        }
+    })
+}
+
+/// [`search`], reporting every phase: each case of the search, each run confirming the finding
+/// on real servers, each shrink step and each run settling it.
+pub fn search_in_phases(
+    base: &Scenario,
+    space: &Space,
+    opts: &SearchOptions,
+    progress: &dyn Fn(Phase),
+) -> SearchResult {
+    let total = opts.shard.len(opts.cases);
+    let searched = |done, violating| {
+        progress(Phase::Search {
+            done,
+            total,
+            violating,
+        })
+    };
     let start = Instant::now();
     let deadline = opts.time_limit.map(|t| start + t);
     // The longest case so far (µs): no case is drawn that could not finish, and leave time to
@@ -201,6 +251,8 @@ pub fn search(
     let mut traces = crate::exec::DistinctCount::default();
     let mut first: Option<(u64, String, Option<Box<Outcome>>)> = None;
     let mut timed_out = false;
+    let mut cut_run = false;
+    let mut found_cut = false;
     let mut skipped = 0u64;
     let mut error = None;
     let mut first_at = Duration::ZERO;
@@ -218,8 +270,15 @@ pub fn search(
         }
         let case_start = Instant::now();
         let case = tree(space, opts.seed, i).current();
+        let mut cut = false;
         let outcome = match opts.mode {
-            SearchMode::Sim => Box::new(judge(&opts.locks, base, space, &case).1),
+            SearchMode::Sim => {
+                // A case longer than what is left of the limit is cut at the deadline and judged
+                // up to there, rather than not run or run past the limit.
+                let (outcome, was_cut) = judge_until(&opts.locks, base, space, &case, deadline);
+                cut = was_cut;
+                Box::new(outcome)
+            }
             SearchMode::Real { .. } => {
                 match real::run_once(&opts.locks, &case.scenario(base, space)) {
                     RealRun::Judged(o) => o,
@@ -239,6 +298,7 @@ pub fn search(
             violated,
             trace,
             outcome: keep.then_some(outcome),
+            cut,
         }
     };
     let mut fold = |i: u64, r: CaseResult| {
@@ -251,6 +311,7 @@ pub fn search(
                 violated,
                 trace,
                 outcome,
+                cut,
             } => {
                 tried += 1;
                 traces.add(trace);
@@ -259,14 +320,21 @@ pub fn search(
                     if first.is_none() {
                         first = Some((i, c, outcome));
                         first_at = start.elapsed();
+                        // A finding from a cut run cannot be shrunk or replayed in the limit.
+                        found_cut = cut;
                     }
                 }
-                progress(tried + skipped, violating);
-                opts.keep_going || first.is_none()
+                searched(tried + skipped, violating);
+                if cut {
+                    // The deadline has passed: no other case can run.
+                    timed_out = true;
+                    cut_run = true;
+                }
+                !cut && (opts.keep_going || first.is_none())
             }
             CaseResult::Skipped => {
                 skipped += 1;
-                progress(tried + skipped, violating);
+                searched(tried + skipped, violating);
                 true
             }
             CaseResult::Failed(m) => {
@@ -290,7 +358,12 @@ pub fn search(
             deadline,
             step: longest(),
         };
-        match found_case(base, space, opts, budget, index, check, seen) {
+        let made = if found_cut {
+            Ok(found_in_cut_run(base, space, opts, index, check, seen))
+        } else {
+            found_case(base, space, opts, budget, (index, check, seen), progress)
+        };
+        match made {
             Ok(mut f) => {
                 f.time_to_first = time_to_first;
                 found = Some(f);
@@ -305,8 +378,36 @@ pub fn search(
         found,
         elapsed: start.elapsed(),
         timed_out,
+        cut_run,
         skipped,
         error,
+    }
+}
+
+/// The finding of case `index`, whose violating run `seen` the time limit cut: neither shrunk
+/// nor confirmed, since the deadline has passed.
+fn found_in_cut_run(
+    base: &Scenario,
+    space: &Space,
+    opts: &SearchOptions,
+    index: u64,
+    check: String,
+    seen: Option<Box<Outcome>>,
+) -> Found {
+    let case = tree(space, opts.seed, index).current();
+    Found {
+        index,
+        check,
+        scenario: case.scenario(base, space),
+        case,
+        outcome: *seen.expect("a case is found only from a violating run"),
+        shrink_steps: 0,
+        time_to_first: Duration::ZERO,
+        shrink_time: Duration::ZERO,
+        confirmed: None,
+        taken_back: 0,
+        cut_short: true,
+        run_cut: true,
     }
 }
 
@@ -348,9 +449,8 @@ fn found_case(
     space: &Space,
     opts: &SearchOptions,
     budget: Budget,
-    index: u64,
-    check: String,
-    seen: Option<Box<Outcome>>,
+    (index, check, seen): (u64, String, Option<Box<Outcome>>),
+    progress: &dyn Fn(Phase),
 ) -> Result<Found, String> {
     let shrink_start = Instant::now();
     let confirmed = match opts.mode {
@@ -360,10 +460,27 @@ fn found_case(
             let scenario = tree(space, opts.seed, index)
                 .current()
                 .scenario(base, space);
-            Some(real::rate(&opts.locks, &scenario, &check, runs, opts.jobs)?.0)
+            let tick = |r: Rate| progress(Phase::Confirm { done: r.runs, runs });
+            tick(Rate {
+                violated: 0,
+                runs: 0,
+            });
+            Some(real::rate(&opts.locks, &scenario, &check, runs, opts.jobs, &tick)?.0)
         }
     };
-    let mut shrunk = shrink(base, space, opts, budget, index, &check)?;
+    // Unconfirmed (out of time): the search's own violating run is the evidence.
+    let margin = match (opts.mode, confirmed) {
+        (SearchMode::Real { runs }, None) => Margin { needed: 1, runs },
+        (_, Some(c)) => Margin::of(c),
+        (SearchMode::Sim, None) => Margin { needed: 1, runs: 1 },
+    };
+    let shrinking = Shrinking {
+        opts,
+        check: &check,
+        margin,
+        progress,
+    };
+    let mut shrunk = shrink(base, space, &shrinking, budget, index)?;
     let cut_short = shrunk.cut_short;
     let mut taken_back = 0;
     let (case, outcome) = match opts.mode {
@@ -377,6 +494,7 @@ fn found_case(
             }
         },
         SearchMode::Real { runs } => {
+            progress(Phase::Settle { done: 0, runs });
             let kept: Vec<Scenario> = shrunk
                 .kept
                 .iter()
@@ -386,10 +504,10 @@ fn found_case(
             let settled = if budget.spent() {
                 None
             } else {
-                real::settle(&opts.locks, &kept, &check, runs, opts.jobs)?
+                real::settle(&opts.locks, &kept, &check, margin, opts.jobs)?
             };
             match settled {
-                Some((i, _, outcome)) => {
+                Some((i, outcome)) => {
                     taken_back = (kept.len() - 1 - i) as u32;
                     (shrunk.kept[i].clone(), outcome)
                 }
@@ -414,31 +532,52 @@ fn found_case(
         confirmed,
         taken_back,
         cut_short,
+        run_cut: false,
     })
 }
 
-/// Whether `case` still violates `check`: in its one simulated run (`Some` with that run), or on
-/// real servers in at least one of `runs` runs (`Some(None)`: which run is settled later).
-fn still_violates(
-    base: &Scenario,
-    space: &Space,
-    opts: &SearchOptions,
-    case: &Case,
-    check: &str,
-) -> Result<Option<Option<Box<Outcome>>>, String> {
-    match opts.mode {
-        SearchMode::Sim => {
-            let (_, outcome) = judge(&opts.locks, base, space, case);
-            Ok(violated(&outcome, Some(check)).map(|_| Some(Box::new(outcome))))
+/// What a shrink needs besides the tree: the search's options, the check it keeps, the margin a
+/// real candidate keeps, and where its steps are reported.
+struct Shrinking<'a> {
+    opts: &'a SearchOptions,
+    check: &'a str,
+    margin: Margin,
+    progress: &'a dyn Fn(Phase),
+}
+
+impl Shrinking<'_> {
+    /// Whether `case` still violates the check: in its one simulated run (`Some` with that run),
+    /// or on real servers by the margin (`Some(None)`: which run is settled later).
+    fn still_violates(
+        &self,
+        base: &Scenario,
+        space: &Space,
+        case: &Case,
+    ) -> Result<Option<Option<Box<Outcome>>>, String> {
+        let opts = self.opts;
+        match opts.mode {
+            SearchMode::Sim => {
+                let (_, outcome) = judge(&opts.locks, base, space, case);
+                Ok(violated(&outcome, Some(self.check)).map(|_| Some(Box::new(outcome))))
+            }
+            SearchMode::Real { .. } => Ok(real::decide(
+                &opts.locks,
+                &case.scenario(base, space),
+                self.check,
+                self.margin,
+                opts.jobs,
+            )?
+            .map(|_| None)),
         }
-        SearchMode::Real { runs } => Ok(real::violates_in(
-            &opts.locks,
-            &case.scenario(base, space),
-            check,
-            runs,
-            opts.jobs,
-        )?
-        .map(|_| None)),
+    }
+
+    /// Reports the shrink's progress after a step.
+    fn stepped(&self, shrunk: &Shrunk) {
+        (self.progress)(Phase::Shrink {
+            step: shrunk.steps,
+            max: self.opts.max_shrink_steps,
+            kept: shrunk.kept.len() as u32,
+        });
     }
 }
 
@@ -463,11 +602,11 @@ struct Shrunk {
 fn shrink(
     base: &Scenario,
     space: &Space,
-    opts: &SearchOptions,
+    sh: &Shrinking<'_>,
     mut budget: Budget,
     index: u64,
-    check: &str,
 ) -> Result<Shrunk, String> {
+    let opts = sh.opts;
     let mut tree = tree(space, opts.seed, index);
     let mut shrunk = Shrunk {
         drawn: tree.current(),
@@ -486,17 +625,20 @@ fn shrink(
         }
         shrunk.steps += 1;
         let candidate = tree.current();
-        if let Some(o) = budget.step(|| still_violates(base, space, opts, &candidate, check))? {
+        let kept = budget.step(|| sh.still_violates(base, space, &candidate))?;
+        let go_on = if let Some(o) = kept {
             shrunk.kept.push(candidate);
             shrunk.kept_outcome = o;
-            if !tree.simplify() {
-                break;
-            }
-        } else if !tree.complicate() {
+            tree.simplify()
+        } else {
+            tree.complicate()
+        };
+        sh.stepped(&shrunk);
+        if !go_on {
             break;
         }
     }
-    drop_faults(base, space, opts, budget, check, shrunk)
+    drop_faults(base, space, sh, budget, shrunk)
 }
 
 impl Shrunk {
@@ -518,9 +660,8 @@ impl Shrunk {
 fn drop_faults(
     base: &Scenario,
     space: &Space,
-    opts: &SearchOptions,
+    sh: &Shrinking<'_>,
     mut budget: Budget,
-    check: &str,
     mut shrunk: Shrunk,
 ) -> Result<Shrunk, String> {
     let mut i = 0;
@@ -532,13 +673,14 @@ fn drop_faults(
         shrunk.steps += 1;
         let mut candidate = shrunk.case().clone();
         candidate.faults.remove(i);
-        if let Some(o) = budget.step(|| still_violates(base, space, opts, &candidate, check))? {
+        if let Some(o) = budget.step(|| sh.still_violates(base, space, &candidate))? {
             shrunk.kept.push(candidate);
             shrunk.kept_outcome = o;
             i = 0;
         } else {
             i += 1;
         }
+        sh.stepped(&shrunk);
     }
     Ok(shrunk)
 }

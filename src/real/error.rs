@@ -144,8 +144,13 @@ pub enum RealError {
         what: String,
     },
 
-    /// More children are alive than the async-signal-safe registry can track.
-    #[error("too many live redis-server processes (the cleanup registry holds {capacity})")]
+    /// More children (servers and client programs) are alive at once than the
+    /// async-signal-safe registry can track.
+    #[error(
+        "too many live child processes at once (redis-server, MariaDB and client programs: the \
+         cleanup registry holds {capacity}); run fewer deployments at once (--jobs) or fewer \
+         clients (`workload.clients`)"
+    )]
     TooManyChildren {
         /// The registry's capacity.
         capacity: usize,

@@ -58,6 +58,7 @@ pub use nemesis::proxy::RouteProxy;
 pub use servers::admin::{client_kill_replicas, info_replication, promote, wait_role_master};
 pub use servers::cleanup::{
     install_cleanup_handlers, install_signal_handlers, kill_all_children, registered_children,
+    registered_dirs,
 };
 pub use servers::etcd::{etcd_path, EtcdCluster, EtcdTiming};
 pub use servers::failover::{FailoverPhase, FailoverRig, FailoverTimings};

@@ -347,7 +347,40 @@ fn redlock_keys(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
             "`node_timeout_ms` must be at least 1",
         ));
     }
-    Ok(())
+    redlock_validity(ctx, s)
+}
+
+/// A Redlock acquire counts as taken only while `start + ttl - drift` is still ahead of the
+/// client's clock (antirez's step 3, `recheck_after_acquire`, on by default), and the clock
+/// never reads earlier than `start`: with a drift allowance (`ttl * drift_factor + drift_ms`) of
+/// the whole lease or more, the validity time is at most 0 before the first request is sent and
+/// every acquire fails, so a run would judge an empty history safe.
+fn redlock_validity(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
+    let lock = &s.lock;
+    if lock.kind.name() != redlock::NAME {
+        return Ok(());
+    }
+    let options = crate::lock::LockConfig::from_spec(lock).redlock;
+    let ttl_ms = lock.lease_ms();
+    let drift = options.drift_allowance_ms(ttl_ms);
+    if !options.recheck_after_acquire || drift < ttl_ms {
+        return Ok(());
+    }
+    let key = ["drift_ms", "drift_factor"]
+        .into_iter()
+        .find(|k| at(ctx, k) != (0..0))
+        .unwrap_or("ttl_ms");
+    Err(ctx.err(
+        at(ctx, key),
+        format!(
+            "Redlock's drift allowance (`ttl_ms * drift_factor + drift_ms` = {ttl_ms} * {} + {} = \
+             {drift} ms) is the whole lease (`ttl_ms = {ttl_ms}`) or more: the validity time is \
+             0 before the first request is sent, so every acquire fails and no client could \
+             ever take the lock; give a `ttl_ms` above {drift}, or a smaller `drift_factor` or \
+             `drift_ms`",
+            options.drift_factor, options.drift_ms
+        ),
+    ))
 }
 
 /// `wait_replicas` is `set-nx-px`'s, between 1 and the replicas a master has (more could never

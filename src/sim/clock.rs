@@ -197,6 +197,8 @@ impl Clocks {
     /// Sleeps while node `node`'s clock advances by `d` (through the kept time handle: every
     /// simulated pause sleeps, and `madsim::time::sleep` looks the runtime up each time).
     pub fn sleep(&self, node: usize, d: Duration) -> crate::env::wakeup::Wakeup {
+        // Every wait a node arms is a step at which a run can be cut (`explore --time-limit`).
+        crate::world::cut::check();
         self.true_time.sleep(self.true_duration(node, d))
     }
 

@@ -544,6 +544,8 @@ pub(super) fn fill_args(buf: &mut Vec<Vec<u8>>, cmd: &Cmd) -> usize {
 
 impl redis::aio::ConnectionLike for SimConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        // Every request is a step at which a run can be cut (`explore --time-limit`).
+        crate::world::cut::check();
         {
             let mut st = self.flight.state.lock().unwrap();
             let st = &mut *st;

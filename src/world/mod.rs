@@ -13,6 +13,7 @@
 //! own copy of this loop and the copies had drifted apart (how long a stuck client is waited for
 //! was computed three different ways).
 
+pub mod cut;
 pub mod estimate;
 pub mod mysql;
 
@@ -126,9 +127,9 @@ where
         let run = run_client(plan, lock, env, rec.clone(), nemesis.clone(), store);
         world.spawn_client(c, Box::pin(run));
     }
-    world
-        .wait_clients(Duration::from_millis(scenario.duration_ms) + grace)
-        .await;
+    // A wall-clock deadline (`explore --time-limit`) ends the wait as the grace period does.
+    let wait = world.wait_clients(Duration::from_millis(scenario.duration_ms) + grace);
+    futures::future::select(std::pin::pin!(wait), cut::signal()).await;
     rec.record("run", EventKind::RunEnd);
     world.settle().await;
     let mut store = world.store(0);

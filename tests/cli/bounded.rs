@@ -81,6 +81,50 @@ fn min_replicas_above_the_replicas_is_refused_at_its_key() {
     assert_eq!(code, 0, "{out}{err}");
 }
 
+/// Redlock counts an acquire only while its validity time (`ttl - elapsed - drift`) is positive:
+/// a drift allowance of the whole lease makes every acquire fail from the start, refused at the
+/// key that set it; a lease longer than the allowance runs.
+#[test]
+fn a_redlock_drift_allowance_of_the_whole_lease_is_refused_at_its_key() {
+    let text = r#"name = "redlock-drift"
+expect = "safe"
+duration_ms = 2000
+[lock]
+kind = "redlock"
+ttl_ms = 52
+drift_ms = 52
+[redis]
+masters = 3
+[workload]
+clients = 2
+cycles = 2
+hold_ms = [1, 2]
+"#;
+    let p = scenario("redlock-drift", "r.toml", text);
+    let (code, out, err) = lockcheck_env(&["run", p.to_str().unwrap()], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("r.toml:7:12: Redlock's drift allowance"),
+        "{err}"
+    );
+    assert!(err.contains("= 52 ms) is the whole lease"), "{err}");
+    assert!(err.contains("no client could ever take the lock"), "{err}");
+    // The default drift (1 % of the lease and 2 ms) over a 2 ms lease: refused at `ttl_ms`.
+    let tiny = text.replace("ttl_ms = 52\ndrift_ms = 52\n", "ttl_ms = 2\n");
+    let p = scenario("redlock-drift-default", "r.toml", &tiny);
+    let (code, out, err) = lockcheck_env(&["run", p.to_str().unwrap()], &[]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("r.toml:6:10: Redlock's drift allowance"),
+        "{err}"
+    );
+    // A lease longer than the allowance can be taken.
+    let ok = text.replace("ttl_ms = 52", "ttl_ms = 500");
+    let p = scenario("redlock-drift-ok", "r.toml", &ok);
+    let (code, out, err) = lockcheck_env(&["run", p.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
 #[test]
 fn table_real_without_redis_server_exits_2_with_the_reason() {
     let p = scenario("table-real", "small.toml", SMALL);

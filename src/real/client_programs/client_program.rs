@@ -15,8 +15,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::real::servers::child::{
-    kill_and_reap, make_temp_dir, spawn_from_long_lived_thread, wait_until_continued,
-    wait_until_stopped,
+    kill_and_reap, make_temp_dir, remove_temp_dir, spawn_from_long_lived_thread,
+    wait_until_continued, wait_until_stopped,
 };
 use crate::real::servers::faketime::{self, FakeTime, JumpableClock};
 use crate::real::RealError;
@@ -158,7 +158,7 @@ impl ClientProgram {
 impl Drop for ClientProgram {
     fn drop(&mut self) {
         self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        remove_temp_dir(&self.dir);
     }
 }
 

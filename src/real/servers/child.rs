@@ -36,7 +36,8 @@ pub(crate) fn free_port() -> Result<u16, RealError> {
     }
 }
 
-/// A fresh temporary directory `lockcheck-<what>-<pid>-<n>-<nanos>` for one child's files.
+/// A fresh temporary directory `lockcheck-<what>-<pid>-<n>-<nanos>` for one child's files,
+/// registered so that a signal removes it ([`remove_temp_dir`] removes it otherwise).
 pub(crate) fn make_temp_dir(what: &str) -> Result<PathBuf, RealError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
@@ -50,7 +51,13 @@ pub(crate) fn make_temp_dir(what: &str) -> Result<PathBuf, RealError> {
     ));
     std::fs::create_dir(&dir)
         .map_err(|e| RealError::io(format!("creating {}", dir.display()), e))?;
+    cleanup::register_dir(&dir)?;
     Ok(dir)
+}
+
+/// Removes a directory [`make_temp_dir`] made, and forgets it.
+pub(crate) fn remove_temp_dir(dir: &Path) {
+    cleanup::remove_dir(dir);
 }
 
 /// A spawn request for the spawner thread.

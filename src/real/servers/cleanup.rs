@@ -16,18 +16,29 @@
 //!    kernel kill them when lockcheck itself is `SIGKILL`ed, or exits through
 //!    `std::process::exit`.
 //!
+//! Each child's scratch directory (`lockcheck-redis-*`, `lockcheck-client-*`,
+//! `lockcheck-mariadb-*` in the temp dir) is registered too ([`register_dir`]): its owner's
+//! `Drop` removes it, and on a signal the handler, once the children are dead, hands the
+//! removal to the cleaner thread (removing a tree lists directories, which allocates, so it
+//! cannot run in the handler itself) and waits for it to finish and exit. An interrupted Sentinel
+//! run otherwise left five directories behind.
+//!
 //! The registry is a fixed array of atomics rather than a `Mutex<Vec<_>>` because
 //! the signal handler reads it: a signal can arrive while the same thread holds the
 //! mutex, and only lock-free loads (plus `kill` and `_exit`) are async-signal-safe.
 
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::Once;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
 
 use crate::real::RealError;
 
-/// How many children can be alive at once. A scenario has a handful of servers;
-/// the bound exists only because a signal handler cannot allocate.
-const CAPACITY: usize = 256;
+/// How many children (servers and client programs) can be alive at once in one lockcheck
+/// process. A scenario has a handful of servers and up to 256 client programs
+/// (`workload.clients` of a `client-program` lock), and `--jobs` runs several deployments at
+/// once; the bound exists only because a signal handler cannot allocate.
+pub const CAPACITY: usize = 2048;
 
 /// Pids of live children; 0 marks a free slot. Each child leads its own process
 /// group (pgid == pid), so killing `-pid` also kills anything it forked (Redis
@@ -88,7 +99,115 @@ pub fn registered_children() -> usize {
         .count()
 }
 
+/// Scratch directories of live children, removed by their owners' `Drop` or, on a signal, by
+/// the cleaner thread.
+static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Set by the signal handler: lockcheck is exiting, and a directory made from now on is removed
+/// at once instead of registered (a worker thread may still be starting a server).
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// The write end of the pipe the signal handler wakes the cleaner thread through (-1: no
+/// cleaner, the handler exits by itself).
+static CLEANER: AtomicI32 = AtomicI32::new(-1);
+
+/// How long the handler waits for the cleaner thread before exiting without it.
+const CLEANER_WAIT_S: libc::c_uint = 5;
+
+/// Records `dir`, a child's fresh scratch directory, so that a signal removes it. Fails (and
+/// removes it) when lockcheck is already exiting on a signal.
+pub(crate) fn register_dir(dir: &Path) -> Result<(), RealError> {
+    let mut dirs = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    if EXITING.load(Ordering::SeqCst) {
+        drop(dirs);
+        let _ = std::fs::remove_dir_all(dir);
+        return Err(RealError::io(
+            format!("creating {}", dir.display()),
+            std::io::ErrorKind::Interrupted.into(),
+        ));
+    }
+    dirs.push(dir.to_path_buf());
+    Ok(())
+}
+
+/// Removes a child's scratch directory and forgets it.
+pub(crate) fn remove_dir(dir: &Path) {
+    let mut dirs = SCRATCH.lock().unwrap_or_else(|e| e.into_inner());
+    dirs.retain(|d| d != dir);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Scratch directories currently registered.
+pub fn registered_dirs() -> usize {
+    SCRATCH.lock().map_or(0, |d| d.len())
+}
+
+/// The cleaner thread: waits for a signal number from the handler, removes every registered
+/// scratch directory (the children are dead by then, so nothing writes into them), and exits
+/// with `128 + signal`. If the registry's lock is held by a thread the signal interrupted, it
+/// gives up on the directories after a second rather than hang Ctrl-C.
+fn cleaner(read_fd: libc::c_int) {
+    // SAFETY: a filled set blocks every signal in this thread only, so a handler never runs
+    // here (it would wait for this very thread).
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+    }
+    let mut byte = [0u8; 1];
+    loop {
+        // SAFETY: reading one byte into a live buffer from the pipe this thread owns.
+        let n = unsafe { libc::read(read_fd, byte.as_mut_ptr().cast(), 1) };
+        if n == 1 {
+            break;
+        }
+        if n == 0 {
+            return;
+        }
+    }
+    let give_up = Instant::now() + Duration::from_secs(1);
+    loop {
+        match SCRATCH.try_lock() {
+            Ok(dirs) => {
+                for d in dirs.iter() {
+                    let _ = std::fs::remove_dir_all(d);
+                }
+                break;
+            }
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                for d in p.into_inner().iter() {
+                    let _ = std::fs::remove_dir_all(d);
+                }
+                break;
+            }
+            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < give_up => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => break,
+        }
+    }
+    // SAFETY: _exit is the point: the handler that woke us waits for it.
+    unsafe { libc::_exit(128 + libc::c_int::from(byte[0])) }
+}
+
+/// Starts the cleaner thread and publishes its pipe to the handler.
+fn start_cleaner() {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 writes two descriptors into a live array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return;
+    }
+    let read_fd = fds[0];
+    let started = std::thread::Builder::new()
+        .name("lockcheck-cleaner".into())
+        .spawn(move || cleaner(read_fd));
+    if started.is_ok() {
+        CLEANER.store(fds[1], Ordering::SeqCst);
+    }
+}
+
 extern "C" fn on_fatal_signal(signal: libc::c_int) {
+    EXITING.store(true, Ordering::SeqCst);
     kill_all_children();
     // Reap them too (waitpid is async-signal-safe), so that when lockcheck's exit
     // status is visible their ports are free and no zombie is left for init.
@@ -101,6 +220,21 @@ extern "C" fn on_fatal_signal(signal: libc::c_int) {
                 while libc::waitpid(pid, std::ptr::null_mut(), 0) < 0
                     && *libc::__errno_location() == libc::EINTR
                 {}
+            }
+        }
+    }
+    let cleaner = CLEANER.load(Ordering::SeqCst);
+    if cleaner >= 0 {
+        let byte = signal as u8;
+        // SAFETY: write(2) and sleep(3) are async-signal-safe. The cleaner removes the scratch
+        // directories and exits the process; this thread only waits for it, and exits itself if
+        // the cleaner does not come.
+        unsafe {
+            if libc::write(cleaner, (&byte as *const u8).cast(), 1) == 1 {
+                let mut left = CLEANER_WAIT_S;
+                while left > 0 {
+                    left = libc::sleep(left);
+                }
             }
         }
     }
@@ -143,6 +277,7 @@ pub fn install_cleanup_handlers() {
 pub fn install_signal_handlers() {
     static INSTALLED: Once = Once::new();
     INSTALLED.call_once(|| {
+        start_cleaner();
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             // SAFETY: a zeroed sigaction is a valid starting point; the handler is
             // an `extern "C" fn(c_int)` that only calls async-signal-safe functions.

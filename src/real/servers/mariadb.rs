@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::child::{find_program, kill_and_reap};
+use super::child::{find_program, kill_and_reap, remove_temp_dir};
 use super::child::{free_port, spawn_from_long_lived_thread, tail_of_file};
 use super::child::{wait_until_continued, wait_until_stopped};
 use super::cleanup;
@@ -140,7 +140,7 @@ impl MariaDb {
             Ok(())
         })();
         if let Err(e) = result {
-            let _ = std::fs::remove_dir_all(&dir);
+            remove_temp_dir(&dir);
             return Err(e);
         }
         let server = MariaDb {
@@ -307,6 +307,6 @@ impl MariaDb {
 impl Drop for MariaDb {
     fn drop(&mut self) {
         self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        remove_temp_dir(&self.dir);
     }
 }

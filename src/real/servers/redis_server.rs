@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::child::{
     find_program, free_port, info_field, is_executable, kill_and_reap, make_temp_dir,
-    spawn_from_long_lived_thread, tail_of_file, thread_states, wait_until_continued,
-    wait_until_stopped,
+    remove_temp_dir, spawn_from_long_lived_thread, tail_of_file, thread_states,
+    wait_until_continued, wait_until_stopped,
 };
 use super::cleanup;
 use super::faketime::{self, FakeTime, JumpableClock};
@@ -177,7 +177,7 @@ impl RedisServer {
         let mut server = match result {
             Ok(server) => server,
             Err(err) => {
-                let _ = std::fs::remove_dir_all(&dir);
+                remove_temp_dir(&dir);
                 return Err(err);
             }
         };
@@ -427,6 +427,6 @@ impl RedisServer {
 impl Drop for RedisServer {
     fn drop(&mut self) {
         self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        remove_temp_dir(&self.dir);
     }
 }
