@@ -3,11 +3,10 @@
 //! behind the same [`EtcdClient`] seam as the simulated etcd.
 //!
 //! Why the gateway and not the `etcd-client` crate (tonic/gRPC): the gateway is a few HTTP/1.1
-//! requests with JSON bodies, which this file speaks over a tokio `TcpStream` with the
-//! `serde_json` and `base64` crates the build already compiles, so it adds nothing to the cold
-//! build; the gRPC client would add tonic, prost, hyper and a `protoc` step to every user's first
-//! build for the same requests. Keys and values are base64 in the gateway's JSON, 64-bit numbers
-//! are strings, and zero values are left out (proto3's JSON mapping).
+//! requests with JSON bodies (`etcd_gateway.rs`, with `hyper`'s client), while the gRPC client
+//! would add tonic, prost and a `protoc` step to every user's first build for the same requests.
+//! Keys and values are base64 in the gateway's JSON, 64-bit numbers are strings, and zero values
+//! are left out (proto3's JSON mapping).
 //!
 //! A request that gets no answer within the timeout fails with [`EtcdError::NoAnswer`]; the next
 //! one goes to the next member, as etcd's own client balances across its endpoints.
@@ -17,9 +16,8 @@ use std::time::Duration;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
+use super::etcd_gateway::{post, Messages};
 use crate::etcd::{EtcdClient, EtcdError, KeyValue, Lease, LeaseId, RangeRequest, RangeResponse};
 use crate::etcd::{Revision, Txn, TxnOp, TxnOpResponse, TxnResponse};
 
@@ -48,7 +46,7 @@ impl RealEtcdConn {
 
     async fn post(&mut self, path: &str, body: Value) -> Result<Value, EtcdError> {
         let port = self.ports[self.current];
-        let answer = tokio::time::timeout(self.timeout, request(port, path, &body)).await;
+        let answer = tokio::time::timeout(self.timeout, post(port, path, &body)).await;
         let failed = |e: String| EtcdError::NoAnswer(format!("{path} on port {port}: {e}"));
         let result = match answer {
             Err(_) => Err(failed("timed out".into())),
@@ -77,74 +75,6 @@ fn refusal(message: &str) -> EtcdError {
                 .unwrap_or(message)
                 .to_string(),
         )
-    }
-}
-
-/// One `POST` with a JSON body on a fresh connection; the answer's JSON (an error answer's too:
-/// the gateway puts etcd's message in its `error` field).
-async fn request(port: u16, path: &str, body: &Value) -> std::io::Result<Value> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).await?;
-    send(&mut stream, port, path, body).await?;
-    let mut answer = Vec::new();
-    stream.read_to_end(&mut answer).await?;
-    let text = String::from_utf8_lossy(&answer);
-    let (head, rest) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| std::io::Error::other("no HTTP header in the answer"))?;
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        let mut decoder = Chunks::default();
-        decoder.feed(rest.as_bytes());
-        String::from_utf8_lossy(&decoder.body).into_owned()
-    } else {
-        rest.to_string()
-    };
-    serde_json::from_str(&body)
-        .map_err(|e| std::io::Error::other(format!("{e} in the answer {head} {body}")))
-}
-
-async fn send(stream: &mut TcpStream, port: u16, path: &str, body: &Value) -> std::io::Result<()> {
-    let body = body.to_string();
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await
-}
-
-/// An incremental decoder of a `Transfer-Encoding: chunked` body (a watch's stream never ends).
-#[derive(Default)]
-struct Chunks {
-    pending: Vec<u8>,
-    body: Vec<u8>,
-}
-
-impl Chunks {
-    fn feed(&mut self, bytes: &[u8]) {
-        self.pending.extend_from_slice(bytes);
-        loop {
-            let Some(eol) = self.pending.windows(2).position(|w| w == b"\r\n") else {
-                return;
-            };
-            let size = String::from_utf8_lossy(&self.pending[..eol])
-                .trim()
-                .to_string();
-            let Ok(n) = usize::from_str_radix(size.split(';').next().unwrap_or(""), 16) else {
-                return;
-            };
-            if self.pending.len() < eol + 2 + n + 2 {
-                return;
-            }
-            self.body
-                .extend_from_slice(&self.pending[eol + 2..eol + 2 + n]);
-            self.pending.drain(..eol + 2 + n + 2);
-            if n == 0 {
-                return;
-            }
-        }
     }
 }
 
@@ -326,50 +256,29 @@ impl EtcdClient for RealEtcdConn {
         let body = json!({ "create_request": {
             "key": b64(key), "start_revision": from_revision.to_string() } });
         let failed = |e: std::io::Error| EtcdError::NoAnswer(format!("watch on port {port}: {e}"));
-        let mut stream = TcpStream::connect(("127.0.0.1", port))
+        let mut messages = Messages::open(port, "/v3/watch", &body)
             .await
             .map_err(failed)?;
-        send(&mut stream, port, "/v3/watch", &body)
-            .await
-            .map_err(failed)?;
-        let mut raw = Vec::new();
-        let mut chunks = Chunks::default();
-        let mut header_done = false;
-        let mut buf = [0u8; 4096];
         loop {
-            let n = stream.read(&mut buf).await.map_err(failed)?;
-            if n == 0 {
-                self.current = (self.current + 1) % self.ports.len();
-                return Err(failed(std::io::Error::other("the watch stream ended")));
+            let message = match messages.next().await {
+                Ok(m) => m,
+                Err(e) => {
+                    self.current = (self.current + 1) % self.ports.len();
+                    return Err(failed(e));
+                }
+            };
+            if let Some(error) = message["error"]["message"].as_str() {
+                return Err(refusal(error));
             }
-            if header_done {
-                chunks.feed(&buf[..n]);
-            } else {
-                raw.extend_from_slice(&buf[..n]);
-                if let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
-                    header_done = true;
-                    chunks.feed(&raw[at + 4..]);
-                }
+            let result = &message["result"];
+            if result["canceled"].as_bool() == Some(true) {
+                let reason = result["cancel_reason"].as_str().unwrap_or("watch canceled");
+                return Err(EtcdError::Rejected(reason.to_string()));
             }
-            // The gateway writes one JSON message per line.
-            while let Some(eol) = chunks.body.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = chunks.body.drain(..=eol).collect();
-                let Ok(message) = serde_json::from_slice::<Value>(&line) else {
-                    continue;
-                };
-                if let Some(error) = message["error"]["message"].as_str() {
-                    return Err(refusal(error));
-                }
-                let result = &message["result"];
-                if result["canceled"].as_bool() == Some(true) {
-                    let reason = result["cancel_reason"].as_str().unwrap_or("watch canceled");
-                    return Err(EtcdError::Rejected(reason.to_string()));
-                }
-                let events = result["events"].as_array().cloned().unwrap_or_default();
-                for event in events {
-                    if event["type"].as_str() == Some("DELETE") {
-                        return Ok(int(&event["kv"]["mod_revision"]));
-                    }
+            let events = result["events"].as_array().cloned().unwrap_or_default();
+            for event in events {
+                if event["type"].as_str() == Some("DELETE") {
+                    return Ok(int(&event["kv"]["mod_revision"]));
                 }
             }
         }

@@ -35,6 +35,7 @@ mod connection;
 mod env;
 mod error;
 mod etcd_conn;
+mod etcd_gateway;
 pub mod etcd_world;
 pub mod external;
 mod master_finder;
