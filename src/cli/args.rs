@@ -108,8 +108,8 @@ enum Command {
         /// With --real: runs per confirmation and per shrink candidate.
         #[arg(long, value_name = "K", default_value_t = crate::explore::real::DEFAULT_RUNS)]
         runs: u32,
-        /// Shrink at most this many steps (default: 2000 in simulation, 48 with --real, where a
-        /// step is up to --runs real runs).
+        /// Shrink at most this many steps (default: 2000 in simulation, 32 with --real, where a
+        /// step is one or more rounds of --jobs real runs, decided by the confirmed rate).
         #[arg(long, value_name = "N")]
         shrink_steps: Option<u32>,
         #[command(flatten)]

@@ -6,7 +6,7 @@
 //! scenario with no faults at all and finds the schedule itself. The space is the scenario's
 //! `[explore]` table (`scenario::explore`), the cases come from a proptest strategy
 //! ([`strategy`], what pauses add up to bounded by [`pause_budget`]), the search and proptest's
-//! shrinking run in [`mod@search`], and the finding is written by [`emit`]. On real servers
+//! shrinking run in [`mod@search`] and `shrink`, and the finding is written by [`emit`]. On real servers
 //! (`--real`) the same search runs real cases, and a verdict is a rate ([`real`]).
 
 pub mod emit;
@@ -14,6 +14,7 @@ pub mod pause_budget;
 pub mod phase;
 pub mod real;
 pub mod search;
+mod shrink;
 pub mod strategy;
 
 pub use phase::Phase;
