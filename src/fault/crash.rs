@@ -55,8 +55,14 @@ pub(super) fn write_client(client: u32, t: &mut toml_edit::Table) {
     t["node"] = toml_edit::value(format!("client-{client}"));
 }
 
-pub(super) fn server_label() -> String {
-    "Redis crash".to_string()
+/// A server crash's label: an etcd member's (its crash is a leader failover when it leads) or a
+/// Redis node's.
+pub(super) fn server_label(node: &str) -> String {
+    if node.starts_with("etcd-") {
+        "etcd member crash".to_string()
+    } else {
+        "Redis crash".to_string()
+    }
 }
 
 pub(super) fn client_label(at: &str) -> String {

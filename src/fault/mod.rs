@@ -201,7 +201,7 @@ impl FaultKind {
             }
             FaultKind::ServerPause { .. } => server_pause::label(at),
             FaultKind::ClientCrash { .. } => crash::client_label(at),
-            FaultKind::Crash { .. } => crash::server_label(),
+            FaultKind::Crash { node, .. } => crash::server_label(node),
             FaultKind::Partition { .. } => partition::label(),
             FaultKind::ClockJump { .. } => clock::jump_label(false),
             FaultKind::WallClockJump { .. } => clock::jump_label(true),

@@ -72,6 +72,10 @@ pub struct EtcdMutex<C, E, const V: u8> {
     config: LockConfig,
     /// The open sessions (the lock held, one being acquired): each lease and its keep-alive.
     sessions: Vec<(LeaseId, TaskHandle)>,
+    /// The session of an attempt that failed without an answer: the next attempt goes on with
+    /// it, as a caller of `Mutex.Lock` retries with its session (its key, if the transaction
+    /// did put it, is then found by the comparison and keeps its place in the queue).
+    retrying: Option<LeaseId>,
 }
 
 impl<C: Clone, E, const V: u8> EtcdMutex<C, E, V> {
@@ -83,6 +87,7 @@ impl<C: Clone, E, const V: u8> EtcdMutex<C, E, V> {
             env,
             config,
             sessions: Vec::new(),
+            retrying: None,
         }
     }
 }
@@ -164,10 +169,13 @@ where
     }
 
     async fn attempt(&mut self, deadline: u64) -> Result<Attempt, LockError> {
-        let lease = match self.new_session().await {
-            Ok(lease) => lease,
-            Err(e) if e.is_unknown() => return Ok(Attempt::Again),
-            Err(e) => return Err(e.into()),
+        let lease = match self.retrying.take() {
+            Some(lease) => lease,
+            None => match self.new_session().await {
+                Ok(lease) => lease,
+                Err(e) if e.is_unknown() => return Ok(Attempt::Again),
+                Err(e) => return Err(e.into()),
+            },
         };
         self.env.point("after_lease_grant").await;
         let prefix = prefix(&self.config.key);
@@ -188,7 +196,12 @@ where
         let started = self.env.monotonic_ms();
         let reply = match self.conn.txn(txn).await {
             Ok(reply) => reply,
-            Err(e) if e.is_unknown() || e == EtcdError::LeaseNotFound => {
+            Err(e) if e.is_unknown() => {
+                self.retrying = Some(lease);
+                return Ok(Attempt::Again);
+            }
+            // The session's lease expired: a new session.
+            Err(EtcdError::LeaseNotFound) => {
                 self.close_session(lease).await;
                 return Ok(Attempt::Again);
             }
@@ -216,9 +229,11 @@ where
             match waited {
                 Some(Ok(())) => {}
                 Some(Err(e)) if !e.is_unknown() => return Err(e.into()),
-                // No answer while waiting: etcd's `Lock` returns the error and unlocks.
+                // No answer while waiting: etcd's `Lock` deletes its key and returns the error;
+                // the caller tries again with its session.
                 Some(Err(_)) => {
-                    self.abandon(lease, &my_key).await;
+                    let _ = self.conn.delete(&my_key).await;
+                    self.retrying = Some(lease);
                     return Ok(Attempt::Again);
                 }
                 None => {
@@ -275,6 +290,9 @@ where
                 Attempt::GaveUp => return Ok(None),
                 Attempt::Again => {
                     if !super::retry_pause(&self.env, &self.config, deadline).await {
+                        if let Some(lease) = self.retrying.take() {
+                            self.close_session(lease).await;
+                        }
                         return Ok(None);
                     }
                 }
