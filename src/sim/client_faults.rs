@@ -7,7 +7,7 @@
 
 use super::network::Network;
 use crate::fault::partition::{describe_partition, partition_links};
-use crate::fault::{ClientRef, Cut, FaultKind};
+use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
 use crate::schedule::Schedule;
 use madsim::runtime::Handle;
@@ -80,6 +80,24 @@ impl ClientFaults {
     /// Records what the nemesis did.
     pub fn note(&self, what: String) {
         self.rec.record("nemesis", EventKind::Fault { what });
+    }
+
+    /// Carries out `kind` now through the world's nemesis `n` (set off by `holder` at `point`,
+    /// or by the clock); what the world refuses or lacks, the history says (`world` names it).
+    pub fn fire<N: Nemesis>(
+        &self,
+        n: &N,
+        kind: &FaultKind,
+        holder: Option<u32>,
+        point: &str,
+        world: &str,
+    ) {
+        let at = Occasion { point, by: holder };
+        match kind.fire(n, &at) {
+            Ok(()) => {}
+            Err(Refused::Because(why)) => self.note(why),
+            Err(Refused::Lacking) => self.note(format!("{kind:?}: not modelled for {world}")),
+        }
     }
 
     /// Client `c` crashes at `point`: the process dies, its tasks (a watchdog too) are dropped and

@@ -50,14 +50,8 @@ impl MysqlNemesis {
 
     /// Carries out one fault now; what this world lacks, the history says.
     fn fire(&self, kind: &FaultKind, holder: Option<u32>, point: &str) {
-        let at = Occasion { point, by: holder };
-        match kind.fire(self, &at) {
-            Ok(()) => {}
-            Err(Refused::Because(why)) => self.note(why),
-            Err(Refused::Lacking) => {
-                self.note(format!("{kind:?}: not modelled for the MySQL locks"))
-            }
-        }
+        self.faults
+            .fire(self, kind, holder, point, "the MySQL locks");
     }
 }
 
