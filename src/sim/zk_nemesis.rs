@@ -69,14 +69,8 @@ impl ZkNemesis {
     }
 
     fn fire(&self, kind: &FaultKind, holder: Option<u32>, point: &str) {
-        let at = Occasion { point, by: holder };
-        match kind.fire(self, &at) {
-            Ok(()) => {}
-            Err(Refused::Because(why)) => self.note(why),
-            Err(Refused::Lacking) => {
-                self.note(format!("{kind:?}: not modelled for the ZooKeeper locks"))
-            }
-        }
+        self.faults
+            .fire(self, kind, holder, point, "the ZooKeeper locks");
     }
 
     fn node_index(&self, node: &str) -> Option<usize> {

@@ -159,8 +159,9 @@ fn child_process_helper() {
     println!("NOT_SIGNALLED");
 }
 
-/// Runs the helper, waits for its ensemble, signals it and returns the JVMs' pids.
-fn signal_child(signal: libc::c_int) -> (Option<i32>, Vec<u32>) {
+/// Runs the helper, waits for its ensemble, signals it and returns its exit code, its pid and
+/// the JVMs' pids.
+fn signal_child(signal: libc::c_int) -> (Option<i32>, u32, Vec<u32>) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -189,14 +190,26 @@ fn signal_child(signal: libc::c_int) -> (Option<i32>, Vec<u32>) {
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     let status = child.wait().unwrap();
-    (status.code(), pids)
+    (status.code(), child.id(), pids)
+}
+
+/// Removes the temporary directory of the helper `pid`: a process that dies by a signal runs no
+/// destructor (its handler kills and reaps the servers and may do nothing that is not
+/// async-signal-safe), so once its servers are gone the directory is this test's to clear.
+fn remove_dirs_of(pid: u32) {
+    let prefix = format!("lockcheck-zookeeper-{pid}-");
+    for entry in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 #[test]
 fn ctrl_c_or_sigkill_of_lockcheck_takes_every_server_with_it() {
     let _turn = crate::zookeeper_turn();
     for (signal, code) in [(libc::SIGINT, Some(130)), (libc::SIGKILL, None)] {
-        let (status, pids) = signal_child(signal);
+        let (status, helper, pids) = signal_child(signal);
         assert_eq!(status, code, "exit status after signal {signal}");
         for pid in pids {
             assert!(
@@ -204,5 +217,6 @@ fn ctrl_c_or_sigkill_of_lockcheck_takes_every_server_with_it() {
                 "the ZooKeeper JVM {pid} survived signal {signal} to lockcheck"
             );
         }
+        remove_dirs_of(helper);
     }
 }
