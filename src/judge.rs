@@ -242,6 +242,27 @@ pub struct Mismatch {
     pub not_judged: u64,
 }
 
+impl Mismatch {
+    /// How the check differs from its expectation, in the headline's words ("liveness violated
+    /// on 200 of 200 seeds, expected safe").
+    pub fn text(&self, seeds_run: u64) -> String {
+        let on = |n: u64| {
+            if seeds_run > 1 {
+                format!(" on {n} of {seeds_run} seeds")
+            } else {
+                String::new()
+            }
+        };
+        let what = match self.observed {
+            Verdict::Violation => format!("violated{}", on(self.violating)),
+            Verdict::NotJudged => format!("not judged{}", on(self.not_judged)),
+            Verdict::Safe if seeds_run > 1 => format!("safe on all {seeds_run} seeds"),
+            Verdict::Safe => "safe".to_string(),
+        };
+        format!("{} {what}, expected {}", self.check, self.expected)
+    }
+}
+
 impl SeedsOutcome {
     /// A check's verdict over every seed (violated on any, else not judged on any, else safe).
     pub fn observed(&self, check: &str) -> Verdict {
@@ -295,6 +316,51 @@ impl SeedsOutcome {
     /// Whether every stated expectation was met: the exit code of `lockcheck run`.
     pub fn matches_expectation(&self) -> bool {
         self.expectations.values().all(|(e, o)| e == o)
+    }
+
+    /// The headline word: VIOLATION when any check was violated on any seed, else SAFE. Every
+    /// check counts, not only mutual exclusion: a lock that never lets two holders in but leaves
+    /// its waiters stuck is not "SAFE". The text report and the HTML page both read it.
+    pub fn headline_word(&self) -> &'static str {
+        if self.any_violation() {
+            "VIOLATION"
+        } else {
+            "SAFE"
+        }
+    }
+
+    /// What the parenthesis of the headline says: each check that differs from its expectation
+    /// ("NOT AS EXPECTED: liveness violated on 200 of 200 seeds, expected safe"), or, when all
+    /// are as expected, what was violated (`docs/checks.md`, the headline).
+    pub fn expectation_text(&self, scenario: &Scenario) -> String {
+        let mismatches = self.mismatches();
+        if !mismatches.is_empty() {
+            let each: Vec<String> = mismatches.iter().map(|m| m.text(self.seeds_run)).collect();
+            return format!("NOT AS EXPECTED: {}", each.join("; "));
+        }
+        let violated = self.violated_checks();
+        if violated.iter().all(|c| *c == check::MUTUAL_EXCLUSION) {
+            return format!("as expected: expected {}", scenario.expect);
+        }
+        let me = if violated.contains(&check::MUTUAL_EXCLUSION) {
+            String::new()
+        } else {
+            format!(
+                ", {} {}",
+                check::MUTUAL_EXCLUSION,
+                self.observed(check::MUTUAL_EXCLUSION)
+            )
+        };
+        format!("as expected: {} violated{me}", violated.join(", "))
+    }
+
+    /// The checks violated on some seed, in report order.
+    pub fn violated_checks(&self) -> Vec<&'static str> {
+        check::CHECK_NAMES
+            .iter()
+            .copied()
+            .filter(|c| self.violating_seeds.get(*c).is_some_and(|s| !s.is_empty()))
+            .collect()
     }
 }
 

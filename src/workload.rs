@@ -12,7 +12,8 @@
 //!
 //! The workload's named points, in order: `acquired` (just entered), `after_read` (read the
 //! resource), `before_write` (worked, about to write it back), `before_release` (left the section,
-//! release not yet sent).
+//! release not yet sent; recorded in the history once a pause there is over, when the release
+//! goes out).
 
 use crate::env::{ClockKind, Env};
 use crate::history::{EventKind, Recorder};
@@ -45,6 +46,17 @@ pub trait FaultPoints: Clone + Send + Sync + 'static {
     /// it makes one (a pause here is the stall no lease can guard against).
     fn before_write(&self, client: u32) -> impl Future<Output = ()> + Send {
         self.reached(client, "before_write")
+    }
+
+    /// The holder's check-to-write window opens (`open`: its last look at its lease, the
+    /// validity check, the last renewal or, with neither, the grant, is behind it, and what it
+    /// does next is write) or closes (it wrote, gave up, or will look again). No lease lock
+    /// survives a pause inside it: that is the workload's weakness, not the lock's, and a search
+    /// that asks (`[explore] pause_between_check_and_write = false`) keeps pauses out of it. By
+    /// default nothing happens.
+    fn write_window(&self, client: u32, open: bool) -> impl Future<Output = ()> + Send {
+        let _ = (client, open);
+        std::future::ready(())
     }
 }
 
@@ -135,6 +147,13 @@ pub async fn run_client<L, E, P, S>(
                     },
                 );
                 rec.record(&me, EventKind::Enter);
+                // A holder that neither checks its validity nor renews looks at its lease only
+                // when granted: from here to its write is its check-to-write window. (One that
+                // renews looks again unless its work is shorter than a renewal interval, which
+                // `work_renewing` tells once the hold is drawn.)
+                if !plan.check_validity_before_write {
+                    points.write_window(plan.index, true).await;
+                }
                 // The holder is inside its critical section when `on = "acquired"` faults fire,
                 // so a pause there is a pause of a holder at work.
                 points.acquired(plan.index).await;
@@ -142,8 +161,18 @@ pub async fn run_client<L, E, P, S>(
                     &plan, cycle, &mut lock, &env, &rec, &points, &mut store, &mut guard,
                 )
                 .await;
+                points.write_window(plan.index, false).await;
                 rec.record(&me, EventKind::Exit);
                 points.reached(plan.index, "before_release").await;
+                // After the nemesis let it go: the release's request is sent from here, so a
+                // holder paused before its release is dated by when its delete went out, not by
+                // when it left its section (the foreign-release check's fallback reads it).
+                rec.record(
+                    &me,
+                    EventKind::Point {
+                        name: "before_release".into(),
+                    },
+                );
                 release(&mut lock, &guard, &rec, &me).await;
             }
             Ok(None) => rec.record(
@@ -259,7 +288,7 @@ async fn critical_section<L, E, P, S>(
 
     let hold = env.random_range(plan.hold_ms[0], plan.hold_ms[1]);
     if plan.renew_every_ms > 0 {
-        if !work_renewing(plan, hold, lock, env, rec, guard).await {
+        if !work_renewing(plan, hold, lock, env, rec, points, guard).await {
             return;
         }
     } else if plan.check_validity_before_write {
@@ -271,6 +300,7 @@ async fn critical_section<L, E, P, S>(
         if lease_expired(plan, clock, env, rec, guard) {
             return;
         }
+        points.write_window(plan.index, true).await;
     } else {
         env.sleep(Duration::from_millis(hold)).await;
     }
@@ -341,21 +371,28 @@ fn lease_expired<E: Env>(
 /// validity time the holder believes (`guard`); one the lock answers "no longer yours" stops
 /// the work. With `check_validity_before_write` no stretch outlasts the validity time.
 /// `true`: the holder still believes it holds, and writes.
-async fn work_renewing<L, E>(
+async fn work_renewing<L, E, P>(
     plan: &ClientPlan,
     hold: u64,
     lock: &mut L,
     env: &E,
     rec: &Recorder,
+    points: &P,
     guard: &mut Guard,
 ) -> bool
 where
     L: Lock,
     E: Env,
+    P: FaultPoints,
 {
     let me = plan.name();
     let clock = lock.validity_clock();
     let mut left = hold;
+    // Without a validity check the window opened at the grant; a renewal to come is another
+    // look, so it closes until the last renewal (below).
+    if !plan.check_validity_before_write && left > plan.renew_every_ms {
+        points.write_window(plan.index, false).await;
+    }
     loop {
         let mut stretch = left.min(plan.renew_every_ms);
         if plan.check_validity_before_write {
@@ -367,15 +404,20 @@ where
             return false;
         }
         if left == 0 {
+            if plan.check_validity_before_write {
+                points.write_window(plan.index, true).await;
+            }
             return true;
         }
         match lock.renew(guard).await {
-            Ok(true) => rec.record(
-                &me,
-                EventKind::Renewed {
-                    valid_until_ms: guard.valid_until_ms,
-                },
-            ),
+            Ok(true) => {
+                rec.record(
+                    &me,
+                    EventKind::Renewed {
+                        valid_until_ms: guard.valid_until_ms,
+                    },
+                );
+            }
             Ok(false) => {
                 rec.record(
                     &me,
@@ -393,6 +435,10 @@ where
                     reason: e.to_string(),
                 },
             ),
+        }
+        // The last renewal before the write is behind it: what follows is the window.
+        if !plan.check_validity_before_write && left <= plan.renew_every_ms {
+            points.write_window(plan.index, true).await;
         }
     }
 }

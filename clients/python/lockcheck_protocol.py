@@ -1,8 +1,8 @@
 """lockcheck's client protocol (docs/client-protocol.md), version 1: the request loop.
 
 An adapter supplies acquire() -> dict | None (None: not acquired within the wait bound; a dict
-may carry "lease_ms", "token", "owner") and release() -> bool (False: the lock was no longer
-ours). Anything else the library raises is answered as an "error" reply. Logs go to stderr:
+may carry "lease_ms", "token", "owner") and release() -> bool | None (False: the lock was no
+longer ours; None: the outcome is not known, e.g. the connection broke after the delete went out). Anything else the library raises is answered as an "error" reply. Logs go to stderr:
 stdout carries protocol lines only.
 """
 import json
@@ -23,7 +23,8 @@ def serve(acquire, release):
                 got = acquire()
                 rep.update(result="acquired", **got) if got is not None else rep.update(result="failed")
             elif req["op"] == "release":
-                rep["result"] = "released" if release() else "failed"
+                done = release()
+                rep["result"] = "unknown" if done is None else "released" if done else "failed"
             elif req["op"] == "hello":  # start-up is over: the run may begin
                 rep["result"] = "ready"
             elif req["op"] == "write":

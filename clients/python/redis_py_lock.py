@@ -2,6 +2,7 @@
 no automatic extension). With LOCKCHECK_SENTINELS set (a Sentinel run) it finds the master
 through redis-py's Sentinel client, as an application under Redis Sentinel does."""
 import os
+import sys
 
 import redis
 from redis.exceptions import LockNotOwnedError
@@ -34,6 +35,10 @@ def release():
         return True
     except LockNotOwnedError:
         return False
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as e:
+        # The compare-and-delete may have run and its reply been lost: not known either way.
+        print("release outcome unknown: %s" % e, file=sys.stderr)
+        return None
 
 
 serve(acquire, release)

@@ -26,6 +26,11 @@ pub struct Params {
     pub min_throughput: Option<f64>,
     /// Cycles the workload could complete (`Scenario::capacity`).
     pub capacity: u64,
+    /// Whether a release's answer says what it deleted: lockcheck's own locks answer from the
+    /// server's reply to their delete. A client program's `released` is only what the program
+    /// said (`docs/client-protocol.md`), so without the servers' word the foreign-release check
+    /// cannot read a deletion into it, and does not judge.
+    pub releases_report_deletion: bool,
 }
 
 impl Default for Params {
@@ -37,6 +42,7 @@ impl Default for Params {
             max_refused_writes: None,
             min_throughput: None,
             capacity: 1,
+            releases_report_deletion: true,
         }
     }
 }

@@ -30,6 +30,9 @@ pub struct ForeignRelease {
     /// grant takes a majority of the masters, and a release may still delete the holder's own
     /// entry on the others.
     pub masters: u32,
+    /// Whether a release's answer says what it deleted (`check::Params`); without the servers'
+    /// word the rule below reads "released" as "deleted", which only lockcheck's own locks mean.
+    pub answers_report_deletion: bool,
 }
 
 impl ForeignRelease {
@@ -39,13 +42,21 @@ impl ForeignRelease {
         label: "foreign release",
         reads: Reads::Grants,
         runs_only: None,
-        build: |p| Some(Box::new(ForeignRelease::for_masters(p.masters))),
+        build: |p| {
+            Some(Box::new(ForeignRelease {
+                answers_report_deletion: p.releases_report_deletion,
+                ..ForeignRelease::for_masters(p.masters)
+            }))
+        },
     };
 
     /// The checker for a deployment of `masters` independent masters: the scenario's count,
     /// so that a quorum lock's releases are judged against the masters it really spans.
     pub fn for_masters(masters: u32) -> ForeignRelease {
-        ForeignRelease { masters }
+        ForeignRelease {
+            masters,
+            answers_report_deletion: true,
+        }
     }
 }
 
@@ -65,6 +76,16 @@ impl Checker for ForeignRelease {
             .any(|e| matches!(e.kind, EventKind::LockEntriesWatched { .. }));
         if watched {
             return verdict(observed(history), true);
+        }
+        if !self.answers_report_deletion {
+            return CheckResult {
+                verdict: Verdict::NotJudged,
+                summary: "a client program's \"released\" says what the program said, not what \
+                          it deleted, and the servers' removals were not watched"
+                    .into(),
+                evidence: serde_json::json!({ "judged": false, "foreign_releases": 0 }),
+                timeline: Vec::new(),
+            };
         }
         if self.masters > 1 {
             return CheckResult {

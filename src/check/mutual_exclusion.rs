@@ -32,9 +32,19 @@ pub struct Section {
     /// Where the client believed its lease ended, on its own clock (ms): the evidence sets this
     /// belief beside the overlap, to show whether the holder knew its lease had run out.
     pub valid_until_ms: u64,
+    /// Where the holder's last renewal inside the section moved its validity to, on its own
+    /// clock (ms): the workload's `renew_every_ms`, or a client program's own `renewed`
+    /// message (a library that renews itself). `None`: never renewed.
+    pub renewed_until_ms: Option<u64>,
 }
 
 impl Section {
+    /// Where the holder last believed its lease ended, on its own clock: its last renewal's
+    /// end, else the grant's.
+    pub fn believed_until_ms(&self) -> u64 {
+        self.renewed_until_ms.unwrap_or(self.valid_until_ms)
+    }
+
     fn end(&self, history_end: u64) -> u64 {
         self.exit_us.unwrap_or(history_end)
     }
@@ -118,7 +128,13 @@ fn sections(history: &History) -> Vec<Section> {
                     fencing_token,
                     acquired_at_ms,
                     valid_until_ms,
+                    renewed_until_ms: None,
                 });
+            }
+            EventKind::Renewed { valid_until_ms } => {
+                if let Some(&i) = open.get(&c) {
+                    out[i].renewed_until_ms = Some(*valid_until_ms);
+                }
             }
             // A crashed client is no longer a holder: its section ends with it.
             EventKind::Exit | EventKind::Crashed { .. } => {
@@ -212,15 +228,22 @@ impl Checker for MutualExclusion {
         let mut timeline = Vec::new();
         if let Some(o) = found.first() {
             for s in [&o.first, &o.second] {
-                // The holder's belief, placed on the true timeline as if its clock ran true.
-                let lease_ms = s.valid_until_ms.saturating_sub(s.acquired_at_ms);
+                // The holder's belief, placed on the true timeline as if its clock ran true: the
+                // validity its last renewal moved to, when it renewed.
+                let lease_ms = s.believed_until_ms().saturating_sub(s.acquired_at_ms);
+                let belief = match s.renewed_until_ms {
+                    None => format!("believed lease {lease_ms} ms"),
+                    Some(_) => format!(
+                        "believed lease {} ms, renewed to {lease_ms} ms after its grant",
+                        s.valid_until_ms.saturating_sub(s.acquired_at_ms)
+                    ),
+                };
                 timeline.push(format!(
-                    "client-{}  acquired {:>9} ms  entered {:>9} ms  exited {:>11}  believed lease {} ms, until ~{} ms",
+                    "client-{}  acquired {:>9} ms  entered {:>9} ms  exited {:>11}  {belief}, until ~{} ms",
                     s.client,
                     fmt_ms(s.acquired_us),
                     fmt_ms(s.enter_us),
                     s.exit_us.map(|x| format!("{} ms", fmt_ms(x))).unwrap_or_else(|| "(never)".into()),
-                    lease_ms,
                     fmt_ms(s.acquired_us + lease_ms * 1000),
                 ));
             }

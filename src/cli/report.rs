@@ -1,73 +1,11 @@
 //! Reports: the text a person reads (verdict first, then the two holders, then how to replay) and
 //! the JSON object of the CLI contract.
 
-use crate::check::{Verdict, CHECK_NAMES, MUTUAL_EXCLUSION};
+use crate::check::MUTUAL_EXCLUSION;
 use crate::history::{fmt_ms, EventKind};
-use crate::judge::{Mismatch, SeedsOutcome};
+use crate::judge::SeedsOutcome;
 use crate::scenario::Scenario;
 use std::fmt::Write as _;
-
-/// The headline word: VIOLATION when any check was violated on any seed, else SAFE. Every check
-/// counts, not only mutual exclusion: a lock that never deadlocks two holders but leaves its
-/// waiters stuck is not "SAFE".
-fn word(o: &SeedsOutcome) -> &'static str {
-    if o.any_violation() {
-        "VIOLATION"
-    } else {
-        "SAFE"
-    }
-}
-
-/// How a check differs from its expectation, in the headline's words
-/// ("liveness violated on 200 of 200 seeds, expected safe").
-fn mismatch_text(m: &Mismatch, seeds_run: u64) -> String {
-    let on = |n: u64| {
-        if seeds_run > 1 {
-            format!(" on {n} of {seeds_run} seeds")
-        } else {
-            String::new()
-        }
-    };
-    let what = match m.observed {
-        Verdict::Violation => format!("violated{}", on(m.violating)),
-        Verdict::NotJudged => format!("not judged{}", on(m.not_judged)),
-        Verdict::Safe if seeds_run > 1 => format!("safe on all {seeds_run} seeds"),
-        Verdict::Safe => "safe".to_string(),
-    };
-    format!("{} {what}, expected {}", m.check, m.expected)
-}
-
-/// What the parenthesis of the headline says: each check that differs from its expectation, or,
-/// when all are as expected, what was violated.
-fn expectation_text(scenario: &Scenario, o: &SeedsOutcome) -> String {
-    let mismatches = o.mismatches();
-    if !mismatches.is_empty() {
-        let each: Vec<String> = mismatches
-            .iter()
-            .map(|m| mismatch_text(m, o.seeds_run))
-            .collect();
-        return format!("NOT AS EXPECTED: {}", each.join("; "));
-    }
-    let violated = violated_checks(o);
-    if violated.iter().all(|c| *c == MUTUAL_EXCLUSION) {
-        return format!("as expected: expected {}", scenario.expect);
-    }
-    let me = if violated.contains(&MUTUAL_EXCLUSION) {
-        String::new()
-    } else {
-        format!(", {MUTUAL_EXCLUSION} {}", o.observed(MUTUAL_EXCLUSION))
-    };
-    format!("as expected: {} violated{me}", violated.join(", "))
-}
-
-/// The checks violated on some seed, in report order.
-fn violated_checks(o: &SeedsOutcome) -> Vec<&'static str> {
-    CHECK_NAMES
-        .iter()
-        .copied()
-        .filter(|c| o.violating_seeds.get(*c).is_some_and(|s| !s.is_empty()))
-        .collect()
-}
 
 /// The seeds part of the headline: how many seeds violated some check, and each check's count.
 fn seeds_text(o: &SeedsOutcome) -> String {
@@ -75,7 +13,8 @@ fn seeds_text(o: &SeedsOutcome) -> String {
     if o.seeds_run <= 1 {
         return format!(", seed {seed}");
     }
-    let per_check: Vec<String> = violated_checks(o)
+    let per_check: Vec<String> = o
+        .violated_checks()
         .iter()
         .map(|c| format!("{c} on {}", o.violating_seeds[*c].len()))
         .collect();
@@ -97,8 +36,8 @@ pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
     let _ = writeln!(
         out,
         "{} ({}) — {} [{}{}]",
-        word(o),
-        expectation_text(scenario, o),
+        o.headline_word(),
+        o.expectation_text(scenario),
         scenario.name,
         r.mode.name(),
         seeds_text(o),
@@ -151,11 +90,7 @@ pub fn text(scenario: &Scenario, o: &SeedsOutcome) -> String {
 /// One line for directory runs.
 pub fn line(scenario: &Scenario, o: &SeedsOutcome) -> String {
     let r = &o.shown;
-    let mismatches: Vec<String> = o
-        .mismatches()
-        .iter()
-        .map(|m| mismatch_text(m, o.seeds_run))
-        .collect();
+    let mismatches: Vec<String> = o.mismatches().iter().map(|m| m.text(o.seeds_run)).collect();
     format!(
         "{}  {:<32} {:<9} (expected {:<9}) {} seed={} trace={}{}",
         if o.matches_expectation() {
@@ -164,7 +99,7 @@ pub fn line(scenario: &Scenario, o: &SeedsOutcome) -> String {
             "FAIL"
         },
         scenario.name,
-        word(o).to_lowercase(),
+        o.headline_word().to_lowercase(),
         scenario.expect.to_string(),
         r.mode.name(),
         r.seed,

@@ -55,6 +55,12 @@ pub fn found_scenario(
         workload.insert("nested", value(i64::from(s.workload.nested)));
     }
     doc.remove("explore");
+    // The one `[explore]` key a run reads: its pauses keep out of the check-to-write windows.
+    if s.pauses_spare_writes() {
+        let mut explore = Table::new();
+        explore.insert("pause_between_check_and_write", value(false));
+        doc.insert("explore", Item::Table(explore));
+    }
     doc.remove("faults");
     if !s.faults.is_empty() {
         let mut faults = ArrayOfTables::new();

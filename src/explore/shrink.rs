@@ -124,8 +124,9 @@ impl Shrunk {
 }
 
 /// A last pass after proptest's shrink: drops each remaining fault in turn and keeps the case
-/// without it while it still violates `check`, until no fault can go. proptest removes a fault
-/// only while it shrinks the schedule, before the seed and the other faults have shrunk; a fault
+/// without it while it still violates `check`, until no fault can go: the finding is then
+/// 1-minimal (removing any one of its faults loses the violation), unless the deadline cut it
+/// short. proptest removes a fault only while it shrinks the schedule, before the seed and the other faults have shrunk; a fault
 /// that was needed then (a 1 ms pause that shifted the interleaving) can be spare at the end.
 ///
 /// It is not bounded by `max_shrink_steps`: it tries at most n(n+1)/2 removals for n faults
@@ -140,7 +141,9 @@ fn drop_faults(
     mut shrunk: Shrunk,
 ) -> Result<Shrunk, String> {
     let mut i = 0;
-    while i < shrunk.case().faults.len() && shrunk.case().faults.len() > 1 {
+    // Down to none: a case that still violates without any fault (a race) is 1-minimal only
+    // when even its last fault was tried.
+    while i < shrunk.case().faults.len() {
         if budget.spent() {
             shrunk.cut_short = true;
             break;

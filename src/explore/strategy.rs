@@ -120,11 +120,37 @@ fn drift_when(space: &Space) -> BoxedStrategy<When> {
 
 /// When a client pause fires: at a named point or at a time in simulation; at a named point on
 /// real servers, where a pause is a `SIGSTOP` (or a stopped task) sent as the client reaches it.
+///
+/// With `pause_between_check_and_write = false` no pause is drawn at `before_write`, the
+/// workload's own point between its validity check and its write (and the run defers one that
+/// fires inside that window: `Scenario::pauses_spare_writes`). A space whose points do not
+/// include it draws as it always did.
 fn pause_when(space: &Space) -> BoxedStrategy<When> {
-    if space.real {
-        return at_point(space);
+    let skip = (!space.pause_between_check_and_write)
+        .then(|| space.points.iter().position(|p| p == "before_write"))
+        .flatten();
+    let Some(skip) = skip else {
+        if space.real {
+            return at_point(space);
+        }
+        return when(space);
+    };
+    let others: Vec<usize> = (0..space.points.len()).filter(|&i| i != skip).collect();
+    let [low, high] = space.after_ms();
+    let points = if others.is_empty() {
+        None
+    } else {
+        Some(
+            (prop::sample::select(others), low..=high)
+                .prop_map(|(point, after_ms)| When::Point { point, after_ms })
+                .boxed(),
+        )
+    };
+    match (points, space.real) {
+        (Some(p), true) => p,
+        (Some(p), false) => Union::new(vec![p, at_time(space)]).boxed(),
+        (None, _) => at_time(space),
     }
-    when(space)
 }
 
 /// One arm of the union: a family's drawn values, with when they fire.
@@ -181,6 +207,11 @@ impl Case {
         s.workload.cycles = self.cycles;
         s.workload.hold_ms = self.hold_ms;
         s.workload.nested = self.nested;
+        if !space.pause_between_check_and_write {
+            s.explore
+                .get_or_insert_with(Default::default)
+                .pause_between_check_and_write = Some(false);
+        }
         let nodes: Vec<String> = space
             .servers
             .iter()

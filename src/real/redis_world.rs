@@ -19,6 +19,7 @@ use super::nemesis::network::Network;
 use super::nemesis::plan::{check_supported, server_clocks};
 use super::nemesis::proxy::RouteProxy;
 use super::nemesis::redis_nemesis::{Group, RealNemesis};
+use super::observers::connection_names::ConnectionNames;
 use super::observers::sentinel_events::{self, Namer};
 use super::observers::witness::{client_connection_name, Witness};
 use super::servers::failover::FailoverRig;
@@ -204,7 +205,9 @@ where
             env
         })
         .collect();
-    // Client programs: each reaches each master group through its own route-following proxy.
+    // Client programs: each reaches each master group through its own route-following proxy,
+    // which tells the witness the address of each connection it opens.
+    let names = ConnectionNames::default();
     let mut processes = Vec::new();
     let mut pipes = Vec::new();
     if matches!(clients, Clients::Programs) {
@@ -223,7 +226,8 @@ where
                 (None, None) => rt.block_on(async {
                     let mut urls = Vec::new();
                     for r in client_routes {
-                        urls.push(RouteProxy::start(r.clone()).await?.url());
+                        let proxy = RouteProxy::start(r.clone(), c as u32, names.clone()).await?;
+                        urls.push(proxy.url());
                     }
                     Ok::<_, std::io::Error>(urls)
                 }),
@@ -275,7 +279,7 @@ where
         sentinel: sentinel.clone(),
     };
     nemesis.hold_back_replication()?;
-    let witness = watch_entries(scenario, &clients, &groups, &rec);
+    let witness = watch_entries(scenario, external.is_some(), &groups, &rec, &names);
     let timeouts = ConnectionTimeouts {
         connect: Duration::from_millis(scenario.redis.request_timeout_ms),
         response: Duration::from_millis(scenario.redis.request_timeout_ms),
@@ -299,12 +303,13 @@ where
         Clients::Programs => {
             let mut pipes = pipes;
             let processes = nemesis.processes.clone();
+            let rec = rec.clone();
             rt.block_on(drive(scenario, world, move |c, config, _conns, env| {
                 let (stdin, stdout) = pipes[c as usize].take().expect("one program per client");
                 let process = processes[c as usize]
                     .clone()
                     .expect("one program per client");
-                ClientProgramLock::new(process, stdin, stdout, env, config)
+                ClientProgramLock::new(process, stdin, stdout, env, config, rec.clone(), c)
             }))
         }
     };
@@ -384,17 +389,20 @@ fn finders(
 }
 
 /// Starts the servers' witness of the lock entry ([`Witness`]) on every master, when it can
-/// follow them: in-process clients (which name their connections), masters without replicas (no
-/// failover moves the entry) and a lock whose entry is a string (not Redisson's hash); and
-/// unless `LOCKCHECK_WITNESS=off` turns it off ([`witness_wanted`]).
-fn watch_entries<F>(
+/// follow them: masters lockcheck started without replicas (no failover moves the entry, and a
+/// user's own server is not watched) and a lock whose entry is a string (not Redisson's hash);
+/// and unless `LOCKCHECK_WITNESS=off` turns it off ([`witness_wanted`]). In-process clients name
+/// their connections; a client program's are named by its forwarders (`names`), so its
+/// releases, too, are judged by what the servers did rather than by what the program answered.
+fn watch_entries(
     scenario: &Scenario,
-    clients: &Clients<F>,
+    external: bool,
     groups: &[Mutex<Group>],
     rec: &Recorder,
+    names: &ConnectionNames,
 ) -> Option<Witness> {
     if !witness_wanted()
-        || !matches!(clients, Clients::InProcess(_))
+        || external
         || scenario.redis.replicas > 0
         || scenario.lock.kind.name() == redisson::NAME
     {
@@ -408,7 +416,11 @@ fn watch_entries<F>(
             _ => None,
         })
         .collect();
-    match Witness::start(&servers, &scenario.lock.key, rec) {
+    // A group the witness cannot follow would leave its removals unseen: no word at all then.
+    if servers.len() != groups.len() {
+        return None;
+    }
+    match Witness::start(&servers, &scenario.lock.key, rec, names) {
         Ok(w) => Some(w),
         Err(why) => {
             eprintln!("note: foreign_release judged without the servers' word: {why}");

@@ -214,10 +214,29 @@ pub fn build(scenario: &Scenario, history: &History) -> Timeline {
         open.start(n, role, 0, role.to_string());
     }
     let mut faults = Vec::new();
+    // Each client's current grant: its true time and the client's clock then (ms), to place a
+    // renewed validity on the true timeline as the grant's is.
+    let mut granted: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
     for e in &history.events {
         let at = e.at_us;
         let node = e.node.as_str();
         match &e.kind {
+            EventKind::Renewed { valid_until_ms } => {
+                if let Some(&(from, acquired_at_ms)) = granted.get(node) {
+                    let until = from + valid_until_ms.saturating_sub(acquired_at_ms) * 1000;
+                    lanes.span(
+                        node,
+                        "lease",
+                        at,
+                        until.min(end),
+                        format!(
+                            "renewed: believed lease now {} ms after its grant, until ~{} ms",
+                            valid_until_ms.saturating_sub(acquired_at_ms),
+                            fmt_ms(until)
+                        ),
+                    );
+                }
+            }
             EventKind::AcquireStart => open.start(node, "waiting", at, "acquiring".into()),
             EventKind::Acquired {
                 fencing_token,
@@ -232,6 +251,7 @@ pub fn build(scenario: &Scenario, history: &History) -> Timeline {
                     at,
                     format!("holds the lock{}", token(*fencing_token)),
                 );
+                granted.insert(node, (at, *acquired_at_ms));
                 let lease_us = valid_until_ms.saturating_sub(*acquired_at_ms) * 1000;
                 // Drawn up to the end of the run; the title says where it ends.
                 lanes.span(
@@ -360,7 +380,9 @@ pub fn build(scenario: &Scenario, history: &History) -> Timeline {
 }
 
 /// What a fault note does to the lanes. The notes are the nemesis's own sentences (simulated and
-/// real runs word them alike), so the lanes follow them rather than re-deriving the faults.
+/// real runs word them alike), so the lanes follow them rather than re-deriving the faults:
+/// partitions, pauses, kills and restarts, promotions (the nemesis's failover, or the
+/// sentinels' `+switch-master`) and demotions (`+convert-to-slave`), clock notes.
 fn node_fault(what: &str, at: u64, open: &mut Open, lanes: &mut Lanes) {
     let first = what.split_whitespace().next().unwrap_or("");
     if let Some(rest) = what.strip_prefix("partition: ") {
@@ -400,6 +422,25 @@ fn node_fault(what: &str, at: u64, open: &mut Open, lanes: &mut Lanes) {
             "master"
         };
         open.start(first, role, at, format!("{role} (restarted empty)"));
+    } else if let Some((_, new)) = what
+        .split_once(": +switch-master ")
+        .and_then(|(_, moved)| moved.split_once(" -> "))
+    {
+        // The sentinels promoted `new`; each sentinel announces it, the first one counts. The
+        // old master stays master on its lane until it is demoted: while it is cut off from the
+        // sentinels, two masters at once are the split brain the page must show.
+        if !open.0.contains_key(&(new.to_string(), "master")) {
+            open.close(new, "replica", at, lanes);
+            open.start(
+                new,
+                "master",
+                at,
+                "master (promoted by the sentinels)".into(),
+            );
+        }
+    } else if what.contains(" demoted to a replica") {
+        open.close(first, "master", at, lanes);
+        open.start(first, "replica", at, what.to_string());
     } else if what.contains(" promoted to master") {
         open.close(first, "replica", at, lanes);
         open.start(first, "master", at, "master (promoted)".into());
@@ -431,6 +472,45 @@ mod tests {
             crate::registry::Registry::new().run_sim(&s, 1).history,
         );
         (s, o.history)
+    }
+
+    /// The sentinels promote the replica while the old master is cut off: the replica's lane
+    /// turns master, and the old master's stays master until it is demoted, so the page shows
+    /// two masters at once.
+    #[test]
+    fn sentinel_promotions_and_demotions_are_drawn() {
+        let s = Scenario::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scenarios/sentinel-partitioned-old-master.toml"
+        )))
+        .unwrap();
+        let h = crate::registry::Registry::new().run_sim(&s, 1).history;
+        let t = build(&s, &h);
+        let spans = |lane: &str, kind: &str| -> Vec<(u64, u64)> {
+            t.lanes
+                .iter()
+                .filter(|l| l.name == lane)
+                .flat_map(|l| l.spans.iter())
+                .filter(|sp| sp.kind == kind)
+                .map(|sp| (sp.from_us, sp.to_us))
+                .collect()
+        };
+        let promoted = spans("redis-0-replica-0", "master");
+        assert_eq!(promoted.len(), 1, "{promoted:?}\n{}", h.render());
+        let old = spans("redis-0", "master");
+        assert!(
+            old.iter()
+                .any(|&(from, to)| from < promoted[0].0 && to > promoted[0].0),
+            "two masters at once: {old:?} vs {promoted:?}"
+        );
+        assert!(
+            spans("redis-0", "replica")
+                .iter()
+                .any(|&(from, _)| from > promoted[0].0),
+            "the old master is demoted after the promotion: {:?}\n{}",
+            spans("redis-0", "replica"),
+            h.render()
+        );
     }
 
     #[test]

@@ -164,6 +164,16 @@ pub struct ExploreSpec {
     /// at the first cycles: a point reached late in a run may have no other client left to
     /// conflict with.
     pub after_ms: Option<[u64; 2]>,
+    /// Whether a drawn pause may stop a holder inside the workload's own check-to-write window:
+    /// after its last look at its lease (its validity check, its last renewal, or with neither
+    /// its grant) and before its write. No lease lock survives a pause there, so a search that
+    /// allows it flags a correct lock where a broken one is flagged, and cannot tell them apart.
+    /// `false` keeps pauses out: none is drawn at `before_write`, and one that fires inside a
+    /// window waits until the holder has written (in simulation; real mode draws pauses at named
+    /// points only). Default: `true` for lockcheck's own locks (a pause there is how an unfenced
+    /// lock's stale write is found), `false` for a lock of the user's own, whose search is about
+    /// the lock. A finding records it, so its file replays the same run.
+    pub pause_between_check_and_write: Option<bool>,
 }
 
 /// The resolved space one search draws from: every range known, non-empty and checked, every
@@ -215,6 +225,9 @@ pub struct Space {
     pub seed: u64,
     /// The cases run on spawned servers and client processes (`explore --real`).
     pub real: bool,
+    /// Whether pauses may stop a holder inside its check-to-write window
+    /// ([`ExploreSpec::pause_between_check_and_write`], resolved).
+    pub pause_between_check_and_write: bool,
 }
 
 impl Space {
@@ -287,7 +300,10 @@ impl Space {
                 .wall_clock_jump_ms
                 .unwrap_or([-(three as i64), three as i64]),
             nested: spec.nested.unwrap_or([0, w.nested]),
-            clients: spec.clients.unwrap_or([w.clients.min(2), w.clients]),
+            clients: {
+                let [lo, hi] = spec.clients.unwrap_or([w.clients.min(2), w.clients]);
+                [lo.max(clients_named(scenario)).min(hi), hi]
+            },
             cycles: spec.cycles.unwrap_or([1, w.cycles]),
             hold_ms: spec.hold_ms.unwrap_or(w.hold_ms),
             duration_ms: scenario.duration_ms,
@@ -301,7 +317,22 @@ impl Space {
                 .collect(),
             seed: scenario.seed,
             real: false,
+            pause_between_check_and_write: spec
+                .pause_between_check_and_write
+                .unwrap_or(scenario.lock.kind.origin() == crate::lock::Origin::Builtin),
         };
+        let named = clients_named(scenario);
+        if space.clients[1] < named {
+            return Err(refuse(
+                "clients",
+                format!(
+                    "`[clocks] nodes` names client-{}, so every case needs at least {named} \
+                     clients: draw `clients = [{named}, {}]` or more",
+                    named - 1,
+                    named.max(space.clients[1])
+                ),
+            ));
+        }
         space.validate()?;
         Ok(space)
     }
@@ -443,4 +474,25 @@ impl Space {
         }
         Ok(())
     }
+}
+
+/// How many clients a case needs so that every client `[clocks] nodes` names exists (the
+/// highest named index plus one; 0 when it names none). A case with fewer would write a finding
+/// that does not parse: the scenario's `[clocks]` table would name a node it does not have.
+/// (Drawn faults name only the case's own clients, and the scenario's own `[[faults]]` are not
+/// part of a case.)
+fn clients_named(scenario: &Scenario) -> u32 {
+    scenario
+        .clocks
+        .nodes
+        .as_ref()
+        .map(|n| {
+            n.get_ref()
+                .iter()
+                .filter_map(|x| x.strip_prefix("client-")?.parse::<u32>().ok())
+                .map(|c| c + 1)
+                .max()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0)
 }

@@ -342,7 +342,19 @@ impl Scenario {
             max_refused_writes: self.checks.max_refused_writes,
             min_throughput: self.checks.min_throughput,
             capacity: self.capacity(),
+            releases_report_deletion: !self.lock.kind.is_client_program(),
         }
+    }
+
+    /// Whether this scenario's pauses keep out of holders' check-to-write windows: `[explore]
+    /// pause_between_check_and_write = false`, written (a search of a lock of the user's own
+    /// writes it into each case and finding). A run honours it so that a finding replays what
+    /// the search ran.
+    pub fn pauses_spare_writes(&self) -> bool {
+        self.explore
+            .as_ref()
+            .and_then(|e| e.pause_between_check_and_write)
+            == Some(false)
     }
 
     /// The expectation for one check: `expect_checks` first; `expect` is the mutual-exclusion one.

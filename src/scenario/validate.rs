@@ -11,7 +11,7 @@ use super::spec::LockSpec;
 use super::{OwnKind, Scenario};
 use crate::check::{Verdict, CHECKERS, CHECK_NAMES};
 use crate::lock::builtin::CLIENT_PROGRAM;
-use crate::lock::{redlock, set_nx_px, LockKind};
+use crate::lock::{redlock, set_nx_px, LockKind, Origin};
 
 /// `[lock] kind` names a kind lockcheck ships (by its name or an older alias) or one registered
 /// with the harness (`own`), whose `[lock.params]` must read into its parameter type; lockcheck's
@@ -319,11 +319,19 @@ fn client_program_command(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioErr
     }
 }
 
-/// Redlock's keys belong to `kind = "redlock"` and stay in range.
+/// Redlock's keys belong to `kind = "redlock"` and stay in range. A lock of the user's own may
+/// take `node_timeout_ms` too (it reads it from `LockConfig::redlock.node_timeout`): a per-node
+/// request timeout is what any lock on several nodes needs, and a user's Redlock-style lock
+/// should be tunable as lockcheck's own is.
 fn redlock_keys(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     let lock = &s.lock;
     if lock.kind.name() != redlock::NAME {
-        if let Some((key, _)) = lock.redlock_keys().iter().find(|(_, set)| *set) {
+        let own = lock.kind.origin() == Origin::Own;
+        if let Some((key, _)) = lock
+            .redlock_keys()
+            .iter()
+            .find(|(key, set)| *set && !(own && *key == "node_timeout_ms"))
+        {
             return Err(ctx.err(
                 at(ctx, key),
                 format!(

@@ -15,6 +15,7 @@ use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The client side of a simulated nemesis: the client nodes, the network, and its own node.
@@ -29,6 +30,18 @@ pub struct ClientFaults {
     pub nodes: BTreeMap<String, usize>,
     /// The nemesis's own madsim node.
     pub node: NodeId,
+    /// Whether pauses wait until a holder has written (`[explore] pause_between_check_and_write
+    /// = false`), and each client's window; see [`ClientFaults::write_window`].
+    spare_writes: bool,
+    windows: Arc<Mutex<BTreeMap<u32, Window>>>,
+}
+
+/// One client's check-to-write window: whether it is open, and the longest pause deferred
+/// until it closes (its length and why it was fired).
+#[derive(Default)]
+struct Window {
+    open: bool,
+    deferred: Option<(u64, String)>,
 }
 
 impl ClientFaults {
@@ -46,6 +59,42 @@ impl ClientFaults {
             clients,
             nodes,
             node: node.id(),
+            spare_writes: false,
+            windows: Arc::default(),
+        }
+    }
+
+    /// With `spare` (`Scenario::pauses_spare_writes`), a pause that would stop a holder inside
+    /// its check-to-write window waits until the window closes.
+    pub fn sparing_writes(mut self, spare: bool) -> ClientFaults {
+        self.spare_writes = spare;
+        self
+    }
+
+    /// Client `c`'s check-to-write window opens (`open`) or closes: the workload's own word
+    /// (`FaultPoints::write_window`). When it closes with a pause deferred, the pause starts
+    /// now, from inside the client's own task; returns whether it did (the caller then yields,
+    /// so that it takes effect before the client's next step).
+    pub fn write_window(&self, c: u32, open: bool) -> bool {
+        if !self.spare_writes {
+            return false;
+        }
+        let deferred = {
+            let mut w = self.windows.lock().unwrap();
+            let w = w.entry(c).or_default();
+            w.open = open;
+            if open {
+                None
+            } else {
+                w.deferred.take()
+            }
+        };
+        match deferred {
+            Some((for_ms, why)) => {
+                self.pause_now(c, for_ms, &why);
+                true
+            }
+            None => false,
         }
     }
 
@@ -152,6 +201,29 @@ impl ClientFaults {
             self.note("pause of the holder skipped: nobody holds the lock".into());
             return;
         };
+        if self.spare_writes {
+            let mut windows = self.windows.lock().unwrap();
+            let w = windows.entry(c).or_default();
+            if w.open {
+                // Between its last look at its lease and its write no lease lock survives a
+                // pause: that is the workload's window, not the lock's, and this search keeps
+                // out of it. The pause starts when the holder has written (or given up).
+                let longest = w.deferred.as_ref().map_or(0, |d| d.0).max(for_ms);
+                w.deferred = Some((longest, why.to_string()));
+                drop(windows);
+                self.note(format!(
+                    "client-{c} pause of {for_ms} ms deferred until it has written: it is between \
+                     its last look at its lease and its write ([explore] \
+                     pause_between_check_and_write = false)"
+                ));
+                return;
+            }
+        }
+        self.pause_now(c, for_ms, why);
+    }
+
+    /// Pauses client `c` now for `for_ms`; `why` completes the note.
+    fn pause_now(&self, c: u32, for_ms: u64, why: &str) {
         Handle::current().pause(self.clients[c as usize]);
         self.note(format!("client-{c} paused for {for_ms} ms ({why})"));
         // What it already sent still arrives and runs on time; only its reading waits.

@@ -154,6 +154,7 @@ where
         client_nodes.ids(),
         nodes,
         Duration::from_millis(scenario.redis.failover_detect_ms),
+        scenario.pauses_spare_writes(),
     );
     nemesis.start();
 

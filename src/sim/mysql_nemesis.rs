@@ -128,4 +128,10 @@ impl FaultPoints for MysqlNemesis {
         }
         take_effect(&fired, client).await;
     }
+
+    async fn write_window(&self, client: u32, open: bool) {
+        if self.faults.write_window(client, open) {
+            madsim::task::yield_now().await;
+        }
+    }
 }

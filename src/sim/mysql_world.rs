@@ -124,7 +124,8 @@ where
     let nemesis = MysqlNemesis::new(
         Schedule::new(scenario.faults.clone()),
         db.clone(),
-        ClientFaults::new(rec.clone(), net.clone(), client_nodes.ids(), nodes),
+        ClientFaults::new(rec.clone(), net.clone(), client_nodes.ids(), nodes)
+            .sparing_writes(scenario.pauses_spare_writes()),
     );
     nemesis.start();
     let mut world = SqlSimWorld {

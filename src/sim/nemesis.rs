@@ -36,6 +36,8 @@ impl SimNemesis {
 
     /// The nemesis of one run: the scenario's faults and every part of the deployment they can
     /// hit (servers, clocks, links, client nodes).
+    /// With `spare_writes`, pauses keep out of holders' check-to-write windows
+    /// (`Scenario::pauses_spare_writes`).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         faults: Vec<Fault>,
@@ -46,12 +48,13 @@ impl SimNemesis {
         clients: Vec<NodeId>,
         nodes: BTreeMap<String, usize>,
         failover_detect: Duration,
+        spare_writes: bool,
     ) -> SimNemesis {
         SimNemesis {
             schedule: Schedule::new(faults),
             cluster,
             clocks,
-            faults: ClientFaults::new(rec, net, clients, nodes),
+            faults: ClientFaults::new(rec, net, clients, nodes).sparing_writes(spare_writes),
             failover_detect,
         }
     }
@@ -173,5 +176,11 @@ impl FaultPoints for SimNemesis {
             self.fire_at(kind, Some(client), point);
         }
         take_effect(&fired, client).await;
+    }
+
+    async fn write_window(&self, client: u32, open: bool) {
+        if self.faults.write_window(client, open) {
+            madsim::task::yield_now().await;
+        }
     }
 }

@@ -133,3 +133,14 @@ fn sentinel_lock_loss_split_brain_and_min_replicas_from_no_faults() {
         }
     }
 }
+
+/// A finding always parses: the scenario's `[clocks]` names three clients, so shrinking keeps
+/// three (with two, the written file's `[clocks] nodes` would name a client it lacks, and
+/// `explore`'s replay of the written file, which parses it, would fail).
+#[test]
+fn a_finding_keeps_the_clients_its_clocks_table_names() {
+    let (_, _, found) = explore("gc-pause-clocks-named", &options(2000, None));
+    let r = found.expect("explore finds the lease expiry");
+    assert_found(&r, "mutual_exclusion");
+    assert_eq!(r.scenario.workload.clients, 3);
+}

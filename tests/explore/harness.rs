@@ -513,3 +513,69 @@ fn the_space_draws_wall_clock_jumps_and_nesting_only_when_asked() {
         "{e}"
     );
 }
+
+/// `[lock] node_timeout_ms` (a per-node request timeout) reaches a lock of the user's own, as
+/// it reaches lockcheck's Redlock; the other Redlock keys stay Redlock's, refused at the key.
+#[test]
+fn a_registered_lock_takes_node_timeout_ms() {
+    let text = "name = \"t\"\nexpect = \"safe\"\nduration_ms = 1000\n[lock]\nkind = \"my-set-nx-px\"\nttl_ms = 100\nnode_timeout_ms = 40\n";
+    let s = own_set_nx_px().registry().parse("t.toml", text).unwrap();
+    let config = lockcheck::lock::LockConfig::from_spec(&s.lock);
+    assert_eq!(
+        config.redlock.node_timeout,
+        std::time::Duration::from_millis(40)
+    );
+    let e = own_set_nx_px()
+        .registry()
+        .parse(
+            "t.toml",
+            &text.replace("node_timeout_ms = 40", "drift_ms = 2"),
+        )
+        .unwrap_err();
+    assert_eq!((e.line, e.column), (7, 12), "{e}");
+    assert!(
+        e.message.contains("`drift_ms` is a Redlock parameter"),
+        "{e}"
+    );
+    // lockcheck's own single-instance lock does not read it: refused there.
+    let e =
+        lockcheck::scenario::Scenario::parse("t.toml", &text.replace("my-set-nx-px", "set-nx-px"))
+            .unwrap_err();
+    assert!(
+        e.message
+            .contains("`node_timeout_ms` is a Redlock parameter"),
+        "{e}"
+    );
+}
+
+/// A saved finding is replayed with today's `[lock]`: once the scenario's lock is a correct one,
+/// the finding saved against the racy lock no longer violates (it is reported stale) and the
+/// search runs anew (here over no faults, where the correct lock is safe by construction: one
+/// `SET NX PX` grants, and no pause or crash can outlast a lease).
+#[test]
+fn a_saved_finding_replays_with_todays_lock() {
+    let dir = temp_dir("harness-regressions-today");
+    let scenario = example_scenario(&dir);
+    let harness = || {
+        check_then_set::harness().lock("my-set-nx-px", |config, conns, env| {
+            SetNxPx::new(config, conns, env)
+        })
+    };
+    let first = harness().explore(&scenario).cases(200).run();
+    let first = first.expect("the GET-then-SET race is found without any fault");
+    assert!(!first.replayed);
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let fixed = text
+        .replace("kind = \"check-then-set\"", "kind = \"my-set-nx-px\"")
+        .replace("[lock.params]\npoll_ms = 2\n", "")
+        + "\n[explore]\nmax_faults = 0\n";
+    assert_ne!(fixed, text);
+    std::fs::write(&scenario, fixed).unwrap();
+    let again = harness().explore(&scenario).cases(50).run();
+    assert!(again.is_none(), "{}", again.unwrap());
+    assert!(
+        first.file.exists(),
+        "a stale finding is reported, not deleted"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -8,6 +8,8 @@ mod cli;
 mod every_lock;
 mod finds;
 mod harness;
+mod minimal;
+mod pairs;
 mod parallel;
 mod renewal;
 mod safe;

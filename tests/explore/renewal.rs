@@ -88,7 +88,7 @@ impl Lock for PexpireRenewal {
     }
 }
 
-fn pexpire_renewal() -> Harness {
+pub(super) fn pexpire_renewal() -> Harness {
     Harness::new().lock(
         "pexpire-renewal",
         |config: LockConfig, conns: Vec<lockcheck::registry::Conn>, env: NodeEnv| {

@@ -14,6 +14,7 @@ mod common;
 mod clients;
 mod differential_locks;
 mod explore;
+mod foreign_release;
 mod interrupt;
 mod locks;
 mod pause_on_the_wire;

@@ -43,8 +43,10 @@ pub struct ClientCommand {
 }
 
 impl ClientProgram {
-    /// Starts the program with piped stdin/stdout (stderr is inherited: it is the program's
-    /// log) and, with `fake`, under libfaketime. Blocking (a fork).
+    /// Starts the program with piped stdin/stdout and, with `fake`, under libfaketime. Its
+    /// stderr (the program's log) goes to lockcheck's, each line prefixed with the client's
+    /// name (`client-3: ...`, from `LOCKCHECK_CLIENT_ID`; else its pid), so that several
+    /// programs' logs interleaved with the report say who wrote what. Blocking (a fork).
     pub fn spawn(
         cmd: &ClientCommand,
         fake: Option<&FakeTime>,
@@ -66,7 +68,7 @@ impl ClientProgram {
             .envs(cmd.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+            .stderr(Stdio::piped());
         if let Some(cwd) = &cmd.cwd {
             command.current_dir(std::path::absolute(cwd).unwrap_or_else(|_| cwd.clone()));
         }
@@ -87,6 +89,15 @@ impl ClientProgram {
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         let pid = child.id();
+        let name = cmd
+            .env
+            .iter()
+            .find(|(k, _)| k == "LOCKCHECK_CLIENT_ID")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| format!("client pid {pid}"));
+        if let Some(stderr) = child.stderr.take() {
+            prefix_lines(stderr, name);
+        }
         Ok((
             ClientProgram {
                 pid,
@@ -159,6 +170,33 @@ impl Drop for ClientProgram {
     fn drop(&mut self) {
         self.kill();
         remove_temp_dir(&self.dir);
+    }
+}
+
+/// Copies `log`'s lines to lockcheck's stderr, each prefixed with `name: `, until the program
+/// closes it (it exits). A plain thread: reading a pipe blocks.
+fn prefix_lines(log: impl Read + Send + 'static, name: String) {
+    std::thread::spawn(move || {
+        copy_prefixed(log, &name, |line| {
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
+        })
+    });
+}
+
+/// Each line of `log` as `name: line` to `emit`, one whole line at a time (a line that is not
+/// UTF-8 lossily), the last one even without its newline.
+fn copy_prefixed(log: impl Read, name: &str, mut emit: impl FnMut(&str)) {
+    let mut reader = std::io::BufReader::new(log);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match std::io::BufRead::read_until(&mut reader, b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                emit(&format!("{name}: {}", text.trim_end_matches(['\n', '\r'])));
+            }
+        }
     }
 }
 
@@ -241,4 +279,24 @@ pub(in crate::real) fn handshake(
         pipes[c] = Some((stdin, stdout));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_prefixed;
+
+    #[test]
+    fn each_log_line_is_prefixed_with_the_clients_name() {
+        let mut out = Vec::new();
+        let log: &[u8] = b"acquired\r\nreleased: DEL returned 1\n\xffpartial";
+        copy_prefixed(log, "client-3", |l| out.push(l.to_string()));
+        assert_eq!(
+            out,
+            [
+                "client-3: acquired",
+                "client-3: released: DEL returned 1",
+                "client-3: \u{fffd}partial"
+            ]
+        );
+    }
 }

@@ -6,13 +6,22 @@
 //! `id` (`{"id":1,"result":"acquired","lease_ms":2000,"token":7}`). `docs/client-protocol.md` is
 //! the full protocol. A request that gets no reply within its timeout is an error, never a hang:
 //! a program lockcheck stopped or killed is then simply a client that does not answer.
+//!
+//! Two answers say what the program cannot know, or did on its own: a release answered
+//! `unknown` (the library sent its delete and lost the reply) is a failed release, which the
+//! release check counts as an unknown outcome when the servers show its entry removed, never as
+//! a lie; and a `{"event": "renewed", "validity_ms": n}` line, sent whenever a library that
+//! renews itself moved its lease, is recorded as the holder's renewal, so the report shows the
+//! validity it moved to rather than the one it was granted.
 
 use crate::env::Env;
+use crate::history::{EventKind, Recorder};
 use crate::lock::{Guard, Lock, LockConfig, LockError};
 use crate::real::ClientProgram;
 use serde::Deserialize;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{ChildStdin, ChildStdout};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -35,6 +44,14 @@ struct Reply {
     message: Option<String>,
 }
 
+/// A line the program sends on its own, between replies: `{"event": "renewed", "validity_ms":
+/// 3000}` (its library extended the lease; it now believes it holds it `validity_ms` from now).
+#[derive(Debug, Deserialize)]
+struct Notice {
+    event: String,
+    validity_ms: Option<u64>,
+}
+
 /// One client's lock, implemented by a separate program.
 pub struct ClientProgramLock<E> {
     process: Arc<ClientProgram>,
@@ -43,22 +60,41 @@ pub struct ClientProgramLock<E> {
     next_id: u64,
     env: E,
     config: LockConfig,
+    /// Whether the client holds the lock: from an `acquired` reply until its `release` is sent.
+    /// A `renewed` notice counts only then.
+    holding: Arc<AtomicBool>,
 }
 
 impl<E: Env> ClientProgramLock<E> {
-    /// Drives an already started program (`stdin`/`stdout` are its pipes).
+    /// Drives an already started program (`stdin`/`stdout` are its pipes) as client `client`;
+    /// its `renewed` notices are recorded in `rec`.
     pub fn new(
         process: Arc<ClientProgram>,
         stdin: ChildStdin,
         stdout: ChildStdout,
         env: E,
         config: LockConfig,
+        rec: Recorder,
+        client: u32,
     ) -> Self {
         let (tx, replies) = mpsc::unbounded_channel();
+        let holding = Arc::new(AtomicBool::new(false));
+        let (clock, held) = (env.clone(), holding.clone());
+        let me = format!("client-{client}");
         // A plain thread: reading a pipe blocks, and it ends at EOF, when the program exits.
+        // Notices are recorded as they arrive, when they happened; replies go to `call`.
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
+                if let Ok(n) = serde_json::from_str::<Notice>(&line) {
+                    if let ("renewed", Some(ms), true) =
+                        (n.event.as_str(), n.validity_ms, held.load(Ordering::SeqCst))
+                    {
+                        let valid_until_ms = clock.monotonic_ms() + ms;
+                        rec.record(&me, EventKind::Renewed { valid_until_ms });
+                    }
+                    continue;
+                }
                 if tx.send(line).is_err() {
                     break;
                 }
@@ -71,6 +107,7 @@ impl<E: Env> ClientProgramLock<E> {
             next_id: 0,
             env,
             config,
+            holding,
         }
     }
 
@@ -145,6 +182,7 @@ impl<E: Env> Lock for ClientProgramLock<E> {
         let reply = self.call("acquire", timeout).await?;
         match reply.result.as_str() {
             "acquired" => {
+                self.holding.store(true, Ordering::SeqCst);
                 let lease = reply.lease_ms.unwrap_or(self.config.ttl.as_millis() as u64);
                 Ok(Some(Guard {
                     owner: reply
@@ -161,10 +199,22 @@ impl<E: Env> Lock for ClientProgramLock<E> {
     }
 
     async fn release(&mut self, _guard: &Guard) -> Result<bool, LockError> {
+        self.holding.store(false, Ordering::SeqCst);
         let reply = self.call("release", self.config.wait + REPLY_SLACK).await?;
         match reply.result.as_str() {
             "released" => Ok(true),
             "failed" => Ok(false),
+            // Not a "released" (which would be a lie if nothing was removed) nor a "failed":
+            // a failed call, as an in-process lock's release that lost its reply is.
+            "unknown" => Err(LockError::Client(format!(
+                "client pid {} answered `release` with `unknown` (outcome not known){}",
+                self.process.pid(),
+                reply
+                    .message
+                    .as_deref()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            ))),
             _ => Err(self.unexpected("release", &reply)),
         }
     }

@@ -10,6 +10,7 @@
 //! Sentinel-aware or DNS-following client would.
 
 use crate::real::connection::Route;
+use crate::real::observers::connection_names::ConnectionNames;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
@@ -23,14 +24,19 @@ pub struct RouteProxy {
 }
 
 impl RouteProxy {
-    /// Binds a free 127.0.0.1 port and forwards every connection along `route`. Call inside a
-    /// tokio runtime.
-    pub async fn start(route: Arc<Route>) -> std::io::Result<RouteProxy> {
+    /// Binds a free 127.0.0.1 port and forwards every connection along `route`, registering
+    /// each connection it opens to a server in `names` as client `client`'s (so the witness knows
+    /// whose commands it reads). Call inside a tokio runtime.
+    pub async fn start(
+        route: Arc<Route>,
+        client: u32,
+        names: ConnectionNames,
+    ) -> std::io::Result<RouteProxy> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
-                tokio::spawn(forward(inbound, route.clone()));
+                tokio::spawn(forward(inbound, route.clone(), client, names.clone()));
             }
         });
         Ok(RouteProxy { port })
@@ -49,12 +55,17 @@ fn address(url: &str) -> Option<String> {
     Some(rest.split('/').next()?.to_string())
 }
 
-async fn forward(mut inbound: TcpStream, route: Arc<Route>) {
+async fn forward(mut inbound: TcpStream, route: Arc<Route>, client: u32, names: ConnectionNames) {
     let (url, generation) = route.current();
     let Some(addr) = address(&url) else { return };
     let Ok(mut outbound) = TcpStream::connect(&addr).await else {
         return;
     };
+    // Before the first byte goes through, so the server's MONITOR never shows a command from
+    // an address the witness cannot name.
+    if let Ok(local) = outbound.local_addr() {
+        names.register(local.to_string(), client);
+    }
     let _ = inbound.set_nodelay(true);
     let _ = outbound.set_nodelay(true);
     let switched = async {
