@@ -78,6 +78,8 @@ pub struct ZkRecipe<C, E, V> {
     client: C,
     env: E,
     config: LockConfig,
+    /// The node the attempt under way created, until it holds or gives it up.
+    pending: Option<String>,
     _variant: PhantomData<V>,
 }
 
@@ -105,6 +107,7 @@ impl<C, E, V> ZkRecipe<C, E, V> {
             client: super::only_connection(conns),
             env,
             config,
+            pending: None,
             _variant: PhantomData,
         }
     }
@@ -197,6 +200,23 @@ impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
         }
     }
 
+    /// Deletes `node`, retrying through connection losses until `deadline`; `Ok(false)` when it
+    /// was gone already (its session expired, or a delete whose reply was lost applied).
+    async fn delete_guaranteed(&mut self, node: &str, deadline: u64) -> Result<bool, ZkError> {
+        loop {
+            match self.client.delete(node, None).await {
+                Ok(()) => return Ok(true),
+                Err(ZkError::NoNode(_) | ZkError::SessionExpired(_)) => return Ok(false),
+                Err(e @ ZkError::ConnectionLoss(_)) => {
+                    if !super::retry_pause(&self.env, &self.config, deadline).await {
+                        return Err(e);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// One attempt: create the node, then wait until it is the lowest or the wait bound passes.
     async fn attempt(&mut self, deadline: u64) -> Result<Step, ZkError> {
         self.session().await?;
@@ -205,6 +225,7 @@ impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
         let guid = self.env.uuid().simple().to_string();
         let started = self.env.monotonic_ms();
         let node = self.create_protected(&dir, &guid).await?;
+        self.pending = Some(node.clone());
         self.env.point("after_create").await;
         let my_seq = sequence_of(&node);
         loop {
@@ -254,13 +275,22 @@ where
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
         loop {
-            match self.attempt(deadline).await {
+            let step = self.attempt(deadline).await;
+            let pending = self.pending.take();
+            match step {
                 Ok(Step::Held(guard)) => return Ok(Some(guard)),
                 Ok(Step::GaveUp) => return Ok(None),
                 Ok(Step::Again) => {}
                 // No answer, or the session went: the recipe tries again (Curator's retry
-                // policy), until the wait bound.
-                Err(ZkError::ConnectionLoss(_) | ZkError::SessionExpired(_)) => {}
+                // policy), until the wait bound, after deleting the node this attempt made (as
+                // Curator's lock loop does): left behind in a live session, it would hold the
+                // lock for nobody, and a new node of ours would wait behind it forever.
+                Err(ZkError::ConnectionLoss(_) | ZkError::SessionExpired(_)) => {
+                    if let Some(node) = pending {
+                        // If even that fails the wait bound has passed; the loop gives up.
+                        let _ = self.delete_guaranteed(&node, deadline).await;
+                    }
+                }
                 Err(e) => return Err(LockError::Zk(e)),
             }
             if !super::retry_pause(&self.env, &self.config, deadline).await {
@@ -269,13 +299,14 @@ where
         }
     }
 
+    /// Deletes the lock node, retrying through connection losses (Curator deletes it with
+    /// `guaranteed()`, kazoo with its retry policy): a node left behind by a lost delete would
+    /// keep its live session's lock forever, and every waiter behind it.
     async fn release(&mut self, guard: &Guard) -> Result<bool, LockError> {
-        match self.client.delete(&guard.owner, None).await {
-            Ok(()) => Ok(true),
-            // Gone already: its session expired (or the delete was applied before a lost reply).
-            Err(ZkError::NoNode(_) | ZkError::SessionExpired(_)) => Ok(false),
-            Err(e) => Err(LockError::Zk(e)),
-        }
+        let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
+        self.delete_guaranteed(&guard.owner, deadline)
+            .await
+            .map_err(LockError::Zk)
     }
 
     /// The listener's check: the hold goes on while the session is connected, until SUSPENDED
