@@ -110,7 +110,7 @@ fn failover_report_renders_two_client_lanes_and_the_overlap_in_chromium() {
         "overlap height {h} covers both lanes ({lane} each)"
     );
     assert!(
-        dom.contains("VIOLATION (as expected: expected violation)"),
+        dom.contains("VIOLATION (as expected: mutual_exclusion, resource violated)"),
         "verdict text"
     );
     assert!(dom.contains("class=\"span killed\""), "the killed master");

@@ -302,7 +302,12 @@ impl Space {
             nested: spec.nested.unwrap_or([0, w.nested]),
             clients: {
                 let [lo, hi] = spec.clients.unwrap_or([w.clients.min(2), w.clients]);
-                [lo.max(clients_named(scenario)).min(hi), hi]
+                // An inverted range is left as written, for the range check to refuse.
+                if lo <= hi {
+                    [lo.max(clients_named(scenario)).min(hi), hi]
+                } else {
+                    [lo, hi]
+                }
             },
             cycles: spec.cycles.unwrap_or([1, w.cycles]),
             hold_ms: spec.hold_ms.unwrap_or(w.hold_ms),

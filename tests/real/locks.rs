@@ -48,7 +48,8 @@ macro_rules! real {
                 // Redlock's scenarios have their own real-mode tests (redlock.rs).
                 let s = Scenario::load(&f).unwrap();
                 // The MySQL locks' real runs are in tests/sql/scenarios.rs.
-                if s.lock.kind.name() == "redlock" || s.lock.kind.is_mysql() {
+                // The etcd locks' real runs are in tests/etcd/scenarios.rs.
+                if s.lock.kind.name() == "redlock" || s.lock.kind.is_mysql() || s.lock.kind.is_etcd() {
                     continue;
                 }
                 // The Sentinel scenarios' real runs are in tests/real/sentinel.rs.
