@@ -72,6 +72,8 @@ impl Default for ExploreOptions {
 
 /// `lockcheck explore`: returns the exit code (1 found, 0 none, 2 bad input).
 pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
+    // `--time-limit` bounds the whole command, the finding's replays included.
+    let deadline = opts.time_limit.map(|t| std::time::Instant::now() + t);
     let fail = |m: String| {
         eprintln!("error: {m}");
         EXIT_BAD_INPUT
@@ -133,8 +135,8 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         Err(m) => return fail(format!("{}: {m}", path.display())),
     };
     if let (Some(limit), true) = (opts.time_limit, opts.real) {
-        // A simulated case is cut at the deadline and judged up to there (`world::cut`); a real
-        // run of spawned processes is not, so one that cannot fit is refused.
+        // Every case is cut at the deadline and judged up to there (`world::cut`), but a real
+        // case that cannot fit at all would judge only its servers' start: refused.
         let case_s = crate::world::estimate::run_ms(&base) as f64 / 1000.0;
         if case_s > limit.as_secs_f64() {
             return fail(format!(
@@ -194,10 +196,12 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         ));
     }
     let replayed = match &result.found {
-        Some(f) => match write_and_replay(&opts.locks, &input_text, f, &out, mode, opts.jobs) {
-            Ok(r) => Some(r),
-            Err(m) => return unwritten(&input_text, f, &out, &m),
-        },
+        Some(f) => {
+            match write_and_replay(&opts.locks, &input_text, f, &out, mode, opts.jobs, deadline) {
+                Ok(r) => Some(r),
+                Err(m) => return unwritten(&input_text, f, &out, &m),
+            }
+        }
         None => None,
     };
     let written = replayed.as_ref().map(|r| report::Written {

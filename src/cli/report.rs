@@ -219,6 +219,55 @@ mod headline {
         );
     }
 
+    /// `expect = "safe"` states every check safe: a release violation with no `expect_checks`
+    /// entry is not as expected (before, only mutual exclusion was held to `expect`, and this
+    /// exited 0).
+    #[test]
+    fn a_bare_expect_safe_holds_every_check_to_safe() {
+        let s = Scenario::parse(
+            "t.toml",
+            "name = \"t\"\nexpect = \"safe\"\nduration_ms = 1000\n[lock]\nkind = \"set-nx-px\"\nttl_ms = 1000\n",
+        )
+        .unwrap();
+        let o = SeedsOutcome::aggregate(
+            &s,
+            vec![Outcome::judge(&s, Mode::Sim, 1, lying_release(true))],
+        );
+        assert!(!o.matches_expectation());
+        let out = text(&s, &o);
+        assert!(
+            out.starts_with("VIOLATION (NOT AS EXPECTED: release violated, expected safe)"),
+            "{out}"
+        );
+        // Unwatched, the release check cannot judge; nobody stated it, so it neither passes
+        // nor fails the run, and the report says it was not judged.
+        let o = SeedsOutcome::aggregate(
+            &s,
+            vec![Outcome::judge(&s, Mode::Sim, 1, lying_release(false))],
+        );
+        assert!(o.matches_expectation());
+        assert!(
+            text(&s, &o).contains("  release: not judged"),
+            "{}",
+            text(&s, &o)
+        );
+    }
+
+    /// `expect = "violation"` says nothing of the other checks.
+    #[test]
+    fn expect_violation_leaves_the_other_checks_unstated() {
+        let s = Scenario::parse(
+            "t.toml",
+            "name = \"t\"\nexpect = \"violation\"\nduration_ms = 1000\n[lock]\nkind = \"set-nx-px\"\nttl_ms = 1000\n",
+        )
+        .unwrap();
+        assert_eq!(s.expected("release"), None);
+        assert_eq!(
+            s.expected(crate::check::MUTUAL_EXCLUSION),
+            Some(crate::check::Verdict::Violation)
+        );
+    }
+
     /// A check that could not judge says so, and is not counted as the safe it was expected to be.
     #[test]
     fn not_judged_is_not_safe() {

@@ -11,6 +11,13 @@ pub enum EtcdError {
     /// The server refused the request for another reason (its message as etcd words it).
     #[error("etcdserver: {0}")]
     Rejected(String),
+    /// The server answered that it cannot say whether the request was applied:
+    /// `etcdserver: leader changed`, `no leader`, `request timed out` (and its `, possibly due to
+    /// ...` forms). etcd gives these gRPC's `Unavailable` code (`api/v3rpc/rpctypes/error.go`):
+    /// a proposal in flight when its leader stepped down may still be committed by the next
+    /// one, so the outcome is as unknown as a lost answer's.
+    #[error("etcdserver: {0}")]
+    Unavailable(String),
     /// No answer: the connection failed or the request timed out. The request may still have
     /// been applied (a partitioned member forwards it later, a leader committed it before it
     /// died): what it did is unknown to the client.
@@ -21,6 +28,6 @@ pub enum EtcdError {
 impl EtcdError {
     /// Whether the outcome is unknown to the client (as opposed to a refusal).
     pub fn is_unknown(&self) -> bool {
-        matches!(self, EtcdError::NoAnswer(_))
+        matches!(self, EtcdError::NoAnswer(_) | EtcdError::Unavailable(_))
     }
 }

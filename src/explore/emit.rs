@@ -33,8 +33,16 @@ pub fn found_scenario(
     doc["about"] = value(about(found, rate));
     let me = found.outcome.checks[MUTUAL_EXCLUSION].verdict;
     doc["expect"] = value(me.to_string());
+    // Every check the case violated is stated, the one searched for among them: under
+    // `expect = "safe"` an unstated check is expected safe (`Scenario::expected`), so a finding
+    // that broke two checks must say so of both to replay as expected.
     let mut checks = InlineTable::new();
-    if found.check != MUTUAL_EXCLUSION {
+    for (name, result) in &found.outcome.checks {
+        if name != MUTUAL_EXCLUSION && result.verdict == Verdict::Violation {
+            checks.insert(name, Verdict::Violation.to_string().into());
+        }
+    }
+    if found.check != MUTUAL_EXCLUSION && !checks.contains_key(&found.check) {
         checks.insert(&found.check, Verdict::Violation.to_string().into());
     }
     doc.remove("expect_checks");

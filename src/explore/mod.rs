@@ -25,6 +25,7 @@ use crate::judge::{Mode, Outcome, SeedsOutcome};
 use crate::registry::Registry;
 use crate::scenario::Scenario;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// Cases tried when `--cases` is not given: about a minute on one core for the bundled
 /// scenarios' sizes (a case is one simulated run of a few simulated seconds).
@@ -98,7 +99,8 @@ fn write_and_read(locks: &Registry, text: &str, out: &Path) -> Result<Scenario, 
 
 /// Writes the finding to `out` and replays the written file (its lock built by `locks`), which
 /// must give the found trace. On real servers, where no run gives a trace twice, the file is run
-/// `runs` times (`jobs` at once) instead, and its `about` states how many violated.
+/// `runs` times (`jobs` at once) instead, each cut at `deadline` (`--time-limit`), and its
+/// `about` states how many violated.
 pub fn write_and_replay(
     locks: &Registry,
     input_text: &str,
@@ -106,13 +108,34 @@ pub fn write_and_replay(
     out: &Path,
     mode: SearchMode,
     jobs: usize,
+    deadline: Option<Instant>,
 ) -> Result<Replayed, String> {
     let moved = moved_from(found, out);
     let moved = moved.as_deref();
     if let SearchMode::Real { runs } = mode {
         let first_text = emit::found_scenario(input_text, found, None, moved)?;
         let scenario = write_and_read(locks, &first_text, out)?;
-        let (rate, first) = real::rate(locks, &scenario, &found.check, runs, jobs, &|_| {})?;
+        let runner = real::Runner {
+            locks,
+            jobs,
+            deadline,
+        };
+        let (rate, first) = if deadline.is_some_and(|d| Instant::now() >= d) {
+            (None, None)
+        } else {
+            let (rate, first) = real::rate(&runner, &scenario, &found.check, runs, &|_| {})?;
+            ((rate.runs > 0).then_some(rate), first)
+        };
+        // Out of time (`--time-limit`) before a run of the file was judged: the file is written
+        // as found, its `about` saying it was not yet run from the file.
+        let Some(rate) = rate else {
+            return Ok(Replayed {
+                outcome: SeedsOutcome::aggregate(&scenario, vec![found.outcome.clone()]),
+                text: first_text,
+                scenario,
+                rate: None,
+            });
+        };
         let text = emit::found_scenario(input_text, found, Some(rate), moved)?;
         let scenario = write_and_read(locks, &text, out)?;
         // The report shows a run of the file that violated; if none did, the search's own run.

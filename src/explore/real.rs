@@ -30,6 +30,7 @@ use crate::real::RealError;
 use crate::registry::Registry;
 use crate::scenario::Scenario;
 use std::fmt;
+use std::time::Instant;
 
 /// Runs per confirmation and per shrink candidate when `--runs` is not given: enough that the
 /// margin of a case that violated 3 of 3 times drops a candidate at the edge of the window (one
@@ -65,6 +66,10 @@ impl fmt::Display for Rate {
 pub enum RealRun {
     /// The run's judged history.
     Judged(Box<Outcome>),
+    /// The deadline (`--time-limit`) passed during the run, which was cut there
+    /// ([`crate::world::cut`]): the history up to the cut, judged. A violation in it is one of
+    /// the whole run; its absence says nothing of the rest.
+    Cut(Box<Outcome>),
     /// Real mode has no recipe for one of the case's faults (the reason): the case is skipped.
     Unsupported(String),
     /// The run could not be made (a missing `redis-server`, a client program that died at start):
@@ -72,15 +77,22 @@ pub enum RealRun {
     Failed(String),
 }
 
-/// Runs `scenario` once on spawned servers, with its own seed, and judges it.
-pub fn run_once(locks: &Registry, scenario: &Scenario) -> RealRun {
-    match locks.run_real(scenario, scenario.seed) {
-        Ok(history) => RealRun::Judged(Box::new(Outcome::judge(
-            scenario,
-            Mode::Real,
-            scenario.seed,
-            history,
-        ))),
+/// Runs `scenario` once on spawned servers, with its own seed, and judges it; cut at
+/// `deadline` if it is still running then.
+pub fn run_once(locks: &Registry, scenario: &Scenario, deadline: Option<Instant>) -> RealRun {
+    crate::world::cut::set_deadline(deadline);
+    let run = locks.run_real(scenario, scenario.seed);
+    let cut = crate::world::cut::take_cut();
+    crate::world::cut::set_deadline(None);
+    match run {
+        Ok(history) => {
+            let outcome = Box::new(Outcome::judge(scenario, Mode::Real, scenario.seed, history));
+            if cut {
+                RealRun::Cut(outcome)
+            } else {
+                RealRun::Judged(outcome)
+            }
+        }
         Err(RealError::Unsupported(why)) => RealRun::Unsupported(why),
         Err(e) => RealRun::Failed(e.to_string()),
     }
@@ -132,6 +144,18 @@ pub const MIN_EVIDENCE: u32 = 2;
 
 impl Margin {}
 
+/// How a series of real runs is made: the lock registry, how many at once (`--jobs`, each on its
+/// own servers and ports) and when the command's `--time-limit` ends (each run is cut there).
+#[derive(Clone, Copy)]
+pub struct Runner<'a> {
+    /// The locks the runs build.
+    pub locks: &'a Registry,
+    /// Runs at once.
+    pub jobs: usize,
+    /// When runs are cut; `None`: never.
+    pub deadline: Option<Instant>,
+}
+
 /// Why a series of runs stopped before its end.
 enum Stopped {
     /// Real mode has no recipe for one of the scenario's faults.
@@ -144,13 +168,13 @@ enum Stopped {
 /// `check` (with the first violating run), and stops after the first round at whose end `done`
 /// says so. Rounds, not a pool: a run started while the round before is judged would be waited
 /// for even when the verdict no longer needs it, and a real run is seconds. `tick` is called
-/// after each run with the count so far.
+/// after each run with the count so far. A run cut at `deadline` counts only if it violated
+/// (what it judged is a prefix of the run), and ends the series: no time is left for another.
 fn tally(
-    locks: &Registry,
+    runner: &Runner,
     scenario: &Scenario,
     check: &str,
     runs: u32,
-    jobs: usize,
     done: &dyn Fn(Rate) -> bool,
     tick: &dyn Fn(Rate),
 ) -> Result<(Rate, Option<Outcome>), Stopped> {
@@ -160,13 +184,14 @@ fn tally(
     };
     let mut first = None;
     let mut stopped = None;
-    while rate.runs < runs && !done(rate) {
-        let round = (runs - rate.runs).min(jobs.max(1) as u32);
+    let mut cut = false;
+    while rate.runs < runs && !done(rate) && !cut {
+        let round = (runs - rate.runs).min(runner.jobs.max(1) as u32);
         let indices: Vec<u64> = (0..u64::from(round)).collect();
         run_ordered(
             &indices,
-            jobs,
-            |_| run_once(locks, scenario),
+            runner.jobs,
+            |_| run_once(runner.locks, scenario, runner.deadline),
             |_, run| match run {
                 RealRun::Judged(o) => {
                     rate.runs += 1;
@@ -175,6 +200,16 @@ fn tally(
                         first.get_or_insert(*o);
                     }
                     tick(rate);
+                    true
+                }
+                RealRun::Cut(o) => {
+                    cut = true;
+                    if violates(&o, check) {
+                        rate.runs += 1;
+                        rate.violated += 1;
+                        first.get_or_insert(*o);
+                        tick(rate);
+                    }
                     true
                 }
                 RealRun::Unsupported(m) => {
@@ -198,14 +233,13 @@ fn tally(
 /// until the margin is reached (returns the rate so far and a violating run) or out of reach
 /// (`None`; also when real mode cannot run the case at all).
 pub fn decide(
-    locks: &Registry,
+    runner: &Runner,
     scenario: &Scenario,
     check: &str,
     margin: Margin,
-    jobs: usize,
 ) -> Result<Option<(Rate, Outcome)>, String> {
     let done = |r: Rate| margin.reached(r) || margin.out_of_reach(r);
-    match tally(locks, scenario, check, margin.runs, jobs, &done, &|_| {}) {
+    match tally(runner, scenario, check, margin.runs, &done, &|_| {}) {
         Ok((r, Some(first))) if margin.reached(r) => Ok(Some((r, first))),
         Ok(_) | Err(Stopped::Unsupported(_)) => Ok(None),
         Err(Stopped::Failed(m)) => Err(m),
@@ -216,14 +250,13 @@ pub fn decide(
 /// reproduction rate, with the first violating run (the one a report shows). `tick` is called
 /// after each run.
 pub fn rate(
-    locks: &Registry,
+    runner: &Runner,
     scenario: &Scenario,
     check: &str,
     runs: u32,
-    jobs: usize,
     tick: &dyn Fn(Rate),
 ) -> Result<(Rate, Option<Outcome>), String> {
-    tally(locks, scenario, check, runs, jobs, &|_| false, tick).map_err(|s| match s {
+    tally(runner, scenario, check, runs, &|_| false, tick).map_err(|s| match s {
         Stopped::Unsupported(m) | Stopped::Failed(m) => m,
     })
 }
@@ -238,14 +271,13 @@ pub const MAX_TAKEN_BACK: usize = 4;
 /// [`MAX_TAKEN_BACK`] of them, and the first that reaches `margin` again is the finding: returns
 /// its index in `kept` and a violating run. `None`: none did, the case as drawn is the finding.
 pub fn settle(
-    locks: &Registry,
+    runner: &Runner,
     kept: &[Scenario],
     check: &str,
     margin: Margin,
-    jobs: usize,
 ) -> Result<Option<(usize, Outcome)>, String> {
     for (i, scenario) in kept.iter().enumerate().rev().take(MAX_TAKEN_BACK) {
-        if let Some((_, outcome)) = decide(locks, scenario, check, margin, jobs)? {
+        if let Some((_, outcome)) = decide(runner, scenario, check, margin)? {
             return Ok(Some((i, outcome)));
         }
     }

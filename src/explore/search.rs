@@ -281,8 +281,12 @@ pub fn search_in_phases(
                 Box::new(outcome)
             }
             SearchMode::Real { .. } => {
-                match real::run_once(&opts.locks, &case.scenario(base, space)) {
+                match real::run_once(&opts.locks, &case.scenario(base, space), deadline) {
                     RealRun::Judged(o) => o,
+                    RealRun::Cut(o) => {
+                        cut = true;
+                        o
+                    }
                     RealRun::Unsupported(_) => return CaseResult::Skipped,
                     RealRun::Failed(m) => return CaseResult::Failed(m),
                 }
@@ -432,6 +436,15 @@ impl Budget {
         past_with(self.deadline, self.step * 2)
     }
 
+    /// Real runs within this budget: each is cut at its deadline.
+    pub(super) fn runner<'a>(&self, opts: &'a SearchOptions) -> real::Runner<'a> {
+        real::Runner {
+            locks: &opts.locks,
+            jobs: opts.jobs,
+            deadline: self.deadline,
+        }
+    }
+
     /// Runs one step, `f`, and remembers how long it took.
     pub(super) fn step<T>(&mut self, f: impl FnOnce() -> T) -> T {
         let start = Instant::now();
@@ -466,7 +479,7 @@ fn found_case(
                 violated: 0,
                 runs: 0,
             });
-            Some(real::rate(&opts.locks, &scenario, &check, runs, opts.jobs, &tick)?.0)
+            Some(real::rate(&budget.runner(opts), &scenario, &check, runs, &tick)?.0)
         }
     };
     // Unconfirmed (out of time): the search's own violating run is the evidence.
@@ -505,7 +518,7 @@ fn found_case(
             let settled = if budget.spent() {
                 None
             } else {
-                real::settle(&opts.locks, &kept, &check, margin, opts.jobs)?
+                real::settle(&budget.runner(opts), &kept, &check, margin)?
             };
             match settled {
                 Some((i, outcome)) => {

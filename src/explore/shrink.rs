@@ -28,6 +28,7 @@ impl Shrinking<'_> {
         base: &Scenario,
         space: &Space,
         case: &Case,
+        runner: &real::Runner,
     ) -> Result<Option<Option<Box<Outcome>>>, String> {
         let opts = self.opts;
         match opts.mode {
@@ -35,14 +36,12 @@ impl Shrinking<'_> {
                 let (_, outcome) = judge(&opts.locks, base, space, case);
                 Ok(violated(&outcome, Some(self.check)).map(|_| Some(Box::new(outcome))))
             }
-            SearchMode::Real { .. } => Ok(real::decide(
-                &opts.locks,
-                &case.scenario(base, space),
-                self.check,
-                self.margin,
-                opts.jobs,
-            )?
-            .map(|_| None)),
+            SearchMode::Real { .. } => {
+                Ok(
+                    real::decide(runner, &case.scenario(base, space), self.check, self.margin)?
+                        .map(|_| None),
+                )
+            }
         }
     }
 
@@ -100,7 +99,8 @@ pub(super) fn shrink(
         }
         shrunk.steps += 1;
         let candidate = tree.current();
-        let kept = budget.step(|| sh.still_violates(base, space, &candidate))?;
+        let runner = budget.runner(opts);
+        let kept = budget.step(|| sh.still_violates(base, space, &candidate, &runner))?;
         let go_on = if let Some(o) = kept {
             shrunk.kept.push(candidate);
             shrunk.kept_outcome = o;
@@ -151,7 +151,8 @@ fn drop_faults(
         shrunk.steps += 1;
         let mut candidate = shrunk.case().clone();
         candidate.faults.remove(i);
-        if let Some(o) = budget.step(|| sh.still_violates(base, space, &candidate))? {
+        let runner = budget.runner(sh.opts);
+        if let Some(o) = budget.step(|| sh.still_violates(base, space, &candidate, &runner))? {
             shrunk.kept.push(candidate);
             shrunk.kept_outcome = o;
             i = 0;

@@ -178,6 +178,7 @@ impl ExploreTest {
             &file,
             SearchMode::Sim,
             self.jobs,
+            None,
         )?;
         eprintln!(
             "lockcheck: {} violated (case {} of {}); minimal scenario saved to {}",

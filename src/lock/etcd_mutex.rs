@@ -76,6 +76,9 @@ pub struct EtcdMutex<C, E, const V: u8> {
     /// it, as a caller of `Mutex.Lock` retries with its session (its key, if the transaction
     /// did put it, is then found by the comparison and keeps its place in the queue).
     retrying: Option<LeaseId>,
+    /// The session of the attempt under way, until it is granted or ended: a refusal that ends
+    /// the call must not leave it behind (see [`Lock::acquire`] below).
+    attempting: Option<LeaseId>,
 }
 
 impl<C: Clone, E, const V: u8> EtcdMutex<C, E, V> {
@@ -88,6 +91,7 @@ impl<C: Clone, E, const V: u8> EtcdMutex<C, E, V> {
             config,
             sessions: Vec::new(),
             retrying: None,
+            attempting: None,
         }
     }
 }
@@ -95,6 +99,11 @@ impl<C: Clone, E, const V: u8> EtcdMutex<C, E, V> {
 /// The lock's prefix: every waiter's key lives under it.
 fn prefix(key: &str) -> String {
     format!("{key}/")
+}
+
+/// A session's key under the lock's prefix: the lease id in hex, as `concurrency.Mutex` names it.
+fn key_of(key: &str, lease: LeaseId) -> String {
+    format!("{}{lease:x}", prefix(key))
 }
 
 /// The lease TTL in whole seconds (etcd's unit), rounded up.
@@ -148,6 +157,9 @@ where
         let at = self.sessions.iter().position(|(l, _)| *l == lease);
         if let Some(at) = at {
             let (_, task) = self.sessions.remove(at);
+            if self.attempting == Some(lease) {
+                self.attempting = None;
+            }
             task.abort();
             let _ = self.conn.lease_revoke(lease).await;
         }
@@ -177,9 +189,10 @@ where
                 Err(e) => return Err(e.into()),
             },
         };
+        self.attempting = Some(lease);
         self.env.point("after_lease_grant").await;
         let prefix = prefix(&self.config.key);
-        let my_key = format!("{prefix}{lease:x}");
+        let my_key = key_of(&self.config.key, lease);
         let owner = TxnOp::Range(RangeRequest::prefix(prefix.clone()).first_created());
         let txn = Txn {
             compare: vec![(my_key.clone(), 0)],
@@ -258,6 +271,7 @@ where
                 }
             }
         }
+        self.attempting = None;
         Ok(Attempt::Granted(Guard {
             owner: my_key,
             fencing_token: (V == FENCED).then_some(mine as u64),
@@ -285,7 +299,22 @@ where
     async fn acquire(&mut self) -> Result<Option<Guard>, LockError> {
         let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
         loop {
-            match self.attempt(deadline).await? {
+            let outcome = match self.attempt(deadline).await {
+                Ok(outcome) => outcome,
+                // A refusal ends the call, as `Mutex.Lock` returns its error; the attempt's
+                // session must end with it (`Lock` deletes its key on an error, and a caller
+                // closes its session). A session left behind keeps its key alive in the queue,
+                // and every later attempt, this client's and everyone's, waits behind it.
+                Err(e) => {
+                    self.retrying = None;
+                    if let Some(lease) = self.attempting.take() {
+                        let my_key = key_of(&self.config.key, lease);
+                        self.abandon(lease, &my_key).await;
+                    }
+                    return Err(e);
+                }
+            };
+            match outcome {
                 Attempt::Granted(guard) => return Ok(Some(guard)),
                 Attempt::GaveUp => return Ok(None),
                 Attempt::Again => {

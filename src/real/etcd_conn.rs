@@ -64,17 +64,21 @@ impl RealEtcdConn {
     }
 }
 
+/// The refusals etcd words as "outcome unknown" (gRPC `Unavailable`, `rpctypes/error.go`).
+const UNAVAILABLE: [&str; 3] = ["leader changed", "no leader", "request timed out"];
+
 /// A gateway error's message as the seam's error.
 fn refusal(message: &str) -> EtcdError {
+    let text = message
+        .strip_prefix("etcdserver: ")
+        .unwrap_or(message)
+        .to_string();
     if message.contains("requested lease not found") {
         EtcdError::LeaseNotFound
+    } else if UNAVAILABLE.iter().any(|u| text.starts_with(u)) {
+        EtcdError::Unavailable(text)
     } else {
-        EtcdError::Rejected(
-            message
-                .strip_prefix("etcdserver: ")
-                .unwrap_or(message)
-                .to_string(),
-        )
+        EtcdError::Rejected(text)
     }
 }
 

@@ -165,18 +165,6 @@ impl ClientFaults {
         self.note(format!("{node} clock drift set to {ppm} ppm"));
     }
 
-    /// [`ClientFaults::fire_through`] for a fault set off by `holder` at `point` (or by the clock).
-    pub fn fire<N: Nemesis>(
-        &self,
-        n: &N,
-        kind: &FaultKind,
-        holder: Option<u32>,
-        point: &str,
-        world: &str,
-    ) {
-        self.fire_through(n, kind, &Occasion { point, by: holder }, world);
-    }
-
     /// Client `c` crashes at `point`: the process dies, its tasks (a watchdog too) are dropped and
     /// it never releases. `how` completes the nemesis's note. The node is killed from the
     /// nemesis's node, not from inside the dying task.

@@ -69,8 +69,9 @@ impl ZkNemesis {
     }
 
     fn fire(&self, kind: &FaultKind, holder: Option<u32>, point: &str) {
+        let at = Occasion { point, by: holder };
         self.faults
-            .fire(self, kind, holder, point, "the ZooKeeper locks");
+            .fire_through(self, kind, &at, "the ZooKeeper locks");
     }
 
     fn node_index(&self, node: &str) -> Option<usize> {

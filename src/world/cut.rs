@@ -8,7 +8,9 @@
 //! in it is one of the whole run too (the simulation before the cut is the same).
 //!
 //! The deadline is per thread because a simulation runs on the thread that calls it (madsim's
-//! executor is single-threaded), and `explore --jobs N` runs N at once. The simulation asks
+//! executor is single-threaded), and `explore --jobs N` runs N at once. A real run is cut the
+//! same way: its world drives the run with `block_on` on the calling thread, where the deadline
+//! is set, and [`Signal`] reads the clock when the run's wait for its clients wakes it. The simulation asks
 //! whether the deadline has passed where it already does work for every step that takes time
 //! (each sleep and timeout a node arms, each request a client sends): with no deadline set that
 //! is a thread-local read, and the run's events and trace are the same as without this module.
@@ -119,7 +121,14 @@ impl Future for Signal {
             if c.cut {
                 return Poll::Ready(());
             }
-            if c.deadline.is_some() {
+            // A real run's steps do not call `check` (no simulation ticks), but its wait for
+            // the clients wakes the run every few milliseconds, and `select` polls this each
+            // time: the clock is read here too, so a real run is cut within one such wake-up.
+            if let Some(deadline) = c.deadline {
+                if kernel_now_ns() >= deadline {
+                    c.cut = true;
+                    return Poll::Ready(());
+                }
                 c.waiter = Some(cx.waker().clone());
             }
             Poll::Pending

@@ -88,8 +88,16 @@ pub fn explore(name: &str, opts: &SearchOptions) -> (Scenario, SearchResult, Opt
             "lockcheck-explore-test-{}-{name}.found.toml",
             std::process::id()
         ));
-        let r = write_and_replay(&opts.locks, &text, f, &out, SearchMode::Sim, opts.jobs)
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let r = write_and_replay(
+            &opts.locks,
+            &text,
+            f,
+            &out,
+            SearchMode::Sim,
+            opts.jobs,
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
         let (code, json, err) = lockcheck(&["run".as_ref(), out.as_os_str(), "--json".as_ref()]);
         assert_eq!(
             code, 0,

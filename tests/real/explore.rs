@@ -201,3 +201,39 @@ fn explore_real_refuses_a_run_count_out_of_range() {
 
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--time-limit` binds a real run too: a run still going at the deadline is cut there and judged
+/// up to the cut (`world::cut`), not run to its end. The scenario would run for a minute; the
+/// deadline is 3 s away, so the run must come back as cut well before its own end, with the
+/// critical sections made before the cut judged, and its servers gone.
+#[test]
+fn a_real_run_is_cut_at_the_deadline() {
+    use lockcheck::explore::real::{run_once, RealRun};
+    use std::time::{Duration, Instant};
+    let _serial = serial();
+    let text = HOLDER_PAUSE
+        .replace("duration_ms = 4000", "duration_ms = 60000")
+        .replace("cycles = 2", "cycles = 100000");
+    let scenario = lockcheck::scenario::Scenario::parse("long.toml", &text).unwrap();
+    let start = Instant::now();
+    let run = run_once(
+        &lockcheck::Registry::default(),
+        &scenario,
+        Some(start + Duration::from_secs(3)),
+    );
+    let took = start.elapsed();
+    let RealRun::Cut(outcome) = run else {
+        panic!("a minute-long run with a 3 s deadline was not cut ({took:?})")
+    };
+    assert!(took < Duration::from_secs(20), "cut only after {took:?}");
+    let sections = outcome
+        .history
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, lockcheck::history::EventKind::Enter));
+    assert!(sections.count() > 2, "the run before the cut is judged");
+    assert!(outcome
+        .checks
+        .values()
+        .all(|c| c.verdict != lockcheck::Verdict::Violation));
+}
