@@ -10,7 +10,7 @@
 use super::harness::search_space_fixture;
 use super::renewal::pexpire_renewal;
 use super::temp_dir;
-use lockcheck::lock::SetNxPx;
+use lockcheck::lock::{Redlock, RedlockBug, SetNxPx};
 use lockcheck::scenario::Scenario;
 use lockcheck::{Harness, Mode, Outcome, Verdict};
 use std::path::{Path, PathBuf};
@@ -109,4 +109,123 @@ fn a_pause_kept_out_of_the_window_waits_until_the_holder_has_written() {
         notes.contains("paused for 2000 ms"),
         "the pause still happens: {notes}"
     );
+}
+
+/// Redlock whose validity time is counted from the replies (`RedlockBug::
+/// ValidityNotReducedByAcquireTime`) against antirez's, which counts it from before the first
+/// SET, over pauses longer than the lease at any time (`redlock-validity-no-faults`; its `about`
+/// says why antirez's is safe there by construction). A pause that lands while the SETs are out
+/// leaves the bug a whole lease after its keys expired, and it writes over the next holder.
+#[test]
+fn a_redlock_validity_counted_from_the_replies_is_found_and_antirezs_is_not() {
+    let bug = fixture(
+        "pair-redlock-validity-bug",
+        "redlock-validity-no-faults",
+        &[(
+            "kind = \"redlock\"",
+            "kind = \"redlock-validity-from-replies\"",
+        )],
+    );
+    let found = Harness::new()
+        .lock(
+            "redlock-validity-from-replies",
+            |mut config: lockcheck::LockConfig, conns, env| {
+                config.redlock.planted = Some(RedlockBug::ValidityNotReducedByAcquireTime);
+                Redlock::new(config, conns, env)
+            },
+        )
+        .explore(&bug)
+        .check("resource")
+        .cases(3000)
+        .run()
+        .expect("a pause while the SETs are out leaves the holder a lease it no longer has");
+    // The violating pause is the one that stretched an acquisition: timed, not at a point of
+    // the section (where the holder's check would catch it).
+    assert!(
+        found
+            .scenario
+            .faults
+            .iter()
+            .any(|f| matches!(f.trigger, lockcheck::scenario::Trigger::At(_))),
+        "{found}"
+    );
+    cleanup(&bug);
+    let reference = fixture(
+        "pair-redlock-validity-antirez",
+        "redlock-validity-no-faults",
+        &[],
+    );
+    let none = Harness::new()
+        .explore(&reference)
+        .check("resource")
+        .cases(3000)
+        .run();
+    assert!(none.is_none(), "{}", none.unwrap());
+    cleanup(&reference);
+}
+
+/// A user's fenced lock whose token is the holder's wall clock at its grant
+/// (`currentTimeMillis()` as the token, a shortcut taken to avoid a counter): `set-nx-px`
+/// underneath.
+struct WallClockToken<C, E> {
+    inner: SetNxPx<C, E>,
+    env: E,
+}
+
+impl<C, E> lockcheck::Lock for WallClockToken<C, E>
+where
+    C: lockcheck::redis::aio::ConnectionLike + Send + Sync + 'static,
+    E: lockcheck::Env,
+{
+    async fn acquire(&mut self) -> Result<Option<lockcheck::Guard>, lockcheck::LockError> {
+        let Some(mut g) = self.inner.acquire().await? else {
+            return Ok(None);
+        };
+        g.fencing_token = Some(self.env.now_ms());
+        Ok(Some(g))
+    }
+
+    async fn release(&mut self, guard: &lockcheck::Guard) -> Result<bool, lockcheck::LockError> {
+        self.inner.release(guard).await
+    }
+}
+
+/// A fencing token read off the holder's wall clock against the `fenced` kind's `INCR`, over one
+/// pause longer than the lease and backward steps of wall clocks (`wall-clock-token-no-faults`;
+/// its `about` says why the `INCR` token is safe there by construction). A step back on the next
+/// holder's node gives it a smaller token than the paused holder's, whose late write is then
+/// accepted over its successor's.
+#[test]
+fn a_wall_clock_fencing_token_is_found_and_an_incr_token_is_not() {
+    let bug = fixture(
+        "pair-wall-clock-token",
+        "wall-clock-token-no-faults",
+        &[("kind = \"fenced\"", "kind = \"wall-clock-token\"")],
+    );
+    let found = Harness::new()
+        .lock(
+            "wall-clock-token",
+            |config: lockcheck::LockConfig, conns, env: lockcheck::NodeEnv| WallClockToken {
+                inner: SetNxPx::new(config, conns, env.clone()),
+                env,
+            },
+        )
+        .explore(&bug)
+        .check("resource")
+        .cases(3000)
+        .run()
+        .expect("a wall clock stepped back hands out a token older than the paused holder's");
+    assert!(
+        found.text.contains("kind = \"wall_clock_jump\""),
+        "the finding needs the step back: {found}"
+    );
+    cleanup(&bug);
+    let reference = fixture("pair-incr-token", "wall-clock-token-no-faults", &[]);
+    let none = Harness::new()
+        .explore(&reference)
+        .check("resource")
+        .cases(3000)
+        .run();
+    assert!(none.is_none(), "{}", none.unwrap());
+    cleanup(&reference);
 }
