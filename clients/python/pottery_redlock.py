@@ -12,7 +12,15 @@ from lockcheck_protocol import env_ms, serve
 timeout = env_ms("LOCKCHECK_REQUEST_TIMEOUT_MS")
 masters = {redis.Redis.from_url(u, socket_timeout=timeout, socket_connect_timeout=timeout)
            for u in os.environ["LOCKCHECK_REDIS_URLS"].split(",")}
-lock = Redlock(key=os.environ["LOCKCHECK_KEY"], masters=masters,
+# pottery writes its entries under "redlock:<key>" (`Redlock._KEY_PREFIX`). The scenario names the
+# key the servers hold (`[lock] key = "redlock:..."`), which lockcheck's witness watches; pottery
+# is given the rest.
+PREFIX = "redlock:"
+key = os.environ["LOCKCHECK_KEY"]
+if not key.startswith(PREFIX):
+    raise SystemExit(f"pottery_redlock.py: [lock] key must start with {PREFIX!r} (pottery's "
+                     f"prefix), got {key!r}")
+lock = Redlock(key=key[len(PREFIX):], masters=masters,
                auto_release_time=env_ms("LOCKCHECK_TTL_MS"))
 
 

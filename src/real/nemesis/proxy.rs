@@ -13,6 +13,7 @@ use crate::real::connection::Route;
 use crate::real::observers::connection_names::ConnectionNames;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 /// How often a forwarded connection checks whether its route switched.
@@ -55,7 +56,7 @@ fn address(url: &str) -> Option<String> {
     Some(rest.split('/').next()?.to_string())
 }
 
-async fn forward(mut inbound: TcpStream, route: Arc<Route>, client: u32, names: ConnectionNames) {
+async fn forward(inbound: TcpStream, route: Arc<Route>, client: u32, names: ConnectionNames) {
     let (url, generation) = route.current();
     let Some(addr) = address(&url) else { return };
     let Ok(mut outbound) = TcpStream::connect(&addr).await else {
@@ -66,15 +67,44 @@ async fn forward(mut inbound: TcpStream, route: Arc<Route>, client: u32, names: 
     if let Ok(local) = outbound.local_addr() {
         names.register(local.to_string(), client);
     }
+    // And the connection names itself, as lockcheck's own clients do: the server's MONITOR shows
+    // the name in its stream, ahead of the connection's first command, so the witness attributes
+    // each command by what it read before it. The address alone is not enough: once a
+    // connection closes, the system may give its port to another client's next connection,
+    // registered before the witness (which reads behind the servers) has read the old one's last
+    // commands. The reply is the server's first, and is kept from the program.
+    let name = crate::real::observers::witness::client_connection_name(client);
+    let setname = format!(
+        "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n${}\r\n{name}\r\n",
+        name.len()
+    );
+    if outbound.write_all(setname.as_bytes()).await.is_err() {
+        return;
+    }
     let _ = inbound.set_nodelay(true);
     let _ = outbound.set_nodelay(true);
+    let (mut from_client, mut to_client) = inbound.into_split();
+    let (from_server, mut to_server) = outbound.into_split();
+    let mut from_server = BufReader::new(from_server);
+    let upstream = tokio::io::copy(&mut from_client, &mut to_server);
+    let downstream = async {
+        // `+OK`, or an error line (a server that wants `AUTH` first); either way one line.
+        let mut reply = Vec::new();
+        if from_server.read_until(b'\n', &mut reply).await.ok()? == 0 {
+            return None;
+        }
+        tokio::io::copy_buf(&mut from_server, &mut to_client)
+            .await
+            .ok()
+    };
     let switched = async {
         while route.generation() == generation {
             tokio::time::sleep(ROUTE_POLL).await;
         }
     };
     tokio::select! {
-        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+        _ = upstream => {}
+        _ = downstream => {}
         _ = switched => {}
     }
 }

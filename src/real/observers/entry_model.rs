@@ -33,6 +33,8 @@ pub(super) struct Followed {
     start_us: Option<i64>,
     end_us: Option<i64>,
     removals: Vec<Removal>,
+    /// Entries a command created under the key (a vouched-for run must have seen some).
+    pub(super) created: u64,
 }
 
 impl Followed {
@@ -297,6 +299,9 @@ impl Model {
                     },
                 });
             }
+        }
+        if value.is_some() {
+            self.followed.created += 1;
         }
         self.entry = value.map(|value| Entry {
             value,

@@ -26,8 +26,11 @@
 //! The witness vouches for a run only if it understood every command on the key of every server
 //! to the end: then it records [`EventKind::LockEntriesWatched`] and the foreign-release check
 //! judges from what the servers did. A command on the key it does not model (a hash lock's
-//! `HSET`), a server that died or restarted, or a stream it could not read leaves the history
-//! without that event, and the check falls back to inferring owners from the clients' events.
+//! `HSET`), a server that died or restarted, a stream it could not read, or a run in which no
+//! command ever created an entry under the key (a library that writes its entries under a key
+//! of its own: "nothing of mine was removed" would then be read as every release lying) leaves
+//! the history without that event, and the check falls back to inferring owners from the
+//! clients' events.
 
 use super::connection_names::ConnectionNames;
 use super::entry_model::{Followed, Model};
@@ -151,15 +154,30 @@ impl Witness {
         self.stop.store(true, Ordering::Relaxed);
         let mut why = Vec::new();
         let mut removals = Vec::new();
+        let mut created = 0u64;
         for ((name, _, start, t), end) in self.servers.into_iter().zip(ends) {
             match t.join() {
-                Ok(Ok(followed)) => removals.push((name, followed.timed(start, end))),
+                Ok(Ok(followed)) => {
+                    created += followed.created;
+                    removals.push((name, followed.timed(start, end)))
+                }
                 Ok(Err(e)) => why.push(e),
                 Err(_) => why.push(format!("{name}: the witness thread panicked")),
             }
         }
         if !why.is_empty() {
             return Err(why.join("; "));
+        }
+        // Removals are judged against the entries the witness saw created: a lock that keeps
+        // its entries under another key (pottery's Redlock prefixes `redlock:`) leaves the
+        // watched key untouched, and "no removal" would then read as every release lying.
+        if created == 0 {
+            return Err(format!(
+                "no command created an entry under `{}` on any server: the lock keeps its \
+                 entries under another key (set `[lock] key` to the key it writes), or none was \
+                 granted",
+                self.key
+            ));
         }
         for (server, timed) in removals {
             for (at_us, kind) in timed {
