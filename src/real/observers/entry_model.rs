@@ -413,6 +413,7 @@ mod tests {
                 // Mapped before the previous removal: not earlier than it.
                 removal(1_002_100, 90_000),
             ],
+            created: 3,
         };
         let times: Vec<u64> = followed
             .timed(Some(1_000), Some(101_000))
@@ -425,6 +426,7 @@ mod tests {
             start_us: None,
             end_us: Some(1_111_000),
             removals: vec![removal(1_056_000, 71_000)],
+            created: 1,
         };
         assert_eq!(unanchored.timed(None, Some(101_000))[0].0, 71_000);
     }
@@ -449,5 +451,30 @@ mod tests {
             m.apply(&line(l)).unwrap();
         }
         assert_eq!(removals(&m), [(0, "b".to_string(), Some(1))]);
+    }
+
+    /// A port the system reused: the registry already names the address's newest owner
+    /// (client 1) while the witness still reads the old connection's commands (client 0's). The
+    /// name each forwarded connection gives itself in the stream, ahead of its commands, decides.
+    #[test]
+    fn a_reused_address_is_attributed_by_the_name_read_before_its_commands() {
+        let names = ConnectionNames::default();
+        names.register("127.0.0.1:5".into(), 1);
+        let mut m = Model::new("redis-0".into(), b"lock".to_vec(), Recorder::real(), names);
+        for l in [
+            r#"1.000000 [0 127.0.0.1:5] "client" "setname" "client-0""#,
+            r#"1.000100 [0 127.0.0.1:5] "set" "lock" "a" "PX" "1000" "NX""#,
+            r#"1.000200 [0 127.0.0.1:5] "del" "lock""#,
+            r#"1.100000 [0 127.0.0.1:5] "client" "setname" "client-1""#,
+            r#"1.100100 [0 127.0.0.1:5] "set" "lock" "b" "PX" "1000" "NX""#,
+            r#"1.100200 [0 127.0.0.1:5] "del" "lock""#,
+        ] {
+            m.apply(&line(l)).unwrap();
+        }
+        assert_eq!(
+            removals(&m),
+            [(0, "a".to_string(), Some(0)), (1, "b".to_string(), Some(1))]
+        );
+        assert_eq!(m.followed.created, 2);
     }
 }
