@@ -6,8 +6,9 @@
 //! `DEL`).
 //!
 //! The third class, a release whose reply is lost, has no real recipe: real mode cuts a client's
-//! requests (the black hole) but cannot drop the reply to a request that landed, and says so
-//! before spawning anything; `a_lost_reply_has_no_real_recipe` keeps that visible, so the class
+//! requests (the black hole) but cannot drop the reply to a request that landed (a reply-only cut
+//! needs a proxy: `real/nemesis/plan.rs`), nor cut a link at a named point, and says so before
+//! spawning anything; `a_lost_reply_has_no_real_recipe` keeps that visible, so the class
 //! gets its real run when the recipe exists.
 //!
 //! Cost: four real runs of 4 to 6 s, one at a time.
@@ -130,5 +131,5 @@ fn a_lost_reply_has_no_real_recipe() {
     let err = lockcheck::Registry::new()
         .run_real(&s, 1)
         .expect_err("real mode cannot lose only a reply");
-    assert!(err.to_string().contains("needs a proxy"), "{err}");
+    assert!(err.to_string().contains("no real-mode recipe"), "{err}");
 }

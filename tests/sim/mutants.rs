@@ -11,6 +11,12 @@
 //! is caught when some check the correct lock passes reports a violation. The correct lock must
 //! match every expectation on every seed (no false alarm), and every mutant must be caught, by
 //! the check that names its mistake.
+//!
+//! [`CLASSES`] are the cases issue #33 reported, where a correct lock used to be flagged or a
+//! broken one missed: liveness with the holder's crash before its waiters' pause, a release whose
+//! reply is lost, and a paused release. Each is a scenario every mutant faces, and
+//! `each_issue_33_class_holds_for_its_neighbours` tries it with other client counts, pause orders
+//! and seeds: the correct lock safe on every one, the class's mutant caught on every one.
 
 use lockcheck::env::{ClockKind, Env, NamedPoint};
 use lockcheck::judge::{Mode, Outcome};
