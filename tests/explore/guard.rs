@@ -170,13 +170,6 @@ pub const GUARD: &[Entry] = &[
         varied: true,
     },
     Entry {
-        lock: "etcd-lock",
-        families: &["crash"],
-        fixture: "etcd-crash-safe",
-        check: Some("mutual_exclusion"),
-        varied: false,
-    },
-    Entry {
         lock: "etcd-lock-lease-check",
         families: &["pause"],
         fixture: "etcd-lease-check-short-pauses",
@@ -225,12 +218,26 @@ pub struct Exclusion {
 }
 
 /// The claims the guard leaves to the bundled scenarios' own seeds.
-pub const EXCLUDED: &[Exclusion] = &[Exclusion {
-    lock: "client-program",
-    family: None,
-    why: "a client program runs on spawned servers only, and explore searches in simulation; \
-          its bundled scenarios (scenarios/clients) run on real servers in tests/real",
-}];
+pub const EXCLUDED: &[Exclusion] = &[
+    Exclusion {
+        lock: "client-program",
+        family: None,
+        why: "a client program runs on spawned servers only, and explore searches in simulation; \
+              its bundled scenarios (scenarios/clients) run on real servers in tests/real",
+    },
+    Exclusion {
+        lock: "etcd-lock",
+        family: None,
+        why: "not safe by construction under member crashes: the 100,000-case profile of a \
+              three-member space of crashes found, at case 9,474, two overlapping crashes \
+              (etcd-0 down 13-3,215 ms, etcd-2 down 1,979-2,649 ms) under which a waiter's lease \
+              expired while it waited (its keep-alives went to the dead member) and it then \
+              returned a lock whose key was gone: Jepsen's waiter bug, reached by crashes instead \
+              of a pause (12 of 50 seeds of that schedule). Its bundled claims (no faults; one \
+              leader crash while a client holds, etcd-lock-leader-failover) are one ordering, \
+              kept by their own seeds (tests/sim/no_false_alarm.rs)",
+    },
+];
 
 /// Cases and search seeds per entry: `LOCKCHECK_EXPLORE_CASES` cases with each of
 /// [`PROFILE_SEEDS`], or [`DEFAULT_CASES`] with seed 0.

@@ -96,11 +96,6 @@ fn widening_the_safe_spaces_finds_the_violations() {
             me,
         ),
         (
-            "etcd-crash-safe",
-            &[("faults = [\"crash\"]", "faults = [\"crash\", \"pause\"]")],
-            me,
-        ),
-        (
             "zk-listener-partitions",
             &[
                 ("kind = \"zk-recipe-listener\"", "kind = \"zk-recipe\""),
