@@ -7,6 +7,7 @@ mod bounds;
 mod cli;
 mod every_lock;
 mod finds;
+mod guard;
 mod harness;
 mod minimal;
 mod pairs;

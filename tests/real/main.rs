@@ -18,6 +18,7 @@ mod foreign_release;
 mod interrupt;
 mod locks;
 mod pause_on_the_wire;
+mod planted_classes;
 mod processes;
 mod recipe;
 mod redlock;

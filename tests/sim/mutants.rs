@@ -11,6 +11,12 @@
 //! is caught when some check the correct lock passes reports a violation. The correct lock must
 //! match every expectation on every seed (no false alarm), and every mutant must be caught, by
 //! the check that names its mistake.
+//!
+//! [`CLASSES`] are the cases issue #33 reported, where a correct lock used to be flagged or a
+//! broken one missed: liveness with the holder's crash before its waiters' pause, a release whose
+//! reply is lost, and a paused release. Each is a scenario every mutant faces, and
+//! `each_issue_33_class_holds_for_its_neighbours` tries it with other client counts, pause orders
+//! and seeds: the correct lock safe on every one, the class's mutant caught on every one.
 
 use lockcheck::env::{ClockKind, Env, NamedPoint};
 use lockcheck::judge::{Mode, Outcome};
@@ -753,9 +759,22 @@ for_ms = 800
 
 const SEEDS: std::ops::RangeInclusive<u64> = 1..=4;
 
+/// Runs [`Planted`] with `bug` on `scenario` for one seed.
+fn run_planted(scenario: &Scenario, bug: Bug, seed: u64) -> lockcheck::sim::SimRun {
+    let fencing = scenario.lock.kind.name() == "fenced";
+    lockcheck::sim::run_with(scenario, seed, |config, mut conns, env| Planted {
+        conn: conns.remove(0),
+        env,
+        config,
+        bug,
+        fencing,
+        depth: 0,
+        held: None,
+    })
+}
+
 /// Runs `bug` on `scenario` for one seed and returns every check's verdict.
 fn verdicts(scenario: &Scenario, bug: Bug, seed: u64) -> BTreeMap<String, Verdict> {
-    let fencing = scenario.lock.kind.name() == "fenced";
     let run = if scenario.lock.kind.name() == "redlock" {
         let planted = match bug {
             Bug::RedlockQuorumOneShort => Some(RedlockBug::QuorumOneShort),
@@ -767,15 +786,7 @@ fn verdicts(scenario: &Scenario, bug: Bug, seed: u64) -> BTreeMap<String, Verdic
             Redlock::new(config, conns, env)
         })
     } else {
-        lockcheck::sim::run_with(scenario, seed, |config, mut conns, env| Planted {
-            conn: conns.remove(0),
-            env,
-            config,
-            bug,
-            fencing,
-            depth: 0,
-            held: None,
-        })
+        run_planted(scenario, bug, seed)
     };
     let outcome = Outcome::judge(scenario, Mode::Sim, seed, run.history);
     outcome
@@ -785,13 +796,143 @@ fn verdicts(scenario: &Scenario, bug: Bug, seed: u64) -> BTreeMap<String, Verdic
         .collect()
 }
 
+/// The classes of issue #33, each a scripted case in which a correct lock used to be flagged or
+/// a broken one missed: the check that judges it, and the mutant it must catch there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    /// Liveness with the crash before the waiters' pause: the holder dies the moment it is
+    /// granted, every waiter is refused and then paused while the dead holder's lease runs out.
+    CrashBeforeWaiterPause,
+    /// A release whose reply is lost: the releaser's inbound link is cut as it releases.
+    LostReleaseReply,
+    /// A paused release: the holder stops just before its release, past its lease, and wakes
+    /// while the next holder works.
+    PausedRelease,
+}
+
+/// Each class, the check that judges it, the mutant that check must catch there, and the client
+/// counts its neighbours are tried with (the first is the one every mutant faces in
+/// [`scenarios`]; for the crash class, the last is three waiters).
+const CLASSES: &[(Class, &str, Bug, &[u32])] = &[
+    (
+        Class::CrashBeforeWaiterPause,
+        "liveness",
+        Bug::NoExpiry,
+        &[2, 3, 4],
+    ),
+    (
+        Class::LostReleaseReply,
+        "release",
+        Bug::NeverDeletes,
+        &[2, 3, 4],
+    ),
+    (
+        Class::PausedRelease,
+        "foreign_release",
+        Bug::PlainDel,
+        &[3, 2, 4],
+    ),
+];
+
+/// When the waiters of [`Class::CrashBeforeWaiterPause`] are paused, as (start, length) in ms,
+/// waiter `w` (client `w + 1`) taking entry `w % len`: every pause starts after the waiter's
+/// first refusal (from 5 ms) and before the dead holder's 500 ms lease runs out, and ends after
+/// it; the orders differ (the first waiter paused is not the first to wake).
+const WAITER_PAUSES: &[&[(u64, u64)]] = &[
+    &[(20, 3500), (30, 2000), (40, 4000)],
+    &[(250, 3000), (100, 1000), (450, 2200)],
+];
+
+/// The scenario of `class` with `clients` clients; `variant` picks the waiters' pauses of the
+/// crash class (an index into [`WAITER_PAUSES`]; the other classes have one shape). Every class
+/// runs `set-nx-px`'s table (the planted lock reads its lease and wait from it) and expects the
+/// checks its mutant is not about safe.
+fn class_text(class: Class, clients: u32, variant: usize) -> String {
+    // (name, about, duration_ms, ttl_ms, wait_ms, cycles, hold_ms, the checks it expects safe,
+    // its faults)
+    let (name, about, duration, ttl, wait, cycles, hold, safe, faults) = match class {
+        Class::CrashBeforeWaiterPause => {
+            let pauses = WAITER_PAUSES[variant];
+            let mut faults = String::from(
+                "[[faults]]\nkind = \"crash\"\nnode = \"client-0\"\non = \"acquired\"\n",
+            );
+            for c in 1..clients {
+                let (at, len) = pauses[(c as usize - 1) % pauses.len()];
+                faults.push_str(&format!(
+                    "[[faults]]\nkind = \"pause\"\nclient = {c}\nat_ms = 0\nfor_ms = 5\n\
+                     [[faults]]\nkind = \"pause\"\nclient = {c}\nat_ms = {at}\nfor_ms = {len}\n"
+                ));
+            }
+            (
+                format!("crash-before-waiter-pause-{clients}-{variant}"),
+                format!(
+                    "Liveness with the crash before the pause: every waiter starts 5 ms late, so client-0 is granted first, and it dies the moment it is; each of the {} waiter(s) is refused, then paused from before the dead holder's 500 ms lease runs out until long after (up to 4 s, past the 1,500 ms bound). Only asking time counts: a waiter asked for under the lease before its pause and one retry after it, so the correct lock is live; a lock whose entry never expires leaves the first waiter to wake asking until the run's end, about 2 s.",
+                    clients - 1
+                ),
+                6500,
+                500,
+                5000,
+                2,
+                "[10, 20]",
+                "mutual_exclusion = \"safe\", liveness = \"safe\", foreign_release = \"safe\", release = \"safe\"",
+                faults,
+            )
+        }
+        Class::LostReleaseReply => (
+            format!("lost-release-reply-{clients}"),
+            "A release whose reply is lost: client-0 hears nothing from Redis for 300 ms from the moment it reaches a release 100 ms or more into the run (it has one left then: at most three 30 ms sections fit before, and it has four; and the first release has loaded the compare-and-delete script, so the request runs rather than answering NOSCRIPT); its compare-and-delete lands and removes its entry, the reply never arrives, and the call fails when its request times out (500 ms). Not knowing whether a release landed is not lying about it: an unknown outcome. A release that answers released having removed nothing is a lie.".to_string(),
+            4000,
+            1000,
+            3000,
+            4,
+            "[30, 50]",
+            "mutual_exclusion = \"safe\", resource = \"safe\", foreign_release = \"safe\", release = \"safe\"",
+            "[[faults]]\nkind = \"partition\"\nnodes = [\"client-0\"]\nfrom = [\"redis-0\"]\n\
+             direction = \"inbound\"\nclient = 0\non = \"before_release\"\nafter_ms = 100\n\
+             for_ms = 300\n"
+                .to_string(),
+        ),
+        Class::PausedRelease => (
+            format!("paused-release-{clients}"),
+            "A paused release: the first holder to finish its work (300-400 ms) stops just before its release for 800 ms, past its 1,000 ms lease, so its delete goes out 1,100-1,200 ms after its grant; by then the lease has run out and another client, granted within a retry of the expiry, holds for at least 300 ms. A plain DEL removes that client's entry; a compare-and-delete finds someone else's value and removes nothing.".to_string(),
+            5000,
+            1000,
+            4000,
+            3,
+            "[300, 400]",
+            "mutual_exclusion = \"safe\", resource = \"safe\", foreign_release = \"safe\", release = \"safe\"",
+            "[[faults]]\nkind = \"pause\"\nclient = \"holder\"\non = \"before_release\"\nfor_ms = 800\n"
+                .to_string(),
+        ),
+    };
+    format!(
+        "name = \"{name}\"\nabout = \"{about}\"\nexpect = \"safe\"\nexpect_checks = {{ {safe} }}\n\
+         duration_ms = {duration}\n[lock]\nkind = \"set-nx-px\"\nttl_ms = {ttl}\nwait_ms = {wait}\n\
+         [workload]\nclients = {clients}\ncycles = {cycles}\nhold_ms = {hold}\nthink_ms = [0, 10]\n\
+         {faults}"
+    )
+}
+
+fn parse(name: &str, text: &str) -> Scenario {
+    Scenario::parse_with_points(&format!("{name}.toml"), text, PLANTED_POINTS)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Every scenario of the suite: [`SCENARIOS`], then each class of [`CLASSES`] with its first
+/// client count (the crash class with three waiters too).
 fn scenarios() -> Vec<Scenario> {
-    SCENARIOS
+    let mut all: Vec<Scenario> = SCENARIOS
         .iter()
-        .map(|(name, text)| {
-            Scenario::parse_with_points(&format!("{name}.toml"), text, PLANTED_POINTS).unwrap()
-        })
-        .collect()
+        .map(|(name, text)| parse(name, text))
+        .collect();
+    for &(class, _, _, clients) in CLASSES {
+        all.push(parse("class", &class_text(class, clients[0], 0)));
+    }
+    all.push(parse(
+        "class",
+        &class_text(Class::CrashBeforeWaiterPause, 4, 0),
+    ));
+    all
 }
 
 #[test]
@@ -919,6 +1060,86 @@ fn renewal_quorum_validity_and_timeout_mutants_fire_exactly_their_checks() {
             caught_on(scenario, *bug),
             want.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
             "{bug:?} on {scenario}"
+        );
+    }
+}
+
+/// Seeds each neighbour of a class is tried with.
+const NEIGHBOUR_SEEDS: std::ops::RangeInclusive<u64> = 1..=20;
+
+/// Each class of [`CLASSES`] holds for its neighbours, not only on the seeds and client count
+/// every mutant faces: with each of its client counts, each waiter-pause order of the crash
+/// class and [`NEIGHBOUR_SEEDS`], the correct lock matches every expectation of the case and the
+/// class's mutant violates the class's check on every seed. The timing of each case makes both
+/// certain (each `about` says why), so a seed where either fails is a checker's mistake.
+#[test]
+fn each_issue_33_class_holds_for_its_neighbours() {
+    let mut wrong = Vec::new();
+    let mut cases = 0;
+    for &(class, check, bug, clients) in CLASSES {
+        let variants = match class {
+            Class::CrashBeforeWaiterPause => WAITER_PAUSES.len(),
+            _ => 1,
+        };
+        for &n in clients {
+            for variant in 0..variants {
+                let s = parse("class", &class_text(class, n, variant));
+                for seed in NEIGHBOUR_SEEDS {
+                    cases += 1;
+                    let correct = verdicts(&s, Bug::None, seed);
+                    for (c, want) in &s.expect_checks {
+                        if correct.get(c) != Some(want) {
+                            wrong.push(format!(
+                                "false alarm: {} seed {seed}: {c} gave {:?}, expected {want}",
+                                s.name,
+                                correct.get(c)
+                            ));
+                        }
+                    }
+                    let mutant = verdicts(&s, bug, seed);
+                    if mutant.get(check) != Some(&Verdict::Violation) {
+                        wrong.push(format!(
+                            "missed: {bug:?} on {} seed {seed}: {check} gave {:?}",
+                            s.name,
+                            mutant.get(check)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {cases} cases wrong:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+}
+
+/// The classes are not vacuous: in the lost-reply case, on every seed and client count, a
+/// correct release did not learn that its entry was removed (an unknown outcome, shown as such),
+/// and in the crash case the waiters really were paused across the lease's end.
+#[test]
+fn the_issue_33_classes_exercise_what_they_name() {
+    for clients in [2, 3, 4] {
+        let lost = parse("class", &class_text(Class::LostReleaseReply, clients, 0));
+        for seed in NEIGHBOUR_SEEDS {
+            let run = run_planted(&lost, Bug::None, seed);
+            let o = Outcome::judge(&lost, Mode::Sim, seed, run.history);
+            let unknown = &o.checks["release"].evidence["unknown"];
+            assert!(
+                unknown.as_array().is_some_and(|u| !u.is_empty()),
+                "{clients} clients, seed {seed}: no unknown outcome: {}",
+                o.history.render()
+            );
+        }
+    }
+    let crash = parse("class", &class_text(Class::CrashBeforeWaiterPause, 4, 0));
+    let notes = run_planted(&crash, Bug::None, 1).history.render();
+    for (waiter, (_, len)) in (1..4).zip(WAITER_PAUSES[0].iter()) {
+        assert!(
+            notes.contains(&format!("client-{waiter} paused for {len} ms")),
+            "{notes}"
         );
     }
 }
