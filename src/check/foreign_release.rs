@@ -445,7 +445,10 @@ mod tests {
         ev(
             0,
             "servers",
-            EventKind::LockEntriesWatched { key: "k".into() },
+            EventKind::LockEntriesWatched {
+                key: "k".into(),
+                placed_within_us: 0,
+            },
         )
     }
 

@@ -197,7 +197,17 @@ mod headline {
         ];
         if watched {
             let key = "k".into();
-            events.insert(0, ev(0, "servers", EventKind::LockEntriesWatched { key }));
+            events.insert(
+                0,
+                ev(
+                    0,
+                    "servers",
+                    EventKind::LockEntriesWatched {
+                        key,
+                        placed_within_us: 0,
+                    },
+                ),
+            );
         }
         History { events }
     }

@@ -148,6 +148,10 @@ pub enum EventKind {
     LockEntriesWatched {
         /// The lock key whose entries the servers watch.
         key: String,
+        /// How far a removal's recorded time may be from when the server executed it, in µs:
+        /// 0 in simulation; in real mode the witness's uncertainty in tying the servers' clocks
+        /// to the run's (half a marker's round trip, `real::observers::witness`).
+        placed_within_us: u64,
     },
     /// A server saw a client command remove a holder's lock entry (a string key's value, or a
     /// hash field for hash locks); recorded by the server, so who removed whose entry is what
@@ -304,7 +308,17 @@ fn render_event(e: &Event) -> String {
         } => format!(
             "address-insert user={user} count_seen={count_seen} default={is_default} fencing={fencing_token:?} accepted={accepted} seq={seq:?}"
         ),
-        EventKind::LockEntriesWatched { key } => format!("watching lock entries of {key}"),
+        EventKind::LockEntriesWatched {
+            key,
+            placed_within_us: 0,
+        } => format!("watching lock entries of {key}"),
+        EventKind::LockEntriesWatched {
+            key,
+            placed_within_us,
+        } => format!(
+            "watching lock entries of {key} (removals placed within {} ms)",
+            fmt_ms(*placed_within_us)
+        ),
         EventKind::EntryRemoved {
             by_client,
             owner,

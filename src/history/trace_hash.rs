@@ -165,9 +165,16 @@ impl Encoder {
                 self.tag(16);
                 self.str(name);
             }
-            EventKind::LockEntriesWatched { key } => {
+            EventKind::LockEntriesWatched {
+                key,
+                placed_within_us,
+            } => {
                 self.tag(17);
                 self.str(key);
+                // Always 0 in simulation: hashed only when set, so simulated traces keep theirs.
+                if *placed_within_us != 0 {
+                    self.u64(*placed_within_us);
+                }
             }
             EventKind::EntryRemoved {
                 by_client,

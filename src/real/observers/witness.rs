@@ -57,7 +57,7 @@ pub(super) const START_MARKER: &str = "lockcheck-witness-start";
 /// Sends `ECHO <marker>` to the server on `port` and waits for the answer; the run's time (µs)
 /// halfway through the round trip, when the server executed it to within half the round trip.
 /// `None`: the server could not be reached.
-fn send_marker(port: u16, marker: &str, rec: &Recorder) -> Option<u64> {
+fn send_marker(port: u16, marker: &str, rec: &Recorder) -> Option<Tie> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
     let cmd = format!("*2\r\n$4\r\nECHO\r\n${}\r\n{marker}\r\n", marker.len());
@@ -66,7 +66,18 @@ fn send_marker(port: u16, marker: &str, rec: &Recorder) -> Option<u64> {
     let mut line = String::new();
     BufReader::new(s).read_line(&mut line).ok()?;
     let answered = rec.now_us();
-    Some(sent + (answered - sent) / 2)
+    Some(Tie {
+        at_us: sent + (answered - sent) / 2,
+        within_us: (answered - sent).div_ceil(2),
+    })
+}
+
+/// When the server executed a marker, in the run's time: the middle of its round trip, which is
+/// within half the round trip of the truth (the server ran it between the send and the answer).
+#[derive(Clone, Copy, Debug)]
+struct Tie {
+    at_us: u64,
+    within_us: u64,
 }
 
 /// One watched server: its name, its port, the run's time its start marker was executed, and
@@ -74,7 +85,7 @@ fn send_marker(port: u16, marker: &str, rec: &Recorder) -> Option<u64> {
 type Watched = (
     String,
     u16,
-    Option<u64>,
+    Option<Tie>,
     JoinHandle<Result<Followed, String>>,
 );
 
@@ -141,7 +152,7 @@ impl Witness {
     pub fn finish(self) -> Result<(), String> {
         // The marker goes through the server like any command: once the witness reads it, it
         // has read every command before it. A dead server has nothing more to say.
-        let ends: Vec<Option<u64>> = self
+        let ends: Vec<Option<Tie>> = self
             .servers
             .iter()
             .map(|(_, port, _, _)| send_marker(*port, END_MARKER, &self.rec))
@@ -155,11 +166,21 @@ impl Witness {
         let mut why = Vec::new();
         let mut removals = Vec::new();
         let mut created = 0u64;
+        // A removal is placed between the two ties by the servers' clock, so it is off by no more
+        // than the worse of them (half a round trip; milliseconds on a loaded machine). The
+        // release check allows that much (`docs/checks.md`, "release").
+        let mut within_us = 0u64;
         for ((name, _, start, t), end) in self.servers.into_iter().zip(ends) {
             match t.join() {
                 Ok(Ok(followed)) => {
                     created += followed.created;
-                    removals.push((name, followed.timed(start, end)))
+                    within_us = within_us
+                        .max(start.map_or(0, |t| t.within_us))
+                        .max(end.map_or(0, |t| t.within_us));
+                    removals.push((
+                        name,
+                        followed.timed(start.map(|t| t.at_us), end.map(|t| t.at_us)),
+                    ))
                 }
                 Ok(Err(e)) => why.push(e),
                 Err(_) => why.push(format!("{name}: the witness thread panicked")),
@@ -184,8 +205,14 @@ impl Witness {
                 self.rec.insert_at(&server, kind, at_us);
             }
         }
-        self.rec
-            .record("servers", EventKind::LockEntriesWatched { key: self.key });
+        self.rec.record(
+            "servers",
+            EventKind::LockEntriesWatched {
+                key: self.key,
+                // Never 0 in real mode: 0 is simulation's exact placement.
+                placed_within_us: within_us.max(1),
+            },
+        );
         Ok(())
     }
 }

@@ -239,6 +239,7 @@ impl Cluster {
             "servers",
             EventKind::LockEntriesWatched {
                 key: key.to_string(),
+                placed_within_us: 0,
             },
         );
     }
