@@ -13,3 +13,4 @@ pub(in crate::real) mod plan;
 pub(in crate::real) mod proxy;
 pub(in crate::real) mod recipes;
 pub(in crate::real) mod redis_nemesis;
+pub(in crate::real) mod zk_nemesis;

@@ -5,6 +5,7 @@
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
+use super::recipes::ZooKeeperRecipes;
 use super::recipes::{ask, ClockSetting, ClockSettings, EtcdRecipes, MysqlRecipes, RedisRecipes};
 use crate::fault::partition::partition_links;
 use crate::fault::{Direction, Refused};
@@ -35,11 +36,7 @@ pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
         return check_etcd(s);
     }
     if s.lock.kind.is_zookeeper() {
-        return Err(unsupported(format!(
-            "`{}` uses a ZooKeeper lock: real mode can spawn ZooKeeper servers but has no \
-             ZooKeeper session for the locks yet; run it in simulation (without --real)",
-            s.name
-        )));
+        return check_zookeeper(s);
     }
     let sentinels = s.redis.sentinels > 0;
     if s.redis.min_replicas_to_write > 0 && !sentinels && s.redis.replicas > 0 {
@@ -100,6 +97,36 @@ fn check_etcd(s: &Scenario) -> Result<(), RealError> {
                  simulation",
                 crate::fault::fault_table(f).into_inline_table()
             )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that every fault of a ZooKeeper scenario has a recipe on spawned ZooKeeper servers.
+fn check_zookeeper(s: &Scenario) -> Result<(), RealError> {
+    if !s.clocks.is_perfect() {
+        return Err(unsupported(format!(
+            "`{}` sets [clocks]: real mode starts ZooKeeper servers and clients with true clocks; \
+             run it in simulation (without --real)",
+            s.name
+        )));
+    }
+    for f in &s.faults {
+        let recipes = ZooKeeperRecipes {
+            s,
+            trigger: &f.trigger,
+        };
+        match ask(&recipes, f) {
+            Ok(()) => {}
+            Err(Refused::Because(why)) => return Err(unsupported(why)),
+            Err(Refused::Lacking) => {
+                return Err(unsupported(format!(
+                    "fault {} has no real-mode recipe for the ZooKeeper locks (client pauses and \
+                     crashes fire at a client's point, `on = ...`; clock faults have none); run it \
+                     in simulation",
+                    crate::fault::fault_table(f).into_inline_table()
+                )))
+            }
         }
     }
     Ok(())
@@ -203,6 +230,56 @@ pub(in crate::real) fn master_index(s: &Scenario, node: &str) -> Option<usize> {
 pub(in crate::real) fn client_index(s: &Scenario, node: &str) -> Option<usize> {
     let c: u32 = node.strip_prefix("client-")?.parse().ok()?;
     (c < s.workload.clients).then_some(c as usize)
+}
+
+/// `zookeeper-<i>` -> i, for the scenario's ZooKeeper servers.
+pub(in crate::real) fn zookeeper_index(s: &Scenario, node: &str) -> Option<usize> {
+    let i: u32 = node.strip_prefix("zookeeper-")?.parse().ok()?;
+    (i < s.zookeeper.servers).then_some(i as usize)
+}
+
+/// The (client, `zookeeper-<i>`) connections a partition of a ZooKeeper run cuts, or why it
+/// cannot. Each is a client's own forwarder to that server, which holds both ways: a one-way cut
+/// would let a client's pings reach the server (its session lives) while it hears nothing, a
+/// different fault, so it is refused; so is a cut between servers, whose links lockcheck does not
+/// forward.
+pub(in crate::real) fn zookeeper_cuts(
+    s: &Scenario,
+    nodes: &[String],
+    from: &[String],
+    direction: Direction,
+) -> Result<Vec<(usize, usize)>, RealError> {
+    let (names, links) = scenario_links(s, nodes, from, direction);
+    let mut cuts = Vec::new();
+    for &(a, b) in &links {
+        let (na, nb) = (&names[a], &names[b]);
+        let pair = match (client_index(s, na), zookeeper_index(s, nb)) {
+            (Some(c), Some(z)) => Some((c, z)),
+            _ => match (client_index(s, nb), zookeeper_index(s, na)) {
+                (Some(c), Some(z)) => Some((c, z)),
+                _ => None,
+            },
+        };
+        match pair {
+            Some(_) if !links.contains(&(b, a)) => {
+                return Err(unsupported(format!(
+                    "a one-way partition cutting {na} -> {nb}: a client's forwarder to a ZooKeeper \
+                     server holds both ways; run it in simulation, without --real"
+                )))
+            }
+            Some(pair) => cuts.push(pair),
+            // Clients never talk to each other: that cut changes nothing.
+            None if client_index(s, na).is_some() && client_index(s, nb).is_some() => {}
+            None => return Err(unsupported(format!(
+                "partition cutting {na} -> {nb}: real mode cuts the clients' connections to the \
+                     ZooKeeper servers, not the servers' links to each other; run it in \
+                     simulation, without --real"
+            ))),
+        }
+    }
+    cuts.sort();
+    cuts.dedup();
+    Ok(cuts)
 }
 
 /// The (client, master) connections a partition cuts in real mode, or why it cannot.

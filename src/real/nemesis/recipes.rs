@@ -8,6 +8,7 @@ use std::cell::RefCell;
 
 use super::plan::{
     client_cuts, client_index, faked_master, master_index, sentinel_links, server_index,
+    zookeeper_cuts,
 };
 use crate::fault::{ClientRef, Cut, Fault, Nemesis, Occasion, Refused, Trigger};
 use crate::real::RealError;
@@ -200,6 +201,57 @@ impl Nemesis for EtcdRecipes<'_> {
     }
 
     fn cut(&self, _cut: &Cut<'_>) -> Result<(), Refused> {
+        Ok(())
+    }
+}
+
+/// What the recipes on spawned ZooKeeper servers can do: a client's pause or crash at its named
+/// point; a partition of clients from servers (both ways) at any time; a server's crash and
+/// restart, its pause (`SIGSTOP`) and an ensemble leader's failover. Clock faults have no recipe
+/// yet (ZooKeeper expires sessions on the JVM's `System.nanoTime`, which libfaketime does not
+/// move by default).
+pub(in crate::real) struct ZooKeeperRecipes<'a> {
+    pub(in crate::real) s: &'a Scenario,
+    pub(in crate::real) trigger: &'a Trigger,
+}
+
+impl Nemesis for ZooKeeperRecipes<'_> {
+    fn pause_client(
+        &self,
+        _at: &Occasion<'_>,
+        _victim: &ClientRef,
+        _for_ms: u64,
+    ) -> Result<(), Refused> {
+        MysqlRecipes {
+            trigger: self.trigger,
+        }
+        .at_a_point()
+    }
+
+    fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
+        MysqlRecipes {
+            trigger: self.trigger,
+        }
+        .at_a_point()
+    }
+
+    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
+        zookeeper_cuts(self.s, cut.nodes, cut.from, cut.direction)
+            .map(drop)
+            .map_err(refused)
+    }
+
+    /// The scenario allows a crash of its own servers only (`FaultKind::on_zookeeper`).
+    fn crash_server(&self, _node: &str, _restart_after_ms: u64) -> Result<(), Refused> {
+        Ok(())
+    }
+
+    fn pause_server(&self, _node: &str, _for_ms: u64) -> Result<(), Refused> {
+        Ok(())
+    }
+
+    /// The scenario allows a failover of an ensemble only.
+    fn fail_over(&self, _master: u32) -> Result<(), Refused> {
         Ok(())
     }
 }
