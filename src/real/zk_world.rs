@@ -27,22 +27,21 @@
 //! The protected resource lives on a spawned `redis-server`, as in the Redis real mode. Every
 //! process and directory is removed when this returns, on error and on panic.
 
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::watch;
 
-use super::client_tasks::wait_for_live_clients;
+use super::client_tasks::{block_on_runtime, TaskWorld};
 use super::mysql_world::CutProxy;
 use super::nemesis::client_stops::ClientTasks;
 use super::nemesis::plan::check_supported;
 use super::nemesis::zk_nemesis::ZkNemesis;
 use super::servers::zookeeper::{ZooKeeper, ZooKeeperOptions};
-use super::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
 use super::{RealEnv, RealError, RealZkClient};
-use crate::env::{Env, PointHook};
+use super::{RedisServer, ServerOptions};
+use crate::env::Env;
 use crate::history::{History, Recorder};
 use crate::lock::{Lock, LockConfig};
-use crate::resource::Store;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::world;
@@ -65,13 +64,7 @@ where
     })?);
     let order = Arc::new(leader_first(&zk)?);
     let storage = RedisServer::spawn(ServerOptions::default())?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| RealError::io("starting the tokio runtime", e))?;
-    let history = rt.block_on(drive(scenario, zk.clone(), order, storage.url(), make_lock));
-    rt.shutdown_timeout(Duration::from_secs(2));
+    let history = block_on_runtime(drive(scenario, zk.clone(), order, storage.url(), make_lock));
     drop(storage);
     drop(zk);
     history
@@ -100,42 +93,37 @@ where
     F: Fn(LockConfig, RealZkClient, RealEnv) -> L,
 {
     let rec = Recorder::real();
+    let ports: Vec<u16> = (0..zk.len()).map(|s| zk.client_port(s)).collect();
     // proxies[c][s]: client c's forwarder to server s.
-    let mut proxies = Vec::new();
-    for _ in 0..scenario.workload.clients {
-        let mut mine = Vec::new();
-        for s in 0..zk.len() {
-            mine.push(
-                CutProxy::start(zk.client_port(s))
-                    .await
-                    .map_err(|e| RealError::io("starting a client's forwarder", e))?,
-            );
-        }
-        proxies.push(mine);
-    }
+    let proxies = Arc::new(CutProxy::per_client(scenario.workload.clients, &ports).await?);
     let nemesis = ZkNemesis {
         pending: Schedule::new(scenario.faults.clone()),
         scenario: Arc::new(scenario.clone()),
         zk,
         order,
         rec: rec.clone(),
-        proxies: Arc::new(proxies),
+        proxies: proxies.clone(),
         clients: ClientTasks::new(rec.clone(), scenario.workload.clients),
-        in_flight: Arc::new(AtomicUsize::new(0)),
+        in_flight: Arc::new(watch::Sender::new(0)),
     };
     nemesis.start_timed();
     let session_timeout = Duration::from_millis(scenario.zookeeper.session_timeout_ms);
-    let mut world = ZkRealWorld {
-        rec: rec.clone(),
-        nemesis: nemesis.clone(),
-        session_timeout,
-        storage: Route::new(storage_url),
-        timeouts: ConnectionTimeouts {
-            connect: Duration::from_secs(2),
-            response: Duration::from_secs(2),
-        },
-        tasks: Vec::new(),
+    // Each client's session lists its own forwarders (the crate picks among them and moves on to
+    // another when one fails) and reads time from the client's own clock.
+    let connect = move |c: u32, env: &RealEnv| {
+        let hosts: Vec<String> = proxies[c as usize]
+            .iter()
+            .map(|p| format!("127.0.0.1:{}", p.port()))
+            .collect();
+        let env = env.clone();
+        RealZkClient::new(
+            &hosts.join(","),
+            session_timeout,
+            Arc::new(move || env.monotonic_ms()),
+        )
     };
+    let clients = nemesis.clients.clone();
+    let mut world = TaskWorld::new(rec.clone(), nemesis, clients, storage_url, connect);
     let grace = Duration::from_millis(world::grace_ms(
         scenario,
         scenario.zookeeper.session_timeout_ms,
@@ -145,80 +133,4 @@ where
     })
     .await;
     Ok(rec.snapshot())
-}
-
-/// The real ZooKeeper world's side of a run ([`world::World`]): clients are tokio tasks, each
-/// with one session over its own forwarders to every server; the protected resource lives on a
-/// spawned `redis-server`.
-struct ZkRealWorld {
-    rec: Recorder,
-    nemesis: ZkNemesis,
-    session_timeout: Duration,
-    storage: Arc<Route>,
-    timeouts: ConnectionTimeouts,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl world::World for ZkRealWorld {
-    type Conns = RealZkClient;
-    type Env = RealEnv;
-    type StoreConn = RoutedConnection;
-    type Nemesis = ZkNemesis;
-
-    fn recorder(&self) -> &Recorder {
-        &self.rec
-    }
-
-    fn nemesis(&self) -> &ZkNemesis {
-        &self.nemesis
-    }
-
-    fn client_env(&mut self, c: u32, points: PointHook) -> RealEnv {
-        RealEnv::default()
-            .with_gate(self.nemesis.clients.gates[c as usize].clone())
-            .with_points(points)
-    }
-
-    /// The session's connect string lists the client's forwarders (the crate picks among them
-    /// and moves on to another when one fails); it reads time from the client's own clock.
-    fn connections(&mut self, c: u32, env: &RealEnv) -> RealZkClient {
-        let hosts: Vec<String> = self.nemesis.proxies[c as usize]
-            .iter()
-            .map(|p| format!("127.0.0.1:{}", p.port()))
-            .collect();
-        let env = env.clone();
-        RealZkClient::new(
-            &hosts.join(","),
-            self.session_timeout,
-            Arc::new(move || env.monotonic_ms()),
-        )
-    }
-
-    fn store(&mut self, _id: u64) -> Store<RoutedConnection> {
-        Store::new(RoutedConnection::new(self.storage.clone(), self.timeouts))
-    }
-
-    fn spawn_client(&mut self, _c: u32, run: world::ClientRun) {
-        let task = tokio::spawn(run);
-        self.nemesis
-            .clients
-            .tasks
-            .lock()
-            .unwrap()
-            .push(task.abort_handle());
-        self.tasks.push(task);
-    }
-
-    /// Crashed clients never finish: stop waiting once every live one has; then stop the rest.
-    async fn wait_clients(&mut self, limit: Duration) {
-        wait_for_live_clients(&self.tasks, &self.nemesis.clients.gates, limit).await;
-        for t in &self.tasks {
-            t.abort();
-        }
-    }
-
-    /// Lets a server restart, pause or election in progress finish before the history is read.
-    async fn settle(&self) {
-        self.nemesis.settle().await;
-    }
 }

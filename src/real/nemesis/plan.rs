@@ -5,10 +5,10 @@
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
-use super::recipes::ZooKeeperRecipes;
-use super::recipes::{ask, ClockSetting, ClockSettings, EtcdRecipes, MysqlRecipes, RedisRecipes};
+use super::recipes::RedisRecipes;
+use super::recipes::{ask, ClockSetting, ClockSettings, ConsensusRecipes, MysqlRecipes};
 use crate::fault::partition::partition_links;
-use crate::fault::{Direction, Refused};
+use crate::fault::{Cut, Direction, Refused};
 use crate::real::client_programs::client_program_launch::fake_time;
 use crate::real::servers::faketime::FakeTime;
 use crate::real::RealError;
@@ -33,10 +33,10 @@ pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
         return check_mysql(s);
     }
     if s.lock.kind.is_etcd() {
-        return check_etcd(s);
+        return check_consensus(s, "etcd members", "the etcd locks");
     }
     if s.lock.kind.is_zookeeper() {
-        return check_zookeeper(s);
+        return check_consensus(s, "ZooKeeper servers", "the ZooKeeper locks");
     }
     let sentinels = s.redis.sentinels > 0;
     if s.redis.min_replicas_to_write > 0 && !sentinels && s.redis.replicas > 0 {
@@ -73,46 +73,18 @@ pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
     Ok(())
 }
 
-/// Checks that every fault of an etcd scenario has a recipe on spawned etcd members.
-fn check_etcd(s: &Scenario) -> Result<(), RealError> {
+/// Checks that every fault of an etcd or ZooKeeper scenario (of `locks`) has a recipe on the
+/// spawned `servers`.
+fn check_consensus(s: &Scenario, servers: &str, locks: &str) -> Result<(), RealError> {
     if !s.clocks.is_perfect() {
         return Err(unsupported(format!(
-            "`{}` sets [clocks]: real mode starts etcd members and clients with true clocks; \
-             run it in simulation (without --real)",
+            "`{}` sets [clocks]: real mode starts {servers} and clients with true clocks; run it \
+             in simulation (without --real)",
             s.name
         )));
     }
     for f in &s.faults {
-        if ask(
-            &EtcdRecipes {
-                trigger: &f.trigger,
-            },
-            f,
-        )
-        .is_err()
-        {
-            return Err(unsupported(format!(
-                "fault {} has no real-mode recipe for the etcd locks (client pauses and crashes \
-                 fire at a client's point, `on = ...`; clock faults have none); run it in \
-                 simulation",
-                crate::fault::fault_table(f).into_inline_table()
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Checks that every fault of a ZooKeeper scenario has a recipe on spawned ZooKeeper servers.
-fn check_zookeeper(s: &Scenario) -> Result<(), RealError> {
-    if !s.clocks.is_perfect() {
-        return Err(unsupported(format!(
-            "`{}` sets [clocks]: real mode starts ZooKeeper servers and clients with true clocks; \
-             run it in simulation (without --real)",
-            s.name
-        )));
-    }
-    for f in &s.faults {
-        let recipes = ZooKeeperRecipes {
+        let recipes = ConsensusRecipes {
             s,
             trigger: &f.trigger,
         };
@@ -121,9 +93,9 @@ fn check_zookeeper(s: &Scenario) -> Result<(), RealError> {
             Err(Refused::Because(why)) => return Err(unsupported(why)),
             Err(Refused::Lacking) => {
                 return Err(unsupported(format!(
-                    "fault {} has no real-mode recipe for the ZooKeeper locks (client pauses and \
-                     crashes fire at a client's point, `on = ...`; clock faults have none); run it \
-                     in simulation",
+                    "fault {} has no real-mode recipe for {locks} (client pauses and crashes fire \
+                     at a client's point, `on = ...`; clock faults have none); run it in \
+                     simulation",
                     crate::fault::fault_table(f).into_inline_table()
                 )))
             }
@@ -245,29 +217,23 @@ pub(in crate::real) fn zookeeper_index(s: &Scenario, node: &str) -> Option<usize
 /// forward.
 pub(in crate::real) fn zookeeper_cuts(
     s: &Scenario,
-    nodes: &[String],
-    from: &[String],
-    direction: Direction,
+    cut: &Cut<'_>,
 ) -> Result<Vec<(usize, usize)>, RealError> {
-    let (names, links) = scenario_links(s, nodes, from, direction);
-    let mut cuts = Vec::new();
+    let (names, links) = scenario_links(s, cut.nodes, cut.from, cut.direction);
+    // Link x -> y as (client, server), if it is one.
+    let pair =
+        |x: usize, y: usize| Some((client_index(s, &names[x])?, zookeeper_index(s, &names[y])?));
+    let mut held = Vec::new();
     for &(a, b) in &links {
         let (na, nb) = (&names[a], &names[b]);
-        let pair = match (client_index(s, na), zookeeper_index(s, nb)) {
-            (Some(c), Some(z)) => Some((c, z)),
-            _ => match (client_index(s, nb), zookeeper_index(s, na)) {
-                (Some(c), Some(z)) => Some((c, z)),
-                _ => None,
-            },
-        };
-        match pair {
+        match pair(a, b).or_else(|| pair(b, a)) {
             Some(_) if !links.contains(&(b, a)) => {
                 return Err(unsupported(format!(
                     "a one-way partition cutting {na} -> {nb}: a client's forwarder to a ZooKeeper \
                      server holds both ways; run it in simulation, without --real"
                 )))
             }
-            Some(pair) => cuts.push(pair),
+            Some(p) => held.push(p),
             // Clients never talk to each other: that cut changes nothing.
             None if client_index(s, na).is_some() && client_index(s, nb).is_some() => {}
             None => return Err(unsupported(format!(
@@ -277,9 +243,9 @@ pub(in crate::real) fn zookeeper_cuts(
             ))),
         }
     }
-    cuts.sort();
-    cuts.dedup();
-    Ok(cuts)
+    held.sort();
+    held.dedup();
+    Ok(held)
 }
 
 /// The (client, master) connections a partition cuts in real mode, or why it cannot.

@@ -18,15 +18,17 @@
 //! run starts (the world's `order`), as in simulation. Which faults have a recipe at all is
 //! `recipes.rs`'s, decided before anything is spawned.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 
-use super::client_stops::{ClientTasks, Stops};
+use super::client_stops::{ClientTasks, Stopping};
+use super::firing::{note, start_timed};
 use super::plan::zookeeper_cuts;
 use crate::fault::partition::describe_partition;
-use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
-use crate::history::{EventKind, Recorder};
+use crate::fault::{Cut, Nemesis, Refused};
+use crate::history::Recorder;
+use crate::real::client_tasks::Settle;
 use crate::real::mysql_world::CutProxy;
 use crate::real::servers::zookeeper::ZooKeeper;
 use crate::scenario::Scenario;
@@ -50,53 +52,32 @@ pub(in crate::real) struct ZkNemesis {
     pub(in crate::real) proxies: Arc<Vec<Vec<CutProxy>>>,
     /// The clients' gates and tasks.
     pub(in crate::real) clients: ClientTasks,
-    /// Server faults still under way (a restart to come, a pause to end, an election to see).
-    pub(in crate::real) in_flight: Arc<AtomicUsize>,
+    /// How many server faults are under way (a restart to come, a pause to end, an election to
+    /// see).
+    pub(in crate::real) in_flight: Arc<watch::Sender<usize>>,
 }
 
 /// A server fault under way, until dropped.
-struct InFlight(Arc<AtomicUsize>);
+struct InFlight(Arc<watch::Sender<usize>>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.send_modify(|n| *n -= 1);
     }
 }
 
 impl ZkNemesis {
     fn note(&self, what: String) {
-        self.rec.record("nemesis", EventKind::Fault { what });
+        note(&self.rec, what);
     }
 
     fn begin(&self) -> InFlight {
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        self.in_flight.send_modify(|n| *n += 1);
         InFlight(self.in_flight.clone())
     }
 
     pub(in crate::real) fn start_timed(&self) {
-        for (at_ms, kind) in self.pending.take_timed() {
-            let me = self.clone();
-            tokio::spawn(async move {
-                let now = Duration::from_micros(me.rec.now_us());
-                tokio::time::sleep(Duration::from_millis(at_ms).saturating_sub(now)).await;
-                me.fire(&kind, &me, &Occasion::TIMED);
-            });
-        }
-    }
-
-    /// Waits for the server faults under way: a restart, the end of a pause, an election.
-    pub(in crate::real) async fn settle(&self) {
-        while self.in_flight.load(Ordering::SeqCst) > 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    fn fire<N: Nemesis>(&self, kind: &FaultKind, n: &N, at: &Occasion<'_>) {
-        match kind.fire(n, at) {
-            Ok(()) => {}
-            Err(Refused::Because(why)) => self.note(why),
-            Err(Refused::Lacking) => self.note(format!("{kind:?}: no real-mode recipe here")),
-        }
+        start_timed(&self.pending, &self.rec, self);
     }
 
     /// The deployment's index of the server the scenario calls `node`.
@@ -115,40 +96,6 @@ impl ZkNemesis {
     fn hold_client(&self, client: u32, on: bool) {
         for p in &self.proxies[client as usize] {
             p.cut(on);
-        }
-    }
-
-    /// The faults `client` triggered at `point`; returns when it may go on (never, if it crashed).
-    async fn fire_at_client(&self, client: u32, point: &str, due: Vec<FaultKind>) {
-        let at = Occasion {
-            point,
-            by: Some(client),
-        };
-        let here = AtClient {
-            n: self,
-            stops: Stops::default(),
-        };
-        for kind in due {
-            self.fire(&kind, &here, &at);
-            if here.stops.crashed() {
-                // Before the task (and the crate's client with it) is dropped: no
-                // `closeSession` may reach the server.
-                self.hold_client(client, true);
-            }
-            self.clients
-                .crash_if_asked(
-                    here.stops.crashed(),
-                    client,
-                    point,
-                    "task aborted; its forwarders hold every byte, so its session ends by timeout",
-                )
-                .await;
-        }
-        let stall = here.stops.stall();
-        if !stall.is_zero() {
-            self.hold_client(client, true);
-            self.clients.stall_if_asked(stall, client).await;
-            self.hold_client(client, false);
         }
     }
 
@@ -181,33 +128,18 @@ impl ZkNemesis {
 /// What spawned ZooKeeper servers and the clients' forwarders can do at any time.
 impl Nemesis for ZkNemesis {
     fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
-        let Cut {
-            nodes,
-            from,
-            direction,
-            for_ms,
-        } = *cut;
-        let cuts = zookeeper_cuts(&self.scenario, nodes, from, direction)
-            .map_err(|e| Refused::Because(e.to_string()))?;
-        let held: Vec<CutProxy> = cuts
+        let cuts =
+            zookeeper_cuts(&self.scenario, cut).map_err(|e| Refused::Because(e.to_string()))?;
+        let held = cuts
             .iter()
             .map(|&(c, z)| self.proxies[c][self.order[z]].clone())
             .collect();
-        for p in &held {
-            p.cut(true);
-        }
+        let me = self.clone();
+        CutProxy::hold_for(held, cut.for_ms, move || me.note("partition healed".into()));
         self.note(format!(
             "{} (forwarders hold every byte)",
-            describe_partition(nodes, from, for_ms)
+            describe_partition(cut.nodes, cut.from, cut.for_ms)
         ));
-        let me = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(for_ms)).await;
-            for p in &held {
-                p.cut(false);
-            }
-            me.note("partition healed".into());
-        });
         Ok(())
     }
 
@@ -316,57 +248,28 @@ impl Nemesis for ZkNemesis {
     }
 }
 
-/// The nemesis as a client that reached a named point sees it: its own pause and crash happen in
-/// its task (gathered here, carried out by [`ZkNemesis::fire_at_client`]); the rest is the
-/// nemesis's.
-struct AtClient<'a> {
-    n: &'a ZkNemesis,
-    stops: Stops,
-}
-
-impl Nemesis for AtClient<'_> {
-    fn pause_client(
-        &self,
-        at: &Occasion<'_>,
-        victim: &ClientRef,
-        for_ms: u64,
-    ) -> Result<(), Refused> {
-        self.stops.pause(
-            &self.n.rec,
-            at,
-            victim,
-            for_ms,
-            "its forwarders hold every byte, so its session's pings stop too",
-        )
-    }
-
-    fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
-        self.stops.crash();
-        Ok(())
-    }
-
-    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
-        self.n.cut(cut)
-    }
-
-    fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
-        self.n.crash_server(node, restart_after_ms)
-    }
-
-    fn fail_over(&self, master: u32) -> Result<(), Refused> {
-        self.n.fail_over(master)
-    }
-
-    fn pause_server(&self, node: &str, for_ms: u64) -> Result<(), Refused> {
-        self.n.pause_server(node, for_ms)
+impl Settle for ZkNemesis {
+    /// Waits for the server faults under way: a restart, the end of a pause, an election.
+    async fn settle(&self) {
+        let _ = self.in_flight.subscribe().wait_for(|&n| n == 0).await;
     }
 }
 
 impl FaultPoints for ZkNemesis {
     async fn reached(&self, client: u32, point: &'static str) {
         let fired = due(&self.pending, &self.rec, client, point);
-        if !fired.is_empty() {
-            self.fire_at_client(client, point, fired).await;
+        if fired.is_empty() {
+            return;
         }
+        // A crash holds the forwarders before the task (and the crate's client with it) is
+        // dropped, so no `closeSession` reaches the server; a pause holds them for the pause.
+        let how = Stopping {
+            paused: "its forwarders hold every byte, so its session's pings stop too",
+            crashed: "task aborted; its forwarders hold every byte, so its session ends by timeout",
+            hold: &|on| self.hold_client(client, on),
+        };
+        self.clients
+            .fire_at_client(self, client, point, fired, &how)
+            .await;
     }
 }
