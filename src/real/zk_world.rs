@@ -46,6 +46,9 @@ use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::world;
 
+/// How long the servers may take to say which of them leads, once they serve.
+const LEADER_WAIT: Duration = Duration::from_secs(20);
+
 /// Runs a ZooKeeper scenario on spawned ZooKeeper servers and returns the history, building each
 /// client's lock with `make_lock` (on the client's one session).
 pub fn run_with<L, F>(scenario: &Scenario, _seed: u64, make_lock: F) -> Result<History, RealError>
@@ -73,9 +76,12 @@ where
 /// The deployment's servers in the order the scenario names them: the one leading now first
 /// (`zookeeper-0`, the leader the simulation starts with), then the others.
 fn leader_first(zk: &ZooKeeper) -> Result<Vec<usize>, RealError> {
-    let leader = zk.leader().ok_or_else(|| {
-        RealError::Unsupported("the spawned ZooKeeper servers name no leader".into())
-    })?;
+    let leader = zk
+        .leader_within(LEADER_WAIT)
+        .ok_or_else(|| RealError::Timeout {
+            what: "the spawned ZooKeeper servers to name their leader".into(),
+            waited: LEADER_WAIT,
+        })?;
     Ok(std::iter::once(leader)
         .chain((0..zk.len()).filter(|&s| s != leader))
         .collect())

@@ -236,11 +236,13 @@ pub(in crate::real) fn zookeeper_cuts(
             Some(p) => held.push(p),
             // Clients never talk to each other: that cut changes nothing.
             None if client_index(s, na).is_some() && client_index(s, nb).is_some() => {}
-            None => return Err(unsupported(format!(
+            None => {
+                return Err(unsupported(format!(
                 "partition cutting {na} -> {nb}: real mode cuts the clients' connections to the \
                      ZooKeeper servers, not the servers' links to each other; run it in \
                      simulation, without --real"
-            ))),
+            )))
+            }
         }
     }
     held.sort();

@@ -36,6 +36,9 @@ use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
 use crate::world::mysql::due;
 
+/// How long a failover asks the ensemble who leads before it is skipped.
+const LEADER_WAIT: Duration = Duration::from_secs(2);
+
 /// How long a failover waits for the ensemble to say who leads next before it gives up looking.
 const ELECTION_WATCH: Duration = Duration::from_secs(30);
 
@@ -189,7 +192,7 @@ impl Nemesis for ZkNemesis {
         tokio::spawn(async move {
             let _busy = busy;
             let zk = me.zk.clone();
-            let Some(old) = tokio::task::spawn_blocking(move || zk.leader())
+            let Some(old) = tokio::task::spawn_blocking(move || zk.leader_within(LEADER_WAIT))
                 .await
                 .ok()
                 .flatten()
