@@ -47,6 +47,7 @@ pub mod servers;
 mod sql_conn;
 pub mod subscription;
 pub mod zk_conn;
+pub mod zk_world;
 
 pub use client_programs::client_program::{ClientCommand, ClientProgram};
 pub use client_programs::client_program_lock::ClientProgramLock;

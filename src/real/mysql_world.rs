@@ -71,6 +71,39 @@ impl CutProxy {
         Ok(proxy)
     }
 
+    /// `proxies[c][s]`: a forwarder of its own for each of `clients` clients to each of the
+    /// servers on `ports` (call inside a tokio runtime).
+    pub async fn per_client(clients: u32, ports: &[u16]) -> Result<Vec<Vec<CutProxy>>, RealError> {
+        let mut proxies = Vec::new();
+        for _ in 0..clients {
+            let mut mine = Vec::new();
+            for &port in ports {
+                mine.push(
+                    CutProxy::start(port)
+                        .await
+                        .map_err(|e| RealError::io("starting a client's forwarder", e))?,
+                );
+            }
+            proxies.push(mine);
+        }
+        Ok(proxies)
+    }
+
+    /// Holds every one of `proxies` now and lets them go `for_ms` later, then calls `healed`
+    /// (call inside a tokio runtime).
+    pub fn hold_for(proxies: Vec<CutProxy>, for_ms: u64, healed: impl FnOnce() + Send + 'static) {
+        for p in &proxies {
+            p.cut(true);
+        }
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(for_ms)).await;
+            for p in &proxies {
+                p.cut(false);
+            }
+            healed();
+        });
+    }
+
     /// The forwarder's port: the client connects here instead of to MariaDB.
     pub fn port(&self) -> u16 {
         self.port

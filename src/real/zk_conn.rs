@@ -3,6 +3,12 @@
 //! seam's words: the client's `Disconnected` is [`SessionState::Suspended`] (a connection loss:
 //! the session may live on), `Expired` is [`SessionState::Lost`]; a node's `Stat` carries its
 //! `czxid`; one-shot watches arrive as [`ZkEvent`]s in the order the client delivers them.
+//!
+//! When the client last heard from its server ([`ZkClient::last_heard_ms`], where a listener's
+//! hold ends) counts the answers to the session's pings in the Java client, which pings an idle
+//! connection every third of the session timeout. The crate pings too, but its pings' answers
+//! are not visible to its user, so the session sends a probe of its own at that interval (an
+//! `exists` of `/`, a read: it changes no zxid) and counts its answers.
 
 use crate::zookeeper::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
 use std::sync::{Arc, Mutex};
@@ -29,6 +35,8 @@ pub struct RealZkClient {
     shared: Arc<Mutex<Shared>>,
     events_tx: UnboundedSender<ZkEvent>,
     events: UnboundedReceiver<ZkEvent>,
+    /// The task that probes the current session (see the module docs).
+    probe: Option<tokio::task::AbortHandle>,
 }
 
 impl RealZkClient {
@@ -47,6 +55,32 @@ impl RealZkClient {
             })),
             events_tx,
             events,
+            probe: None,
+        }
+    }
+
+    /// Probes `client`'s session every third of its timeout, recording when an answer arrives,
+    /// until the session is lost or the probe is stopped ([`RealZkClient::stop_probe`]).
+    fn start_probe(&mut self, client: zk::Client) {
+        self.stop_probe();
+        let shared = self.shared.clone();
+        let clock = self.clock.clone();
+        let every = client.session_timeout() / 3;
+        let task = tokio::spawn(async move {
+            while shared.lock().unwrap().state != SessionState::Lost {
+                tokio::time::sleep(every).await;
+                if let Ok(Ok(_)) = tokio::time::timeout(every, client.check_stat("/")).await {
+                    shared.lock().unwrap().last_heard_ms = clock();
+                }
+            }
+        });
+        self.probe = Some(task.abort_handle());
+    }
+
+    /// Stops the probe, and with it its handle on the session.
+    fn stop_probe(&mut self) {
+        if let Some(probe) = self.probe.take() {
+            probe.abort();
         }
     }
 
@@ -222,10 +256,14 @@ impl ZkClient for RealZkClient {
         self.shared.lock().unwrap().last_heard_ms
     }
 
+    /// A new session. Its connection timeout (how long the crate waits, hearing nothing, before
+    /// it reports `Disconnected`: SUSPENDED) is 3/5 of the session timeout, the longest the
+    /// crate keeps: above that it falls back to 2/5 (`reset_timeout` in its `session/mod.rs`).
+    /// The Java client's read timeout, which the simulation follows, is 2/3.
     async fn reconnect(&mut self) -> Result<(), ZkError> {
         let connector = zk::Client::connector()
             .with_session_timeout(self.requested_timeout)
-            .with_connection_timeout(self.requested_timeout * 2 / 3);
+            .with_connection_timeout(self.requested_timeout * 3 / 5);
         let client = connector
             .connect(&self.connect_string)
             .await
@@ -262,15 +300,23 @@ impl ZkClient for RealZkClient {
                 }
             }
         });
+        self.start_probe(client.clone());
         self.client = Some(client);
         Ok(())
     }
 
     async fn close(&mut self) -> Result<(), ZkError> {
         self.client()?;
-        // Dropping the last handle closes the session on the server.
+        // Dropping the last handle (the probe holds the other) closes the session on the server.
+        self.stop_probe();
         self.client = None;
         self.shared.lock().unwrap().state = SessionState::Lost;
         Ok(())
+    }
+}
+
+impl Drop for RealZkClient {
+    fn drop(&mut self) {
+        self.stop_probe();
     }
 }

@@ -200,17 +200,24 @@ impl Registrar for Builtins<'_> {
         L: Lock + 'static,
         F: Fn(LockConfig, Vec<ZkConn>, NodeEnv) -> L + Send + Sync + 'static,
     {
-        let sim = move |s: &Scenario, seed: u64| {
-            crate::sim::zk_world::run_with(s, seed, |config, conn, env| {
-                make(config, vec![ZkConn::Sim(conn)], NodeEnv::Sim(env))
-            })
+        let make = Arc::new(make);
+        let sim = {
+            let make = make.clone();
+            move |s: &Scenario, seed: u64| {
+                crate::sim::zk_world::run_with(s, seed, |config, conn, env| {
+                    make(config, vec![ZkConn::Sim(conn)], NodeEnv::Sim(env))
+                })
+            }
         };
-        let real = move |s: &Scenario, _seed: u64, _ext: Option<&ExternalRedis>| {
-            Err(RealError::Unsupported(format!(
-                "{}: the ZooKeeper locks run in simulation only for now (lockcheck spawns \
-                 ZooKeeper servers, but has no real-mode ZooKeeper session yet)",
+        let real = move |s: &Scenario, seed: u64, ext: Option<&ExternalRedis>| match ext {
+            Some(_) => Err(RealError::External(format!(
+                "{}: --redis does not apply to the ZooKeeper locks (they use spawned ZooKeeper \
+                 servers)",
                 s.name
-            )))
+            ))),
+            None => crate::real::zk_world::run_with(s, seed, |config, conn, env| {
+                make(config, vec![ZkConn::Real(conn)], NodeEnv::Real(env))
+            }),
         };
         self.0.locks.push(Registered {
             kind: LockKind::of::<L>(name, Backend::ZooKeeper, Origin::Builtin),

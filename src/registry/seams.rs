@@ -8,7 +8,7 @@ use crate::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResp
 use crate::etcd::{Revision, Txn, TxnResponse};
 use crate::real::subscription::RealSubscription;
 use crate::real::RoutedConnection;
-use crate::real::{RealEnv, RealEtcdConn, RealSqlConn};
+use crate::real::{RealEnv, RealEtcdConn, RealSqlConn, RealZkClient};
 use crate::sim::subscription::SimSubscription;
 use crate::sim::{NetEtcdConn, NetSqlConn, SimConnection, SimEnv, SimZkClient};
 use crate::sql::{SqlConn, SqlError, Value};
@@ -285,12 +285,13 @@ impl EtcdClient for EtcdConn {
     }
 }
 
-/// The ZooKeeper session a registered ZooKeeper lock gets: on the simulated service in
-/// simulation. (Real mode's session on spawned ZooKeeper servers is not built yet: a ZooKeeper
-/// scenario is refused with `--real`, with that reason.)
+/// The ZooKeeper session a registered ZooKeeper lock gets: on the simulated service, or on
+/// spawned ZooKeeper servers.
 pub enum ZkConn {
     /// Simulation.
     Sim(SimZkClient),
+    /// A session on spawned ZooKeeper servers.
+    Real(RealZkClient),
 }
 
 impl ZkClient for ZkConn {
@@ -301,7 +302,8 @@ impl ZkClient for ZkConn {
         mode: CreateMode,
     ) -> impl Future<Output = Result<(String, Stat), ZkError>> + Send {
         match self {
-            ZkConn::Sim(c) => c.create(path, data, mode),
+            ZkConn::Sim(c) => Either::Left(c.create(path, data, mode)),
+            ZkConn::Real(c) => Either::Right(c.create(path, data, mode)),
         }
     }
 
@@ -311,7 +313,8 @@ impl ZkClient for ZkConn {
         version: Option<i32>,
     ) -> impl Future<Output = Result<(), ZkError>> + Send {
         match self {
-            ZkConn::Sim(c) => c.delete(path, version),
+            ZkConn::Sim(c) => Either::Left(c.delete(path, version)),
+            ZkConn::Real(c) => Either::Right(c.delete(path, version)),
         }
     }
 
@@ -321,7 +324,8 @@ impl ZkClient for ZkConn {
         watch: bool,
     ) -> impl Future<Output = Result<Option<Stat>, ZkError>> + Send {
         match self {
-            ZkConn::Sim(c) => c.exists(path, watch),
+            ZkConn::Sim(c) => Either::Left(c.exists(path, watch)),
+            ZkConn::Real(c) => Either::Right(c.exists(path, watch)),
         }
     }
 
@@ -331,7 +335,8 @@ impl ZkClient for ZkConn {
         watch: bool,
     ) -> impl Future<Output = Result<(Vec<u8>, Stat), ZkError>> + Send {
         match self {
-            ZkConn::Sim(c) => c.get_data(path, watch),
+            ZkConn::Sim(c) => Either::Left(c.get_data(path, watch)),
+            ZkConn::Real(c) => Either::Right(c.get_data(path, watch)),
         }
     }
 
@@ -341,49 +346,57 @@ impl ZkClient for ZkConn {
         watch: bool,
     ) -> impl Future<Output = Result<Vec<String>, ZkError>> + Send {
         match self {
-            ZkConn::Sim(c) => c.get_children(path, watch),
+            ZkConn::Sim(c) => Either::Left(c.get_children(path, watch)),
+            ZkConn::Real(c) => Either::Right(c.get_children(path, watch)),
         }
     }
 
     fn next_event(&mut self, timeout_ms: u64) -> impl Future<Output = Option<ZkEvent>> + Send {
         match self {
-            ZkConn::Sim(c) => c.next_event(timeout_ms),
+            ZkConn::Sim(c) => Either::Left(c.next_event(timeout_ms)),
+            ZkConn::Real(c) => Either::Right(c.next_event(timeout_ms)),
         }
     }
 
     fn state(&self) -> SessionState {
         match self {
             ZkConn::Sim(c) => c.state(),
+            ZkConn::Real(c) => c.state(),
         }
     }
 
     fn session_id(&self) -> i64 {
         match self {
             ZkConn::Sim(c) => c.session_id(),
+            ZkConn::Real(c) => c.session_id(),
         }
     }
 
     fn session_timeout_ms(&self) -> u64 {
         match self {
             ZkConn::Sim(c) => c.session_timeout_ms(),
+            ZkConn::Real(c) => c.session_timeout_ms(),
         }
     }
 
     fn last_heard_ms(&self) -> u64 {
         match self {
             ZkConn::Sim(c) => c.last_heard_ms(),
+            ZkConn::Real(c) => c.last_heard_ms(),
         }
     }
 
     fn reconnect(&mut self) -> impl Future<Output = Result<(), ZkError>> + Send {
         match self {
-            ZkConn::Sim(c) => c.reconnect(),
+            ZkConn::Sim(c) => Either::Left(c.reconnect()),
+            ZkConn::Real(c) => Either::Right(c.reconnect()),
         }
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), ZkError>> + Send {
         match self {
-            ZkConn::Sim(c) => c.close(),
+            ZkConn::Sim(c) => Either::Left(c.close()),
+            ZkConn::Real(c) => Either::Right(c.close()),
         }
     }
 }

@@ -49,7 +49,12 @@ macro_rules! real {
                 let s = Scenario::load(&f).unwrap();
                 // The MySQL locks' real runs are in tests/sql/scenarios.rs.
                 // The etcd locks' real runs are in tests/etcd/scenarios.rs.
-                if s.lock.kind.name() == "redlock" || s.lock.kind.is_mysql() || s.lock.kind.is_etcd() {
+                // The ZooKeeper locks' real runs are in tests/zk/scenarios.rs.
+                if s.lock.kind.name() == "redlock"
+                    || s.lock.kind.is_mysql()
+                    || s.lock.kind.is_etcd()
+                    || s.lock.kind.is_zookeeper()
+                {
                     continue;
                 }
                 // The Sentinel scenarios' real runs are in tests/real/sentinel.rs.

@@ -53,10 +53,9 @@ fn every_bundled_scenario_meets_every_expectation_on_five_seeds() {
 
 #[test]
 fn every_lock_kind_has_a_scenario() {
-    // Client-process locks need real mode, so their scenarios live apart in scenarios/clients/;
-    // the ZooKeeper locks run in simulation only so far, so theirs live in scenarios/zookeeper/.
+    // Client-process locks need real mode, so their scenarios live apart in scenarios/clients/.
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let kinds: Vec<LockKind> = [root.clone(), root.join("clients"), root.join("zookeeper")]
+    let kinds: Vec<LockKind> = [root.clone(), root.join("clients")]
         .iter()
         .flat_map(|dir| lockcheck::cli::run::scenario_files(dir).unwrap())
         .map(|f| Scenario::load(&f).unwrap().lock.kind)

@@ -1,6 +1,7 @@
 //! The bundled ZooKeeper scenarios reach their expected verdicts in simulation, on five seeds
-//! each, with the evidence each is about in the history; and a run repeats byte for byte.
-//! Cost: well under a second of simulation per run.
+//! each, with the evidence each is about in the history, and a run repeats byte for byte (well
+//! under a second of simulation per run); and on spawned ZooKeeper servers, one real run each
+//! (about 45 s of real time in all, most of it the scenarios' own durations).
 
 use lockcheck::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
@@ -18,8 +19,7 @@ const SCENARIOS: [&str; 7] = [
 ];
 
 fn scenario(name: &str) -> Scenario {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/zookeeper/{name}.toml"));
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/{name}.toml"));
     Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -126,4 +126,37 @@ fn a_zookeeper_run_repeats_byte_for_byte() {
         let b = lockcheck::Registry::new().run_sim(&s, 7).history;
         assert_eq!(a.trace_hash(), b.trace_hash(), "{name}");
     }
+}
+
+fn real(name: &str) -> Outcome {
+    let s = scenario(name);
+    let history = lockcheck::Registry::new()
+        .run_real(&s, s.seed)
+        .unwrap_or_else(|e| panic!("{name} on spawned ZooKeeper servers: {e}"));
+    Outcome::judge(&s, Mode::Real, s.seed, history)
+}
+
+#[test]
+fn every_zookeeper_scenario_holds_on_spawned_zookeeper_servers() {
+    let _turn = crate::zookeeper_turn();
+    let before = lockcheck::real::registered_children();
+    for name in SCENARIOS {
+        let o = real(name);
+        assert_expected(name, &o);
+        assert_ne!(o.verdict(), Verdict::NotJudged, "{name}");
+        let n = nemesis(&o);
+        match name {
+            // The ensemble's leader was killed and another server took over.
+            "zk-ensemble-failover" => assert!(
+                n.contains("(the leader) killed") && n.contains("leads (elected"),
+                "{n}"
+            ),
+            // The paused holder's pings stopped with it.
+            "zk-curator-206-pause" | "zk-recipe-listener-pause" | "zk-recipe-fenced-pause" => {
+                assert!(n.contains("its session's pings stop too"), "{n}")
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(lockcheck::real::registered_children(), before);
 }

@@ -1,14 +1,16 @@
 //! A real client's own faults at its named point, for the worlds whose clients are tokio tasks
-//! behind a [`Gate`] (the MySQL and etcd worlds): the longest pause asked for there and whether
-//! it crashes, gathered while the fault families fire ([`Stops`]), then carried out in the
-//! client's task ([`ClientTasks`]): a crash kills its gate and aborts its task where it stands,
-//! a pause closes its gate (its background tasks stop with it) and opens it again.
+//! behind a [`Gate`] (the MySQL, etcd and ZooKeeper worlds): the longest pause asked for there
+//! and whether it crashes, gathered while the fault families fire ([`Stops`], [`AtClient`]),
+//! then carried out in the client's task ([`ClientTasks`]): a crash kills its gate and aborts its
+//! task where it stands, a pause closes its gate (its background tasks stop with it) and opens it
+//! again; what else must stop with the client is the world's ([`Stopping`]).
 
 use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::fault::{ClientRef, Occasion, Refused};
+use super::firing::fire_noting;
+use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
 use crate::real::Gate;
 use crate::world::mysql::record_client_crash;
@@ -118,5 +120,104 @@ impl ClientTasks {
                 what: format!("client-{client} resumed"),
             },
         );
+    }
+}
+
+/// The nemesis as a client that reached a named point sees it: its own pause and crash are
+/// gathered in `stops` (carried out in its task by [`ClientTasks::fire_at_client`]); every other
+/// capability is the world's nemesis `n`'s.
+pub(in crate::real) struct AtClient<'a, N> {
+    n: &'a N,
+    rec: &'a Recorder,
+    stops: Stops,
+    /// What the history says goes on during the client's pause.
+    stays: &'a str,
+}
+
+impl<N: Nemesis> Nemesis for AtClient<'_, N> {
+    fn pause_client(
+        &self,
+        at: &Occasion<'_>,
+        victim: &ClientRef,
+        for_ms: u64,
+    ) -> Result<(), Refused> {
+        self.stops.pause(self.rec, at, victim, for_ms, self.stays)
+    }
+
+    fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
+        self.stops.crash();
+        Ok(())
+    }
+
+    fn fail_over(&self, master: u32) -> Result<(), Refused> {
+        self.n.fail_over(master)
+    }
+
+    fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
+        self.n.crash_server(node, restart_after_ms)
+    }
+
+    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
+        self.n.cut(cut)
+    }
+
+    fn jump_clock(&self, node: &str, by_ms: i64, wall_only: bool) -> Result<(), Refused> {
+        self.n.jump_clock(node, by_ms, wall_only)
+    }
+
+    fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
+        self.n.drift_clock(node, ppm)
+    }
+
+    fn pause_server(&self, node: &str, for_ms: u64) -> Result<(), Refused> {
+        self.n.pause_server(node, for_ms)
+    }
+}
+
+/// What a world's client does beyond its task when it stops: what the history says goes on
+/// during its pause and how its crash is carried out, and what else must stop with it (`hold`
+/// is called with `true` before a pause or a crash, with `false` after a pause).
+pub(in crate::real) struct Stopping<'a> {
+    pub(in crate::real) paused: &'a str,
+    pub(in crate::real) crashed: &'a str,
+    pub(in crate::real) hold: &'a (dyn Fn(bool) + Sync),
+}
+
+impl ClientTasks {
+    /// Fires the faults `client` triggered at `point` through `n`, then carries out its own
+    /// pause or crash; returns when it may go on (never, if it crashed).
+    pub(in crate::real) async fn fire_at_client<N: Nemesis + Sync>(
+        &self,
+        n: &N,
+        client: u32,
+        point: &str,
+        due: Vec<FaultKind>,
+        how: &Stopping<'_>,
+    ) {
+        let at = Occasion {
+            point,
+            by: Some(client),
+        };
+        let here = AtClient {
+            n,
+            rec: &self.rec,
+            stops: Stops::default(),
+            stays: how.paused,
+        };
+        for kind in due {
+            fire_noting(&self.rec, &kind, &here, &at);
+            let crashed = here.stops.crashed();
+            if crashed {
+                (how.hold)(true);
+            }
+            self.crash_if_asked(crashed, client, point, how.crashed)
+                .await;
+        }
+        let stall = here.stops.stall();
+        if !stall.is_zero() {
+            (how.hold)(true);
+            self.stall_if_asked(stall, client).await;
+            (how.hold)(false);
+        }
     }
 }

@@ -10,15 +10,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::fault::partition::describe_partition;
-use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
-use crate::history::{EventKind, Recorder};
+use crate::fault::{Cut, Nemesis, Refused};
+use crate::history::Recorder;
+use crate::real::client_tasks::Settle;
 use crate::real::mysql_world::CutProxy;
 use crate::real::servers::etcd::EtcdCluster;
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
 use crate::world::mysql::due;
 
-use super::client_stops::{ClientTasks, Stops};
+use super::client_stops::{ClientTasks, Stopping};
+use super::firing::{note, start_timed};
 
 /// The fault executor of a real etcd run.
 #[derive(Clone)]
@@ -34,62 +36,15 @@ pub(in crate::real) struct EtcdNemesis {
 
 impl EtcdNemesis {
     fn note(&self, what: String) {
-        self.rec.record("nemesis", EventKind::Fault { what });
+        note(&self.rec, what);
     }
 
     pub(in crate::real) fn start_timed(&self) {
-        for (at_ms, kind) in self.pending.take_timed() {
-            let me = self.clone();
-            tokio::spawn(async move {
-                let now = Duration::from_micros(me.rec.now_us());
-                tokio::time::sleep(Duration::from_millis(at_ms).saturating_sub(now)).await;
-                me.fire(&kind, &me, &Occasion::TIMED);
-            });
-        }
-    }
-
-    /// Waits for a member restart in progress.
-    pub(in crate::real) async fn settle(&self) {
-        while (0..self.cluster.len()).any(|m| self.cluster.pid(m).is_none()) {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    fn fire<N: Nemesis>(&self, kind: &FaultKind, n: &N, at: &Occasion<'_>) {
-        match kind.fire(n, at) {
-            Ok(()) => {}
-            Err(Refused::Because(why)) => self.note(why),
-            Err(Refused::Lacking) => self.note(format!("{kind:?}: no real-mode recipe here")),
-        }
+        start_timed(&self.pending, &self.rec, self);
     }
 
     fn member_index(&self, node: &str) -> Option<usize> {
         (0..self.cluster.len()).find(|&m| node == format!("etcd-{m}"))
-    }
-
-    /// The faults `client` triggered at `point`; returns when it may go on (never, if it crashed).
-    async fn fire_at_client(&self, client: u32, point: &str, due: Vec<FaultKind>) {
-        let at = Occasion {
-            point,
-            by: Some(client),
-        };
-        let here = AtClient {
-            n: self,
-            stops: Stops::default(),
-        };
-        for kind in due {
-            self.fire(&kind, &here, &at);
-            self.clients
-                .crash_if_asked(
-                    here.stops.crashed(),
-                    client,
-                    point,
-                    "task aborted, its keep-alives stop",
-                )
-                .await;
-        }
-        let stall = here.stops.stall();
-        self.clients.stall_if_asked(stall, client).await;
     }
 }
 
@@ -160,36 +115,12 @@ impl Nemesis for EtcdNemesis {
     }
 }
 
-/// The nemesis as a client that reached a named point sees it: its own pause and crash happen in
-/// its task (gathered here, carried out by [`EtcdNemesis::fire_at_client`]); the rest is the
-/// nemesis's.
-struct AtClient<'a> {
-    n: &'a EtcdNemesis,
-    stops: Stops,
-}
-
-impl Nemesis for AtClient<'_> {
-    fn pause_client(
-        &self,
-        at: &Occasion<'_>,
-        victim: &ClientRef,
-        for_ms: u64,
-    ) -> Result<(), Refused> {
-        self.stops
-            .pause(&self.n.rec, at, victim, for_ms, "its keep-alives stop too")
-    }
-
-    fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
-        self.stops.crash();
-        Ok(())
-    }
-
-    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
-        self.n.cut(cut)
-    }
-
-    fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
-        self.n.crash_server(node, restart_after_ms)
+impl Settle for EtcdNemesis {
+    /// Waits for a member restart in progress.
+    async fn settle(&self) {
+        while (0..self.cluster.len()).any(|m| self.cluster.pid(m).is_none()) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }
 
@@ -197,7 +128,14 @@ impl FaultPoints for EtcdNemesis {
     async fn reached(&self, client: u32, point: &'static str) {
         let fired = due(&self.pending, &self.rec, client, point);
         if !fired.is_empty() {
-            self.fire_at_client(client, point, fired).await;
+            let how = Stopping {
+                paused: "its keep-alives stop too",
+                crashed: "task aborted, its keep-alives stop",
+                hold: &|_| {},
+            };
+            self.clients
+                .fire_at_client(self, client, point, fired, &how)
+                .await;
         }
     }
 }

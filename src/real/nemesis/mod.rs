@@ -6,6 +6,7 @@
 pub(in crate::real) mod blackhole;
 pub(in crate::real) mod client_stops;
 pub(in crate::real) mod etcd_nemesis;
+pub(in crate::real) mod firing;
 pub(in crate::real) mod link_proxy;
 pub(in crate::real) mod mysql_nemesis;
 pub(in crate::real) mod network;
@@ -13,3 +14,4 @@ pub(in crate::real) mod plan;
 pub(in crate::real) mod proxy;
 pub(in crate::real) mod recipes;
 pub(in crate::real) mod redis_nemesis;
+pub(in crate::real) mod zk_nemesis;

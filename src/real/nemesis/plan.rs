@@ -5,9 +5,10 @@
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 
-use super::recipes::{ask, ClockSetting, ClockSettings, EtcdRecipes, MysqlRecipes, RedisRecipes};
+use super::recipes::RedisRecipes;
+use super::recipes::{ask, ClockSetting, ClockSettings, ConsensusRecipes, MysqlRecipes};
 use crate::fault::partition::partition_links;
-use crate::fault::{Direction, Refused};
+use crate::fault::{Cut, Direction, Refused};
 use crate::real::client_programs::client_program_launch::fake_time;
 use crate::real::servers::faketime::FakeTime;
 use crate::real::RealError;
@@ -32,14 +33,10 @@ pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
         return check_mysql(s);
     }
     if s.lock.kind.is_etcd() {
-        return check_etcd(s);
+        return check_consensus(s, "etcd members", "the etcd locks");
     }
     if s.lock.kind.is_zookeeper() {
-        return Err(unsupported(format!(
-            "`{}` uses a ZooKeeper lock: real mode can spawn ZooKeeper servers but has no \
-             ZooKeeper session for the locks yet; run it in simulation (without --real)",
-            s.name
-        )));
+        return check_consensus(s, "ZooKeeper servers", "the ZooKeeper locks");
     }
     let sentinels = s.redis.sentinels > 0;
     if s.redis.min_replicas_to_write > 0 && !sentinels && s.redis.replicas > 0 {
@@ -76,30 +73,32 @@ pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
     Ok(())
 }
 
-/// Checks that every fault of an etcd scenario has a recipe on spawned etcd members.
-fn check_etcd(s: &Scenario) -> Result<(), RealError> {
+/// Checks that every fault of an etcd or ZooKeeper scenario (of `locks`) has a recipe on the
+/// spawned `servers`.
+fn check_consensus(s: &Scenario, servers: &str, locks: &str) -> Result<(), RealError> {
     if !s.clocks.is_perfect() {
         return Err(unsupported(format!(
-            "`{}` sets [clocks]: real mode starts etcd members and clients with true clocks; \
-             run it in simulation (without --real)",
+            "`{}` sets [clocks]: real mode starts {servers} and clients with true clocks; run it \
+             in simulation (without --real)",
             s.name
         )));
     }
     for f in &s.faults {
-        if ask(
-            &EtcdRecipes {
-                trigger: &f.trigger,
-            },
-            f,
-        )
-        .is_err()
-        {
-            return Err(unsupported(format!(
-                "fault {} has no real-mode recipe for the etcd locks (client pauses and crashes \
-                 fire at a client's point, `on = ...`; clock faults have none); run it in \
-                 simulation",
-                crate::fault::fault_table(f).into_inline_table()
-            )));
+        let recipes = ConsensusRecipes {
+            s,
+            trigger: &f.trigger,
+        };
+        match ask(&recipes, f) {
+            Ok(()) => {}
+            Err(Refused::Because(why)) => return Err(unsupported(why)),
+            Err(Refused::Lacking) => {
+                return Err(unsupported(format!(
+                    "fault {} has no real-mode recipe for {locks} (client pauses and crashes fire \
+                     at a client's point, `on = ...`; clock faults have none); run it in \
+                     simulation",
+                    crate::fault::fault_table(f).into_inline_table()
+                )))
+            }
         }
     }
     Ok(())
@@ -203,6 +202,52 @@ pub(in crate::real) fn master_index(s: &Scenario, node: &str) -> Option<usize> {
 pub(in crate::real) fn client_index(s: &Scenario, node: &str) -> Option<usize> {
     let c: u32 = node.strip_prefix("client-")?.parse().ok()?;
     (c < s.workload.clients).then_some(c as usize)
+}
+
+/// `zookeeper-<i>` -> i, for the scenario's ZooKeeper servers.
+pub(in crate::real) fn zookeeper_index(s: &Scenario, node: &str) -> Option<usize> {
+    let i: u32 = node.strip_prefix("zookeeper-")?.parse().ok()?;
+    (i < s.zookeeper.servers).then_some(i as usize)
+}
+
+/// The (client, `zookeeper-<i>`) connections a partition of a ZooKeeper run cuts, or why it
+/// cannot. Each is a client's own forwarder to that server, which holds both ways: a one-way cut
+/// would let a client's pings reach the server (its session lives) while it hears nothing, a
+/// different fault, so it is refused; so is a cut between servers, whose links lockcheck does not
+/// forward.
+pub(in crate::real) fn zookeeper_cuts(
+    s: &Scenario,
+    cut: &Cut<'_>,
+) -> Result<Vec<(usize, usize)>, RealError> {
+    let (names, links) = scenario_links(s, cut.nodes, cut.from, cut.direction);
+    // Link x -> y as (client, server), if it is one.
+    let pair =
+        |x: usize, y: usize| Some((client_index(s, &names[x])?, zookeeper_index(s, &names[y])?));
+    let mut held = Vec::new();
+    for &(a, b) in &links {
+        let (na, nb) = (&names[a], &names[b]);
+        match pair(a, b).or_else(|| pair(b, a)) {
+            Some(_) if !links.contains(&(b, a)) => {
+                return Err(unsupported(format!(
+                    "a one-way partition cutting {na} -> {nb}: a client's forwarder to a ZooKeeper \
+                     server holds both ways; run it in simulation, without --real"
+                )))
+            }
+            Some(p) => held.push(p),
+            // Clients never talk to each other: that cut changes nothing.
+            None if client_index(s, na).is_some() && client_index(s, nb).is_some() => {}
+            None => {
+                return Err(unsupported(format!(
+                "partition cutting {na} -> {nb}: real mode cuts the clients' connections to the \
+                     ZooKeeper servers, not the servers' links to each other; run it in \
+                     simulation, without --real"
+            )))
+            }
+        }
+    }
+    held.sort();
+    held.dedup();
+    Ok(held)
 }
 
 /// The (client, master) connections a partition cuts in real mode, or why it cannot.

@@ -8,6 +8,7 @@ use std::cell::RefCell;
 
 use super::plan::{
     client_cuts, client_index, faked_master, master_index, sentinel_links, server_index,
+    zookeeper_cuts,
 };
 use crate::fault::{ClientRef, Cut, Fault, Nemesis, Occasion, Refused, Trigger};
 use crate::real::RealError;
@@ -167,40 +168,68 @@ impl Nemesis for MysqlRecipes<'_> {
     }
 }
 
-/// What the recipes on spawned etcd members can do: a client's pause or crash at its named
-/// point, a member's crash and restart, and a partition of clients from the members, at any time.
-/// Clock faults have no recipe yet (etcd's lease expiry reads Go's monotonic clock, which
-/// libfaketime does not move).
-pub(in crate::real) struct EtcdRecipes<'a> {
+/// What the recipes on spawned etcd members or ZooKeeper servers can do: a client's pause or
+/// crash at its named point, a server's crash and restart, and a partition of clients from the
+/// servers, at any time; for ZooKeeper also a server's pause (`SIGSTOP`) and an ensemble leader's
+/// failover, and its partitions must cut both ways (see `plan::zookeeper_cuts`). Clock faults
+/// have no recipe yet: etcd's lease expiry reads Go's monotonic clock and ZooKeeper's session
+/// expiry the JVM's `System.nanoTime`, which libfaketime does not move by default.
+pub(in crate::real) struct ConsensusRecipes<'a> {
+    pub(in crate::real) s: &'a Scenario,
     pub(in crate::real) trigger: &'a Trigger,
 }
 
-impl Nemesis for EtcdRecipes<'_> {
+impl ConsensusRecipes<'_> {
+    /// What etcd lacks and ZooKeeper's recipes have.
+    fn zookeeper_only(&self) -> Result<(), Refused> {
+        if self.s.lock.kind.is_zookeeper() {
+            Ok(())
+        } else {
+            Err(Refused::Lacking)
+        }
+    }
+
+    fn at_a_point(&self) -> Result<(), Refused> {
+        MysqlRecipes {
+            trigger: self.trigger,
+        }
+        .at_a_point()
+    }
+}
+
+impl Nemesis for ConsensusRecipes<'_> {
     fn pause_client(
         &self,
         _at: &Occasion<'_>,
         _victim: &ClientRef,
         _for_ms: u64,
     ) -> Result<(), Refused> {
-        MysqlRecipes {
-            trigger: self.trigger,
-        }
-        .at_a_point()
+        self.at_a_point()
     }
 
     fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
-        MysqlRecipes {
-            trigger: self.trigger,
-        }
-        .at_a_point()
+        self.at_a_point()
     }
 
+    /// The scenario allows a crash of its own servers only.
     fn crash_server(&self, _node: &str, _restart_after_ms: u64) -> Result<(), Refused> {
         Ok(())
     }
 
-    fn cut(&self, _cut: &Cut<'_>) -> Result<(), Refused> {
-        Ok(())
+    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
+        if !self.s.lock.kind.is_zookeeper() {
+            return Ok(());
+        }
+        zookeeper_cuts(self.s, cut).map(drop).map_err(refused)
+    }
+
+    fn pause_server(&self, _node: &str, _for_ms: u64) -> Result<(), Refused> {
+        self.zookeeper_only()
+    }
+
+    /// The scenario allows a failover of an ensemble only.
+    fn fail_over(&self, _master: u32) -> Result<(), Refused> {
+        self.zookeeper_only()
     }
 }
 

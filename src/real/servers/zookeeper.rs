@@ -434,6 +434,19 @@ impl ZooKeeper {
         })
     }
 
+    /// [`ZooKeeper::leader`], asked again every 50 ms for up to `wait`: on a loaded machine one
+    /// `srvr` question can time out while the servers serve.
+    pub fn leader_within(&self, wait: Duration) -> Option<usize> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let leader = self.leader();
+            if leader.is_some() || Instant::now() >= deadline {
+                return leader;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn signal(&self, index: usize, signal: libc::c_int) -> Result<u32, RealError> {
         let guard = self.servers[index]
             .child

@@ -1,0 +1,46 @@
+//! Firing a fault family through a real world's nemesis, for the worlds whose faults run as tokio
+//! tasks (etcd, ZooKeeper): a refusal's reason goes into the history, and each timed fault
+//! waits for its time in a task of its own.
+
+use std::time::Duration;
+
+use crate::fault::{FaultKind, Nemesis, Occasion, Refused};
+use crate::history::{EventKind, Recorder};
+use crate::schedule::Schedule;
+
+/// Records what the nemesis did (or why it did not) in the history.
+pub(in crate::real) fn note(rec: &Recorder, what: String) {
+    rec.record("nemesis", EventKind::Fault { what });
+}
+
+/// Carries out one fault through `n` (a world's nemesis, or its view from a client's point);
+/// what has no recipe there, the history says.
+pub(in crate::real) fn fire_noting<N: Nemesis>(
+    rec: &Recorder,
+    kind: &FaultKind,
+    n: &N,
+    at: &Occasion<'_>,
+) {
+    match kind.fire(n, at) {
+        Ok(()) => {}
+        Err(Refused::Because(why)) => note(rec, why),
+        Err(Refused::Lacking) => note(rec, format!("{kind:?}: no real-mode recipe here")),
+    }
+}
+
+/// Fires each fault of `pending` with an absolute time through `n` when the run's clock reaches
+/// it (call inside the run's tokio runtime).
+pub(in crate::real) fn start_timed<N>(pending: &Schedule, rec: &Recorder, n: &N)
+where
+    N: Nemesis + Clone + Send + 'static,
+{
+    for (at_ms, kind) in pending.take_timed() {
+        let n = n.clone();
+        let rec = rec.clone();
+        tokio::spawn(async move {
+            let now = Duration::from_micros(rec.now_us());
+            tokio::time::sleep(Duration::from_millis(at_ms).saturating_sub(now)).await;
+            fire_noting(&rec, &kind, &n, &Occasion::TIMED);
+        });
+    }
+}

@@ -1,0 +1,142 @@
+//! The ZooKeeper locks on real ZooKeeper servers that lockcheck spawns (`real::servers::zookeeper`:
+//! one standalone server, or a three-server ensemble for `[zookeeper] servers = 3`, on free
+//! ports in a temporary directory, never a machine's own ZooKeeper), with the same lock code,
+//! workload and checkers as the simulation.
+//!
+//! The servers are started with the scenario's `tick_ms` as their `tickTime` and ZooKeeper's
+//! default session bounds of 2 to 20 ticks (as the simulated service has them), so the session
+//! timeout a client asks for is the one it is granted, and it expires on the first tick after it.
+//!
+//! Every client reaches each server through its own TCP forwarder ([`CutProxy`]), and its session
+//! (`real/zk_conn.rs`, over the `zookeeper-client` crate) is given the list of its forwarders.
+//! That is how the faults reach a session:
+//! - Client partition: the forwarders between the cut clients and servers hold every byte, both
+//!   ways. The server hears nothing and expires the session after its timeout; the client hears
+//!   nothing and reports SUSPENDED (a connection loss) first.
+//! - Client pause: the client stalls at its trigger point (its [`Gate`](crate::real::Gate)
+//!   closes), and its forwarders hold every byte meanwhile: the crate pings from a task of its
+//!   own, which a gate does not stop, while a paused JVM's pings stop with it. See
+//!   `nemesis/zk_nemesis.rs`.
+//! - Client crash: its forwarders hold for good, then its task is aborted: its session ends by
+//!   timeout, never by a `closeSession`.
+//! - Crash of `zookeeper-<i>`: `SIGKILL` of the server, and after `restart_after_ms` a start on
+//!   the same ports and data directory. Failover of an ensemble: `SIGKILL` of its leader; the
+//!   other two elect a new one (in about half a second on one machine) and track every session
+//!   afresh. `zookeeper-0` names the server that leads when the run starts, as in simulation.
+//!
+//! The protected resource lives on a spawned `redis-server`, as in the Redis real mode. Every
+//! process and directory is removed when this returns, on error and on panic.
+
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+use super::client_tasks::{block_on_runtime, TaskWorld};
+use super::mysql_world::CutProxy;
+use super::nemesis::client_stops::ClientTasks;
+use super::nemesis::plan::check_supported;
+use super::nemesis::zk_nemesis::ZkNemesis;
+use super::servers::zookeeper::{ZooKeeper, ZooKeeperOptions};
+use super::{RealEnv, RealError, RealZkClient};
+use super::{RedisServer, ServerOptions};
+use crate::env::Env;
+use crate::history::{History, Recorder};
+use crate::lock::{Lock, LockConfig};
+use crate::scenario::Scenario;
+use crate::schedule::Schedule;
+use crate::world;
+
+/// How long the servers may take to say which of them leads, once they serve.
+const LEADER_WAIT: Duration = Duration::from_secs(20);
+
+/// Runs a ZooKeeper scenario on spawned ZooKeeper servers and returns the history, building each
+/// client's lock with `make_lock` (on the client's one session).
+pub fn run_with<L, F>(scenario: &Scenario, _seed: u64, make_lock: F) -> Result<History, RealError>
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, RealZkClient, RealEnv) -> L,
+{
+    check_supported(scenario)?;
+    crate::real::install_signal_handlers();
+    let spec = &scenario.zookeeper;
+    let zk = Arc::new(ZooKeeper::spawn(ZooKeeperOptions {
+        servers: spec.servers as usize,
+        tick_ms: spec.tick_ms as u32,
+        session_timeout_ms: (2 * spec.tick_ms as u32, 20 * spec.tick_ms as u32),
+        ..ZooKeeperOptions::default()
+    })?);
+    let order = Arc::new(leader_first(&zk)?);
+    let storage = RedisServer::spawn(ServerOptions::default())?;
+    let history = block_on_runtime(drive(scenario, zk.clone(), order, storage.url(), make_lock));
+    drop(storage);
+    drop(zk);
+    history
+}
+
+/// The deployment's servers in the order the scenario names them: the one leading now first
+/// (`zookeeper-0`, the leader the simulation starts with), then the others.
+fn leader_first(zk: &ZooKeeper) -> Result<Vec<usize>, RealError> {
+    let leader = zk
+        .leader_within(LEADER_WAIT)
+        .ok_or_else(|| RealError::Timeout {
+            what: "the spawned ZooKeeper servers to name their leader".into(),
+            waited: LEADER_WAIT,
+        })?;
+    Ok(std::iter::once(leader)
+        .chain((0..zk.len()).filter(|&s| s != leader))
+        .collect())
+}
+
+async fn drive<L, F>(
+    scenario: &Scenario,
+    zk: Arc<ZooKeeper>,
+    order: Arc<Vec<usize>>,
+    storage_url: String,
+    make_lock: F,
+) -> Result<History, RealError>
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, RealZkClient, RealEnv) -> L,
+{
+    let rec = Recorder::real();
+    let ports: Vec<u16> = (0..zk.len()).map(|s| zk.client_port(s)).collect();
+    // proxies[c][s]: client c's forwarder to server s.
+    let proxies = Arc::new(CutProxy::per_client(scenario.workload.clients, &ports).await?);
+    let nemesis = ZkNemesis {
+        pending: Schedule::new(scenario.faults.clone()),
+        scenario: Arc::new(scenario.clone()),
+        zk,
+        order,
+        rec: rec.clone(),
+        proxies: proxies.clone(),
+        clients: ClientTasks::new(rec.clone(), scenario.workload.clients),
+        in_flight: Arc::new(watch::Sender::new(0)),
+    };
+    nemesis.start_timed();
+    let session_timeout = Duration::from_millis(scenario.zookeeper.session_timeout_ms);
+    // Each client's session lists its own forwarders (the crate picks among them and moves on to
+    // another when one fails) and reads time from the client's own clock.
+    let connect = move |c: u32, env: &RealEnv| {
+        let hosts: Vec<String> = proxies[c as usize]
+            .iter()
+            .map(|p| format!("127.0.0.1:{}", p.port()))
+            .collect();
+        let env = env.clone();
+        RealZkClient::new(
+            &hosts.join(","),
+            session_timeout,
+            Arc::new(move || env.monotonic_ms()),
+        )
+    };
+    let clients = nemesis.clients.clone();
+    let mut world = TaskWorld::new(rec.clone(), nemesis, clients, storage_url, connect);
+    let grace = Duration::from_millis(world::grace_ms(
+        scenario,
+        scenario.zookeeper.session_timeout_ms,
+    ));
+    world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
+        make_lock(config, conn, env)
+    })
+    .await;
+    Ok(rec.snapshot())
+}
