@@ -286,7 +286,10 @@ mod tests {
         let mut all = vec![ev(
             0,
             "run",
-            EventKind::LockEntriesWatched { key: "k".into() },
+            EventKind::LockEntriesWatched {
+                key: "k".into(),
+                placed_within_us: 0,
+            },
         )];
         all.extend(events);
         History { events: all }
@@ -302,6 +305,32 @@ mod tests {
         ]);
         let r = Release { masters: 1 }.check(&h);
         assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+    }
+
+    /// In real mode the witness places a removal within a stated bound (half a marker round
+    /// trip): a removal of its own entry placed that close before `Exit` is the release's; one
+    /// placed earlier than that, or any early one in simulation (exact placement), is not.
+    #[test]
+    fn a_removal_placed_early_counts_only_within_the_witness_bound() {
+        let events = |early_by: u64| {
+            vec![
+                ev(1_000, "client-0", acquired(None)),
+                removed(10_000 - early_by, 0, 0),
+                ev(10_000, "client-0", EventKind::Exit),
+                ev(10_400, "client-0", EventKind::Released { deleted: true }),
+            ]
+        };
+        let with_bound = |bound: u64, early_by: u64| {
+            let mut h = history(events(early_by));
+            h.events[0].kind = EventKind::LockEntriesWatched {
+                key: "k".into(),
+                placed_within_us: bound,
+            };
+            Release { masters: 1 }.check(&h).verdict
+        };
+        assert_eq!(with_bound(500, 200), Verdict::Safe);
+        assert_eq!(with_bound(500, 501), Verdict::Violation);
+        assert_eq!(with_bound(0, 200), Verdict::Violation);
     }
 
     #[test]
