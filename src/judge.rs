@@ -196,11 +196,8 @@ impl SeedsAggregate {
             .or(self.first)?;
         let mut expectations = BTreeMap::new();
         for (name, seeds) in &self.violating {
-            if let Some(expected) = scenario.expected(name) {
-                let observed = observed(seeds.len(), self.not_judged.get(name).copied());
-                if observed == Verdict::NotJudged && !scenario.states_expectation(name) {
-                    continue;
-                }
+            let observed = observed(seeds.len(), self.not_judged.get(name).copied());
+            if let Some(expected) = scenario.held_to(name, observed) {
                 expectations.insert(name.clone(), (expected, observed));
             }
         }

@@ -24,7 +24,7 @@
 
 use super::{grants, CheckResult, Checker, Declaration, Reads};
 use crate::check::Verdict;
-use crate::history::{fmt_ms, EventKind, History, PauseNote};
+use crate::history::{cut_off_from_everyone, fmt_ms, EventKind, History, PauseNote};
 use std::collections::BTreeMap;
 
 /// The liveness checker with its bound (`[checks] liveness_bound_ms`, three leases by default).
@@ -212,6 +212,15 @@ fn pauses(history: &History, end: u64) -> BTreeMap<u32, Vec<(u64, u64)>> {
     let mut since: BTreeMap<u32, u64> = BTreeMap::new();
     for e in &history.events {
         match &e.kind {
+            // A client cut off from everyone can no more ask than a paused one: nothing it sends
+            // arrives, nothing it is sent reaches it (`docs/checks.md`, "liveness").
+            EventKind::Fault { what } if cut_off_from_everyone(what).is_some() => {
+                let (clients, for_ms) = cut_off_from_everyone(what).unwrap_or_default();
+                let until = (e.at_us + for_ms * 1000).min(end);
+                for c in clients {
+                    out.entry(c).or_default().push((e.at_us, until));
+                }
+            }
             EventKind::Fault { what } => match PauseNote::parse(what) {
                 Some(PauseNote::Paused(c)) => {
                     since.entry(c).or_insert(e.at_us);
@@ -235,6 +244,10 @@ fn pauses(history: &History, end: u64) -> BTreeMap<u32, Vec<(u64, u64)>> {
     }
     for (c, s) in since {
         out.entry(c).or_default().push((s, end));
+    }
+    // Pauses and cuts may overlap: in order of start, as `asking` walks them.
+    for stretches in out.values_mut() {
+        stretches.sort_unstable();
     }
     out
 }
@@ -458,6 +471,48 @@ mod tests {
 
     fn note(at: u64, what: &str) -> crate::history::Event {
         ev(at, "nemesis", EventKind::Fault { what: what.into() })
+    }
+
+    /// A waiter cut off from everyone asks no more than a paused one: client-0 holds from 1 ms
+    /// and dies at 5 ms; client-1 asks from 2 ms, is cut off from everyone from 10 ms for
+    /// 4,000 ms (one way, so its lease expires too), and is granted 3 ms after the cut heals. It
+    /// asked for 8 ms, then 3 ms. Cut off from one server only, it could still ask the others.
+    #[test]
+    fn a_waiter_cut_off_from_everyone_is_not_asking() {
+        let history = |what: &str| {
+            let mut events = vec![
+                ev(0, "client-0", EventKind::AcquireStart),
+                ev(1_000, "client-0", acquired(None)),
+                ev(
+                    5_000,
+                    "client-0",
+                    EventKind::Crashed {
+                        point: "acquired".into(),
+                    },
+                ),
+                ev(2_000, "client-1", EventKind::AcquireStart),
+                note(10_000, what),
+                ev(4_013_000, "client-1", acquired(None)),
+                ev(4_100_000, "run", EventKind::RunEnd),
+            ];
+            events.sort_by_key(|e| e.at_us);
+            History { events }
+        };
+        let check = |h: &History| {
+            Liveness {
+                bound_us: 1_000_000,
+            }
+            .check(h)
+        };
+        let cut = check(&history(
+            "partition: client-1 cut off from everyone for 4000 ms (client -> server only)",
+        ));
+        assert_eq!(cut.verdict, Verdict::Safe, "{}", cut.summary);
+        assert_eq!(cut.evidence["longest_unavailable_us"], 11_000);
+        let partial = check(&history(
+            "partition: client-1 cut off from redis-0 for 4000 ms",
+        ));
+        assert_eq!(partial.verdict, Verdict::Violation, "{}", partial.summary);
     }
 
     /// client-0 is granted at 1 ms and dies at `crash_at`; client-1 asks from 2 ms, is paused

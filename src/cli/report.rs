@@ -271,7 +271,8 @@ mod headline {
             "name = \"t\"\nexpect = \"violation\"\nduration_ms = 1000\n[lock]\nkind = \"set-nx-px\"\nttl_ms = 1000\n",
         )
         .unwrap();
-        assert_eq!(s.expected("release"), None);
+        let release = crate::check::release::Release::DECLARATION.name;
+        assert_eq!(s.expected(release), None);
         assert_eq!(
             s.expected(crate::check::MUTUAL_EXCLUSION),
             Some(crate::check::Verdict::Violation)

@@ -444,6 +444,20 @@ pub enum PauseNote {
     Resumed(u32),
 }
 
+/// The clients a nemesis note cuts off from everyone, and for how long (ms): the history's words
+/// for such a partition (`fault::partition::describe_partition`: "partition: client-1, redis-0
+/// cut off from everyone for 5034 ms", with how the cut runs after it).
+pub fn cut_off_from_everyone(what: &str) -> Option<(Vec<u32>, u64)> {
+    let rest = what.strip_prefix("partition: ")?;
+    let (nodes, rest) = rest.split_once(" cut off from everyone for ")?;
+    let for_ms = rest.split_once(" ms")?.0.parse().ok()?;
+    let clients = nodes
+        .split(", ")
+        .filter_map(|n| n.strip_prefix("client-")?.parse().ok())
+        .collect();
+    Some((clients, for_ms))
+}
+
 impl PauseNote {
     /// What a nemesis note `what` says of a client pause, if anything.
     pub fn parse(what: &str) -> Option<PauseNote> {

@@ -371,6 +371,15 @@ impl Scenario {
         })
     }
 
+    /// The verdict `check` is held to when it `observed` this one: [`Scenario::expected`], except
+    /// that a check that could not judge is held only to an expectation the file states itself
+    /// ([`Scenario::states_expectation`]). `None`: nothing to compare. The one rule every caller
+    /// (the judge's exit code, the tests) compares by.
+    pub fn held_to(&self, check: &str, observed: Verdict) -> Option<Verdict> {
+        let expected = self.expected(check)?;
+        (observed != Verdict::NotJudged || self.states_expectation(check)).then_some(expected)
+    }
+
     /// Whether the scenario's file states the expectation for `check` itself (in
     /// `expect_checks`, or `expect` for mutual exclusion), rather than implying it by
     /// `expect = "safe"`. A check that could not be judged is held only to a stated expectation:

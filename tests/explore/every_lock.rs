@@ -25,14 +25,26 @@ fn bundled() -> Vec<PathBuf> {
 /// Why `kind` cannot happen to `s`'s cluster, if it cannot.
 fn foreign(s: &Scenario, space: &Space, kind: &FaultKind) -> Option<String> {
     let mysql = s.lock.kind.is_mysql();
+    let (etcd, zookeeper) = (s.lock.kind.is_etcd(), s.lock.kind.is_zookeeper());
+    let redis = !mysql && !etcd && !zookeeper;
+    // An etcd cluster or ZooKeeper ensemble fails over when it has more than one member.
+    let members = if etcd {
+        s.etcd.servers
+    } else {
+        s.zookeeper.servers
+    };
     match kind {
-        FaultKind::Failover { .. } if mysql || s.redis.replicas == 0 || s.redis.sentinels > 0 => {
+        FaultKind::Failover { .. }
+            if mysql
+                || (redis && (s.redis.replicas == 0 || s.redis.sentinels > 0))
+                || (!redis && members < 3) =>
+        {
             Some("a failover".into())
         }
         FaultKind::ClockJump { .. } | FaultKind::ClockDrift { .. } if mysql => {
             Some("a clock fault on a MySQL lock".into())
         }
-        FaultKind::ServerPause { .. } if !mysql => Some("a server pause on Redis".into()),
+        FaultKind::ServerPause { .. } if redis => Some("a server pause on Redis".into()),
         FaultKind::Crash { node, .. } if !space.servers.contains(node) => {
             Some(format!("a crash of {node}, not a server"))
         }

@@ -168,7 +168,7 @@ impl Witness {
         let mut created = 0u64;
         // A removal is placed between the two ties by the servers' clock, so it is off by no more
         // than the worse of them (half a round trip; milliseconds on a loaded machine). The
-        // release check allows that much (`docs/checks.md`, "release").
+        // release-truth check allows that much (`docs/checks.md`).
         let mut within_us = 0u64;
         for ((name, _, start, t), end) in self.servers.into_iter().zip(ends) {
             match t.join() {
