@@ -31,6 +31,11 @@ pub struct Params {
     /// said (`docs/client-protocol.md`), so without the servers' word the foreign-release check
     /// cannot read a deletion into it, and does not judge.
     pub releases_report_deletion: bool,
+    /// The servers the lock's data lives on (every Redis master and replica, the MySQL server,
+    /// the etcd members, the ZooKeeper servers; not the sentinels, not the clients): the
+    /// liveness check does not count a client a partition cuts off from all of them as asking.
+    /// Empty: not known.
+    pub lock_servers: Vec<String>,
 }
 
 impl Default for Params {
@@ -43,6 +48,7 @@ impl Default for Params {
             min_throughput: None,
             capacity: 1,
             releases_report_deletion: true,
+            lock_servers: Vec::new(),
         }
     }
 }

@@ -24,13 +24,16 @@
 
 use super::{grants, CheckResult, Checker, Declaration, Reads};
 use crate::check::Verdict;
-use crate::history::{cut_off_from_everyone, fmt_ms, EventKind, History, PauseNote};
-use std::collections::BTreeMap;
+use crate::history::{fmt_ms, EventKind, History, PartitionNote, PauseNote};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The liveness checker with its bound (`[checks] liveness_bound_ms`, three leases by default).
 pub struct Liveness {
     /// A wait longer than this (µs) with no live holder is a liveness violation.
     pub bound_us: u64,
+    /// The servers the lock's data lives on (`Params::lock_servers`): a client a partition cuts
+    /// off from all of them cannot ask. Empty: unknown, and only a cut from everyone counts.
+    pub lock_servers: Vec<String>,
 }
 
 /// A free period during which some client asked for the lock: its first asking instant, its end,
@@ -50,8 +53,13 @@ pub struct Stretch {
     pub ended_by_grant: bool,
 }
 
-/// Every free period in which some client asked, in time order.
-pub fn stretches(history: &History, gs: &[crate::check::grants::Grant]) -> Vec<Stretch> {
+/// Every free period in which some client asked, in time order; `servers` are the lock's
+/// servers ([`Liveness::lock_servers`]).
+pub fn stretches(
+    history: &History,
+    gs: &[crate::check::grants::Grant],
+    servers: &[String],
+) -> Vec<Stretch> {
     let end = history.end_us();
     // Holding intervals (a crashed holder stops holding when it dies).
     let holds: Vec<(u64, u64)> = gs
@@ -82,8 +90,9 @@ pub fn stretches(history: &History, gs: &[crate::check::grants::Grant]) -> Vec<S
         waits.push((s, end, c));
     }
     // A paused client is not asking: a GC-paused process sends nothing and hears nothing, so a
-    // free lock nobody can ask for is not unavailable. Its waits lose their paused stretches.
-    let paused = pauses(history, end);
+    // free lock nobody can ask for is not unavailable. Its waits lose their paused stretches, and
+    // so do the stretches in which it could reach none of the lock's servers.
+    let paused = pauses(history, end, servers);
     let mut waits = asking(waits, &paused);
     // The periods with no holder: the complement of the union of holding intervals.
     let mut hs = holds.clone();
@@ -205,22 +214,14 @@ fn never_served(history: &History) -> Vec<u32> {
         .collect()
 }
 
-/// Each client's paused stretches, from the nemesis's notes (a pause still open at the end, or
-/// ended by a crash, lasts until then).
-fn pauses(history: &History, end: u64) -> BTreeMap<u32, Vec<(u64, u64)>> {
-    let mut out: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+/// Each client's stretches of not asking, from the nemesis's notes: its pauses (a pause still
+/// open at the end, or ended by a crash, lasts until then) and the stretches in which partitions
+/// cut it off from every one of `servers` ([`cut_off`]).
+fn pauses(history: &History, end: u64, servers: &[String]) -> BTreeMap<u32, Vec<(u64, u64)>> {
+    let mut out = cut_off(history, end, servers);
     let mut since: BTreeMap<u32, u64> = BTreeMap::new();
     for e in &history.events {
         match &e.kind {
-            // A client cut off from everyone can no more ask than a paused one: nothing it sends
-            // arrives, nothing it is sent reaches it (`docs/checks.md`, "liveness").
-            EventKind::Fault { what } if cut_off_from_everyone(what).is_some() => {
-                let (clients, for_ms) = cut_off_from_everyone(what).unwrap_or_default();
-                let until = (e.at_us + for_ms * 1000).min(end);
-                for c in clients {
-                    out.entry(c).or_default().push((e.at_us, until));
-                }
-            }
             EventKind::Fault { what } => match PauseNote::parse(what) {
                 Some(PauseNote::Paused(c)) => {
                     since.entry(c).or_insert(e.at_us);
@@ -248,6 +249,58 @@ fn pauses(history: &History, end: u64) -> BTreeMap<u32, Vec<(u64, u64)>> {
     // Pauses and cuts may overlap: in order of start, as `asking` walks them.
     for stretches in out.values_mut() {
         stretches.sort_unstable();
+    }
+    out
+}
+
+/// Each client's stretches in which the partitions then in force cut it off from every one of
+/// `servers`: nothing it sends reaches the lock and no answer reaches it, so it can no more ask
+/// than a paused client (`docs/checks.md`, "liveness"). Several cuts count together (one from
+/// `redis-0`, another from `redis-1`); a client that still reaches one server asks it. With no
+/// servers known, only a cut of the client from everyone counts.
+fn cut_off(history: &History, end: u64, servers: &[String]) -> BTreeMap<u32, Vec<(u64, u64)>> {
+    let cuts: Vec<(u64, u64, PartitionNote)> = history
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Fault { what } => PartitionNote::parse(what)
+                .map(|n| (e.at_us, (e.at_us + n.for_ms * 1000).min(end), n)),
+            _ => None,
+        })
+        .collect();
+    let mut out: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+    if cuts.is_empty() {
+        return out;
+    }
+    let clients: BTreeSet<u32> = history.events.iter().filter_map(|e| e.client()).collect();
+    for c in clients {
+        let me = format!("client-{c}");
+        let stretches = out.entry(c).or_default();
+        if servers.is_empty() {
+            let everyone = |n: &PartitionNote| n.from.is_none() && n.nodes.contains(&me);
+            stretches.extend(cuts.iter().filter(|k| everyone(&k.2)).map(|k| (k.0, k.1)));
+            continue;
+        }
+        let mine: Vec<&(u64, u64, PartitionNote)> = cuts
+            .iter()
+            .filter(|k| servers.iter().any(|s| k.2.separates(&me, s)))
+            .collect();
+        let mut edges: Vec<u64> = mine.iter().flat_map(|k| [k.0, k.1]).collect();
+        edges.sort_unstable();
+        edges.dedup();
+        for w in edges.windows(2) {
+            let (t0, t1) = (w[0], w[1]);
+            let unreachable = |s: &String| {
+                mine.iter()
+                    .any(|k| k.0 <= t0 && t0 < k.1 && k.2.separates(&me, s))
+            };
+            if servers.iter().all(unreachable) {
+                match stretches.last_mut() {
+                    Some(last) if last.1 == t0 => last.1 = t1,
+                    _ => stretches.push((t0, t1)),
+                }
+            }
+        }
     }
     out
 }
@@ -286,6 +339,7 @@ impl Liveness {
         build: |p| {
             Some(Box::new(Liveness {
                 bound_us: p.liveness_bound_ms.saturating_mul(1000),
+                lock_servers: p.lock_servers.clone(),
             }))
         },
     };
@@ -301,7 +355,7 @@ impl Checker for Liveness {
     }
 
     fn check_with(&self, history: &History, gs: &[crate::check::grants::Grant]) -> CheckResult {
-        let all = stretches(history, gs);
+        let all = stretches(history, gs, &self.lock_servers);
         let longest = all
             .iter()
             .max_by_key(|s| (s.asking_us, u64::MAX - s.from_us));
@@ -409,6 +463,7 @@ mod tests {
         };
         let r = Liveness {
             bound_us: 3_000_000,
+            lock_servers: Vec::new(),
         }
         .check(&h);
         assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
@@ -435,6 +490,7 @@ mod tests {
         };
         let r = Liveness {
             bound_us: 3_000_000,
+            lock_servers: Vec::new(),
         }
         .check(&h);
         assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
@@ -460,12 +516,17 @@ mod tests {
         };
         let r = Liveness {
             bound_us: 3_000_000,
+            lock_servers: Vec::new(),
         }
         .check(&h);
         assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
         assert_eq!(r.evidence["longest_unavailable_us"], 1_000_007);
         // With a tighter bound the same history is a violation: the bound is what decides.
-        let r = Liveness { bound_us: 500_000 }.check(&h);
+        let r = Liveness {
+            bound_us: 500_000,
+            lock_servers: Vec::new(),
+        }
+        .check(&h);
         assert_eq!(r.verdict, Verdict::Violation);
     }
 
@@ -480,7 +541,7 @@ mod tests {
     /// the others, and the 4 s count.
     #[test]
     fn a_waiter_cut_off_from_everyone_is_not_asking() {
-        let history = |what: &str| {
+        let history = |whats: &[&str]| {
             let mut events = vec![
                 ev(0, "client-0", EventKind::AcquireStart),
                 ev(1_000, "client-0", acquired(None)),
@@ -492,29 +553,52 @@ mod tests {
                     },
                 ),
                 ev(2_000, "client-1", EventKind::AcquireStart),
-                note(10_000, what),
                 ev(4_013_000, "client-1", acquired(None)),
                 ev(4_100_000, "run", EventKind::RunEnd),
             ];
+            events.extend(whats.iter().map(|w| note(10_000, w)));
             events.sort_by_key(|e| e.at_us);
             History { events }
         };
-        let check = |h: &History| {
+        let check = |servers: &[&str], whats: &[&str]| {
             Liveness {
                 bound_us: 1_000_000,
+                lock_servers: servers.iter().map(|s| s.to_string()).collect(),
             }
-            .check(h)
+            .check(&history(whats))
         };
-        let cut = check(&history(
-            "partition: client-1 cut off from everyone for 4000 ms (client -> server only)",
-        ));
-        assert_eq!(cut.verdict, Verdict::Safe, "{}", cut.summary);
-        // Free from the crash at 5 ms: asked 5 ms before the cut and 3 ms after it.
-        assert_eq!(cut.evidence["longest_unavailable_us"], 8_000);
-        let partial = check(&history(
+        for servers in [&[][..], &["redis-0"], &["redis-0", "redis-1"]] {
+            let cut = check(
+                servers,
+                &["partition: client-1 cut off from everyone for 4000 ms (client -> server only)"],
+            );
+            assert_eq!(cut.verdict, Verdict::Safe, "{}", cut.summary);
+            // Free from the crash at 5 ms: asked 5 ms before the cut and 3 ms after it.
+            assert_eq!(cut.evidence["longest_unavailable_us"], 8_000);
+        }
+        // Cut off from the only server, either side named first: it cannot ask.
+        for what in [
             "partition: client-1 cut off from redis-0 for 4000 ms",
-        ));
+            "partition: redis-0 cut off from client-1 for 4000 ms (server -> client only)",
+        ] {
+            let r = check(&["redis-0"], &[what]);
+            assert_eq!(r.verdict, Verdict::Safe, "{what}: {}", r.summary);
+            assert_eq!(r.evidence["longest_unavailable_us"], 8_000);
+            // Unknown servers: only a cut from everyone counts.
+            assert_eq!(check(&[], &[what]).verdict, Verdict::Violation);
+        }
+        // Two servers: cut from one, it still asks the other.
+        let one = "partition: client-1 cut off from redis-0 for 4000 ms";
+        let partial = check(&["redis-0", "redis-1"], &[one]);
         assert_eq!(partial.verdict, Verdict::Violation, "{}", partial.summary);
+        // Two cuts together cut it off from both.
+        let two = "partition: redis-1, client-0 cut off from client-1 for 4000 ms";
+        let both = check(&["redis-0", "redis-1"], &[one, two]);
+        assert_eq!(both.verdict, Verdict::Safe, "{}", both.summary);
+        // A cut that leaves it with a server on its own side does not.
+        let grouped = "partition: client-1, redis-1 cut off from everyone for 4000 ms";
+        let r = check(&["redis-0", "redis-1"], &[grouped]);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
     }
 
     /// client-0 is granted at 1 ms and dies at `crash_at`; client-1 asks from 2 ms, is paused
@@ -550,6 +634,7 @@ mod tests {
         let h = crash_and_pause(5_000, (3_000, 4_493_000));
         let r = Liveness {
             bound_us: 3_000_000,
+            lock_servers: Vec::new(),
         }
         .check(&h);
         assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
@@ -564,12 +649,17 @@ mod tests {
         let h = crash_and_pause(1_000, (20_000, 3_520_000));
         let r = Liveness {
             bound_us: 3_000_000,
+            lock_servers: Vec::new(),
         }
         .check(&h);
         assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
         assert_eq!(r.evidence["longest_unavailable_us"], 20_000);
         // The same split wait with a bound under its asking time is still a violation.
-        let r = Liveness { bound_us: 10_000 }.check(&h);
+        let r = Liveness {
+            bound_us: 10_000,
+            lock_servers: Vec::new(),
+        }
+        .check(&h);
         assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
         assert!(
             r.summary.contains("20.000 ms of asking time"),
@@ -596,6 +686,7 @@ mod tests {
         };
         let r = Liveness {
             bound_us: 3_000_000,
+            lock_servers: Vec::new(),
         }
         .check(&h);
         assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);

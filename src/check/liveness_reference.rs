@@ -225,7 +225,7 @@ proptest! {
         tail in 0u64..20,
     ) {
         let (h, truths) = build(&lives, tail);
-        let got: Vec<u64> = stretches(&h, &grants(&h)).iter().map(|s| s.asking_us).collect();
+        let got: Vec<u64> = stretches(&h, &grants(&h), &[]).iter().map(|s| s.asking_us).collect();
         prop_assert_eq!(got, reference(&truths, h.end_us()), "{}", h.render());
     }
 }

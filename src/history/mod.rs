@@ -444,18 +444,45 @@ pub enum PauseNote {
     Resumed(u32),
 }
 
-/// The clients a nemesis note cuts off from everyone, and for how long (ms): the history's words
-/// for such a partition (`fault::partition::describe_partition`: "partition: client-1, redis-0
-/// cut off from everyone for 5034 ms", with how the cut runs after it).
-pub fn cut_off_from_everyone(what: &str) -> Option<(Vec<u32>, u64)> {
-    let rest = what.strip_prefix("partition: ")?;
-    let (nodes, rest) = rest.split_once(" cut off from everyone for ")?;
-    let for_ms = rest.split_once(" ms")?.0.parse().ok()?;
-    let clients = nodes
-        .split(", ")
-        .filter_map(|n| n.strip_prefix("client-")?.parse().ok())
-        .collect();
-    Some((clients, for_ms))
+/// A partition as the nemesis of either world notes it (`fault::partition::describe_partition`:
+/// "partition: client-1, redis-0 cut off from redis-1 for 5034 ms", `everyone` for `from` when
+/// the cut runs to every other node, and how the cut runs after it): the one place that reads
+/// those notes back, for the liveness check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionNote {
+    /// The nodes on the cut side.
+    pub nodes: Vec<String>,
+    /// The nodes they are cut off from; `None`: every node not in `nodes`.
+    pub from: Option<Vec<String>>,
+    /// How long the cut lasts (ms).
+    pub for_ms: u64,
+}
+
+impl PartitionNote {
+    /// What a nemesis note `what` says of a partition, if it is one.
+    pub fn parse(what: &str) -> Option<PartitionNote> {
+        let rest = what.strip_prefix("partition: ")?;
+        let (nodes, rest) = rest.split_once(" cut off from ")?;
+        let (from, rest) = rest.split_once(" for ")?;
+        let for_ms = rest.split_once(" ms")?.0.parse().ok()?;
+        let names = |s: &str| s.split(", ").map(str::to_string).collect::<Vec<_>>();
+        Some(PartitionNote {
+            nodes: names(nodes),
+            from: (from != "everyone").then(|| names(from)),
+            for_ms,
+        })
+    }
+
+    /// Whether the cut separates `a` from `b`, one way or both (a request that cannot arrive or
+    /// an answer that cannot come back: either way nothing is asked and answered).
+    pub fn separates(&self, a: &str, b: &str) -> bool {
+        let cut = |x: &str| self.nodes.iter().any(|n| n == x);
+        let other = |x: &str| match &self.from {
+            Some(from) => from.iter().any(|n| n == x),
+            None => !cut(x),
+        };
+        (cut(a) && other(b)) || (cut(b) && other(a))
+    }
 }
 
 impl PauseNote {

@@ -261,6 +261,7 @@ where
         );
         follow_sentinels(scenario, d, &rt, &rec)?;
     }
+    let witness = watch_entries(scenario, external.is_some(), &groups, &rec, &names);
     let nemesis = RealNemesis {
         processes: Arc::new(processes),
         server_opts: Arc::new(server_opts),
@@ -277,9 +278,9 @@ where
             .map(|_| Gate::default())
             .collect(),
         sentinel: sentinel.clone(),
+        clock_ties: witness.as_ref().map(Witness::clock_ties),
     };
     nemesis.hold_back_replication()?;
-    let witness = watch_entries(scenario, external.is_some(), &groups, &rec, &names);
     let timeouts = ConnectionTimeouts {
         connect: Duration::from_millis(scenario.redis.request_timeout_ms),
         response: Duration::from_millis(scenario.redis.request_timeout_ms),

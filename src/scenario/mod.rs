@@ -343,6 +343,11 @@ impl Scenario {
             min_throughput: self.checks.min_throughput,
             capacity: self.capacity(),
             releases_report_deletion: !self.lock.kind.is_client_program(),
+            lock_servers: self
+                .node_names()
+                .into_iter()
+                .filter(|n| !n.starts_with("client-") && !n.starts_with("sentinel-"))
+                .collect(),
         }
     }
 

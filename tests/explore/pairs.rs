@@ -150,18 +150,11 @@ fn a_redlock_validity_counted_from_the_replies_is_found_and_antirezs_is_not() {
         "{found}"
     );
     cleanup(&bug);
-    let reference = fixture(
+    assert_reference_safe(
+        Harness::new(),
         "pair-redlock-validity-antirez",
         "redlock-validity-no-faults",
-        &[],
     );
-    let none = Harness::new()
-        .explore(&reference)
-        .check("resource")
-        .cases(3000)
-        .run();
-    assert!(none.is_none(), "{}", none.unwrap());
-    cleanup(&reference);
 }
 
 /// A user's fenced lock whose token is the holder's wall clock at its grant
@@ -220,8 +213,19 @@ fn a_wall_clock_fencing_token_is_found_and_an_incr_token_is_not() {
         "the finding needs the step back: {found}"
     );
     cleanup(&bug);
-    let reference = fixture("pair-incr-token", "wall-clock-token-no-faults", &[]);
-    let none = Harness::new()
+    assert_reference_safe(
+        Harness::new(),
+        "pair-incr-token",
+        "wall-clock-token-no-faults",
+    );
+}
+
+/// A pair's correct reference, searched in the bug's space (the fixture `name` unchanged) for
+/// 3,000 cases with the resource check: nothing is found. Each fixture's `about` says why the
+/// reference is safe there by construction, so this cannot pass or fail by the seed it draws.
+fn assert_reference_safe(harness: Harness, test: &str, name: &str) {
+    let reference = fixture(test, name, &[]);
+    let none = harness
         .explore(&reference)
         .check("resource")
         .cases(3000)

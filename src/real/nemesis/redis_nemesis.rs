@@ -45,6 +45,7 @@ use crate::fault::{ClientRef, Cut, Fault, FaultKind, Nemesis, Occasion, Refused}
 use crate::history::{EventKind, Recorder};
 use crate::real::client_programs::client_program::ClientProgram;
 use crate::real::connection::Route;
+use crate::real::observers::clock_ties::ClockTies;
 use crate::real::servers::failover::FailoverRig;
 use crate::real::servers::redis_server::{RedisServer, ServerOptions};
 use crate::real::servers::sentinel_deployment::SentinelDeployment;
@@ -108,6 +109,9 @@ pub(in crate::real) struct RealNemesis {
     /// The servers, sentinels and link proxies of a Sentinel run: partitions cut its links and
     /// crashes kill its servers; the sentinels decide the rest.
     pub(in crate::real) sentinel: Option<Arc<SentinelDeployment>>,
+    /// The witness's ties to the watched servers' clocks: a clock jump is made between two, so
+    /// that the witness places each removal by the clock the server ran on then.
+    pub(in crate::real) clock_ties: Option<ClockTies>,
 }
 
 impl RealNemesis {
@@ -391,7 +395,11 @@ impl Nemesis for RealNemesis {
         let Group::Single(server) = &*g else {
             return Err(Refused::Lacking);
         };
-        match server.jump_clock(by_ms) {
+        let jumped = match &self.clock_ties {
+            Some(ties) => ties.around(node, || server.jump_clock(by_ms)),
+            None => server.jump_clock(by_ms),
+        };
+        match jumped {
             Ok(()) => self.note(format!(
                 "{node} clock jumped by {by_ms} ms (libfaketime offset now {} ms)",
                 server.clock_offset_ms().unwrap_or(0)

@@ -9,9 +9,9 @@
 //! (`docs/checks.md`): a client program's answer says only what the program said; whether its
 //! command deleted someone's entry is what this model saw the server do.
 
+use super::clock_ties::{place, Marker, Seen, Tie};
 use super::connection_names::ConnectionNames;
 use super::monitor_line::{parse_line, Line};
-use super::witness::{END_MARKER, START_MARKER};
 use crate::history::{EventKind, Recorder};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -26,39 +26,42 @@ struct Removal {
     kind: EventKind,
 }
 
-/// What following one server's stream gave: the server's time of the start and end markers,
-/// and its removals in execution order.
+/// What following one server's stream gave: the markers it showed (with the server's time) and
+/// its removals, in execution order.
 #[derive(Default)]
 pub(super) struct Followed {
-    start_us: Option<i64>,
-    end_us: Option<i64>,
+    seen: Vec<Seen>,
     removals: Vec<Removal>,
     /// Entries a command created under the key (a vouched-for run must have seen some).
     pub(super) created: u64,
 }
 
 impl Followed {
-    /// The removals with run times: server time mapped linearly through the two markers
-    /// (`start` and `end`: the run's times when the server executed them), each no later than
-    /// when it was read and no earlier than the one before.
-    pub(super) fn timed(self, start: Option<u64>, end: Option<u64>) -> Vec<(u64, EventKind)> {
-        let tie = match (self.start_us, start, self.end_us, end) {
-            (Some(s0), Some(r0), Some(s1), Some(r1)) if s1 > s0 => Some((s0, r0, s1, r1)),
-            _ => None,
-        };
+    /// The removals with run times, each placed between the ties that bracket it in the stream
+    /// (`ties`: the run's times of the markers sent; `clock_ties.rs`), no later than when it was
+    /// read and no earlier than the one before; and the bound on their placement (µs). A removal
+    /// with no tie on one side is placed when it was read.
+    pub(super) fn timed(self, ties: &BTreeMap<Marker, Tie>) -> (Vec<(u64, EventKind)>, u64) {
         let mut last = 0u64;
-        self.removals
+        let mut bound = 0u64;
+        let seen = self.seen;
+        let timed = self
+            .removals
             .into_iter()
-            .map(|r| {
-                let mapped = tie.map_or(r.read_us, |(s0, r0, s1, r1)| {
-                    let along = (r.server_us - s0) as f64 / (s1 - s0) as f64;
-                    let at = r0 as f64 + along * (r1 as f64 - r0 as f64);
-                    at.max(0.0) as u64
-                });
+            .enumerate()
+            .map(|(i, r)| {
+                let mapped = match place(&seen, ties, i, r.server_us) {
+                    Some((at, within)) => {
+                        bound = bound.max(within);
+                        at
+                    }
+                    None => r.read_us,
+                };
                 last = mapped.min(r.read_us).max(last);
                 (last, r.kind)
             })
-            .collect()
+            .collect();
+        (timed, bound)
     }
 }
 
@@ -135,15 +138,19 @@ impl Model {
                         .args
                         .first()
                         .is_some_and(|c| c.eq_ignore_ascii_case(b"echo"));
-                    let marker =
-                        |m: &str| echo && line.args.get(1).is_some_and(|a| a == m.as_bytes());
-                    if marker(START_MARKER) {
-                        self.followed.start_us = Some(line.at_us);
+                    let marker = echo
+                        .then(|| line.args.get(1).and_then(|a| Marker::parse(a)))
+                        .flatten();
+                    if let Some(marker) = marker {
+                        self.followed.seen.push(Seen {
+                            marker,
+                            server_us: line.at_us,
+                            before: self.followed.removals.len(),
+                        });
+                        if marker == Marker::End {
+                            return Ok(std::mem::take(&mut self.followed));
+                        }
                         continue;
-                    }
-                    if marker(END_MARKER) {
-                        self.followed.end_us = Some(line.at_us);
-                        return Ok(std::mem::take(&mut self.followed));
                     }
                     self.apply(&line)?;
                 }
@@ -402,9 +409,16 @@ mod tests {
     fn removals_are_timed_by_the_servers_clock_not_when_they_were_read() {
         // The server's clock runs 1 s ahead of the run's and 10 % fast (libfaketime drift):
         // the start marker ran at run time 1,000 µs, the end marker at 101,000 µs.
+        let seen = |marker, server_us, before| Seen {
+            marker,
+            server_us,
+            before,
+        };
         let followed = Followed {
-            start_us: Some(1_001_000),
-            end_us: Some(1_111_000),
+            seen: vec![
+                seen(Marker::Start, 1_001_000, 0),
+                seen(Marker::End, 1_111_000, 3),
+            ],
             removals: vec![
                 // Executed halfway (run time 51,000), read 20 ms later: timed when executed.
                 removal(1_056_000, 71_000),
@@ -415,20 +429,23 @@ mod tests {
             ],
             created: 3,
         };
-        let times: Vec<u64> = followed
-            .timed(Some(1_000), Some(101_000))
-            .into_iter()
-            .map(|(at, _)| at)
-            .collect();
+        let tie = |at_us| Tie {
+            at_us,
+            within_us: 40,
+        };
+        let ties: BTreeMap<Marker, Tie> =
+            [(Marker::Start, tie(1_000)), (Marker::End, tie(101_000))].into();
+        let (timed, bound) = followed.timed(&ties);
+        let times: Vec<u64> = timed.into_iter().map(|(at, _)| at).collect();
         assert_eq!(times, [51_000, 60_000, 60_000]);
+        assert_eq!(bound, 40);
         // Without both markers the read time is all there is.
         let unanchored = Followed {
-            start_us: None,
-            end_us: Some(1_111_000),
+            seen: vec![seen(Marker::End, 1_111_000, 1)],
             removals: vec![removal(1_056_000, 71_000)],
             created: 1,
         };
-        assert_eq!(unanchored.timed(None, Some(101_000))[0].0, 71_000);
+        assert_eq!(unanchored.timed(&ties).0[0].0, 71_000);
     }
 
     #[test]

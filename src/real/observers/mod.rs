@@ -3,6 +3,7 @@
 //! `monitor_line.rs`, the entry they leave in `entry_model.rs`, whose connection is whose in
 //! `connection_names.rs`) and the sentinels' decisions.
 
+pub mod clock_ties;
 pub mod connection_names;
 mod entry_model;
 mod monitor_line;

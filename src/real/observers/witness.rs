@@ -17,11 +17,12 @@
 //! removal is not recorded when it is read: a client may have recorded its release's answer by
 //! then, and the release check would see the answer before the removal. Each removal is kept with
 //! the server's timestamp and, once the run is over, put in the history at the true time the
-//! server executed it. The server's clock is tied to the run's at both ends: a marker `ECHO` sent
-//! when watching starts and another when it finishes, each timed by the run's clock around its
-//! round trip; between the two, server time maps linearly to run time (which also absorbs a
-//! constant libfaketime drift). A mapped time is never later than the moment the line was read
-//! and never earlier than the server's previous removal.
+//! server executed it. The server's clock is tied to the run's by marker `ECHO`s timed by the
+//! run's clock around their round trip: one when watching starts, one when it finishes, and two
+//! around every change the nemesis makes to the server's clock (`clock_ties.rs`); between two
+//! ties, server time maps linearly to run time (which also absorbs a libfaketime drift). A mapped
+//! time is never later than the moment the line was read and never earlier than the server's
+//! previous removal.
 //!
 //! The witness vouches for a run only if it understood every command on the key of every server
 //! to the end: then it records [`EventKind::LockEntriesWatched`] and the foreign-release check
@@ -32,6 +33,7 @@
 //! the history without that event, and the check falls back to inferring owners from the
 //! clients' events.
 
+use super::clock_ties::{ClockTies, Marker};
 use super::connection_names::ConnectionNames;
 use super::entry_model::{Followed, Model};
 use crate::history::{EventKind, Recorder};
@@ -47,47 +49,8 @@ pub fn client_connection_name(client: u32) -> String {
     format!("client-{client}")
 }
 
-/// What `finish` sends each server so the witness knows it has seen everything before it.
-pub(super) const END_MARKER: &str = "lockcheck-witness-end";
-
-/// What `start` sends each server once its `MONITOR` is in place: the first tie between the
-/// server's clock and the run's.
-pub(super) const START_MARKER: &str = "lockcheck-witness-start";
-
-/// Sends `ECHO <marker>` to the server on `port` and waits for the answer; the run's time (µs)
-/// halfway through the round trip, when the server executed it to within half the round trip.
-/// `None`: the server could not be reached.
-fn send_marker(port: u16, marker: &str, rec: &Recorder) -> Option<Tie> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    let cmd = format!("*2\r\n$4\r\nECHO\r\n${}\r\n{marker}\r\n", marker.len());
-    let sent = rec.now_us();
-    s.write_all(cmd.as_bytes()).ok()?;
-    let mut line = String::new();
-    BufReader::new(s).read_line(&mut line).ok()?;
-    let answered = rec.now_us();
-    Some(Tie {
-        at_us: sent + (answered - sent) / 2,
-        within_us: (answered - sent).div_ceil(2),
-    })
-}
-
-/// When the server executed a marker, in the run's time: the middle of its round trip, which is
-/// within half the round trip of the truth (the server ran it between the send and the answer).
-#[derive(Clone, Copy, Debug)]
-struct Tie {
-    at_us: u64,
-    within_us: u64,
-}
-
-/// One watched server: its name, its port, the run's time its start marker was executed, and
-/// the thread following its `MONITOR` stream.
-type Watched = (
-    String,
-    u16,
-    Option<Tie>,
-    JoinHandle<Result<Followed, String>>,
-);
+/// One watched server: its name and the thread following its `MONITOR` stream.
+type Watched = (String, JoinHandle<Result<Followed, String>>);
 
 /// Watches the lock entry on a set of servers (one thread and one `MONITOR` connection each).
 pub struct Witness {
@@ -95,6 +58,7 @@ pub struct Witness {
     rec: Recorder,
     servers: Vec<Watched>,
     stop: Arc<AtomicBool>,
+    ties: ClockTies,
 }
 
 impl Witness {
@@ -109,6 +73,7 @@ impl Witness {
         names: &ConnectionNames,
     ) -> Result<Witness, String> {
         let stop = Arc::new(AtomicBool::new(false));
+        let ties = ClockTies::new(servers, rec);
         let mut threads = Vec::new();
         for (name, port) in servers {
             let mut stream = TcpStream::connect(("127.0.0.1", *port))
@@ -135,15 +100,23 @@ impl Witness {
             );
             let stop = stop.clone();
             let thread = std::thread::spawn(move || model.follow(reader, &stop));
-            let started = send_marker(*port, START_MARKER, rec);
-            threads.push((name.clone(), *port, started, thread));
+            ties.send(name, Marker::Start);
+            threads.push((name.clone(), thread));
         }
         Ok(Witness {
             key: key.to_string(),
             rec: rec.clone(),
             servers: threads,
             stop,
+            ties,
         })
+    }
+
+    /// The handle the nemesis changes a watched server's clock through
+    /// ([`ClockTies::around`]), so that the witness places what the server did on either side
+    /// of the change by the clock it ran on then.
+    pub fn clock_ties(&self) -> ClockTies {
+        self.ties.clone()
     }
 
     /// Stops watching once every server's stream has been read up to now. Records
@@ -152,35 +125,36 @@ impl Witness {
     pub fn finish(self) -> Result<(), String> {
         // The marker goes through the server like any command: once the witness reads it, it
         // has read every command before it. A dead server has nothing more to say.
-        let ends: Vec<Option<Tie>> = self
-            .servers
-            .iter()
-            .map(|(_, port, _, _)| send_marker(*port, END_MARKER, &self.rec))
-            .collect();
+        for (name, _) in &self.servers {
+            self.ties.send(name, Marker::End);
+        }
         let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline && self.servers.iter().any(|(_, _, _, t)| !t.is_finished())
-        {
+        while Instant::now() < deadline && self.servers.iter().any(|(_, t)| !t.is_finished()) {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.stop.store(true, Ordering::Relaxed);
-        let mut why = Vec::new();
+        let mut why: Vec<String> = self
+            .ties
+            .untied()
+            .into_iter()
+            .map(|s| format!("{s}: its clock changed and the witness could not tie it again"))
+            .collect();
         let mut removals = Vec::new();
         let mut created = 0u64;
-        // A removal is placed between the two ties by the servers' clock, so it is off by no more
-        // than the worse of them (half a round trip; milliseconds on a loaded machine). The
-        // release-truth check allows that much (`docs/checks.md`).
+        // A removal is placed between two ties by the server's clock, so it is off by no more
+        // than the worse of them (half a round trip; milliseconds on a loaded machine), or by the
+        // length of the bracket around a clock change it fell in. The release-truth check allows
+        // that much (`docs/checks.md`).
         let mut within_us = 0u64;
-        for ((name, _, start, t), end) in self.servers.into_iter().zip(ends) {
+        for (name, t) in self.servers {
             match t.join() {
                 Ok(Ok(followed)) => {
                     created += followed.created;
-                    within_us = within_us
-                        .max(start.map_or(0, |t| t.within_us))
-                        .max(end.map_or(0, |t| t.within_us));
-                    removals.push((
-                        name,
-                        followed.timed(start.map(|t| t.at_us), end.map(|t| t.at_us)),
-                    ))
+                    let ties = self.ties.of(&name);
+                    within_us = ties.values().map(|t| t.within_us).fold(within_us, u64::max);
+                    let (timed, bound) = followed.timed(&ties);
+                    within_us = within_us.max(bound);
+                    removals.push((name, timed))
                 }
                 Ok(Err(e)) => why.push(e),
                 Err(_) => why.push(format!("{name}: the witness thread panicked")),
