@@ -144,3 +144,34 @@ fn a_finding_keeps_the_clients_its_clocks_table_names() {
     assert_found(&r, "mutual_exclusion");
     assert_eq!(r.scenario.workload.clients, 3);
 }
+
+/// CURATOR-206 from no faults: the ZooKeeper recipe's holder, paused or cut off past its
+/// session timeout, loses its lock node while it still works, and the next waiter holds. The
+/// search draws the pause or the partition and shrinks the finding to that one fault.
+#[test]
+fn session_expiry_of_the_zookeeper_recipe_from_no_faults() {
+    let (_, _, found) = explore(
+        "zk-recipe-no-faults",
+        &options(2000, Some("mutual_exclusion")),
+    );
+    let r = found.expect("explore finds the session expiry (CURATOR-206)");
+    assert_found(&r, "mutual_exclusion");
+    let kinds = fault_kinds(&r);
+    assert!(
+        kinds == ["pause"] || kinds == ["partition"],
+        "shrunk to one pause or one cut: {kinds:?}"
+    );
+}
+
+/// Jepsen's etcd finding from no faults: the lock's holder, paused past its lease's TTL, loses
+/// its key while it still works, and the next waiter holds. Shrunk to the pause alone.
+#[test]
+fn lease_expiry_of_the_etcd_lock_from_no_faults() {
+    let (_, _, found) = explore(
+        "etcd-lock-no-faults",
+        &options(2000, Some("mutual_exclusion")),
+    );
+    let r = found.expect("explore finds the lease expiry under a pause (Jepsen's etcd finding)");
+    assert_found(&r, "mutual_exclusion");
+    assert_eq!(fault_kinds(&r), ["pause"], "shrunk to the pause alone");
+}

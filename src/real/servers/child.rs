@@ -39,12 +39,34 @@ pub(crate) fn free_port() -> Result<u16, RealError> {
 /// A fresh temporary directory `lockcheck-<what>-<pid>-<n>-<nanos>` for one child's files,
 /// registered so that a signal removes it ([`remove_temp_dir`] removes it otherwise).
 pub(crate) fn make_temp_dir(what: &str) -> Result<PathBuf, RealError> {
+    make_temp_dir_in(&std::env::temp_dir(), what)
+}
+
+/// A fresh scratch directory in memory (`/dev/shm`, where the machine has it; the temp dir
+/// otherwise), for a server that `fsync`s every write it acknowledges: etcd waits for its WAL's
+/// `fsync` before it answers, and on a machine whose disk is busy (a build writing gigabytes
+/// beside the tests) that wait grew to seconds, longer than a lease's TTL, so leases expired
+/// and waiters waited for reasons no lock has. A process crash (`SIGKILL`, the only crash
+/// lockcheck makes) keeps what is in memory exactly as it keeps what is on disk, so a restarted
+/// member finds the same data either way.
+pub(crate) fn make_memory_temp_dir(what: &str) -> Result<PathBuf, RealError> {
+    let shm = Path::new("/dev/shm");
+    let writable = std::fs::metadata(shm).is_ok_and(|m| m.is_dir() && !m.permissions().readonly());
+    if writable {
+        if let Ok(dir) = make_temp_dir_in(shm, what) {
+            return Ok(dir);
+        }
+    }
+    make_temp_dir(what)
+}
+
+fn make_temp_dir_in(base: &Path, what: &str) -> Result<PathBuf, RealError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    let dir = std::env::temp_dir().join(format!(
+    let dir = base.join(format!(
         "lockcheck-{what}-{}-{}-{nanos}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)

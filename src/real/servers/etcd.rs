@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::child::{find_program, free_port, kill_and_reap, make_temp_dir};
+use super::child::{find_program, free_port, kill_and_reap, make_memory_temp_dir};
 use super::child::{spawn_from_long_lived_thread, tail_of_file};
 use super::child::{wait_until_continued, wait_until_stopped};
 use crate::real::RealError;
@@ -96,7 +96,7 @@ impl EtcdCluster {
     /// member reports itself healthy (the cluster has a leader). Blocking (a second or two).
     pub fn spawn(members: usize, timing: EtcdTiming) -> Result<EtcdCluster, RealError> {
         let etcd = etcd_path()?;
-        let dir = make_temp_dir("etcd")?;
+        let dir = make_memory_temp_dir("etcd")?;
         let mut cluster = EtcdCluster {
             dir,
             etcd,
