@@ -522,6 +522,27 @@ fn faketime_rate_expires_keys_ten_times_faster() {
     );
 }
 
+/// A server with a clock fault runs under libfaketime, which keeps two objects in `/dev/shm`
+/// per process and unlinks them only on a normal exit: a killed server's are removed by
+/// lockcheck once it is reaped (one test suite left 426 behind before).
+#[test]
+fn a_killed_faketime_server_leaves_nothing_in_dev_shm() {
+    let server = spawn(ServerOptions {
+        faketime: Some(FakeTime::Jumpable),
+        ..Default::default()
+    });
+    let pid = server.pid();
+    let shm = format!("/dev/shm/faketime_shm_{pid}");
+    let sem = format!("/dev/shm/sem.faketime_sem_{pid}");
+    assert!(
+        std::path::Path::new(&shm).exists(),
+        "libfaketime keeps {shm} while the server lives (else this test proves nothing)"
+    );
+    drop(server);
+    assert!(!std::path::Path::new(&shm).exists(), "{shm} left behind");
+    assert!(!std::path::Path::new(&sem).exists(), "{sem} left behind");
+}
+
 #[test]
 fn faketime_jump_expires_keys_at_once() {
     let server = spawn(ServerOptions {

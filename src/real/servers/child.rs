@@ -203,6 +203,7 @@ pub(crate) fn kill_and_reap(child: &mut Child) {
     }
     cleanup::deregister(child.id());
     let _ = child.wait();
+    cleanup::remove_libfaketime_leftovers(child.id());
 }
 
 /// Waits (up to 2 s) until the thread states of `pid` satisfy `done`: a signal is only queued
