@@ -45,7 +45,7 @@ pub fn skip_reason(scenario: &Scenario, real: bool) -> Option<String> {
         })
     } else if scenario.lock.kind.is_client_program() {
         Some(
-            "lock kind `client-program` runs a client program against real Redis servers: add --real"
+            "lock kind `client-program` runs a client program against real servers lockcheck spawns: add --real"
                 .into(),
         )
     } else {

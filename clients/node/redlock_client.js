@@ -3,9 +3,10 @@
 // LOCKCHECK_SENTINELS set (a Sentinel run) each master is one ioredis client that finds it
 // through the sentinels (`new Redis({ sentinels, name })`).
 'use strict';
-const readline = require('readline');
-const Redis = require('ioredis');
-const Redlock = require('redlock');
+const { requireLibrary, serve } = require('./lockcheck_protocol');
+
+const Redis = requireLibrary('ioredis');
+const Redlock = requireLibrary('redlock');
 
 const env = process.env;
 const timeout = Number(env.LOCKCHECK_REQUEST_TIMEOUT_MS);
@@ -27,36 +28,26 @@ const redlock = new Redlock(clients, {
 redlock.on('clientError', (e) => console.error('redlock client error:', e.message));
 let held = null;
 
-async function handle(req) {
-  if (req.op === 'acquire') {
-    try {
-      held = await redlock.lock(env.LOCKCHECK_KEY, Number(env.LOCKCHECK_TTL_MS));
-    } catch (e) {
-      if (e instanceof Redlock.LockError) return { result: 'failed' };
-      throw e;
-    }
-    return { result: 'acquired', lease_ms: Math.max(0, held.expiration - Date.now()) };
+async function acquire() {
+  try {
+    held = await redlock.lock(env.LOCKCHECK_KEY, Number(env.LOCKCHECK_TTL_MS));
+  } catch (e) {
+    if (e instanceof Redlock.LockError) return { result: 'failed' };
+    throw e;
   }
-  if (req.op === 'release') {
-    const lock = held;
-    held = null;
-    try {
-      await lock.unlock();
-      return { result: 'released' };
-    } catch (e) {
-      if (e instanceof Redlock.LockError) return { result: 'failed' };
-      throw e;
-    }
-  }
-  if (req.op === 'hello') return { result: 'ready' }; // start-up is over: the run may begin
-  if (req.op === 'write') return { result: 'written' };
-  return { result: 'error', message: `unknown op ${req.op}` };
+  return { result: 'acquired', lease_ms: Math.max(0, held.expiration - Date.now()) };
 }
 
-// One request at a time, in order, as lockcheck sends them.
-let queue = Promise.resolve();
-readline.createInterface({ input: process.stdin }).on('line', (line) => {
-  const req = JSON.parse(line);
-  queue = queue.then(() => handle(req)).catch((e) => ({ result: 'error', message: String(e && e.message || e) }))
-    .then((rep) => process.stdout.write(JSON.stringify({ id: req.id, ...rep }) + '\n'));
-}).on('close', () => queue.then(() => process.exit(0)));  // answer what was asked first
+async function release() {
+  const lock = held;
+  held = null;
+  try {
+    await lock.unlock();
+    return { result: 'released' };
+  } catch (e) {
+    if (e instanceof Redlock.LockError) return { result: 'failed' };
+    throw e;
+  }
+}
+
+serve({ acquire, release });

@@ -1,13 +1,28 @@
-"""lockcheck's client protocol (docs/client-protocol.md), version 1: the request loop.
+"""lockcheck's client protocol (docs/client-protocol.md), version 1: the request loop, and the
+pinned library an adapter drives, imported with a clear exit 2 when it is not installed.
 
 An adapter supplies acquire() -> dict | None (None: not acquired within the wait bound; a dict
 may carry "lease_ms", "token", "owner") and release() -> bool | None (False: the lock was no
 longer ours; None: the outcome is not known, e.g. the connection broke after the delete went out). Anything else the library raises is answered as an "error" reply. Logs go to stderr:
 stdout carries protocol lines only.
 """
+import importlib
 import json
 import os
 import sys
+
+
+def require(module, package):
+    """Imports `module` of the pinned library `package`; when the library is not installed, says
+    what to run and exits 2 (lockcheck then stops the run: the program exited before `hello`)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        if e.name is None or e.name.split(".")[0] != module.split(".")[0]:
+            raise
+        print("%s is not installed for %s: run scripts/install-clients.sh (it installs the "
+              "pinned version into .venv-clients/)" % (package, sys.executable), file=sys.stderr)
+        sys.exit(2)
 
 
 def env_ms(name):

@@ -3,11 +3,11 @@ validity time; no fencing; extend() only when the caller calls it, which this ad
 not, as a plain `with lock:` user would not)."""
 import os
 
-import redis
-from pottery import Redlock
-from pottery.exceptions import ReleaseUnlockedLock
+from lockcheck_protocol import env_ms, require, serve
 
-from lockcheck_protocol import env_ms, serve
+redis = require("redis", "redis")
+Redlock = require("pottery", "pottery").Redlock
+ReleaseUnlockedLock = require("pottery.exceptions", "pottery").ReleaseUnlockedLock
 
 timeout = env_ms("LOCKCHECK_REQUEST_TIMEOUT_MS")
 masters = {redis.Redis.from_url(u, socket_timeout=timeout, socket_connect_timeout=timeout)

@@ -4,11 +4,11 @@ through redis-py's Sentinel client, as an application under Redis Sentinel does.
 import os
 import sys
 
-import redis
-from redis.exceptions import LockNotOwnedError
-from redis.sentinel import Sentinel
+from lockcheck_protocol import env_ms, require, serve
 
-from lockcheck_protocol import env_ms, serve
+redis = require("redis", "redis")
+LockNotOwnedError = require("redis.exceptions", "redis").LockNotOwnedError
+Sentinel = require("redis.sentinel", "redis").Sentinel
 
 timeout = env_ms("LOCKCHECK_REQUEST_TIMEOUT_MS")
 if os.environ.get("LOCKCHECK_SENTINELS"):

@@ -124,7 +124,7 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
         // Its lock is another program; in simulation every call would fail and the search would
         // find nothing, vacuously.
         return fail(format!(
-            "{}: lock kind `client-program` runs a client program against real Redis servers, which the \
+            "{}: lock kind `client-program` runs a client program against real servers lockcheck spawns, which the \
              simulator cannot run: add --real to search on spawned servers and client processes",
             path.display()
         ));

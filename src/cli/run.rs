@@ -88,7 +88,7 @@ fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome
     }
     if !real && scenario.lock.kind.is_client_program() {
         return Err(BadInput(format!(
-            "{}: lock kind `client-program` runs the client program against real Redis servers; \
+            "{}: lock kind `client-program` runs the client program against real servers lockcheck spawns; \
              the simulator cannot run another program inside it: add --real",
             scenario.name
         )));

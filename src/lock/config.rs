@@ -5,7 +5,7 @@
 //! (`scenario/validate.rs`, `scenario/database.rs`).
 
 use super::mysql_options::{Cleanup, MysqlOptions, WaitMode};
-use super::{LockKind, RedlockOptions};
+use super::{LockKind, RedlockOptions, Service};
 use serde::Deserialize;
 use std::time::Duration;
 use toml::Spanned;
@@ -81,6 +81,11 @@ pub struct LockSpec {
     /// it is the lock's lease ([`LockSpec::lease_ms`]).
     #[serde(skip)]
     pub session_timeout_ms: Option<u64>,
+    /// The service the clients talk to, resolved when the scenario is parsed: the kind's own,
+    /// or for a client program the one its scenario configures (`[zookeeper]`, `[etcd]`, else
+    /// Redis).
+    #[serde(skip)]
+    pub service: Service,
 }
 
 pub use super::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS;
@@ -89,7 +94,7 @@ impl LockSpec {
     /// The lease a grant gets: `ttl_ms`, or for a lock with a default lease (Redisson's watchdog
     /// mode) its watchdog timeout.
     pub fn lease_ms(&self) -> u64 {
-        if let (true, Some(timeout)) = (self.kind.is_zookeeper(), self.session_timeout_ms) {
+        if let (true, Some(timeout)) = (self.on_zookeeper(), self.session_timeout_ms) {
             return timeout;
         }
         if self.kind.is_mysql() {
@@ -105,6 +110,17 @@ impl LockSpec {
             self.watchdog_timeout_ms
                 .unwrap_or(DEFAULT_WATCHDOG_TIMEOUT_MS),
         )
+    }
+
+    /// Whether the clients talk to etcd (an etcd lock, or a client program with `[etcd]`).
+    pub fn on_etcd(&self) -> bool {
+        self.service == Service::Etcd
+    }
+
+    /// Whether the clients talk to ZooKeeper (a ZooKeeper lock, or a client program with
+    /// `[zookeeper]`).
+    pub fn on_zookeeper(&self) -> bool {
+        self.service == Service::ZooKeeper
     }
 
     /// The MySQL locks' options from their keys (docs/mysql.md), defaults for those left out.

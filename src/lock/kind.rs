@@ -23,6 +23,22 @@ pub enum Backend {
     ZooKeeper,
 }
 
+/// The service a scenario's clients talk to, which decides the world that runs it: a lock kind's
+/// own backend, or, for a client program (which may speak to any of them), the service its
+/// scenario configures (`scenario/service.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Service {
+    /// Redis servers (a client program's service unless its scenario names another).
+    #[default]
+    Redis,
+    /// A MySQL/MariaDB database.
+    Database,
+    /// An etcd cluster.
+    Etcd,
+    /// A ZooKeeper service.
+    ZooKeeper,
+}
+
 /// Who registered a lock kind: a lock lockcheck ships takes no `[lock.params]` and its name is
 /// reserved; a lock of the user's own is registered by the program that runs lockcheck.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +140,18 @@ impl LockKind {
     /// Whether the kind is one of the ZooKeeper locks (its own worlds: a ZooKeeper service).
     pub fn is_zookeeper(self) -> bool {
         self.backend == Backend::ZooKeeper
+    }
+
+    /// The service the kind's clients talk to; `None` for a client program, whose scenario says
+    /// which (`LockSpec::service`).
+    pub fn service(self) -> Option<Service> {
+        match self.backend {
+            Backend::Redis => Some(Service::Redis),
+            Backend::Database => Some(Service::Database),
+            Backend::Etcd => Some(Service::Etcd),
+            Backend::ZooKeeper => Some(Service::ZooKeeper),
+            Backend::ClientProgram => None,
+        }
     }
 
     /// Whether the kind's lock is a client program (real mode only).

@@ -34,7 +34,7 @@ pub use acquire_loop::is_transient;
 pub(crate) use acquire_loop::{retry_pause, Next, Wait};
 pub use config::{LockConfig, LockSpec, WaitReplicas};
 pub use fenced::Fenced;
-pub use kind::{Backend, LockKind, Origin};
+pub use kind::{Backend, LockKind, Origin, Service};
 pub use lettuce_reentrant::LettuceReentrant;
 pub use naive_setnx_expire::NaiveSetnxExpire;
 pub use redisson::Redisson;

@@ -1,22 +1,77 @@
-//! The clients of a real run as tokio tasks: waiting for them, in every real world, and the
-//! whole client side of a run for the etcd and ZooKeeper worlds ([`TaskWorld`]).
+//! The clients of a real run as tokio tasks: who they are (locks in this process, or client
+//! programs: [`Clients`]), waiting for them, in every real world, and the whole client side of a
+//! run for the etcd and ZooKeeper worlds ([`TaskWorld`], [`run_task_clients`]).
 //!
 //! A real client is a tokio task. A crashed one never finishes (its gate is dead and it waits
 //! forever, as a dead process would), so "every client has finished" is the wrong end: a run is
 //! over once every client that is still alive has finished.
 
+use super::client_programs::client_program::Programs;
+use super::client_programs::client_program_launch::{Launch, LaunchedPrograms};
 use super::nemesis::client_stops::ClientTasks;
-use super::{ConnectionTimeouts, Gate, RealEnv, RealError, Route, RoutedConnection};
+use super::{
+    ClientProgramLock, ConnectionTimeouts, Gate, RealEnv, RealError, Route, RoutedConnection,
+};
 use crate::env::PointHook;
 use crate::history::Recorder;
+use crate::lock::{Lock, LockConfig};
 use crate::resource::Store;
+use crate::scenario::Scenario;
 use crate::workload::FaultPoints;
-use crate::world::{ClientRun, World};
+use crate::world::{self, ClientRun, World};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinHandle;
+
+/// Who a real world's clients are: locks built in this process (`F`, the world's `make_lock`), or
+/// the scenario's client programs (`kind = "client-program"`), one per client.
+pub(in crate::real) enum Clients<F> {
+    InProcess(F),
+    Programs,
+}
+
+/// The lock builder type of [`Clients::Programs`], which builds no lock of its own (its clients'
+/// locks are their programs), for a world whose connections are `C`.
+pub(in crate::real) type NoBuilder<C> = fn(LockConfig, C, RealEnv) -> ClientProgramLock<RealEnv>;
+
+/// A world's clients, ready to run: the programs started ([`Clients::launch`]).
+pub(in crate::real) enum Ready<F> {
+    InProcess(F),
+    Programs(LaunchedPrograms),
+}
+
+impl<F> Clients<F> {
+    /// Starts the client programs, if the clients are programs, each as `launches` says (what the
+    /// world gives it: where its forwarders are), and waits for their `hello`. Call before the
+    /// run's recorder exists: its true time 0 is when every program can act. Blocks a runtime
+    /// thread (`block_in_place`) meanwhile.
+    pub(in crate::real) fn launch(
+        self,
+        s: &Scenario,
+        launches: impl FnOnce() -> Vec<Launch>,
+    ) -> Result<Ready<F>, RealError> {
+        match self {
+            Clients::InProcess(make_lock) => Ok(Ready::InProcess(make_lock)),
+            Clients::Programs => {
+                let launches = launches();
+                tokio::task::block_in_place(|| LaunchedPrograms::start(s, launches))
+                    .map(Ready::Programs)
+            }
+        }
+    }
+}
+
+impl<F> Ready<F> {
+    /// The programs the nemesis pauses and kills with their clients (none for in-process ones).
+    pub(in crate::real) fn programs(&self) -> Programs {
+        match self {
+            Ready::InProcess(_) => Programs::default(),
+            Ready::Programs(p) => p.programs.clone(),
+        }
+    }
+}
 
 /// A nemesis whose faults may still be under way when the clients are done (a server restart,
 /// an election): the run waits for them before it reads the final state.
@@ -116,6 +171,44 @@ where
     /// Lets a server restart or election in progress finish before the history is read.
     async fn settle(&self) {
         self.nemesis.settle().await;
+    }
+}
+
+/// Runs a task world's clients until the scenario is over (`grace`: how long a stuck client is
+/// waited for): locks built by the world's `make_lock` on `connect`'s connections, or the
+/// programs already started, which are killed when the run is over. `rec`, `nemesis`, `tasks`
+/// and `storage_url` are the world's ([`TaskWorld::new`]).
+pub(in crate::real) async fn run_task_clients<N, C, L, Connect, F>(
+    (rec, nemesis, tasks, storage_url): (Recorder, N, ClientTasks, String),
+    scenario: &Scenario,
+    grace: Duration,
+    clients: Ready<F>,
+    connect: Connect,
+) where
+    N: FaultPoints + Settle,
+    L: Lock + 'static,
+    Connect: FnMut(u32, &RealEnv) -> C,
+    F: Fn(LockConfig, C, RealEnv) -> L,
+{
+    match clients {
+        Ready::Programs(mut programs) => {
+            let all = programs.programs.clone();
+            // A program makes its own connections, through the forwarders it was given.
+            let none = |_: u32, _: &RealEnv| ();
+            let mut world = TaskWorld::new(rec.clone(), nemesis, tasks, storage_url, none);
+            world::run_clients(&mut world, scenario, grace, |c, config, (), env| {
+                programs.lock(c, config, env, rec.clone())
+            })
+            .await;
+            LaunchedPrograms::kill_all(&all);
+        }
+        Ready::InProcess(make_lock) => {
+            let mut world = TaskWorld::new(rec, nemesis, tasks, storage_url, connect);
+            world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
+                make_lock(config, conn, env)
+            })
+            .await;
+        }
     }
 }
 

@@ -9,8 +9,10 @@
 //!
 //! Every process is killed when this returns, on error, on panic and on Ctrl-C.
 
-use super::client_programs::client_program_launch::{client_clocks, start_client};
-use super::client_tasks::wait_for_live_clients;
+use super::client_programs::client_program_launch::{
+    client_clocks, vars, Launch, LaunchedPrograms,
+};
+use super::client_tasks::{wait_for_live_clients, Clients, NoBuilder};
 use super::connection::{ConnectionTimeouts, Latency, Route, RoutedConnection};
 use super::external::{self, ExternalRedis};
 use super::master_finder::MasterFinder;
@@ -26,7 +28,6 @@ use super::servers::failover::FailoverRig;
 use super::servers::faketime::FakeTime;
 use super::servers::redis_server::{RedisServer, ServerOptions};
 use super::servers::sentinel_deployment::{master_name, min_replicas_args, SentinelDeployment};
-use super::ClientProgramLock;
 use super::RealError;
 use super::{Gate, RealEnv};
 use crate::env::PointHook;
@@ -53,9 +54,19 @@ pub fn run_client_programs(
 ) -> Result<History, RealError> {
     match ext {
         Some(ext) => on_external(scenario, ext, |prefixed, urls| {
-            run_inner::<_, NoBuilder>(prefixed, seed, Clients::Programs, Some(urls))
+            run_inner::<_, NoBuilder<Vec<RoutedConnection>>>(
+                prefixed,
+                seed,
+                Clients::Programs,
+                Some(urls),
+            )
         }),
-        None => run_inner::<_, NoBuilder>(scenario, seed, Clients::Programs, None),
+        None => run_inner::<_, NoBuilder<Vec<RoutedConnection>>>(
+            scenario,
+            seed,
+            Clients::Programs,
+            None,
+        ),
     }
 }
 
@@ -117,15 +128,6 @@ where
 {
     run_inner(scenario, seed, Clients::InProcess(make_lock), None)
 }
-
-/// Who the clients are: locks built in this process, or the scenario's client programs.
-enum Clients<F> {
-    InProcess(F),
-    Programs,
-}
-
-/// The `Clients::Programs` marker's (unused) lock builder type.
-type NoBuilder = fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> ClientProgramLock<RealEnv>;
 
 fn run_inner<L, F>(
     scenario: &Scenario,
@@ -208,15 +210,15 @@ where
     // Client programs: each reaches each master group through its own route-following proxy,
     // which tells the witness the address of each connection it opens.
     let names = ConnectionNames::default();
-    let mut processes = Vec::new();
-    let mut pipes = Vec::new();
+    let mut programs = None;
     if matches!(clients, Clients::Programs) {
         let fakes = client_clocks(scenario, &clocks.clients)?;
         let sentinel_env = sentinel
             .as_deref()
             .map(SentinelDeployment::client_env)
             .unwrap_or_default();
-        for (c, client_routes) in routes.iter().enumerate() {
+        let mut launches = Vec::new();
+        for (c, (client_routes, fake)) in routes.iter().zip(fakes).enumerate() {
             // A server lockcheck did not start is never faulted: no proxy needed, and the
             // program gets the user's URL as it is (credentials, database).
             let urls = match (external, &sentinel) {
@@ -233,20 +235,29 @@ where
                 }),
             }
             .map_err(|e| RealError::io("starting a client program's proxy", e))?;
-            let (process, stdin, stdout) = start_client(
-                scenario,
-                c as u32,
-                &urls,
-                &sentinel_env,
-                fakes[c].as_ref(),
-                clocks.clients[c].0,
-            )?;
-            processes.push(Some(Arc::new(process)));
-            pipes.push(Some((stdin, stdout)));
+            let mut service = vars([
+                ("LOCKCHECK_REDIS_URLS", urls.join(",")),
+                ("LOCKCHECK_KEY", scenario.lock.key.clone()),
+                ("LOCKCHECK_TTL_MS", scenario.lock.lease_ms().to_string()),
+                (
+                    "LOCKCHECK_REQUEST_TIMEOUT_MS",
+                    scenario.redis.request_timeout_ms.to_string(),
+                ),
+            ]);
+            service.extend(sentinel_env.iter().cloned());
+            launches.push(Launch {
+                service,
+                fake,
+                offset_ms: clocks.clients[c].0,
+            });
         }
         // Interpreter start-up (importing a library takes a second) is not part of the run.
-        super::client_programs::client_program::handshake(&processes, &mut pipes)?;
+        programs = Some(LaunchedPrograms::start(scenario, launches)?);
     }
+    let processes = programs
+        .as_ref()
+        .map(|p| p.programs.clone())
+        .unwrap_or_default();
     // True time 0: every server is up and every client program answered.
     let rec = rt.block_on(async { Recorder::real() });
     for note in clocks.notes {
@@ -263,7 +274,7 @@ where
     }
     let witness = watch_entries(scenario, external.is_some(), &groups, &rec, &names);
     let nemesis = RealNemesis {
-        processes: Arc::new(processes),
+        processes,
         server_opts: Arc::new(server_opts),
         client_envs: Arc::new(client_envs),
         schedule: Schedule::new(scenario.faults.clone()),
@@ -302,15 +313,10 @@ where
             make(config, conns, env)
         })),
         Clients::Programs => {
-            let mut pipes = pipes;
-            let processes = nemesis.processes.clone();
+            let mut programs = programs.expect("the programs were started above");
             let rec = rec.clone();
             rt.block_on(drive(scenario, world, move |c, config, _conns, env| {
-                let (stdin, stdout) = pipes[c as usize].take().expect("one program per client");
-                let process = processes[c as usize]
-                    .clone()
-                    .expect("one program per client");
-                ClientProgramLock::new(process, stdin, stdout, env, config, rec.clone(), c)
+                programs.lock(c, config, env, rec.clone())
             }))
         }
     };
@@ -323,9 +329,7 @@ where
         }
         None => history,
     };
-    for p in nemesis.processes.iter().flatten() {
-        p.kill();
-    }
+    LaunchedPrograms::kill_all(&nemesis.processes);
     rt.shutdown_timeout(Duration::from_secs(2));
     drop(groups);
     drop(storage);

@@ -19,6 +19,10 @@
 //!   `nemesis/zk_nemesis.rs`.
 //! - Client crash: its forwarders hold for good, then its task is aborted: its session ends by
 //!   timeout, never by a `closeSession`.
+//! - A client that is a program (`kind = "client-program"` with `[zookeeper]`, kazoo's `Lock`
+//!   for one) is given its forwarders' addresses instead of a session of lockcheck's, and makes
+//!   its own session through them: its pause is a `SIGSTOP` with its forwarders held, its crash
+//!   a `SIGKILL` behind held forwarders, and a partition holds its forwarders as anyone's.
 //! - Crash of `zookeeper-<i>`: `SIGKILL` of the server, and after `restart_after_ms` a start on
 //!   the same ports and data directory. Failover of an ensemble: `SIGKILL` of its leader; the
 //!   other two elect a new one (in about half a second on one machine) and track every session
@@ -31,16 +35,18 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-use super::client_tasks::{block_on_runtime, TaskWorld};
+use super::client_programs::client_program_launch::{vars, Launch};
+use super::client_tasks::{block_on_runtime, run_task_clients, Clients, NoBuilder};
 use super::mysql_world::CutProxy;
 use super::nemesis::client_stops::ClientTasks;
 use super::nemesis::plan::check_supported;
 use super::nemesis::zk_nemesis::ZkNemesis;
 use super::servers::zookeeper::{ZooKeeper, ZooKeeperOptions};
-use super::{RealEnv, RealError, RealZkClient};
+use super::{ClientProgramLock, RealEnv, RealError, RealZkClient};
 use super::{RedisServer, ServerOptions};
 use crate::env::Env;
 use crate::history::{History, Recorder};
+use crate::lock::zk_recipe::lock_dir;
 use crate::lock::{Lock, LockConfig};
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
@@ -56,6 +62,22 @@ where
     L: Lock + 'static,
     F: Fn(LockConfig, RealZkClient, RealEnv) -> L,
 {
+    run_inner(scenario, Clients::InProcess(make_lock))
+}
+
+/// Runs a scenario of client programs (`kind = "client-program"` with `[zookeeper]`) on spawned
+/// ZooKeeper servers: each program gets its own forwarders' addresses (`LOCKCHECK_ZK_SERVERS`)
+/// and its session timeout (`LOCKCHECK_SESSION_TIMEOUT_MS`), and is stopped (`SIGSTOP`) with its
+/// forwarders held for a pause, killed for a crash.
+pub fn run_client_programs(scenario: &Scenario, _seed: u64) -> Result<History, RealError> {
+    run_inner::<ClientProgramLock<RealEnv>, NoBuilder<RealZkClient>>(scenario, Clients::Programs)
+}
+
+fn run_inner<L, F>(scenario: &Scenario, clients: Clients<F>) -> Result<History, RealError>
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, RealZkClient, RealEnv) -> L,
+{
     check_supported(scenario)?;
     crate::real::install_signal_handlers();
     let spec = &scenario.zookeeper;
@@ -67,7 +89,7 @@ where
     })?);
     let order = Arc::new(leader_first(&zk)?);
     let storage = RedisServer::spawn(ServerOptions::default())?;
-    let history = block_on_runtime(drive(scenario, zk.clone(), order, storage.url(), make_lock));
+    let history = block_on_runtime(drive(scenario, zk.clone(), order, storage.url(), clients));
     drop(storage);
     drop(zk);
     history
@@ -87,21 +109,52 @@ fn leader_first(zk: &ZooKeeper) -> Result<Vec<usize>, RealError> {
         .collect())
 }
 
+/// `host:port` of each of `proxies` (one client's forwarders, in the deployment's order).
+fn hosts(proxies: &[CutProxy]) -> String {
+    proxies
+        .iter()
+        .map(|p| format!("127.0.0.1:{}", p.port()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// What a client program on ZooKeeper is given: its forwarders, one per server, in the
+/// deployment's order (`LOCKCHECK_ZK_SERVERS`, a ZooKeeper connect string, as every client
+/// library takes one); the lock's znode path, which lockcheck's own ZooKeeper lock uses too
+/// (`LOCKCHECK_KEY`); and the session timeout the scenario sets (`LOCKCHECK_SESSION_TIMEOUT_MS`:
+/// the lock's lease, since its node lives as long as its session).
+fn program_env(scenario: &Scenario, proxies: &[CutProxy]) -> Launch {
+    Launch::on_true_time(vars([
+        ("LOCKCHECK_ZK_SERVERS", hosts(proxies)),
+        ("LOCKCHECK_KEY", lock_dir(&scenario.lock.key)),
+        (
+            "LOCKCHECK_SESSION_TIMEOUT_MS",
+            scenario.zookeeper.session_timeout_ms.to_string(),
+        ),
+    ]))
+}
+
 async fn drive<L, F>(
     scenario: &Scenario,
     zk: Arc<ZooKeeper>,
     order: Arc<Vec<usize>>,
     storage_url: String,
-    make_lock: F,
+    clients: Clients<F>,
 ) -> Result<History, RealError>
 where
     L: Lock + 'static,
     F: Fn(LockConfig, RealZkClient, RealEnv) -> L,
 {
-    let rec = Recorder::real();
     let ports: Vec<u16> = (0..zk.len()).map(|s| zk.client_port(s)).collect();
     // proxies[c][s]: client c's forwarder to server s.
     let proxies = Arc::new(CutProxy::per_client(scenario.workload.clients, &ports).await?);
+    let clients = clients.launch(scenario, || {
+        proxies.iter().map(|p| program_env(scenario, p)).collect()
+    })?;
+    // True time 0: every server is up and every client program answered.
+    let rec = Recorder::real();
+    let tasks =
+        ClientTasks::new(rec.clone(), scenario.workload.clients).with_programs(clients.programs());
     let nemesis = ZkNemesis {
         pending: Schedule::new(scenario.faults.clone()),
         scenario: Arc::new(scenario.clone()),
@@ -109,7 +162,7 @@ where
         order,
         rec: rec.clone(),
         proxies: proxies.clone(),
-        clients: ClientTasks::new(rec.clone(), scenario.workload.clients),
+        clients: tasks.clone(),
         in_flight: Arc::new(watch::Sender::new(0)),
     };
     nemesis.start_timed();
@@ -117,26 +170,18 @@ where
     // Each client's session lists its own forwarders (the crate picks among them and moves on to
     // another when one fails) and reads time from the client's own clock.
     let connect = move |c: u32, env: &RealEnv| {
-        let hosts: Vec<String> = proxies[c as usize]
-            .iter()
-            .map(|p| format!("127.0.0.1:{}", p.port()))
-            .collect();
         let env = env.clone();
         RealZkClient::new(
-            &hosts.join(","),
+            &hosts(&proxies[c as usize]),
             session_timeout,
             Arc::new(move || env.monotonic_ms()),
         )
     };
-    let clients = nemesis.clients.clone();
-    let mut world = TaskWorld::new(rec.clone(), nemesis, clients, storage_url, connect);
     let grace = Duration::from_millis(world::grace_ms(
         scenario,
         scenario.zookeeper.session_timeout_ms,
     ));
-    world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
-        make_lock(config, conn, env)
-    })
-    .await;
+    let world = (rec.clone(), nemesis, tasks, storage_url);
+    run_task_clients(world, scenario, grace, clients, connect).await;
     Ok(rec.snapshot())
 }

@@ -6,7 +6,7 @@
 use super::{Conn, Db, EtcdConn, NodeEnv, Registered, Registry, ZkConn};
 use crate::history::History;
 use crate::lock::mysql::DatabaseLock;
-use crate::lock::{Backend, Lock, LockConfig, LockKind, Origin, Registrar};
+use crate::lock::{Backend, Lock, LockConfig, LockKind, Origin, Registrar, Service};
 use crate::real::external::ExternalRedis;
 use crate::real::{RealError, RoutedConnection};
 use crate::scenario::own::read_params;
@@ -235,9 +235,20 @@ impl Registrar for Builtins<'_> {
                 kind.name()
             )
         };
-        let real = |s: &Scenario, seed: u64, ext: Option<&ExternalRedis>| {
-            crate::real::redis_world::run_client_programs(s, seed, ext)
-        };
+        // The service the scenario's programs speak to picks the world (`scenario/service.rs`).
+        let real =
+            |s: &Scenario, seed: u64, ext: Option<&ExternalRedis>| match (s.lock.service, ext) {
+                (Service::Redis, ext) => {
+                    crate::real::redis_world::run_client_programs(s, seed, ext)
+                }
+                (Service::Etcd, None) => crate::real::etcd_world::run_client_programs(s, seed),
+                (Service::ZooKeeper, None) => crate::real::zk_world::run_client_programs(s, seed),
+                (service, _) => Err(RealError::External(format!(
+                    "{}: --redis does not apply to client programs on {service:?} (they run on \
+                 spawned servers)",
+                    s.name
+                ))),
+            };
         self.0.locks.push(Registered {
             kind,
             own: None,

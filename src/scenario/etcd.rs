@@ -84,12 +84,13 @@ type Invalid = (Option<&'static str>, String);
 /// timing, and the lease etcd can grant. The error names the key to point at.
 pub fn validate(s: &Scenario, has_etcd: bool) -> Result<(), Invalid> {
     let kind = s.lock.kind;
-    if !kind.is_etcd() {
+    if !s.lock.on_etcd() {
         if has_etcd {
             return Err((
                 Some("etcd"),
                 format!(
-                    "`[etcd]` configures the etcd locks' cluster; lock kind `{}` does not use it",
+                    "`[etcd]` configures the cluster of the etcd locks and client programs; lock \
+                     kind `{}` does not use it",
                     kind.name()
                 ),
             ));

@@ -45,7 +45,7 @@ pub const MAX_FAULTS: usize = 16;
 /// `[explore] faults` list that names one that does not.
 pub fn not_applicable(kind: &str, scenario: &Scenario) -> Option<String> {
     let mysql = scenario.lock.kind.is_mysql();
-    let zookeeper = scenario.lock.kind.is_zookeeper();
+    let zookeeper = scenario.lock.on_zookeeper();
     let redis = &scenario.redis;
     match kind {
         "failover" if zookeeper && scenario.zookeeper.servers < 3 => Some(

@@ -42,7 +42,7 @@ pub(super) fn convert(
         sentinels: scenario.redis.sentinels,
         mysql: scenario.lock.kind.is_mysql(),
         mysql_server: super::database::SERVER,
-        zookeeper: scenario.lock.kind.is_zookeeper(),
+        zookeeper: scenario.lock.on_zookeeper(),
         points: &points,
     };
     let table = Table {

@@ -200,12 +200,20 @@ impl<'a> Spans<'a> {
     /// The span of `key`'s value in the first of `[lock]`, `[redis]`, `[workload]`, `[clocks]`
     /// and the top level that has it (so `kind` is the lock's); the file's start when none has.
     pub fn find(&self, key: &str) -> Range<usize> {
-        ["lock", "redis", "workload", "clocks", "database", "etcd"]
-            .iter()
-            .find_map(|t| self.doc.get(t).and_then(|t| t.get(key)))
-            .or_else(|| self.doc.get(key))
-            .and_then(|v| v.span())
-            .unwrap_or(0..0)
+        [
+            "lock",
+            "redis",
+            "workload",
+            "clocks",
+            "database",
+            "etcd",
+            "zookeeper",
+        ]
+        .iter()
+        .find_map(|t| self.doc.get(t).and_then(|t| t.get(key)))
+        .or_else(|| self.doc.get(key))
+        .and_then(|v| v.span())
+        .unwrap_or(0..0)
     }
 
     /// Checks every number against its allowed range (see [`COUNT_LIMITS`], [`MAX_MS`], [`PPM`],

@@ -20,6 +20,7 @@ pub mod fault;
 pub mod input;
 pub mod own;
 mod plain;
+mod service;
 pub mod spec;
 #[cfg(test)]
 mod tests;
@@ -214,7 +215,8 @@ impl Scenario {
         })?;
         let lock_points = lock_points.to_vec();
         raw.lock.kind = validate::lock_kind(&ctx, &raw.lock, own)?;
-        if raw.lock.kind.is_zookeeper() {
+        raw.lock.service = service::of(&ctx, &raw)?;
+        if raw.lock.on_zookeeper() {
             let z = raw.zookeeper.clone().unwrap_or_default();
             raw.lock.session_timeout_ms = Some(z.session_timeout_ms);
         }
@@ -256,13 +258,13 @@ impl Scenario {
                 database::check_fault(&fault)
                     .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
             }
-            if scenario.lock.kind.is_etcd() {
+            if scenario.lock.on_etcd() {
                 fault
                     .kind
                     .on_etcd(scenario.etcd.servers)
                     .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
             }
-            if scenario.lock.kind.is_zookeeper() {
+            if scenario.lock.on_zookeeper() {
                 zookeeper::check_fault(&fault, scenario.zookeeper.servers)
                     .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
             }
@@ -297,14 +299,14 @@ impl Scenario {
         if self.lock.kind.is_mysql() {
             v.push(database::SERVER.to_string());
         }
-        if self.lock.kind.is_etcd() {
+        if self.lock.on_etcd() {
             v.extend((0..self.etcd.servers).map(etcd::member));
         }
-        let zookeeper = self.lock.kind.is_zookeeper();
+        let zookeeper = self.lock.on_zookeeper();
         if zookeeper {
             v.extend((0..self.zookeeper.servers).map(zookeeper::server_name));
         }
-        let redis = !self.lock.kind.is_mysql() && !self.lock.kind.is_etcd() && !zookeeper;
+        let redis = !self.lock.kind.is_mysql() && !self.lock.on_etcd() && !zookeeper;
         for m in 0..self.redis.masters * u32::from(redis) {
             v.push(format!("redis-{m}"));
             for r in 0..self.redis.replicas {

@@ -258,7 +258,7 @@ fn lease(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     if lock.ttl_ms.is_none()
         && !lock.kind.has_default_lease()
         && !lock.kind.is_mysql()
-        && !lock.kind.is_zookeeper()
+        && !lock.on_zookeeper()
     {
         return Err(ctx.err(
             at(ctx, "kind"),

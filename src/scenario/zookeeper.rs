@@ -65,24 +65,25 @@ type Invalid = (Option<&'static str>, String);
 /// Checks the ZooKeeper keys of a parsed scenario; the error names the key to point at.
 pub fn validate(s: &Scenario, has_table: bool) -> Result<(), Invalid> {
     let kind = s.lock.kind;
-    if has_table && !kind.is_zookeeper() {
+    if has_table && !s.lock.on_zookeeper() {
         return Err((
             Some("zookeeper"),
             format!(
-                "`[zookeeper]` configures the ZooKeeper locks; lock kind `{}` does not use it",
+                "`[zookeeper]` configures the ZooKeeper locks and client programs; lock kind \
+                 `{}` does not use it",
                 kind.name()
             ),
         ));
     }
-    if !kind.is_zookeeper() {
+    if !s.lock.on_zookeeper() {
         return Ok(());
     }
     if s.lock.ttl_ms.is_some() {
         return Err((
             Some("ttl_ms"),
             format!(
-                "lock kind `{}` has no lease: its node lives as long as its session; set \
-                 `[zookeeper] session_timeout_ms` instead",
+                "lock kind `{}` on ZooKeeper has no lease: its node lives as long as its \
+                 session; set `[zookeeper] session_timeout_ms` instead",
                 kind.name()
             ),
         ));

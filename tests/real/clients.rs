@@ -1,7 +1,9 @@
-//! Black-box lock clients (`[lock] kind = "client-program"`) on real `redis-server` processes: the
+//! Black-box lock clients (`[lock] kind = "client-program"`) on real `redis-server` processes, and
+//! on spawned ZooKeeper servers and etcd members (kazoo's and npm etcd3's locks): the
 //! client-library scenarios reach their expected verdicts, faults reach the client programs
-//! (SIGSTOP/SIGCONT, SIGKILL, libfaketime) and no program outlives a run, even a failing one or a
-//! SIGKILLed lockcheck. Also `--redis URL`: a user's own Redis keeps its keys.
+//! (SIGSTOP/SIGCONT, SIGKILL, libfaketime, held forwarders) and no program outlives a run, even a
+//! failing one or a SIGKILLed lockcheck; a missing library is exit 2 saying what to install. Also
+//! `--redis URL`: a user's own Redis keeps its keys.
 //!
 //! Needs the pinned client libraries: `scripts/install-clients.sh` (`.ci/run` runs it).
 
@@ -29,11 +31,18 @@ fn root() -> &'static Path {
 fn require_client_libraries() {
     let python = root().join(".venv-clients/bin/python");
     let node = root().join("clients/node/node_modules/redlock");
+    let etcd3 = root().join("clients/node/node_modules/etcd3");
+    let kazoo = Command::new(&python)
+        .args(["-c", "import kazoo"])
+        .status()
+        .is_ok_and(|s| s.success());
     assert!(
-        python.exists() && node.exists(),
-        "the client libraries are not installed: run scripts/install-clients.sh ({} / {})",
+        python.exists() && node.exists() && etcd3.exists() && kazoo,
+        "the client libraries are not installed: run scripts/install-clients.sh ({} with kazoo \
+         / {} / {})",
         python.display(),
-        node.display()
+        node.display(),
+        etcd3.display()
     );
 }
 
@@ -43,9 +52,11 @@ fn unique_key(tag: &str) -> String {
 }
 
 /// Live processes whose environment has `LOCKCHECK_KEY=<key>` (a client program and anything it
-/// forked), as (pid, command line).
+/// forked; on ZooKeeper the variable is the key's znode path, `/lockcheck/<key>`), as (pid,
+/// command line).
 fn programs_with_key(key: &str) -> Vec<(u32, String)> {
     let needle = format!("LOCKCHECK_KEY={key}");
+    let zk_needle = format!("LOCKCHECK_KEY=/lockcheck/{key}");
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
@@ -54,7 +65,10 @@ fn programs_with_key(key: &str) -> Vec<(u32, String)> {
         let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
             continue;
         };
-        if environ.split(|&b| b == 0).any(|v| v == needle.as_bytes()) {
+        if environ
+            .split(|&b| b == 0)
+            .any(|v| v == needle.as_bytes() || v == zk_needle.as_bytes())
+        {
             let cmd = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
             found.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
         }
@@ -82,6 +96,18 @@ fn fault_lines(o: &Outcome) -> Vec<String> {
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::Fault { what } => Some(what.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Each grant's fencing token, in the order granted.
+fn grant_tokens(o: &Outcome) -> Vec<Option<u64>> {
+    o.history
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Acquired { fencing_token, .. } => Some(*fencing_token),
             _ => None,
         })
         .collect()
@@ -125,7 +151,7 @@ fn every_client_library_scenario_reaches_its_expected_verdict() {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 13, "{files:?}");
+    assert_eq!(files.len(), 17, "{files:?}");
     let mut wrong = Vec::new();
     for f in &files {
         let s = Scenario::load(f).unwrap();
@@ -172,6 +198,19 @@ fn every_client_library_scenario_reaches_its_expected_verdict() {
         } else if name.ends_with("-clock-jump") {
             assert!(has("redis-0 clock jumped"), "{name}: {faults:?}");
             assert!(has("redis-1 clock jumped"), "{name}: {faults:?}");
+        } else if name.ends_with("-partition") {
+            assert!(has("forwarders hold every byte"), "{name}: {faults:?}");
+            assert!(has("partition healed"), "{name}: {faults:?}");
+        }
+        // kazoo and etcd3 report the service's own fencing token (the lock node's sequence, the
+        // lock key's create revision) with every grant, and each later grant's is higher.
+        if name.starts_with("kazoo-") || name.starts_with("etcd3-") {
+            let tokens = grant_tokens(&o);
+            assert!(
+                tokens.len() >= 2 && tokens.iter().all(Option::is_some),
+                "{name}: {tokens:?}"
+            );
+            assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{name}: {tokens:?}");
         }
         if s.expect == Verdict::Violation {
             assert_eq!(
@@ -354,6 +393,59 @@ fn a_failing_client_program_does_not_outlive_the_run() {
             "{command}: programs outlived the run: {left:?}"
         );
     }
+}
+
+#[test]
+fn a_missing_client_library_is_exit_2_saying_what_to_install() {
+    require_client_libraries();
+    let _serial = serial();
+    // The adapters away from their libraries: the virtualenv's Python without its site-packages
+    // (`-S`), and copies of the Node adapter in a directory with no node_modules.
+    let dir = std::env::temp_dir().join(format!("lockcheck-no-library-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["etcd3_lock.js", "lockcheck_protocol.js"] {
+        std::fs::copy(root().join("clients/node").join(f), dir.join(f)).unwrap();
+    }
+    let python = root().join(".venv-clients/bin/python");
+    let cases = [
+        (
+            "kazoo",
+            format!(
+                "[\"{}\", \"-S\", \"{}/clients/python/kazoo_lock.py\"]",
+                python.display(),
+                root().display()
+            ),
+            "[zookeeper]\ntick_ms = 100\n",
+        ),
+        (
+            "etcd3",
+            format!("[\"node\", \"{}/etcd3_lock.js\"]", dir.display()),
+            "ttl_ms = 2000\n[etcd]\nservers = 1\n",
+        ),
+    ];
+    for (library, command, rest) in cases {
+        let key = unique_key(library);
+        let file = dir.join(format!("{library}.toml"));
+        std::fs::write(
+            &file,
+            format!(
+                "name = \"no-{library}\"\nexpect = \"safe\"\nduration_ms = 1000\n[lock]\n\
+                 kind = \"client-program\"\ncommand = {command}\nkey = \"{key}\"\n{rest}"
+            ),
+        )
+        .unwrap();
+        let (code, out, err) = lockcheck(&["run", file.to_str().unwrap(), "--real"]);
+        assert_eq!(code, Some(2), "{library}: {out}\n{err}");
+        assert!(
+            err.contains(&format!("{library} is not installed"))
+                && err.contains("run scripts/install-clients.sh")
+                && err.contains("did not answer `hello`"),
+            "{library}: {err}"
+        );
+        let left = programs_with_key(&key);
+        assert!(left.is_empty(), "{library}: {left:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -28,7 +28,14 @@ pub struct ClientProgram {
     child: Mutex<(Child, bool)>,
     clock: Option<JumpableClock>,
     dir: PathBuf,
+    /// The thread copying the program's log to lockcheck's stderr; it ends when the program
+    /// closes its stderr.
+    log: Option<std::thread::JoinHandle<()>>,
 }
+
+/// Each client's program, by client index, in a run of `kind = "client-program"` (`None`, or an
+/// empty list: the client is a lock in this process).
+pub(in crate::real) type Programs = Arc<Vec<Option<Arc<ClientProgram>>>>;
 
 /// What to start: the command line and where it runs.
 #[derive(Clone, Debug)]
@@ -95,15 +102,14 @@ impl ClientProgram {
             .find(|(k, _)| k == "LOCKCHECK_CLIENT_ID")
             .map(|(_, v)| v.clone())
             .unwrap_or_else(|| format!("client pid {pid}"));
-        if let Some(stderr) = child.stderr.take() {
-            prefix_lines(stderr, name);
-        }
+        let log = child.stderr.take().map(|stderr| prefix_lines(stderr, name));
         Ok((
             ClientProgram {
                 pid,
                 child: Mutex::new((child, false)),
                 clock,
                 dir,
+                log,
             },
             stdin,
             stdout,
@@ -128,6 +134,17 @@ impl ClientProgram {
             libc::kill(-(self.pid as libc::pid_t), signal);
         }
         Ok(())
+    }
+
+    /// Waits, at most `within`, until everything the program wrote to its stderr is on
+    /// lockcheck's: for a program that exited, so that its last words (why it stopped) come
+    /// before lockcheck's own message about it.
+    pub fn wait_for_log(&self, within: Duration) {
+        let Some(log) = &self.log else { return };
+        let start = Instant::now();
+        while !log.is_finished() && start.elapsed() < within {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// `SIGSTOP`s the client's whole process group and returns once it is stopped.
@@ -175,12 +192,12 @@ impl Drop for ClientProgram {
 
 /// Copies `log`'s lines to lockcheck's stderr, each prefixed with `name: `, until the program
 /// closes it (it exits). A plain thread: reading a pipe blocks.
-fn prefix_lines(log: impl Read + Send + 'static, name: String) {
+fn prefix_lines(log: impl Read + Send + 'static, name: String) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         copy_prefixed(log, &name, |line| {
             let _ = writeln!(std::io::stderr().lock(), "{line}");
         })
-    });
+    })
 }
 
 /// Each line of `log` as `name: line` to `emit`, one whole line at a time (a line that is not
@@ -269,6 +286,12 @@ pub(in crate::real) fn handshake(
             .ok()
             .and_then(|v| v.get("id").and_then(|i| i.as_u64()));
         if !ok || id != Some(0) {
+            if !ok {
+                // It exited: its log says why (a library that is not installed, say).
+                if let Some(p) = &processes[c] {
+                    p.wait_for_log(Duration::from_secs(1));
+                }
+            }
             return Err(RealError::External(format!(
                 "lock client pid {pid} (`[lock] command`) did not answer `hello` with a protocol \
                  line{}: {text:?} (stdout is for protocol lines only; log to stderr; see \

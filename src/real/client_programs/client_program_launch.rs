@@ -1,14 +1,23 @@
 //! Real mode's `kind = "client-program"` clients: one program per client, its environment (the client
-//! protocol's `LOCKCHECK_*` variables) and its clock (libfaketime).
+//! protocol's `LOCKCHECK_*` variables) and its clock (libfaketime), started and past `hello`
+//! before the run begins ([`LaunchedPrograms`]), whichever service the programs speak to.
 //!
-//! Each client program reaches every master group through its own [`crate::real::RouteProxy`], so the
-//! failover, restart and partition recipes that re-route lockcheck's own connections re-route the
-//! program's connections too, without the program knowing.
+//! Each world gives a program the addresses of its own forwarders, never the servers': on Redis
+//! a [`crate::real::RouteProxy`] per master group, so the failover, restart and partition recipes
+//! that re-route lockcheck's own connections re-route the program's too; on etcd and ZooKeeper a
+//! forwarder per member or server, which a partition or a pause holds. So every fault reaches a
+//! program without it knowing.
 
-use super::client_program::{ClientCommand, ClientProgram};
+use std::process::{ChildStdin, ChildStdout};
+use std::sync::Arc;
+
+use super::client_program::{handshake, ClientCommand, ClientProgram, Programs};
+use super::client_program_lock::{ClientProgramLock, PROTOCOL_VERSION};
+use crate::history::Recorder;
+use crate::lock::LockConfig;
 use crate::real::nemesis::recipes::{ClockSetting, ClockSettings};
 use crate::real::servers::faketime::FakeTime;
-use crate::real::RealError;
+use crate::real::{RealEnv, RealError};
 use crate::scenario::Scenario;
 
 /// How one process (a master or a client program) runs under libfaketime, from its start
@@ -60,56 +69,41 @@ pub(in crate::real) fn client_clocks(
     Ok(out)
 }
 
-/// The client protocol's environment for client `c`, whose program reaches the master groups
-/// at `urls` (its proxies, in group order), and `extra` (a Sentinel run's `LOCKCHECK_SENTINELS`).
-pub(in crate::real) fn protocol_env(
-    s: &Scenario,
-    c: u32,
-    urls: &[String],
-    extra: &[(String, String)],
-) -> Vec<(String, String)> {
+/// The client protocol's environment for client `c`: what every program gets (its id, the lock
+/// key, the wait and retry bounds), then `service`, the variables of the service it speaks to
+/// (where its forwarders are, the lease or session timeout), which each world gives.
+fn protocol_env(s: &Scenario, c: u32, service: Vec<(String, String)>) -> Vec<(String, String)> {
     let l = &s.lock;
     [
-        (
-            "LOCKCHECK_PROTOCOL",
-            crate::real::client_programs::client_program_lock::PROTOCOL_VERSION.to_string(),
-        ),
-        ("LOCKCHECK_REDIS_URLS", urls.join(",")),
+        ("LOCKCHECK_PROTOCOL", PROTOCOL_VERSION.to_string()),
         ("LOCKCHECK_CLIENT_ID", format!("client-{c}")),
-        ("LOCKCHECK_KEY", l.key.clone()),
-        ("LOCKCHECK_TTL_MS", l.lease_ms().to_string()),
         ("LOCKCHECK_WAIT_MS", l.wait_ms.to_string()),
         (
             "LOCKCHECK_RETRY_MS",
             format!("{},{}", l.retry_ms[0], l.retry_ms[1]),
         ),
-        (
-            "LOCKCHECK_REQUEST_TIMEOUT_MS",
-            s.redis.request_timeout_ms.to_string(),
-        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
-    .chain(extra.iter().cloned())
+    .chain(service)
     .collect()
 }
 
-/// Starts client `c`'s program; with a jumpable clock, sets its start offset first.
-pub(in crate::real) fn start_client(
+/// The variables a world gives a program: `(name, value)` pairs, written as the protocol names
+/// them.
+pub(in crate::real) fn vars<const N: usize>(pairs: [(&str, String); N]) -> Vec<(String, String)> {
+    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// Starts client `c`'s program with the protocol's environment and `service`'s variables; with
+/// a jumpable clock, sets its start offset first.
+fn start_client(
     s: &Scenario,
     c: u32,
-    urls: &[String],
-    extra_env: &[(String, String)],
+    service: Vec<(String, String)>,
     fake: Option<&FakeTime>,
     start_offset_ms: i64,
-) -> Result<
-    (
-        ClientProgram,
-        std::process::ChildStdin,
-        std::process::ChildStdout,
-    ),
-    RealError,
-> {
+) -> Result<(ClientProgram, ChildStdin, ChildStdout), RealError> {
     let cmd = ClientCommand {
         argv: s.lock.command.clone().unwrap_or_default(),
         cwd: s
@@ -124,11 +118,91 @@ pub(in crate::real) fn start_client(
                 }
             })
             .map(|d| d.to_path_buf()),
-        env: protocol_env(s, c, urls, extra_env),
+        env: protocol_env(s, c, service),
     };
     let (process, stdin, stdout) = ClientProgram::spawn(&cmd, fake)?;
     if fake == Some(&FakeTime::Jumpable) && start_offset_ms != 0 {
         process.jump_clock(start_offset_ms)?;
     }
     Ok((process, stdin, stdout))
+}
+
+/// How each client's program starts: its service's variables, its libfaketime clock (if any)
+/// and that clock's start offset.
+pub(in crate::real) struct Launch {
+    pub(in crate::real) service: Vec<(String, String)>,
+    pub(in crate::real) fake: Option<FakeTime>,
+    pub(in crate::real) offset_ms: i64,
+}
+
+impl Launch {
+    /// A program on a true clock, speaking to a service through `service`'s variables.
+    pub(in crate::real) fn on_true_time(service: Vec<(String, String)>) -> Launch {
+        Launch {
+            service,
+            fake: None,
+            offset_ms: 0,
+        }
+    }
+}
+
+/// The scenario's client programs, one per client, started and past their `hello`: the run's
+/// true time 0 comes after this, so an interpreter's start-up is not part of it.
+pub(in crate::real) struct LaunchedPrograms {
+    /// `programs[c]`: client `c`'s program, which the nemesis pauses and kills.
+    pub(in crate::real) programs: Programs,
+    pipes: Vec<Option<(ChildStdin, ChildStdout)>>,
+}
+
+impl LaunchedPrograms {
+    /// Starts every client's program as `launches[c]` says and waits until each has answered
+    /// `hello`. Blocking (forks, then up to [`HELLO_TIMEOUT`](super::client_program::HELLO_TIMEOUT)).
+    pub(in crate::real) fn start(
+        s: &Scenario,
+        launches: Vec<Launch>,
+    ) -> Result<LaunchedPrograms, RealError> {
+        let mut processes = Vec::new();
+        let mut pipes = Vec::new();
+        for (c, launch) in launches.into_iter().enumerate() {
+            let (process, stdin, stdout) = start_client(
+                s,
+                c as u32,
+                launch.service,
+                launch.fake.as_ref(),
+                launch.offset_ms,
+            )?;
+            processes.push(Some(Arc::new(process)));
+            pipes.push(Some((stdin, stdout)));
+        }
+        handshake(&processes, &mut pipes)?;
+        Ok(LaunchedPrograms {
+            programs: Arc::new(processes),
+            pipes,
+        })
+    }
+
+    /// Client `c`'s lock: its program, driven over the protocol, its `renewed` notices recorded
+    /// in `rec`. Once per client.
+    pub(in crate::real) fn lock(
+        &mut self,
+        c: u32,
+        config: LockConfig,
+        env: RealEnv,
+        rec: Recorder,
+    ) -> ClientProgramLock<RealEnv> {
+        let (stdin, stdout) = self.pipes[c as usize]
+            .take()
+            .expect("one program per client");
+        let process = self.programs[c as usize]
+            .clone()
+            .expect("one program per client");
+        ClientProgramLock::new(process, stdin, stdout, env, config, rec, c)
+    }
+
+    /// Kills every program now (each is killed when dropped too): the run is over.
+    pub(in crate::real) fn kill_all(programs: &Programs) {
+        for p in programs.iter().flatten() {
+            p.kill();
+        }
+    }
 }

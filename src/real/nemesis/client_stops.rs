@@ -3,7 +3,10 @@
 //! and whether it crashes, gathered while the fault families fire ([`Stops`], [`AtClient`]),
 //! then carried out in the client's task ([`ClientTasks`]): a crash kills its gate and aborts its
 //! task where it stands, a pause closes its gate (its background tasks stop with it) and opens it
-//! again; what else must stop with the client is the world's ([`Stopping`]).
+//! again; what else must stop with the client is the world's ([`Stopping`]). A client that is a
+//! program (`kind = "client-program"`) is stopped from outside as well, as the operating system
+//! would: `SIGSTOP` and `SIGCONT` for its pause, `SIGKILL` for its crash ([`signal_program`],
+//! [`kill_program`], which the Redis world's nemesis uses too).
 
 use std::cell::Cell;
 use std::sync::{Arc, Mutex};
@@ -12,6 +15,7 @@ use std::time::Duration;
 use super::firing::fire_noting;
 use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
+use crate::real::client_programs::client_program::{ClientProgram, Programs};
 use crate::real::Gate;
 use crate::world::mysql::record_client_crash;
 
@@ -66,6 +70,41 @@ impl Stops {
     }
 }
 
+/// `SIGSTOP`s (`stop`) or `SIGCONT`s client `client`'s program, if it is one, and says so in the
+/// history. Stopped, every thread of the program stands, its library's own pings and lease
+/// keep-alives too, as in a stop-the-world GC pause.
+pub(in crate::real) fn signal_program(
+    rec: &Recorder,
+    client: u32,
+    program: Option<&ClientProgram>,
+    stop: bool,
+) {
+    let Some(p) = program else { return };
+    let (name, result) = if stop {
+        ("SIGSTOP", p.pause())
+    } else {
+        ("SIGCONT", p.resume())
+    };
+    let what = match result {
+        Ok(()) => format!("client-{client}: {name} of program pid {}", p.pid()),
+        Err(e) => format!("client-{client} program {name} failed: {e}"),
+    };
+    rec.record("nemesis", EventKind::Fault { what });
+}
+
+/// `SIGKILL`s client `client`'s program, if it is one, and says so in the history: it never
+/// releases, and its connections close only when the kernel closes them.
+pub(in crate::real) fn kill_program(rec: &Recorder, client: u32, program: Option<&ClientProgram>) {
+    let Some(p) = program else { return };
+    p.kill();
+    rec.record(
+        "nemesis",
+        EventKind::Fault {
+            what: format!("client-{client} program pid {} killed (SIGKILL)", p.pid()),
+        },
+    );
+}
+
 /// The clients' gates and tasks, which their own faults act on.
 #[derive(Clone)]
 pub(in crate::real) struct ClientTasks {
@@ -73,16 +112,28 @@ pub(in crate::real) struct ClientTasks {
     pub(in crate::real) gates: Vec<Gate>,
     /// Each client's task, to abort it when the client crashes.
     pub(in crate::real) tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    /// Each client's program, when the clients are programs: paused and killed with the client.
+    pub(in crate::real) programs: Programs,
 }
 
 impl ClientTasks {
-    /// Gates for `clients` clients, no task yet.
+    /// Gates for `clients` clients, no task yet; the clients are locks in this process.
     pub(in crate::real) fn new(rec: Recorder, clients: u32) -> ClientTasks {
         ClientTasks {
             rec,
             gates: (0..clients).map(|_| Gate::default()).collect(),
             tasks: Arc::default(),
+            programs: Arc::default(),
         }
+    }
+
+    /// The same clients, each of which is a program (`programs[c]`).
+    pub(in crate::real) fn with_programs(self, programs: Programs) -> ClientTasks {
+        ClientTasks { programs, ..self }
+    }
+
+    fn program(&self, client: u32) -> Option<&ClientProgram> {
+        self.programs.get(client as usize)?.as_deref()
     }
 
     /// If `crashed` ([`Stops::crashed`]), `client` dies at `point`: records it (`how` the
@@ -98,6 +149,7 @@ impl ClientTasks {
             return;
         }
         record_client_crash(&self.rec, client, point, how);
+        kill_program(&self.rec, client, self.program(client));
         self.gates[client as usize].kill();
         if let Some(t) = self.tasks.lock().unwrap().get(client as usize) {
             t.abort();
@@ -105,14 +157,18 @@ impl ClientTasks {
         std::future::pending::<()>().await;
     }
 
-    /// Stalls `client` for `stall` ([`Stops::stall`]) with its gate closed, if not zero.
+    /// Stalls `client` for `stall` ([`Stops::stall`]) with its gate closed, if not zero; a
+    /// program is `SIGSTOP`ped meanwhile, and continued before its gate opens, so the next
+    /// request finds it running.
     pub(in crate::real) async fn stall_if_asked(&self, stall: Duration, client: u32) {
         if stall.is_zero() {
             return;
         }
         let gate = &self.gates[client as usize];
         gate.close();
+        signal_program(&self.rec, client, self.program(client), true);
         tokio::time::sleep(stall).await;
+        signal_program(&self.rec, client, self.program(client), false);
         gate.open();
         self.rec.record(
             "nemesis",

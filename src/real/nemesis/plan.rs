@@ -32,11 +32,11 @@ pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
     if s.lock.kind.is_mysql() {
         return check_mysql(s);
     }
-    if s.lock.kind.is_etcd() {
-        return check_consensus(s, "etcd members", "the etcd locks");
+    if s.lock.on_etcd() {
+        return check_consensus(s, "etcd members", "etcd");
     }
-    if s.lock.kind.is_zookeeper() {
-        return check_consensus(s, "ZooKeeper servers", "the ZooKeeper locks");
+    if s.lock.on_zookeeper() {
+        return check_consensus(s, "ZooKeeper servers", "ZooKeeper");
     }
     let sentinels = s.redis.sentinels > 0;
     if s.redis.min_replicas_to_write > 0 && !sentinels && s.redis.replicas > 0 {
@@ -73,9 +73,9 @@ pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
     Ok(())
 }
 
-/// Checks that every fault of an etcd or ZooKeeper scenario (of `locks`) has a recipe on the
-/// spawned `servers`.
-fn check_consensus(s: &Scenario, servers: &str, locks: &str) -> Result<(), RealError> {
+/// Checks that every fault of an etcd or ZooKeeper scenario (a lock on `service`, built in or a
+/// client program) has a recipe on the spawned `servers`.
+fn check_consensus(s: &Scenario, servers: &str, service: &str) -> Result<(), RealError> {
     if !s.clocks.is_perfect() {
         return Err(unsupported(format!(
             "`{}` sets [clocks]: real mode starts {servers} and clients with true clocks; run it \
@@ -93,7 +93,7 @@ fn check_consensus(s: &Scenario, servers: &str, locks: &str) -> Result<(), RealE
             Err(Refused::Because(why)) => return Err(unsupported(why)),
             Err(Refused::Lacking) => {
                 return Err(unsupported(format!(
-                    "fault {} has no real-mode recipe for {locks} (client pauses and crashes fire \
+                    "fault {} has no real-mode recipe for a lock on {service} (client pauses and crashes fire \
                      at a client's point, `on = ...`; clock faults have none); run it in \
                      simulation",
                     crate::fault::fault_table(f).into_inline_table()

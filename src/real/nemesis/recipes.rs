@@ -182,7 +182,7 @@ pub(in crate::real) struct ConsensusRecipes<'a> {
 impl ConsensusRecipes<'_> {
     /// What etcd lacks and ZooKeeper's recipes have.
     fn zookeeper_only(&self) -> Result<(), Refused> {
-        if self.s.lock.kind.is_zookeeper() {
+        if self.s.lock.on_zookeeper() {
             Ok(())
         } else {
             Err(Refused::Lacking)
@@ -217,7 +217,7 @@ impl Nemesis for ConsensusRecipes<'_> {
     }
 
     fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
-        if !self.s.lock.kind.is_zookeeper() {
+        if !self.s.lock.on_zookeeper() {
             return Ok(());
         }
         zookeeper_cuts(self.s, cut).map(drop).map_err(refused)

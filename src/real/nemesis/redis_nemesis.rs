@@ -38,12 +38,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::client_stops::{kill_program, signal_program};
 use super::plan::{client_cuts, client_index, master_index, sentinel_links, server_index};
 use super::recipes::FailsOver;
 use crate::fault::partition::describe_partition;
 use crate::fault::{ClientRef, Cut, Fault, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
-use crate::real::client_programs::client_program::ClientProgram;
+use crate::real::client_programs::client_program::Programs;
 use crate::real::connection::Route;
 use crate::real::observers::clock_ties::ClockTies;
 use crate::real::servers::failover::FailoverRig;
@@ -83,7 +84,7 @@ impl Group {
 #[derive(Clone)]
 pub(in crate::real) struct RealNemesis {
     /// Each client's program, for `kind = "client-program"` (pauses, crashes and clock jumps reach it).
-    pub(in crate::real) processes: Arc<Vec<Option<Arc<ClientProgram>>>>,
+    pub(in crate::real) processes: Programs,
     /// The faults still to fire.
     pub(in crate::real) schedule: Schedule,
     /// Each master group's processes; a failover or restart holds its group's lock.
@@ -222,23 +223,6 @@ impl RealNemesis {
         self.rec.record("nemesis", EventKind::Fault { what });
     }
 
-    /// `SIGSTOP`s (`stop`) or `SIGCONT`s client `client`'s program, if it is one, and says so.
-    fn signal_program(&self, client: u32, program: Option<&ClientProgram>, stop: bool) {
-        let Some(p) = program else { return };
-        let (name, result) = if stop {
-            ("SIGSTOP", p.pause())
-        } else {
-            ("SIGCONT", p.resume())
-        };
-        match result {
-            Ok(()) => self.note(format!(
-                "client-{client}: {name} of program pid {}",
-                p.pid()
-            )),
-            Err(e) => self.note(format!("client-{client} program {name} failed: {e}")),
-        }
-    }
-
     /// Stops client `client` for `stall`, as a stop-the-world GC pause stops a process: its gate
     /// closes now (its task, and every task and timer of its environment, wait there), its
     /// program, if it is one, is `SIGSTOP`ped; a task of the nemesis's own resumes it, since the
@@ -247,11 +231,11 @@ impl RealNemesis {
         let gate = self.gates[client as usize].clone();
         let program = self.processes.get(client as usize).cloned().flatten();
         gate.close();
-        self.signal_program(client, program.as_deref(), true);
+        signal_program(&self.rec, client, program.as_deref(), true);
         let me = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(stall).await;
-            me.signal_program(client, program.as_deref(), false);
+            signal_program(&me.rec, client, program.as_deref(), false);
             if !gate.is_dead() {
                 gate.open();
                 me.note(format!("client-{client} resumed"));
@@ -324,13 +308,7 @@ impl RealNemesis {
         let gate = &self.gates[client as usize];
         let program = self.processes.get(client as usize).cloned().flatten();
         if crashed {
-            if let Some(p) = &program {
-                p.kill();
-                self.note(format!(
-                    "client-{client} program pid {} killed (SIGKILL)",
-                    p.pid()
-                ));
-            }
+            kill_program(&self.rec, client, program.as_deref());
             gate.kill();
             std::future::pending::<()>().await;
         }
