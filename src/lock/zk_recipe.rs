@@ -15,6 +15,14 @@
 //! still works as the holder while the next waiter is granted the lock (CURATOR-206, "2 clients
 //! acquired the same InterProcessLock", apache/curator#727).
 //!
+//! Its second weakness is the lock loop's retry (CURATOR-604, "Double locking issue while using
+//! InterProcessMutex", apache/curator#1121): Curator's `LockInternals.internalLockLoop` lists
+//! the children through its `RetryLoop`, which retries a SESSIONEXPIRED too, on the new session
+//! Curator opens, and still looks for the node it created under the old one. A server that has
+//! not yet applied the old session's close (a follower a moment behind its leader, answering a
+//! local session at once) still lists that node, lowest: the client holds a lock whose node is
+//! about to go, and the next waiter holds as soon as it does.
+//!
 //! - `zk-recipe` is the recipe alone: a holder never looks at its session again.
 //! - `zk-recipe-listener` gives the lock up when its connection-state listener hears SUSPENDED
 //!   (nothing heard from the server for two thirds of the session timeout, the ZooKeeper
@@ -141,9 +149,13 @@ impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
     }
 
     /// Curator's protected create: the node named with this attempt's guid, or, after a
-    /// connection loss, the one the lost create made if the server has it.
+    /// connection loss, the one the lost create made if the server has it. A node found under a
+    /// session other than the one the create was sent in is not ours to use: it belongs to a
+    /// session that has ended and goes with it (CURATOR-498's fix, apache/curator#1018:
+    /// `ProtectedMode.validateFoundNode` drops a found node when the session id changed).
     async fn create_protected(&mut self, dir: &str, guid: &str) -> Result<String, ZkError> {
         let prefix = format!("{dir}/_c_{guid}-lock-");
+        let sent_in = self.client.session_id();
         match self
             .client
             .create(&prefix, b"", CreateMode::EphemeralSequential)
@@ -151,17 +163,60 @@ impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
         {
             Ok((name, _)) => Ok(name),
             Err(ZkError::ConnectionLoss(why)) => {
-                // The create may have been applied: look for our guid before creating again
-                // (whichever session is current by then: CURATOR-604's window).
+                // The create may have been applied: look for our guid before creating again.
                 self.session().await?;
                 let children = self.client.get_children(dir, false).await?;
                 let mine = children.iter().find(|c| c.contains(guid));
                 match mine {
-                    Some(name) => Ok(format!("{dir}/{name}")),
-                    None => Err(ZkError::ConnectionLoss(why)),
+                    Some(name) if self.client.session_id() == sent_in => {
+                        Ok(format!("{dir}/{name}"))
+                    }
+                    _ => Err(ZkError::ConnectionLoss(why)),
                 }
             }
             Err(e) => Err(e),
+        }
+    }
+
+    /// Curator's `RetryLoop` around a read of the lock loop: a connection loss or a session
+    /// expiry is retried (`RetryPolicy.allowRetry` lists CONNECTIONLOSS and SESSIONEXPIRED among
+    /// the retryable codes) after the retry pause, until the wait bound; after an expiry the
+    /// retry runs on a new session, as Curator's `ConnectionState` replaces an expired handle.
+    /// `Ok` when the read should be tried again.
+    async fn retry_read(&mut self, e: ZkError, deadline: u64) -> Result<(), ZkError> {
+        if !matches!(e, ZkError::ConnectionLoss(_) | ZkError::SessionExpired(_)) {
+            return Err(e);
+        }
+        if !super::retry_pause(&self.env, &self.config, deadline).await {
+            return Err(e);
+        }
+        match self.session().await {
+            Ok(()) | Err(ZkError::ConnectionLoss(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The lock directory's children (`LockInternals.getSortedChildren`), through the retry
+    /// loop. The lock loop keeps the node it created across the retries: after a session
+    /// expiry, a server that still lists that node (a follower that has not yet applied the old
+    /// session's close) lets the new session take it for its own — CURATOR-604.
+    async fn children(&mut self, dir: &str, deadline: u64) -> Result<Vec<String>, ZkError> {
+        loop {
+            match self.client.get_children(dir, false).await {
+                Ok(children) => return Ok(children),
+                Err(e) => self.retry_read(e, deadline).await?,
+            }
+        }
+    }
+
+    /// A watch on the predecessor (`getData().usingWatcher(...)` in Curator), through the retry
+    /// loop: whether it still exists.
+    async fn watch(&mut self, predecessor: &str, deadline: u64) -> Result<bool, ZkError> {
+        loop {
+            match self.client.exists(predecessor, true).await {
+                Ok(stat) => return Ok(stat.is_some()),
+                Err(e) => self.retry_read(e, deadline).await?,
+            }
         }
     }
 
@@ -229,10 +284,11 @@ impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
         self.env.point("after_create").await;
         let my_seq = sequence_of(&node);
         loop {
-            let mut children = self.client.get_children(&dir, false).await?;
+            let mut children = self.children(&dir, deadline).await?;
             children.sort_by_key(|c| sequence_of(c));
             let Some(at) = children.iter().position(|c| format!("{dir}/{c}") == node) else {
-                // Our node is gone (its session expired): start over.
+                // Our node is gone (its session expired): start over (Curator's
+                // `validateOurIndex` throws NoNode, and `attemptLock` creates again).
                 return Ok(Step::Again);
             };
             if at == 0 {
@@ -240,7 +296,7 @@ impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
             }
             debug_assert!(my_seq.is_some());
             let predecessor = format!("{dir}/{}", children[at - 1]);
-            if self.client.exists(&predecessor, true).await?.is_none() {
+            if !self.watch(&predecessor, deadline).await? {
                 continue;
             }
             self.env.point("before_wait").await;
@@ -253,7 +309,9 @@ impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
                 }
                 match self.client.next_event(deadline - now).await {
                     Some(ZkEvent::NodeDeleted(p)) if p == predecessor => break,
-                    Some(ZkEvent::Session(SessionState::Lost)) => return Ok(Step::Again),
+                    // ZooKeeper hands an expiry to every watcher; Curator's lock loop wakes and
+                    // lists the children again, through its retry loop, on a new session.
+                    Some(ZkEvent::Session(SessionState::Lost)) => break,
                     Some(_) => {}
                     None => {}
                 }

@@ -44,6 +44,7 @@ pub use spec::{
     ChecksSpec, ClocksSpec, LockSpec, RedisSpec, WorkloadKind, WorkloadSpec,
     DEFAULT_WATCHDOG_TIMEOUT_MS, WORKLOAD_POINTS,
 };
+pub use zookeeper::ZkConnect;
 
 /// A parsed, validated scenario: everything a world needs to run it and a judge needs to say
 /// whether the run went as expected. Only [`Scenario::parse`] and [`Scenario::load`] make one,
@@ -265,7 +266,7 @@ impl Scenario {
                     .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
             }
             if scenario.lock.on_zookeeper() {
-                zookeeper::check_fault(&fault, scenario.zookeeper.servers)
+                zookeeper::check_fault(&fault, &scenario.zookeeper)
                     .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
             }
             warnings.extend(warning.map(|w| w.to_string()));

@@ -9,6 +9,20 @@ pub fn server_name(i: u32) -> String {
     format!("zookeeper-{i}")
 }
 
+/// Which server a client of an ensemble is connected to (`[zookeeper] connect`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ZkConnect {
+    /// Every request reaches the leader, which answers it (what the simulation always did: the
+    /// ensemble seen through its leader).
+    #[default]
+    Leader,
+    /// Client `c` is connected to follower `zookeeper-(1 + c mod 2)` of a three-server
+    /// ensemble: the follower forwards writes and session changes to the leader and answers
+    /// reads from what it has applied, `follower_lag_ms` behind the leader (simulation only).
+    Followers,
+}
+
 /// `[zookeeper]`: the service the ZooKeeper locks talk to.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -30,6 +44,18 @@ pub struct ZooKeeperSpec {
     /// 3.8 ensemble on one machine elected a new leader about 0.5 s after its leader was killed).
     #[serde(default = "default_election_ms")]
     pub election_ms: u64,
+    /// Which server a client is connected to: `"leader"` (the default) or `"followers"`.
+    #[serde(default)]
+    pub connect: ZkConnect,
+    /// How long after the leader commits a transaction a follower applies it (ms; with
+    /// `connect = "followers"`): how far behind the leader the reads a follower answers are.
+    #[serde(default)]
+    pub follower_lag_ms: u64,
+    /// New sessions are local to their follower (ZooKeeper's `localSessionsEnabled`, with
+    /// upgrading): no transaction, so the follower answers them at once; a session becomes global
+    /// when it first creates an ephemeral node. Needs `connect = "followers"`.
+    #[serde(default)]
+    pub local_sessions: bool,
 }
 
 fn default_servers() -> u32 {
@@ -56,6 +82,9 @@ impl Default for ZooKeeperSpec {
             tick_ms: default_tick_ms(),
             latency_ms: default_latency_ms(),
             election_ms: default_election_ms(),
+            connect: ZkConnect::default(),
+            follower_lag_ms: 0,
+            local_sessions: false,
         }
     }
 }
@@ -128,12 +157,63 @@ pub fn validate(s: &Scenario, has_table: bool) -> Result<(), Invalid> {
             "`election_ms` must be between 1 and 600000".into(),
         ));
     }
+    validate_followers(s)
+}
+
+/// The keys of followers that answer reads: they need an ensemble (and `check_fault` refuses
+/// the faults they are not modelled with).
+fn validate_followers(s: &Scenario) -> Result<(), Invalid> {
+    let z = &s.zookeeper;
+    if z.connect == ZkConnect::Leader {
+        for (key, set) in [
+            ("follower_lag_ms", z.follower_lag_ms > 0),
+            ("local_sessions", z.local_sessions),
+        ] {
+            if set {
+                return Err((
+                    Some(key),
+                    format!(
+                        "`{key}` is about the followers clients are connected to; it needs                          `connect = \"followers\"` (every request reaches the leader otherwise)"
+                    ),
+                ));
+            }
+        }
+        return Ok(());
+    }
+    if z.servers != 3 {
+        return Err((
+            Some("connect"),
+            "`connect = \"followers\"` needs an ensemble with followers: set `servers = 3`".into(),
+        ));
+    }
+    if z.follower_lag_ms > 600_000 {
+        return Err((
+            Some("follower_lag_ms"),
+            "`follower_lag_ms` must be at most 600000".into(),
+        ));
+    }
     Ok(())
 }
 
 /// Whether the ZooKeeper worlds carry out fault `f`: client pauses, crashes and partitions; a
 /// crash or pause of a server; a failover of an ensemble's leader; a server's clock jumping or
 /// drifting (its session tracker's clock). The family decides (`FaultKind::on_zookeeper`).
-pub fn check_fault(f: &super::Fault, servers: u32) -> Result<(), String> {
-    f.kind.on_zookeeper(servers)
+/// With followers answering reads, a fault that changes the leader or stops a server is refused:
+/// a follower's resynchronisation with a new leader is not simulated.
+pub fn check_fault(f: &super::Fault, z: &ZooKeeperSpec) -> Result<(), String> {
+    f.kind.on_zookeeper(z.servers)?;
+    let server_fault = matches!(
+        f.kind,
+        super::FaultKind::Failover { .. }
+            | super::FaultKind::Crash { .. }
+            | super::FaultKind::ServerPause { .. }
+    );
+    if z.connect == ZkConnect::Followers && server_fault {
+        return Err(format!(
+            "a `{}` of a server with `[zookeeper] connect = \"followers\"` is not modelled: a \
+             follower's resynchronisation with a new leader is not simulated; drop one of them",
+            f.kind.name()
+        ));
+    }
+    Ok(())
 }

@@ -40,6 +40,8 @@ struct Session {
 pub struct SimZkClient {
     zk: SimZk,
     node: usize,
+    /// The server it is connected to (`None`: the leader, whichever it is).
+    server: Option<usize>,
     env: SimEnv,
     requested_timeout_ms: u64,
     session: Arc<Mutex<Session>>,
@@ -48,13 +50,21 @@ pub struct SimZkClient {
 }
 
 impl SimZk {
-    /// A handle for the client on node `node` (not connected: its first request connects),
-    /// asking for `session_timeout_ms`.
-    pub fn client(&self, node: usize, env: SimEnv, session_timeout_ms: u64) -> SimZkClient {
+    /// A handle for the client on node `node`, connected to `server` (`None`: the leader; see
+    /// [`SimZk::server_of`]), not yet connected (its first request connects), asking for
+    /// `session_timeout_ms`.
+    pub(super) fn client(
+        &self,
+        node: usize,
+        server: Option<usize>,
+        env: SimEnv,
+        session_timeout_ms: u64,
+    ) -> SimZkClient {
         let (events_tx, events) = unbounded_channel();
         SimZkClient {
             zk: self.clone(),
             node,
+            server,
             env,
             requested_timeout_ms: session_timeout_ms,
             session: Arc::new(Mutex::new(Session {
@@ -70,17 +80,18 @@ impl SimZk {
     }
 }
 
-/// One round trip: the request travels, is applied by the service, the reply travels back.
-/// Never returns while a link on the way is cut (the caller's read timeout gives up).
-/// The server is the leader's node: a client of a follower is answered after the follower
-/// asked the leader, which the simulation folds into one hop.
+/// One round trip: the request travels to the client's server, is answered (a write or a
+/// session change applied by the leader, a read by the server the client is connected to), and
+/// the reply travels back. Never returns while a link on the way is cut (the caller's read
+/// timeout gives up). A follower's exchange with the leader is folded into the follower's hop.
 async fn round_trip(
     zk: &SimZk,
     node: usize,
+    connected: Option<usize>,
     session: i64,
     request: Request,
 ) -> Result<Response, ZkError> {
-    let server = zk.leader();
+    let server = zk.serving(connected);
     hop(zk, node, server).await;
     if !zk.up() {
         // A crashed server's host refuses the connection; an electing ensemble drops it.
@@ -88,7 +99,7 @@ async fn round_trip(
         return Err(ZkError::ConnectionLoss("the service is not serving".into()));
     }
     zk.running().await;
-    let out = zk.request(session, request);
+    let out = zk.request_via(connected, session, request).await;
     hop(zk, server, node).await;
     out
 }
@@ -123,7 +134,7 @@ impl SimZkClient {
             ));
         }
         let limit = self.read_timeout();
-        let trip = round_trip(&self.zk, self.node, id, request);
+        let trip = round_trip(&self.zk, self.node, self.server, id, request);
         match madsim::time::timeout(limit, trip).await {
             Err(_) => Err(ZkError::ConnectionLoss(format!(
                 "no answer within the read timeout ({} ms)",
@@ -140,6 +151,7 @@ impl SimZkClient {
     fn start_pings(&self, generation: u64) {
         let zk = self.zk.clone();
         let node = self.node;
+        let server = self.server;
         let env = self.env.clone();
         let session = self.session.clone();
         let events = self.events_tx.clone();
@@ -155,7 +167,7 @@ impl SimZkClient {
                 env.sleep(Duration::from_millis((timeout_ms / 3).max(1)))
                     .await;
                 let read_timeout = Duration::from_millis((timeout_ms * 2 / 3).max(1));
-                let ping = round_trip(&zk, node, id, Request::Ping);
+                let ping = round_trip(&zk, node, server, id, Request::Ping);
                 if let Ok(out) = madsim::time::timeout(read_timeout, ping).await {
                     if session.lock().unwrap().generation == generation {
                         heard(&session, &events, &env, &out);
@@ -301,17 +313,18 @@ impl ZkClient for SimZkClient {
         let limit = self.read_timeout();
         let zk = self.zk.clone();
         let node = self.node;
+        let connected = self.server;
         let requested = self.requested_timeout_ms;
         let tx = self.events_tx.clone();
         let connect = async move {
-            let server = zk.leader();
+            let server = zk.serving(connected);
             hop(&zk, node, server).await;
             if !zk.up() {
                 hop(&zk, server, node).await;
                 return None;
             }
             zk.running().await;
-            let granted = zk.connect(node, requested, tx);
+            let granted = zk.connect(node, connected, requested, tx).await;
             hop(&zk, server, node).await;
             Some(granted)
         };

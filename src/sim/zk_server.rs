@@ -9,11 +9,25 @@
 //! makes the service unavailable for the election, then the new leader tracks every session
 //! afresh (`simzk::engine`'s module docs); a follower's crash is not visible to the recipes,
 //! since a client of that follower reconnects to another within its timeout.
+//!
+//! With `[zookeeper] connect = "followers"`, the followers answer too: each client is connected
+//! to one follower ([`Reads::server_of`]), which forwards its writes and session changes to the
+//! leader and answers its reads (`exists`, `getData`, `getChildren`) from its own copy of the
+//! tree (`simzk::Follower`). A follower applies each committed transaction
+//! `[zookeeper] follower_lag_ms` after the leader committed it, and answers a session only once
+//! it has applied that session's last write (ZooKeeper's FIFO client order: a session always
+//! reads its own writes, and a global session's connect is answered once its `createSession`
+//! is applied). A watch left on a follower fires when the follower applies the change. With
+//! `local_sessions = true` a new session is local to its follower (ZooKeeper's
+//! `localSessionsEnabled`): it takes no transaction, so its first reads are answered at once,
+//! from whatever the follower has applied. Sessions are tracked by the leader in both cases
+//! (on its clock), and every request is checked against the leader's sessions: a client whose
+//! session expired hears so before a follower answers it.
 
 use super::clock::Clocks;
 use super::network::Network;
 use crate::history::{EventKind, Recorder};
-use crate::simzk::{Request, Response, ZkConfig, ZkEngine};
+use crate::simzk::{Follower, Request, Response, ZkConfig, ZkEngine};
 use crate::zookeeper::{ZkError, ZkEvent};
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
@@ -29,6 +43,27 @@ pub(super) const ZK_NODE: usize = 0;
 
 /// A session's client: its node index and where its watch events go.
 type SessionClient = (usize, UnboundedSender<ZkEvent>);
+
+/// Which server answers a client's reads, and how far behind the leader the followers are.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Reads {
+    /// Clients are connected to the followers (`[zookeeper] connect = "followers"`); otherwise
+    /// every request reaches the leader.
+    pub(super) via_followers: bool,
+    /// How long after the leader commits a transaction a follower applies it.
+    pub(super) lag: Duration,
+    /// New sessions are local to their server (`localSessionsEnabled`).
+    pub(super) local_sessions: bool,
+}
+
+impl Reads {
+    /// The server client `c` is connected to in a deployment of `servers`: with followers
+    /// answering, `zookeeper-1`, `zookeeper-2`, … in turn (`zookeeper-0` leads); `None`: the
+    /// leader, whichever it is.
+    pub(super) fn server_of(&self, c: u32, servers: u32) -> Option<usize> {
+        (self.via_followers && servers > 1).then(|| 1 + (c % (servers - 1)) as usize)
+    }
+}
 
 /// What the service is doing.
 #[derive(Default)]
@@ -56,6 +91,11 @@ pub struct SimZk {
     pub(super) node: Arc<OnceLock<NodeId>>,
     /// The server names faults use (`zookeeper-0` …).
     pub(super) servers: u32,
+    reads: Reads,
+    /// The followers that answer reads, by node index (none unless clients connect to them).
+    followers: Arc<Mutex<BTreeMap<usize, Follower>>>,
+    /// When the service started: the followers' lag is counted in true time from here.
+    epoch: madsim::time::Instant,
 }
 
 impl SimZk {
@@ -67,9 +107,18 @@ impl SimZk {
         clocks: Clocks,
         rec: Recorder,
         servers: u32,
+        reads: Reads,
     ) -> SimZk {
+        let mut engine = ZkEngine::new(config);
+        let mut followers = BTreeMap::new();
+        if reads.via_followers {
+            engine.record_commits();
+            for f in 1..servers as usize {
+                followers.insert(f, Follower::new());
+            }
+        }
         SimZk {
-            engine: Arc::new(Mutex::new(ZkEngine::new(config))),
+            engine: Arc::new(Mutex::new(engine)),
             net,
             clocks,
             leader: Arc::new(AtomicUsize::new(ZK_NODE)),
@@ -79,6 +128,85 @@ impl SimZk {
             paused: Arc::new(watch::channel(false).0),
             node: Arc::default(),
             servers,
+            reads,
+            followers: Arc::new(Mutex::new(followers)),
+            epoch: madsim::time::Instant::now(),
+        }
+    }
+
+    /// The server client `c` is connected to (`None`: the leader, whichever it is).
+    pub(super) fn server_of(&self, c: u32) -> Option<usize> {
+        self.reads.server_of(c, self.servers)
+    }
+
+    /// The node index of the server that answers a client connected to `server` now.
+    pub(super) fn serving(&self, server: Option<usize>) -> usize {
+        server.unwrap_or_else(|| self.leader())
+    }
+
+    /// The follower that answers a client connected to `server`, unless that server leads.
+    fn follower_of(&self, server: Option<usize>) -> Option<usize> {
+        server.filter(|&s| s != self.leader() && self.followers.lock().unwrap().contains_key(&s))
+    }
+
+    fn true_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Hands what the leader committed to every follower, due after the lag; each applies it
+    /// then, on the service's node, and sends the watch events it fired.
+    fn replicate(&self) {
+        let committed = self.engine.lock().unwrap().take_committed();
+        if committed.is_empty() {
+            return;
+        }
+        let due = self.true_ms() + self.reads.lag.as_millis() as u64;
+        for follower in self.followers.lock().unwrap().values_mut() {
+            for c in &committed {
+                follower.receive(due, c.clone());
+            }
+        }
+        if self.reads.lag.is_zero() {
+            self.apply_followers();
+        } else {
+            let me = self.clone();
+            let lag = self.reads.lag;
+            self.on_server(async move {
+                madsim::time::sleep(lag).await;
+                me.apply_followers();
+            });
+        }
+    }
+
+    /// Every follower applies what is due by now and sends the watch events that fired.
+    fn apply_followers(&self) {
+        let now = self.true_ms();
+        let fired: Vec<(usize, Vec<(i64, ZkEvent)>)> = self
+            .followers
+            .lock()
+            .unwrap()
+            .iter_mut()
+            .filter_map(|(&s, f)| f.apply_due(now).then(|| (s, f.take_notifications())))
+            .collect();
+        for (server, events) in fired {
+            self.send(server, events);
+        }
+    }
+
+    /// Returns once follower `f` has applied transaction `zxid` (FIFO client order).
+    async fn caught_up(&self, f: usize, zxid: i64) {
+        loop {
+            self.apply_followers();
+            let due = {
+                let followers = self.followers.lock().unwrap();
+                let follower = &followers[&f];
+                if follower.applied() >= zxid {
+                    return;
+                }
+                follower.due_of(zxid)
+            };
+            let wait = due.map_or(1, |d| d.saturating_sub(self.true_ms()).max(1));
+            madsim::time::sleep(Duration::from_millis(wait)).await;
         }
     }
 
@@ -111,18 +239,68 @@ impl SimZk {
         let _ = rx.wait_for(|paused| !paused).await;
     }
 
-    /// A new session for the client on node `node`, whose events go to `events`.
-    pub(super) fn connect(
+    /// A new session for the client on node `node`, connected to `server`, whose events go to
+    /// `events`: a global session is answered once the client's server has applied its
+    /// `createSession`, a local one at once.
+    pub(super) async fn connect(
         &self,
         node: usize,
+        server: Option<usize>,
         requested_ms: u64,
         events: UnboundedSender<ZkEvent>,
     ) -> (i64, u64) {
         let now = self.now_ms();
-        let (id, timeout) = self.engine.lock().unwrap().connect(now, requested_ms);
+        let follower = self.follower_of(server);
+        let (id, timeout) = {
+            let mut engine = self.engine.lock().unwrap();
+            if follower.is_some() && self.reads.local_sessions {
+                engine.connect_local(now, requested_ms)
+            } else {
+                engine.connect(now, requested_ms)
+            }
+        };
         self.clients.lock().unwrap().insert(id, (node, events));
         self.state.lock().unwrap().requests += 1;
+        self.replicate();
+        if let Some(f) = follower {
+            let created = self.engine.lock().unwrap().last_write(id);
+            self.caught_up(f, created).await;
+        }
         (id, timeout)
+    }
+
+    /// One request of `session` from a client connected to `server`: the leader checks and
+    /// touches the session and applies a write; a follower answers a read from its own state,
+    /// and any request once it has applied the session's writes.
+    pub(super) async fn request_via(
+        &self,
+        server: Option<usize>,
+        session: i64,
+        request: Request,
+    ) -> Result<Response, ZkError> {
+        let Some(f) = self.follower_of(server) else {
+            return self.request(session, request);
+        };
+        if !request.is_read() {
+            let closes = request == Request::Close;
+            let out = self.request(session, request);
+            if out.is_ok() && !closes {
+                let wrote = self.engine.lock().unwrap().last_write(session);
+                self.caught_up(f, wrote).await;
+            }
+            return out;
+        }
+        // The follower forwards the session's liveness to the leader; a session the leader
+        // no longer has is refused before any read.
+        self.request(session, Request::Ping)?;
+        let wrote = self.engine.lock().unwrap().last_write(session);
+        self.caught_up(f, wrote).await;
+        self.followers
+            .lock()
+            .unwrap()
+            .get_mut(&f)
+            .expect("a follower")
+            .read(session, request)
     }
 
     /// One request of `session`, applied now on the server's clock; the watch events it fired
@@ -140,7 +318,8 @@ impl SimZk {
         if matches!(out, Ok(Response::Done)) && !self.engine.lock().unwrap().is_alive(session) {
             self.clients.lock().unwrap().remove(&session);
         }
-        self.send(fired);
+        self.send(self.leader(), fired);
+        self.replicate();
         out
     }
 
@@ -158,7 +337,8 @@ impl SimZk {
                 (engine.expire_due(now), engine.take_notifications())
             };
             self.expired(&expired);
-            self.send(fired);
+            self.send(self.leader(), fired);
+            self.replicate();
         }
     }
 
@@ -177,17 +357,17 @@ impl SimZk {
         }
     }
 
-    /// Sends each watch event to its session's client: after the link's latency, and, while the
-    /// link is cut, once it heals (a reconnecting client re-registers its watches and hears what
-    /// changed: ZooKeeper's `setWatches`). An event for a session that ended is dropped.
-    fn send(&self, fired: Vec<(i64, ZkEvent)>) {
+    /// Sends each watch event, fired on `server`, to its session's client: after the link's
+    /// latency, and, while the link is cut, once it heals (a reconnecting client re-registers
+    /// its watches and hears what changed: ZooKeeper's `setWatches`). An event for a session
+    /// that ended is dropped.
+    fn send(&self, server: usize, fired: Vec<(i64, ZkEvent)>) {
         for (session, event) in fired {
             let Some((node, to)) = self.clients.lock().unwrap().get(&session).cloned() else {
                 continue;
             };
             let net = self.net.clone();
             let engine = self.engine.clone();
-            let server = self.leader();
             self.on_server(async move {
                 madsim::time::sleep(net.latency()).await;
                 while !net.reachable(server, node) {

@@ -21,7 +21,7 @@ use super::clock::Clocks;
 use super::storage::{Storage, StorageConnection};
 use super::zk_conn::SimZkClient;
 use super::zk_nemesis::ZkNemesis;
-use super::zk_server::SimZk;
+use super::zk_server::{Reads, SimZk};
 use super::SimEnv;
 use super::SimRun;
 use crate::env::PointHook;
@@ -57,7 +57,19 @@ where
     // The timeouts a spawned server accepts too (`real/servers/zookeeper.rs`): ZooKeeper's
     // defaults of 2 to 20 ticks.
     let config = ZkConfig::with_tick(z.tick_ms);
-    let zk = SimZk::new(config, net.clone(), clocks.clone(), rec.clone(), z.servers);
+    let reads = Reads {
+        via_followers: z.connect == crate::scenario::ZkConnect::Followers,
+        lag: Duration::from_millis(z.follower_lag_ms),
+        local_sessions: z.local_sessions,
+    };
+    let zk = SimZk::new(
+        config,
+        net.clone(),
+        clocks.clone(),
+        rec.clone(),
+        z.servers,
+        reads,
+    );
     let handle = Handle::current();
     // The service's node: its session tracker and its outgoing watch events run there.
     let service = handle.create_node().name("zookeeper").build();
@@ -140,8 +152,12 @@ impl world::World for ZkSimWorld {
     }
 
     fn connections(&mut self, c: u32, env: &SimEnv) -> SimZkClient {
-        self.zk
-            .client(self.index(c), env.clone(), self.session_timeout_ms)
+        self.zk.client(
+            self.index(c),
+            self.zk.server_of(c),
+            env.clone(),
+            self.session_timeout_ms,
+        )
     }
 
     fn store(&mut self, id: u64) -> Store<StorageConnection> {

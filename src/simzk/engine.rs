@@ -18,10 +18,17 @@
 //!   each session of the database with its timeout, which sets its expiry from the new leader's
 //!   clock. So a session survives an election that is shorter than its timeout, and its client
 //!   has the whole timeout again to reach the new leader.
+//! - every transaction it commits can be kept for followers to replay ([`Self::record_commits`],
+//!   `follower.rs`), and each session's last write is known, so a follower answers a session
+//!   only once it has applied that session's writes (ZooKeeper's FIFO client order);
+//! - a local session (`localSessionsEnabled`) is created without a transaction, so the server a
+//!   client connects to answers at once, and becomes a global one (a `createSession`
+//!   transaction) when it first creates an ephemeral node (`localSessionsUpgradingEnabled`).
 
 use std::collections::BTreeMap;
 
 use super::tree::Tree;
+use super::txn::{Committed, Txn};
 use crate::zookeeper::{CreateMode, Stat, ZkError, ZkEvent};
 
 /// The server's timing: its tick and the session timeouts it accepts.
@@ -125,6 +132,11 @@ struct Session {
     timeout_ms: u64,
     /// The server-clock time at which the tracker expires it.
     expires_at: u64,
+    /// A local session: created without a transaction, known to no follower.
+    local: bool,
+    /// The zxid of its last write (its `createSession` for a global session): a follower answers
+    /// it only once it has applied this.
+    last_write: i64,
 }
 
 /// One ZooKeeper service (a standalone server, or an ensemble seen through its leader).
@@ -136,6 +148,9 @@ pub struct ZkEngine {
     /// The last zxid given out: the epoch in the high 32 bits, the counter in the low ones.
     zxid: i64,
     next_session: i64,
+    /// The transactions committed since the last [`Self::take_committed`], kept only once
+    /// [`Self::record_commits`] asked for them (followers replay them).
+    log: Option<Vec<Committed>>,
 }
 
 /// The first session id: a standalone ZooKeeper derives its ids from the server id (0) and its
@@ -152,7 +167,30 @@ impl ZkEngine {
             sessions: BTreeMap::new(),
             zxid: 0,
             next_session: FIRST_SESSION,
+            log: None,
         }
+    }
+
+    /// From now on, keep every committed transaction for [`Self::take_committed`]: a service
+    /// whose followers answer reads replays them there.
+    pub fn record_commits(&mut self) {
+        self.log.get_or_insert_with(Vec::new);
+    }
+
+    /// The transactions committed since the last call, in zxid order.
+    pub fn take_committed(&mut self) -> Vec<Committed> {
+        self.log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn commit(&mut self, zxid: i64, txn: Txn) {
+        if let Some(log) = &mut self.log {
+            log.push(Committed { zxid, txn });
+        }
+    }
+
+    /// The zxid of `session`'s last write (0: none, or no such session).
+    pub fn last_write(&self, session: i64) -> i64 {
+        self.sessions.get(&session).map_or(0, |s| s.last_write)
     }
 
     /// The service's timing.
@@ -187,19 +225,58 @@ impl ZkEngine {
 
     /// A new session (a `createSession` transaction): its id and negotiated timeout.
     pub fn connect(&mut self, now_ms: u64, requested_timeout_ms: u64) -> (i64, u64) {
+        self.open(now_ms, requested_timeout_ms, false)
+    }
+
+    /// A new local session (`localSessionsEnabled`): no transaction, so no follower needs to
+    /// apply anything before it answers the session; its id and negotiated timeout.
+    pub fn connect_local(&mut self, now_ms: u64, requested_timeout_ms: u64) -> (i64, u64) {
+        self.open(now_ms, requested_timeout_ms, true)
+    }
+
+    fn open(&mut self, now_ms: u64, requested_timeout_ms: u64, local: bool) -> (i64, u64) {
         let timeout_ms = self.negotiate(requested_timeout_ms);
         let id = self.next_session;
         self.next_session += 1;
-        self.next_zxid();
+        let last_write = if local {
+            0
+        } else {
+            let zxid = self.next_zxid();
+            self.commit(zxid, Txn::CreateSession(id));
+            zxid
+        };
         let expires_at = self.expiry(now_ms, timeout_ms);
         self.sessions.insert(
             id,
             Session {
                 timeout_ms,
                 expires_at,
+                local,
+                last_write,
             },
         );
         (id, timeout_ms)
+    }
+
+    /// A local session about to own an ephemeral node becomes global: a `createSession`
+    /// transaction, which the followers then know it by.
+    fn upgrade(&mut self, session: i64) {
+        if self.sessions.get(&session).is_some_and(|s| s.local) {
+            let zxid = self.next_zxid();
+            self.commit(zxid, Txn::CreateSession(session));
+            let s = self.sessions.get_mut(&session).expect("checked above");
+            s.local = false;
+            s.last_write = zxid;
+        }
+    }
+
+    /// A write of `session` committed as `zxid`.
+    fn wrote(&mut self, session: i64, zxid: i64, txn: Txn) {
+        self.zxid = zxid;
+        self.commit(zxid, txn);
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.last_write = zxid;
+        }
     }
 
     /// A client reconnecting with its session id (after a connection loss): the session is
@@ -229,13 +306,7 @@ impl ZkEngine {
         let expires_at = self.expiry(now_ms, s.timeout_ms);
         // ExpiryQueue.update never moves an expiry earlier.
         let expires_at = expires_at.max(s.expires_at);
-        self.sessions.insert(
-            session,
-            Session {
-                timeout_ms: s.timeout_ms,
-                expires_at,
-            },
-        );
+        self.sessions.insert(session, Session { expires_at, ..s });
         Ok(())
     }
 
@@ -251,16 +322,26 @@ impl ZkEngine {
         self.touch(now_ms, session)?;
         match request {
             Request::Create { path, data, mode } => {
+                if mode.is_ephemeral() {
+                    self.upgrade(session);
+                }
                 // A failed write takes no zxid: the server's prep step refuses it first.
                 let zxid = self.zxid + 1;
                 let (name, stat) = self.tree.create(zxid, session, &path, &data, mode)?;
-                self.zxid = zxid;
+                let txn = Txn::Create {
+                    owner: session,
+                    path,
+                    name: name.clone(),
+                    data,
+                    mode,
+                };
+                self.wrote(session, zxid, txn);
                 Ok(Response::Created(name, stat))
             }
             Request::Delete { path, version } => {
                 let zxid = self.zxid + 1;
                 self.tree.delete(zxid, &path, version)?;
-                self.zxid = zxid;
+                self.wrote(session, zxid, Txn::Delete { path });
                 Ok(Response::Done)
             }
             Request::SetData {
@@ -270,19 +351,12 @@ impl ZkEngine {
             } => {
                 let zxid = self.zxid + 1;
                 let stat = self.tree.set_data(zxid, &path, &data, version)?;
-                self.zxid = zxid;
+                self.wrote(session, zxid, Txn::SetData { path, data });
                 Ok(Response::Set(stat))
             }
-            Request::Exists { path, watch } => {
-                Ok(Response::Exists(self.tree.exists(session, &path, watch)?))
-            }
-            Request::GetData { path, watch } => {
-                let (data, stat) = self.tree.get_data(session, &path, watch)?;
-                Ok(Response::Data(data, stat))
-            }
-            Request::GetChildren { path, watch } => Ok(Response::Children(
-                self.tree.get_children(session, &path, watch)?,
-            )),
+            read @ (Request::Exists { .. }
+            | Request::GetData { .. }
+            | Request::GetChildren { .. }) => answer_read(&mut self.tree, session, read),
             Request::Ping => Ok(Response::Pong),
             Request::Close => {
                 self.close(session);
@@ -291,11 +365,18 @@ impl ZkEngine {
         }
     }
 
-    /// Ends `session` (a `closeSession` transaction): its ephemeral nodes go under its zxid.
+    /// Ends `session` (a `closeSession` transaction): its ephemeral nodes go under its zxid. A
+    /// local session ends on its server alone (it owns no ephemeral node: it would have been
+    /// upgraded).
     fn close(&mut self, session: i64) {
-        if self.sessions.remove(&session).is_some() {
-            let zxid = self.next_zxid();
-            self.tree.close_session(zxid, session);
+        match self.sessions.remove(&session) {
+            Some(s) if s.local => self.tree.close_session(self.zxid, session),
+            Some(_) => {
+                let zxid = self.next_zxid();
+                self.tree.close_session(zxid, session);
+                self.commit(zxid, Txn::CloseSession(session));
+            }
+            None => {}
         }
     }
 
@@ -330,15 +411,9 @@ impl ZkEngine {
         }
         let ids: Vec<i64> = self.sessions.keys().copied().collect();
         for id in ids {
-            let timeout = self.sessions[&id].timeout_ms;
-            let expires_at = self.expiry(now_ms, timeout);
-            self.sessions.insert(
-                id,
-                Session {
-                    timeout_ms: timeout,
-                    expires_at,
-                },
-            );
+            let s = self.sessions[&id];
+            let expires_at = self.expiry(now_ms, s.timeout_ms);
+            self.sessions.insert(id, Session { expires_at, ..s });
         }
     }
 
@@ -354,11 +429,45 @@ impl ZkEngine {
     }
 }
 
+/// Answers a read (`exists`, `getData`, `getChildren`) from `tree`, as the server the session is
+/// connected to does from what it has applied; any other request is refused as a bad argument.
+pub(super) fn answer_read(
+    tree: &mut Tree,
+    session: i64,
+    request: Request,
+) -> Result<Response, ZkError> {
+    match request {
+        Request::Exists { path, watch } => {
+            Ok(Response::Exists(tree.exists(session, &path, watch)?))
+        }
+        Request::GetData { path, watch } => {
+            let (data, stat) = tree.get_data(session, &path, watch)?;
+            Ok(Response::Data(data, stat))
+        }
+        Request::GetChildren { path, watch } => Ok(Response::Children(
+            tree.get_children(session, &path, watch)?,
+        )),
+        other => Err(ZkError::BadArguments(format!("{other:?} is not a read"))),
+    }
+}
+
+impl Request {
+    /// Whether a server answers it from its own applied state (`exists`, `getData`,
+    /// `getChildren`) rather than forwarding it to the leader as a write or a session change.
+    pub fn is_read(&self) -> bool {
+        matches!(
+            self,
+            Request::Exists { .. } | Request::GetData { .. } | Request::GetChildren { .. }
+        )
+    }
+}
+
 #[cfg(test)]
-mod tests {
+pub(in crate::simzk) mod tests {
     use super::*;
 
-    fn create(path: &str, mode: CreateMode) -> Request {
+    /// A `create` with no data (the followers' tests use it too).
+    pub(in crate::simzk) fn create(path: &str, mode: CreateMode) -> Request {
         Request::Create {
             path: path.into(),
             data: Vec::new(),

@@ -4,6 +4,10 @@
 //! the same answers in both: the same names (sequence numbers included), the same errors, the
 //! same `Stat`s, and the same ephemeral nodes gone when their session closes.
 //!
+//! Each sequence is also replayed on a follower (`simzk::Follower`) from the transactions the
+//! engine committed: it answers every read the engine answered the same, and ends with the same
+//! tree, so a follower that has caught up is the leader's state, which the real server checked.
+//!
 //! zxids are compared by their order within a sequence (each zxid seen is replaced by its rank
 //! among the zxids the sequence saw), since the real server's zxids also count the transactions
 //! of earlier sequences, and a session's owner id by which of the sequence's sessions it is.
@@ -13,7 +17,7 @@
 
 use lockcheck::real::servers::zookeeper::{ZooKeeper, ZooKeeperOptions};
 use lockcheck::real::RealZkClient;
-use lockcheck::simzk::{Request, Response, ZkConfig, ZkEngine};
+use lockcheck::simzk::{Follower, Request, Response, ZkConfig, ZkEngine};
 use lockcheck::zookeeper::{CreateMode, Stat, ZkClient, ZkError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -186,6 +190,8 @@ fn simulated_zookeeper_matches_a_real_server() {
             let root = format!("/d{i}");
             // The engine: a fresh service whose admin session makes the sequence's root.
             let mut engine = ZkEngine::new(ZkConfig::with_tick(TICK_MS));
+            engine.record_commits();
+            let mut follower = Follower::new();
             let (engine_admin, _) = engine.connect(0, TIMEOUT_MS);
             let mut sim = vec![answer(engine.request(
                 0,
@@ -219,11 +225,19 @@ fn simulated_zookeeper_matches_a_real_server() {
                     .filter(|(_, s)| s.ephemeral_owner == sim_sessions[who])
                     .map(|(p, _)| p)
                     .collect();
-                sim.push(answer(engine.request(
-                    0,
-                    sim_sessions[who],
-                    request.clone(),
-                )));
+                let out = engine.request(0, sim_sessions[who], request.clone());
+                for c in engine.take_committed() {
+                    follower.receive(0, c);
+                }
+                follower.apply_due(0);
+                if let (true, Ok(answered)) = (request.is_read(), &out) {
+                    assert_eq!(
+                        follower.read(sim_sessions[who], request.clone()).as_ref(),
+                        Ok(answered),
+                        "sequence {i}: the follower's read differs from the leader's; {request:?}"
+                    );
+                }
+                sim.push(answer(out));
                 real.push(answer(apply_real(&mut clients[who], &request).await));
                 if request == Request::Close {
                     settle_close(&mut admin, &owned).await;
@@ -253,6 +267,11 @@ fn simulated_zookeeper_matches_a_real_server() {
                 };
                 *seen.entry(what).or_insert(0u64) += 1;
             }
+            assert_eq!(
+                follower.dump(),
+                engine.dump(),
+                "sequence {i}: the follower's tree"
+            );
             normalize(&mut sim, &sim_sessions);
             normalize(&mut real, &real_sessions);
             assert_eq!(

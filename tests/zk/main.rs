@@ -1,8 +1,10 @@
 //! ZooKeeper: the servers lockcheck spawns (standalone and a three-server ensemble), their
 //! cleanup on every exit path, and the refusal when ZooKeeper or Java is not installed; the
-//! bundled ZooKeeper scenarios in simulation.
+//! bundled ZooKeeper scenarios in simulation; followers that answer reads behind their leader
+//! (CURATOR-604).
 
 mod differential;
+mod followers;
 mod scenarios;
 mod servers;
 
