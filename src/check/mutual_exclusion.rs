@@ -8,7 +8,7 @@
 
 use super::{CheckResult, Checker, Declaration, Reads};
 use crate::check::Verdict;
-use crate::history::{fmt_ms, Event, EventKind, History};
+use crate::history::{believed_lease_ms, fmt_ms, Event, EventKind, History};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -230,21 +230,27 @@ impl Checker for MutualExclusion {
             for s in [&o.first, &o.second] {
                 // The holder's belief, placed on the true timeline as if its clock ran true: the
                 // validity its last renewal moved to, when it renewed.
-                let lease_ms = s.believed_until_ms().saturating_sub(s.acquired_at_ms);
-                let belief = match s.renewed_until_ms {
-                    None => format!("believed lease {lease_ms} ms"),
-                    Some(_) => format!(
-                        "believed lease {} ms, renewed to {lease_ms} ms after its grant",
-                        s.valid_until_ms.saturating_sub(s.acquired_at_ms)
+                let believed = believed_lease_ms(s.acquired_at_ms, s.believed_until_ms());
+                let belief = match (believed, s.renewed_until_ms) {
+                    (None, _) => "no lease: it holds until it releases".to_string(),
+                    (Some(lease_ms), None) => format!(
+                        "believed lease {lease_ms} ms, until ~{} ms",
+                        fmt_ms(s.acquired_us.saturating_add(lease_ms.saturating_mul(1000)))
+                    ),
+                    (Some(lease_ms), Some(_)) => format!(
+                        "believed lease {} ms, renewed to {lease_ms} ms after its grant, until ~{} ms",
+                        s.valid_until_ms.saturating_sub(s.acquired_at_ms),
+                        fmt_ms(s.acquired_us.saturating_add(lease_ms.saturating_mul(1000)))
                     ),
                 };
                 timeline.push(format!(
-                    "client-{}  acquired {:>9} ms  entered {:>9} ms  exited {:>11}  {belief}, until ~{} ms",
+                    "client-{}  acquired {:>9} ms  entered {:>9} ms  exited {:>11}  {belief}",
                     s.client,
                     fmt_ms(s.acquired_us),
                     fmt_ms(s.enter_us),
-                    s.exit_us.map(|x| format!("{} ms", fmt_ms(x))).unwrap_or_else(|| "(never)".into()),
-                    fmt_ms(s.acquired_us + lease_ms * 1000),
+                    s.exit_us
+                        .map(|x| format!("{} ms", fmt_ms(x)))
+                        .unwrap_or_else(|| "(never)".into()),
                 ));
             }
             timeline.push(format!(

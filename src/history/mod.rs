@@ -433,6 +433,13 @@ impl Recorder {
     }
 }
 
+/// How long a holder believed its grant valid, in ms after the grant (its clock), or `None`
+/// for a grant with no end the holder knows of: a lock whose holder keeps it until it releases
+/// (a ZooKeeper node, a MySQL row lock) grants until `u64::MAX`, which is not a lease to print.
+pub fn believed_lease_ms(acquired_at_ms: u64, valid_until_ms: u64) -> Option<u64> {
+    (valid_until_ms != u64::MAX).then(|| valid_until_ms.saturating_sub(acquired_at_ms))
+}
+
 /// A client pause or resumption, as the nemesis of either world notes it (`client-2 paused for
 /// 300 ms (GC pause)`, `client-2 resumed`): the one place that reads those notes back, for the
 /// liveness check and the HTML timeline.

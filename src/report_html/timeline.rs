@@ -8,7 +8,7 @@
 //! overlap of two critical sections is drawn in red across the two client lanes.
 
 use crate::check::mutual_exclusion::Holdings;
-use crate::history::{fmt_ms, EventKind, History};
+use crate::history::{believed_lease_ms, fmt_ms, EventKind, History};
 use crate::scenario::Scenario;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -252,19 +252,19 @@ pub fn build(scenario: &Scenario, history: &History) -> Timeline {
                     format!("holds the lock{}", token(*fencing_token)),
                 );
                 granted.insert(node, (at, *acquired_at_ms));
-                let lease_us = valid_until_ms.saturating_sub(*acquired_at_ms) * 1000;
                 // Drawn up to the end of the run; the title says where it ends.
-                lanes.span(
-                    node,
-                    "lease",
-                    at,
-                    (at + lease_us).min(end),
-                    format!(
-                        "believed lease: {} ms on its own clock, until ~{} ms",
-                        valid_until_ms.saturating_sub(*acquired_at_ms),
-                        fmt_ms(at + lease_us)
-                    ),
-                );
+                let (until, title) = match believed_lease_ms(*acquired_at_ms, *valid_until_ms) {
+                    Some(lease_ms) => {
+                        let until = at.saturating_add(lease_ms.saturating_mul(1000));
+                        let title = format!(
+                            "believed lease: {lease_ms} ms on its own clock, until ~{} ms",
+                            fmt_ms(until)
+                        );
+                        (until, title)
+                    }
+                    None => (end, "no lease: it holds until it releases".to_string()),
+                };
+                lanes.span(node, "lease", at, until.min(end), title);
             }
             EventKind::AcquireFailed { reason } => {
                 if let Some((from, _)) = open.0.remove(&(node.to_string(), "waiting")) {

@@ -191,7 +191,12 @@ fn eval(script: &str, keys: &[&str], args: &[&str]) -> Cmd {
     c
 }
 
-const PTTL_TOLERANCE: i64 = 100;
+/// How far the real and simulated PTTLs may differ (ms). Both run on the wall clock, the real
+/// server's command first, so a thread held back between the two for a moment (other tests of
+/// this binary spawn servers meanwhile) shows up as a gap: 202 ms was seen on an idle machine. A
+/// second is still far below what the comparison is for: a TTL in seconds read as milliseconds,
+/// or a key left without one (-1).
+const PTTL_TOLERANCE: i64 = 1000;
 
 #[tokio::test]
 async fn lettuce_scripts_by_sha() {

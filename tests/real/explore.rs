@@ -232,8 +232,15 @@ fn a_real_run_is_cut_at_the_deadline() {
         .iter()
         .filter(|e| matches!(e.kind, lockcheck::history::EventKind::Enter));
     assert!(sections.count() > 2, "the run before the cut is judged");
-    assert!(outcome
+    let violated: Vec<String> = outcome
         .checks
-        .values()
-        .all(|c| c.verdict != lockcheck::Verdict::Violation));
+        .iter()
+        .filter(|(_, c)| c.verdict == lockcheck::Verdict::Violation)
+        .map(|(name, c)| format!("{name}: {}", c.summary))
+        .collect();
+    assert!(
+        violated.is_empty(),
+        "{violated:?}\n{}",
+        outcome.history.render()
+    );
 }
