@@ -40,7 +40,7 @@ pub fn register<R: Registrar>(r: &mut R) {
     r.client_program(LockKind::client_program(
         CLIENT_PROGRAM,
         &["process"],
-        "your own client program (any language) over the JSON-lines client protocol; real mode only (docs/client-protocol.md)",
+        "your own client program (any language) over the JSON-lines client protocol, on Redis, or on ZooKeeper / etcd when the scenario has a [zookeeper] / [etcd] table; real mode only (docs/client-protocol.md)",
     ));
     r.database(mysql_for_update::NAME, MysqlForUpdate::new);
     r.database(mysql_insert_unique::NAME, MysqlInsertUnique::new);
