@@ -162,13 +162,25 @@ fn a_crashed_master_is_switched_as_fast_in_both_worlds() {
         noted(h, "+switch-master redis-0 -> redis-0-replica-0").expect("switch") - killed
     };
     let sim = took(&lockcheck::Registry::new().run_sim(&s, 1).history);
-    let real = run_real(&s);
-    assert_eq!(real.verdict(), Verdict::Safe);
-    let real = took(&real.history);
-    println!("crash to +switch-master: sim {sim} ms, real {real} ms (PROMOTION_MS {PROMOTION_MS})");
+    // The median of three real crashes: real sentinels start their failover after a random
+    // desynchronisation (up to a second in Redis's `sentinel.c`), so a single run now and then
+    // lands far from the rest (one of about ten runs this session); the simulated timing must match the
+    // real one's middle, not its outliers.
+    let mut real: Vec<u64> = (0..3)
+        .map(|_| {
+            let o = run_real(&s);
+            assert_eq!(o.verdict(), Verdict::Safe);
+            took(&o.history)
+        })
+        .collect();
+    real.sort_unstable();
+    let median = real[1];
+    println!(
+        "crash to +switch-master: sim {sim} ms, real {real:?} ms (PROMOTION_MS {PROMOTION_MS})"
+    );
     assert!(
-        sim.abs_diff(real) <= TOLERANCE_MS,
-        "sim {sim} ms vs real {real} ms"
+        sim.abs_diff(median) <= TOLERANCE_MS,
+        "sim {sim} ms vs real {real:?} ms (median {median})"
     );
 }
 
