@@ -156,11 +156,21 @@ impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
     async fn create_protected(&mut self, dir: &str, guid: &str) -> Result<String, ZkError> {
         let prefix = format!("{dir}/_c_{guid}-lock-");
         let sent_in = self.client.session_id();
-        match self
+        let mut created = self
             .client
             .create(&prefix, b"", CreateMode::EphemeralSequential)
-            .await
-        {
+            .await;
+        if let Err(ZkError::NoNode(_)) = created {
+            // Curator's `creatingParentContainersIfNeeded`: the parents are made only when the
+            // create finds them missing (each create, even a refused one, is a transaction the
+            // leader orders, as slow as a write).
+            self.ensure_dir(dir).await?;
+            created = self
+                .client
+                .create(&prefix, b"", CreateMode::EphemeralSequential)
+                .await;
+        }
+        match created {
             Ok((name, _)) => Ok(name),
             Err(ZkError::ConnectionLoss(why)) => {
                 // The create may have been applied: look for our guid before creating again.
@@ -276,7 +286,6 @@ impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
     async fn attempt(&mut self, deadline: u64) -> Result<Step, ZkError> {
         self.session().await?;
         let dir = lock_dir(&self.config.key);
-        self.ensure_dir(&dir).await?;
         let guid = self.env.uuid().simple().to_string();
         let started = self.env.monotonic_ms();
         let node = self.create_protected(&dir, &guid).await?;

@@ -51,6 +51,9 @@ pub struct CutProxy {
     port: u16,
     /// How many partitions cut it now.
     cuts: Arc<AtomicU32>,
+    /// Bumped by [`CutProxy::forget_new_connections`]: a connection accepted before a bump and
+    /// still waiting for the cut to end is closed instead of forwarded.
+    forgets: Arc<AtomicU32>,
 }
 
 impl CutProxy {
@@ -61,6 +64,7 @@ impl CutProxy {
         let proxy = CutProxy {
             port: listener.local_addr()?.port(),
             cuts: Arc::default(),
+            forgets: Arc::default(),
         };
         let me = proxy.clone();
         tokio::spawn(async move {
@@ -126,8 +130,19 @@ impl CutProxy {
         }
     }
 
+    /// Closes, instead of forwarding, every connection accepted while the forwarder is cut
+    /// (call before the cut ends): what a paused client's library opened during the pause, on
+    /// timers a paused process would not have run, never reaches the server.
+    pub fn forget_new_connections(&self) {
+        self.forgets.fetch_add(1, Ordering::SeqCst);
+    }
+
     async fn forward(self, inbound: TcpStream, target: u16) {
+        let forgets = self.forgets.load(Ordering::SeqCst);
         self.healed().await;
+        if self.forgets.load(Ordering::SeqCst) != forgets {
+            return;
+        }
         let Ok(outbound) = TcpStream::connect(("127.0.0.1", target)).await else {
             return;
         };

@@ -5,12 +5,18 @@
 //! `czxid`; one-shot watches arrive as [`ZkEvent`]s in the order the client delivers them.
 //!
 //! When the client last heard from its server ([`ZkClient::last_heard_ms`], where a listener's
-//! hold ends) counts the answers to the session's pings in the Java client, which pings an idle
-//! connection every third of the session timeout. The crate pings too, but its pings' answers
-//! are not visible to its user, so the session sends a probe of its own at that interval (an
-//! `exists` of `/`, a read: it changes no zxid) and counts its answers.
+//! hold ends) counts the answers to the session's pings in the Java client, which pings once it
+//! has sent nothing for a third of the session timeout ([`ping_after_idle_ms`]). The crate
+//! pings too, but its pings' answers are not visible to its user, so the session sends a probe
+//! of its own on the Java client's rule (an `exists` of `/`, a read: it changes no zxid) and
+//! counts its answers. The rule matters beyond the listener: a server touches a session on every
+//! request, so a session that stops is expired a timeout after its last request or the idle
+//! probe after it, as in simulation (CURATOR-604's window is as narrow as a follower's lag).
 
-use crate::zookeeper::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
+use crate::zookeeper::{
+    ping_after_idle_ms, CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -24,6 +30,8 @@ pub type MonotonicClock = Arc<dyn Fn() -> u64 + Send + Sync>;
 struct Shared {
     state: SessionState,
     last_heard_ms: u64,
+    /// When a request or a probe was last sent (the clock's time).
+    last_sent_ms: u64,
 }
 
 /// One client's ZooKeeper session on real servers.
@@ -37,6 +45,8 @@ pub struct RealZkClient {
     events: UnboundedReceiver<ZkEvent>,
     /// The task that probes the current session (see the module docs).
     probe: Option<tokio::task::AbortHandle>,
+    /// Set by the nemesis when the client's pause ends ([`RealZkClient::resumed_by`]).
+    resumed: Option<Arc<AtomicBool>>,
 }
 
 impl RealZkClient {
@@ -52,24 +62,90 @@ impl RealZkClient {
             shared: Arc::new(Mutex::new(Shared {
                 state: SessionState::Lost,
                 last_heard_ms: 0,
+                last_sent_ms: 0,
             })),
             events_tx,
             events,
             probe: None,
+            resumed: None,
         }
     }
 
-    /// Probes `client`'s session every third of its timeout, recording when an answer arrives,
-    /// until the session is lost or the probe is stopped ([`RealZkClient::stop_probe`]).
+    /// A client whose pauses end by setting `flag`: the first request after one first asks the
+    /// server whether the session still lives ([`RealZkClient::after_pause`]).
+    pub fn resumed_by(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.resumed = Some(flag);
+        self
+    }
+
+    /// What a paused client does when it runs again, as the simulation's does: a paused JVM's
+    /// ZooKeeper client notices on its next turn that it has heard nothing for longer than its
+    /// read timeout, and reconnects with its session, which the server then revalidates (on a
+    /// follower, by asking the leader). The crate's timers are not paused with the client (only
+    /// its forwarders hold): they declared the connection lost during the pause and keep a
+    /// reconnection of their own going, on their own schedule; the connections they opened
+    /// during the pause are closed unforwarded when it ends (`CutProxy::forget_new_connections`).
+    /// So, once after each pause, a session that lost its connection is revalidated at once on a
+    /// connection of its own, detached (dropping it never closes the session), and the client
+    /// reports the session lost when either that connection or the crate's next attempt is told
+    /// it expired. A follower keeps one pending revalidation per session, the latest: the first
+    /// answer from the leader goes to whichever connection asked last, so both are watched.
+    /// Told that the session lives, or told nothing within the read timeout, it leaves the
+    /// crate's reconnection to it.
+    async fn after_pause(&mut self) {
+        let Some(flag) = &self.resumed else { return };
+        if !flag.swap(false, Ordering::SeqCst) || self.state() != SessionState::Suspended {
+            return;
+        }
+        let Some(session) = self.client.as_ref().map(|c| c.session().clone()) else {
+            return;
+        };
+        let revalidate = zk::Client::connector()
+            .with_session(session)
+            .with_detached()
+            .with_session_timeout(self.requested_timeout)
+            .with_connection_timeout(self.requested_timeout * 3 / 5)
+            .connect(&self.connect_string);
+        let shared = self.shared.clone();
+        let crate_told = async move {
+            while shared.lock().unwrap().state == SessionState::Suspended {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        };
+        let wait = self.requested_timeout * 2 / 3;
+        let expired = tokio::select! {
+            out = tokio::time::timeout(wait, revalidate) => {
+                matches!(out, Ok(Err(zk::Error::SessionExpired)))
+            }
+            _ = tokio::time::timeout(wait, crate_told) => false,
+        };
+        let mut s = self.shared.lock().unwrap();
+        if expired && s.state != SessionState::Lost {
+            s.state = SessionState::Lost;
+            let _ = self.events_tx.send(ZkEvent::Session(SessionState::Lost));
+        }
+    }
+
+    /// Probes `client`'s session once nothing has been sent for the Java client's idle time,
+    /// recording when an answer arrives, until the session is lost or the probe is stopped
+    /// ([`RealZkClient::stop_probe`]).
     fn start_probe(&mut self, client: zk::Client) {
         self.stop_probe();
         let shared = self.shared.clone();
         let clock = self.clock.clone();
-        let every = client.session_timeout() / 3;
+        let timeout_ms = client.session_timeout().as_millis() as u64;
+        let idle_ping = ping_after_idle_ms(timeout_ms);
         let task = tokio::spawn(async move {
             while shared.lock().unwrap().state != SessionState::Lost {
-                tokio::time::sleep(every).await;
-                if let Ok(Ok(_)) = tokio::time::timeout(every, client.check_stat("/")).await {
+                let last_sent = shared.lock().unwrap().last_sent_ms;
+                let until = (last_sent + idle_ping).saturating_sub(clock());
+                if until > 0 {
+                    tokio::time::sleep(Duration::from_millis(until)).await;
+                    continue;
+                }
+                shared.lock().unwrap().last_sent_ms = clock();
+                let wait = Duration::from_millis((timeout_ms * 2 / 3).max(1));
+                if let Ok(Ok(_)) = tokio::time::timeout(wait, client.check_stat("/")).await {
                     shared.lock().unwrap().last_heard_ms = clock();
                 }
             }
@@ -84,9 +160,13 @@ impl RealZkClient {
         }
     }
 
+    /// The crate's client, to send a request on now (which counts as sent for the probe).
     fn client(&self) -> Result<&zk::Client, ZkError> {
         match (&self.client, self.state()) {
-            (Some(c), SessionState::Connected | SessionState::Suspended) => Ok(c),
+            (Some(c), SessionState::Connected | SessionState::Suspended) => {
+                self.shared.lock().unwrap().last_sent_ms = (self.clock)();
+                Ok(c)
+            }
             _ => Err(ZkError::SessionExpired("no live session".into())),
         }
     }
@@ -160,6 +240,7 @@ impl ZkClient for RealZkClient {
         data: &[u8],
         mode: CreateMode,
     ) -> Result<(String, Stat), ZkError> {
+        self.after_pause().await;
         let mode = match mode {
             CreateMode::Persistent => zk::CreateMode::Persistent,
             CreateMode::PersistentSequential => zk::CreateMode::PersistentSequential,
@@ -182,11 +263,13 @@ impl ZkClient for RealZkClient {
     }
 
     async fn delete(&mut self, path: &str, version: Option<i32>) -> Result<(), ZkError> {
+        self.after_pause().await;
         let out = self.client()?.delete(path, version).await;
         self.heard(out, path)
     }
 
     async fn exists(&mut self, path: &str, watch: bool) -> Result<Option<Stat>, ZkError> {
+        self.after_pause().await;
         if watch {
             let out = self.client()?.check_and_watch_stat(path).await;
             let (s, watcher) = self.heard(out, path)?;
@@ -199,6 +282,7 @@ impl ZkClient for RealZkClient {
     }
 
     async fn get_data(&mut self, path: &str, watch: bool) -> Result<(Vec<u8>, Stat), ZkError> {
+        self.after_pause().await;
         if watch {
             let out = self.client()?.get_and_watch_data(path).await;
             let (data, s, watcher) = self.heard(out, path)?;
@@ -212,6 +296,7 @@ impl ZkClient for RealZkClient {
     }
 
     async fn get_children(&mut self, path: &str, watch: bool) -> Result<Vec<String>, ZkError> {
+        self.after_pause().await;
         let mut children = if watch {
             let out = self.client()?.list_and_watch_children(path).await;
             let (children, watcher) = self.heard(out, path)?;
@@ -272,6 +357,7 @@ impl ZkClient for RealZkClient {
             let mut s = self.shared.lock().unwrap();
             s.state = SessionState::Connected;
             s.last_heard_ms = (self.clock)();
+            s.last_sent_ms = s.last_heard_ms;
         }
         while self.events.try_recv().is_ok() {}
         let mut states = client.state_watcher();

@@ -27,10 +27,16 @@
 //!   the same ports and data directory. Failover of an ensemble: `SIGKILL` of its leader; the
 //!   other two elect a new one (in about half a second on one machine) and track every session
 //!   afresh. `zookeeper-0` names the server that leads when the run starts, as in simulation.
+//! - Followers that answer behind their leader (`[zookeeper] connect = "followers"`,
+//!   `follower_lag_ms`, `local_sessions`: CURATOR-604): the ensemble is spawned with
+//!   `localSessionsEnabled` and with every quorum link delaying the leader's traffic by half the
+//!   lag (`ZooKeeperOptions::peer_delay`), and each client is given only its follower's
+//!   forwarder (`zookeeper-1`, `zookeeper-2`, ... in turn), as the simulation connects it.
 //!
 //! The protected resource lives on a spawned `redis-server`, as in the Redis real mode. Every
 //! process and directory is removed when this returns, on error and on panic.
 
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -48,7 +54,7 @@ use crate::env::Env;
 use crate::history::{History, Recorder};
 use crate::lock::zk_recipe::lock_dir;
 use crate::lock::{Lock, LockConfig};
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, ZkConnect};
 use crate::schedule::Schedule;
 use crate::world;
 
@@ -85,6 +91,11 @@ where
         servers: spec.servers as usize,
         tick_ms: spec.tick_ms as u32,
         session_timeout_ms: (2 * spec.tick_ms as u32, 20 * spec.tick_ms as u32),
+        local_sessions: spec.local_sessions,
+        // A follower applies a commit two link delays after the leader proposed it (see
+        // `ZooKeeperOptions::peer_delay`): the scenario's lag is that whole time.
+        peer_delay: (spec.follower_lag_ms > 0)
+            .then(|| Duration::from_millis(spec.follower_lag_ms / 2)),
         ..ZooKeeperOptions::default()
     })?);
     let order = Arc::new(leader_first(&zk)?);
@@ -109,11 +120,21 @@ fn leader_first(zk: &ZooKeeper) -> Result<Vec<usize>, RealError> {
         .collect())
 }
 
-/// `host:port` of each of `proxies` (one client's forwarders, in the deployment's order).
-fn hosts(proxies: &[CutProxy]) -> String {
-    proxies
+/// The connect string of a client: `host:port` of its forwarder to each server it may use (one
+/// client's forwarders, `proxies`, are in the deployment's order). Every server, unless the
+/// scenario connects clients to followers (`[zookeeper] connect = "followers"`): then only the
+/// follower the simulation gives it (client `c` to `zookeeper-1`, `zookeeper-2`, ... in turn),
+/// so its reads are answered by that follower and a new session is made there.
+fn hosts(scenario: &Scenario, order: &[usize], c: usize, proxies: &[CutProxy]) -> String {
+    let followers = scenario.zookeeper.connect == ZkConnect::Followers && order.len() > 1;
+    let servers: Vec<usize> = if followers {
+        vec![order[1 + c % (order.len() - 1)]]
+    } else {
+        (0..proxies.len()).collect()
+    };
+    servers
         .iter()
-        .map(|p| format!("127.0.0.1:{}", p.port()))
+        .map(|&s| format!("127.0.0.1:{}", proxies[s].port()))
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -123,9 +144,9 @@ fn hosts(proxies: &[CutProxy]) -> String {
 /// library takes one); the lock's znode path, which lockcheck's own ZooKeeper lock uses too
 /// (`LOCKCHECK_KEY`); and the session timeout the scenario sets (`LOCKCHECK_SESSION_TIMEOUT_MS`:
 /// the lock's lease, since its node lives as long as its session).
-fn program_env(scenario: &Scenario, proxies: &[CutProxy]) -> Launch {
+fn program_env(scenario: &Scenario, order: &[usize], c: usize, proxies: &[CutProxy]) -> Launch {
     Launch::on_true_time(vars([
-        ("LOCKCHECK_ZK_SERVERS", hosts(proxies)),
+        ("LOCKCHECK_ZK_SERVERS", hosts(scenario, order, c, proxies)),
         ("LOCKCHECK_KEY", lock_dir(&scenario.lock.key)),
         (
             "LOCKCHECK_SESSION_TIMEOUT_MS",
@@ -149,33 +170,45 @@ where
     // proxies[c][s]: client c's forwarder to server s.
     let proxies = Arc::new(CutProxy::per_client(scenario.workload.clients, &ports).await?);
     let clients = clients.launch(scenario, || {
-        proxies.iter().map(|p| program_env(scenario, p)).collect()
+        proxies
+            .iter()
+            .enumerate()
+            .map(|(c, p)| program_env(scenario, &order, c, p))
+            .collect()
     })?;
     // True time 0: every server is up and every client program answered.
     let rec = Recorder::real();
+    let resumed: Arc<Vec<Arc<AtomicBool>>> = Arc::new(
+        (0..scenario.workload.clients)
+            .map(|_| Arc::new(AtomicBool::new(false)))
+            .collect(),
+    );
     let tasks =
         ClientTasks::new(rec.clone(), scenario.workload.clients).with_programs(clients.programs());
     let nemesis = ZkNemesis {
         pending: Schedule::new(scenario.faults.clone()),
         scenario: Arc::new(scenario.clone()),
         zk,
-        order,
+        order: order.clone(),
         rec: rec.clone(),
         proxies: proxies.clone(),
         clients: tasks.clone(),
         in_flight: Arc::new(watch::Sender::new(0)),
+        resumed: resumed.clone(),
     };
     nemesis.start_timed();
     let session_timeout = Duration::from_millis(scenario.zookeeper.session_timeout_ms);
     // Each client's session lists its own forwarders (the crate picks among them and moves on to
     // another when one fails) and reads time from the client's own clock.
+    let scenario2 = scenario.clone();
     let connect = move |c: u32, env: &RealEnv| {
         let env = env.clone();
         RealZkClient::new(
-            &hosts(&proxies[c as usize]),
+            &hosts(&scenario2, &order, c as usize, &proxies[c as usize]),
             session_timeout,
             Arc::new(move || env.monotonic_ms()),
         )
+        .resumed_by(resumed[c as usize].clone())
     };
     let grace = Duration::from_millis(world::grace_ms(
         scenario,

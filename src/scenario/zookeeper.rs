@@ -19,7 +19,8 @@ pub enum ZkConnect {
     Leader,
     /// Client `c` is connected to follower `zookeeper-(1 + c mod 2)` of a three-server
     /// ensemble: the follower forwards writes and session changes to the leader and answers
-    /// reads from what it has applied, `follower_lag_ms` behind the leader (simulation only).
+    /// reads from what it has applied, `follower_lag_ms` behind the leader. On real servers each
+    /// client is given only its follower's address.
     Followers,
 }
 
@@ -48,7 +49,11 @@ pub struct ZooKeeperSpec {
     #[serde(default)]
     pub connect: ZkConnect,
     /// How long after the leader commits a transaction a follower applies it (ms; with
-    /// `connect = "followers"`): how far behind the leader the reads a follower answers are.
+    /// `connect = "followers"`): how far behind the leader the reads a follower answers are. On
+    /// real servers the leader's traffic to each follower is delayed by half of it, so a write
+    /// commits after one half (a follower's acknowledgement of the late proposal) and reaches
+    /// the followers after the other; a write through a follower is answered this long after
+    /// it was sent, in both worlds.
     #[serde(default)]
     pub follower_lag_ms: u64,
     /// New sessions are local to their follower (ZooKeeper's `localSessionsEnabled`, with

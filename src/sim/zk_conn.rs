@@ -5,8 +5,9 @@
 //! What it keeps of the ZooKeeper client (the Java client that Curator wraps; kazoo's is the
 //! same design):
 //! - the read timeout is two thirds of the negotiated session timeout, and the client pings
-//!   every third of it when idle (`ClientCnxn`: `readTimeout = sessionTimeout * 2 / 3`, a ping
-//!   after half of it). A request with no answer within the read timeout fails with
+//!   once it has sent nothing for half of it (`ClientCnxn`: `readTimeout = sessionTimeout * 2 /
+//!   3`; [`ping_after_idle_ms`]), so a busy client does not ping and a paused one's last touch
+//!   on the server is its last request or the idle ping after it. A request with no answer within the read timeout fails with
 //!   `CONNECTIONLOSS`, and once the client has heard nothing for the read timeout it reports
 //!   the connection lost: Curator's `SUSPENDED`;
 //! - the client learns that its session expired only from a server: when it gets through again
@@ -20,7 +21,9 @@ use super::zk_server::SimZk;
 use super::SimEnv;
 use crate::env::Env;
 use crate::simzk::{Request, Response};
-use crate::zookeeper::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
+use crate::zookeeper::{
+    ping_after_idle_ms, CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent,
+};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
@@ -32,6 +35,8 @@ struct Session {
     state: SessionState,
     /// The client's monotonic clock when it last heard from the service.
     last_heard_ms: u64,
+    /// The client's monotonic clock when it last sent a request or a ping.
+    last_sent_ms: u64,
     /// Bumped by every new session, so an old session's ping task stops.
     generation: u64,
 }
@@ -72,6 +77,7 @@ impl SimZk {
                 timeout_ms: 0,
                 state: SessionState::Lost,
                 last_heard_ms: 0,
+                last_sent_ms: 0,
                 generation: 0,
             })),
             events_tx,
@@ -125,7 +131,8 @@ impl SimZkClient {
     /// A request of the current session, with the client's read timeout.
     async fn call(&mut self, request: Request) -> Result<Response, ZkError> {
         let (id, state) = {
-            let s = self.session.lock().unwrap();
+            let mut s = self.session.lock().unwrap();
+            s.last_sent_ms = self.env.monotonic_ms();
             (s.id, s.state)
         };
         if id == 0 || state == SessionState::Lost {
@@ -157,20 +164,31 @@ impl SimZkClient {
         let events = self.events_tx.clone();
         madsim::task::spawn(async move {
             loop {
-                let (id, timeout_ms, gen, state) = {
+                let (id, timeout_ms, gen, state, last_sent) = {
                     let s = session.lock().unwrap();
-                    (s.id, s.timeout_ms, s.generation, s.state)
+                    (s.id, s.timeout_ms, s.generation, s.state, s.last_sent_ms)
                 };
                 if gen != generation || state == SessionState::Lost {
                     return;
                 }
-                env.sleep(Duration::from_millis((timeout_ms / 3).max(1)))
+                // Wake when the idle time reaches the ping threshold, and at least every third
+                // of the timeout, to notice a silence while requests are outstanding.
+                let idle_ping = ping_after_idle_ms(timeout_ms);
+                let now = env.monotonic_ms();
+                let until_ping = (last_sent + idle_ping).saturating_sub(now);
+                if until_ping > 0 {
+                    env.sleep(Duration::from_millis(
+                        until_ping.min((timeout_ms / 3).max(1)),
+                    ))
                     .await;
-                let read_timeout = Duration::from_millis((timeout_ms * 2 / 3).max(1));
-                let ping = round_trip(&zk, node, server, id, Request::Ping);
-                if let Ok(out) = madsim::time::timeout(read_timeout, ping).await {
-                    if session.lock().unwrap().generation == generation {
-                        heard(&session, &events, &env, &out);
+                } else {
+                    session.lock().unwrap().last_sent_ms = now;
+                    let read_timeout = Duration::from_millis((timeout_ms * 2 / 3).max(1));
+                    let ping = round_trip(&zk, node, server, id, Request::Ping);
+                    if let Ok(out) = madsim::time::timeout(read_timeout, ping).await {
+                        if session.lock().unwrap().generation == generation {
+                            heard(&session, &events, &env, &out);
+                        }
                     }
                 }
                 let mut s = session.lock().unwrap();
@@ -336,6 +354,7 @@ impl ZkClient for SimZkClient {
                     s.timeout_ms = timeout_ms;
                     s.state = SessionState::Connected;
                     s.last_heard_ms = self.env.monotonic_ms();
+                    s.last_sent_ms = s.last_heard_ms;
                     s.generation += 1;
                     s.generation
                 };

@@ -284,9 +284,22 @@ impl SimZk {
         if !request.is_read() {
             let closes = request == Request::Close;
             let out = self.request(session, request);
-            if out.is_ok() && !closes {
-                let wrote = self.engine.lock().unwrap().last_write(session);
-                self.caught_up(f, wrote).await;
+            match &out {
+                Ok(_) if !closes => {
+                    let wrote = self.engine.lock().unwrap().last_write(session);
+                    self.caught_up(f, wrote).await;
+                }
+                // A refused write is still a transaction of the leader (ZooKeeper commits an
+                // `ErrorTxn` in its place, to keep the session's order): the follower answers
+                // it once it has applied it, as late as a write that succeeded.
+                Err(
+                    ZkError::NoNode(_)
+                    | ZkError::NodeExists(_)
+                    | ZkError::NotEmpty(_)
+                    | ZkError::BadVersion(_)
+                    | ZkError::NoChildrenForEphemerals(_),
+                ) => madsim::time::sleep(self.reads.lag).await,
+                _ => {}
             }
             return out;
         }

@@ -178,6 +178,20 @@ pub trait ZkClient: Send {
     fn close(&mut self) -> impl Future<Output = Result<(), ZkError>> + Send;
 }
 
+/// How long a ZooKeeper client waits with nothing sent before it pings, for a session of
+/// `session_timeout_ms`: the Java client's `ClientCnxn` pings once the time since it last sent
+/// anything reaches half its read timeout (`readTimeout = sessionTimeout * 2 / 3`), less 1 s once
+/// that idle time is over 1 s. So a client busy sending requests does not ping, and the last
+/// touch a server has of a session that stops is its last request or the idle ping after it.
+pub fn ping_after_idle_ms(session_timeout_ms: u64) -> u64 {
+    let half_read = session_timeout_ms / 3;
+    if half_read <= 1000 {
+        half_read.max(1)
+    } else {
+        half_read.saturating_sub(1000).max(1000)
+    }
+}
+
 /// The sequence number at the end of a sequential node's name (its last ten digits).
 pub fn sequence_of(name: &str) -> Option<u64> {
     let digits = name.get(name.len().checked_sub(10)?..)?;
@@ -191,6 +205,15 @@ pub fn sequence_of(name: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_client_pings_after_a_third_of_its_session_timeout_idle_less_a_second_past_one() {
+        assert_eq!(ping_after_idle_ms(2000), 666);
+        assert_eq!(ping_after_idle_ms(3000), 1000);
+        assert_eq!(ping_after_idle_ms(4500), 1000);
+        assert_eq!(ping_after_idle_ms(9000), 2000);
+        assert_eq!(ping_after_idle_ms(2), 1);
+    }
 
     #[test]
     fn the_sequence_number_is_the_last_ten_digits() {

@@ -220,3 +220,69 @@ fn ctrl_c_or_sigkill_of_lockcheck_takes_every_server_with_it() {
         remove_dirs_of(helper);
     }
 }
+
+/// How long after `start` server `index` first lists `/probe`, asked every 10 ms.
+async fn seen_after(zk: &ZooKeeper, index: usize, start: Instant) -> Duration {
+    let reader = zookeeper_client::Client::connect(&format!("127.0.0.1:{}", zk.client_port(index)))
+        .await
+        .unwrap();
+    loop {
+        if reader.check_stat("/probe").await.unwrap().is_some() {
+            return start.elapsed();
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "never seen");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// CURATOR-604's ensemble: with a follower lag every follower hears the leader late, so a write
+/// is committed only once a follower's acknowledgement of the lagged proposal is back (about one
+/// lag) and a follower applies it about one lag later still; the leader's own tree has it first.
+/// Local sessions are created by the server a client connects to, so connecting to a follower
+/// takes no round trip to the leader.
+#[test]
+fn with_a_follower_lag_followers_apply_the_leaders_writes_late() {
+    let _turn = crate::zookeeper_turn();
+    let lag = Duration::from_millis(400);
+    let zk = ZooKeeper::spawn(ZooKeeperOptions {
+        servers: 3,
+        local_sessions: true,
+        peer_delay: Some(lag),
+        ..Default::default()
+    })
+    .unwrap();
+    let leader = zk.leader().unwrap();
+    let followers: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
+    assert_eq!(followers.len(), 2);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let connect = Instant::now();
+        let local = zookeeper_client::Client::connect(&format!(
+            "127.0.0.1:{}",
+            zk.client_port(followers[0])
+        ))
+        .await
+        .unwrap();
+        let connected_in = connect.elapsed();
+        assert!(connected_in < lag, "a local session took {connected_in:?}");
+        drop(local);
+        let writer =
+            zookeeper_client::Client::connect(&format!("127.0.0.1:{}", zk.client_port(leader)))
+                .await
+                .unwrap();
+        let start = Instant::now();
+        let options = zookeeper_client::CreateMode::Persistent
+            .with_acls(zookeeper_client::Acls::anyone_all());
+        writer.create("/probe", b"", &options).await.unwrap();
+        let committed = start.elapsed();
+        let on_follower = seen_after(&zk, followers[1], start).await;
+        eprintln!(
+            "lag {lag:?}: committed after {committed:?}, on a follower after {on_follower:?}"
+        );
+        assert!(committed >= lag, "committed after {committed:?}");
+        assert!(
+            on_follower >= lag * 2,
+            "applied by a follower after {on_follower:?}"
+        );
+    });
+}

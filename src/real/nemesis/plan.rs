@@ -36,14 +36,6 @@ pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
         return check_consensus(s, "etcd members", "etcd");
     }
     if s.lock.on_zookeeper() {
-        if s.zookeeper.connect == crate::scenario::ZkConnect::Followers {
-            return Err(unsupported(format!(
-                "`{}` sets `[zookeeper] connect = \"followers\"`: real mode has no recipe for a \
-                 follower that applies the leader's commits late (docs/zookeeper.md, CURATOR-604); \
-                 run it in simulation (without --real)",
-                s.name
-            )));
-        }
         return check_consensus(s, "ZooKeeper servers", "ZooKeeper");
     }
     let sentinels = s.redis.sentinels > 0;

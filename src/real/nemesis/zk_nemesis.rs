@@ -18,6 +18,7 @@
 //! run starts (the world's `order`), as in simulation. Which faults have a recipe at all is
 //! `recipes.rs`'s, decided before anything is spawned.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -58,6 +59,9 @@ pub(in crate::real) struct ZkNemesis {
     /// How many server faults are under way (a restart to come, a pause to end, an election to
     /// see).
     pub(in crate::real) in_flight: Arc<watch::Sender<usize>>,
+    /// `resumed[c]`: set when client `c`'s pause ends; its session asks the server about itself
+    /// before its next request (`RealZkClient::resumed_by`).
+    pub(in crate::real) resumed: Arc<Vec<Arc<AtomicBool>>>,
 }
 
 /// A server fault under way, until dropped.
@@ -269,7 +273,18 @@ impl FaultPoints for ZkNemesis {
         let how = Stopping {
             paused: "its forwarders hold every byte, so its session's pings stop too",
             crashed: "task aborted; its forwarders hold every byte, so its session ends by timeout",
-            hold: &|on| self.hold_client(client, on),
+            hold: &|on| {
+                if !on {
+                    // A pause ends (a crash never lets go): the client runs again. What its
+                    // library's timers did meanwhile (a paused JVM's would not have run) is
+                    // dropped: the connections it opened during the pause are closed unforwarded.
+                    for p in &self.proxies[client as usize] {
+                        p.forget_new_connections();
+                    }
+                    self.resumed[client as usize].store(true, Ordering::SeqCst);
+                }
+                self.hold_client(client, on);
+            },
         };
         self.clients
             .fire_at_client(self, client, point, fired, &how)

@@ -9,6 +9,7 @@ pub(in crate::real) mod cleanup;
 pub mod etcd;
 pub(in crate::real) mod failover;
 pub(in crate::real) mod faketime;
+pub(in crate::real) mod lag_link;
 pub mod mariadb;
 pub(in crate::real) mod redis_server;
 pub(in crate::real) mod sentinel_deployment;

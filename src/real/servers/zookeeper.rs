@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use super::child::{find_program, free_port, is_executable, kill_and_reap, make_temp_dir};
 use super::child::{spawn_from_long_lived_thread, tail_of_file};
 use super::child::{wait_until_continued, wait_until_stopped};
+use super::lag_link::LagLink;
 use crate::real::RealError;
 
 /// The client port of a machine's own ZooKeeper; lockcheck never uses it.
@@ -70,6 +71,18 @@ pub struct ZooKeeperOptions {
     /// The directory holding ZooKeeper's jars; by default `$LOCKCHECK_ZOOKEEPER_JARS`, else
     /// `/usr/share/java`.
     pub jar_dir: Option<PathBuf>,
+    /// `localSessionsEnabled` (and `localSessionsUpgradingEnabled`): a session is created by the
+    /// server a client connects to, with no transaction, and becomes global (a transaction of
+    /// the leader) only when it creates an ephemeral node. Off by default, as in ZooKeeper.
+    pub local_sessions: bool,
+    /// An ensemble whose every follower hears the leader this late: each server reaches the
+    /// others' peer (quorum) ports through a [`LagLink`] that delays what the leader sends on it,
+    /// so a follower receives proposals, commits, pings and the answers to its session
+    /// revalidations this late, and nothing it sends is delayed. A write is then committed about
+    /// one delay after the leader proposed it (a follower's acknowledgement of the late proposal
+    /// makes the quorum) and applied by the followers about two delays after. `None`: servers
+    /// reach each other directly.
+    pub peer_delay: Option<Duration>,
 }
 
 impl Default for ZooKeeperOptions {
@@ -80,6 +93,8 @@ impl Default for ZooKeeperOptions {
             session_timeout_ms: (200, 60_000),
             java: None,
             jar_dir: None,
+            local_sessions: false,
+            peer_delay: None,
         }
     }
 }
@@ -111,6 +126,9 @@ struct Server {
 #[derive(Debug)]
 pub struct ZooKeeper {
     servers: Vec<Server>,
+    /// `links[n][m]`: how server `n` reaches server `m`'s peer port, for an ensemble with a
+    /// follower lag (empty otherwise). Dropped after the servers are killed.
+    links: Vec<Vec<Option<LagLink>>>,
     dir: PathBuf,
     java: PathBuf,
     classpath: String,
@@ -199,6 +217,7 @@ impl ZooKeeper {
         for _attempt in 0..3 {
             let mut zk = ZooKeeper {
                 servers: Vec::new(),
+                links: Vec::new(),
                 dir: make_temp_dir("zookeeper")?,
                 java: java.clone(),
                 classpath: classpath.clone(),
@@ -228,20 +247,27 @@ impl ZooKeeper {
                 child: Mutex::new(None),
             });
         }
-        let peers: String = if opts.servers > 1 {
-            self.servers
-                .iter()
-                .map(|s| {
-                    format!(
-                        "server.{}=127.0.0.1:{}:{}\n",
-                        s.id, s.peer_port, s.election_port
-                    )
-                })
-                .collect()
-        } else {
-            String::new()
-        };
-        for server in &self.servers {
+        if let Some(lag) = opts.peer_delay.filter(|_| opts.servers > 1) {
+            for n in 0..self.servers.len() {
+                let mut row = Vec::new();
+                for m in 0..self.servers.len() {
+                    row.push(if n == m {
+                        None
+                    } else {
+                        let upstream = ([127, 0, 0, 1], self.servers[m].peer_port).into();
+                        Some(LagLink::start(upstream, lag)?)
+                    });
+                }
+                self.links.push(row);
+            }
+        }
+        for (n, server) in self.servers.iter().enumerate() {
+            let peers = self.peer_lines(n);
+            let local = if opts.local_sessions {
+                "localSessionsEnabled=true\nlocalSessionsUpgradingEnabled=true\n"
+            } else {
+                ""
+            };
             // initLimit/syncLimit are in ticks: generous, so a loaded machine does not make a
             // follower drop out of the ensemble on its own (only a fault should).
             let config = format!(
@@ -256,7 +282,7 @@ impl ZooKeeper {
                  4lw.commands.whitelist=srvr,conf,stat,cons,mntr\n\
                  admin.enableServer=false\n\
                  preAllocSize=1024\n\
-                 {peers}",
+                 {local}{peers}",
                 tick = opts.tick_ms,
                 data = server.dir.join("data").display(),
                 client = server.client_port,
@@ -274,6 +300,28 @@ impl ZooKeeper {
             }
         }
         Ok(())
+    }
+
+    /// The `server.<id>=` lines of server `n`'s `zoo.cfg`: its own ports, and for each other server
+    /// its election port and the peer port server `n` reaches it by (a lag link's, if any).
+    /// ZooKeeper binds a server's own line and connects to the others' (a follower to its
+    /// leader's peer port), so only the connecting side's view of a port needs to differ.
+    fn peer_lines(&self, n: usize) -> String {
+        if self.servers.len() == 1 {
+            return String::new();
+        }
+        self.servers
+            .iter()
+            .enumerate()
+            .map(|(m, s)| {
+                let peer = self
+                    .links
+                    .get(n)
+                    .and_then(|row| row[m].as_ref())
+                    .map_or(s.peer_port, LagLink::port);
+                format!("server.{}=127.0.0.1:{}:{}\n", s.id, peer, s.election_port)
+            })
+            .collect()
     }
 
     fn any_log_contains(&self, text: &str) -> bool {
