@@ -175,3 +175,67 @@ fn lease_expiry_of_the_etcd_lock_from_no_faults() {
     assert_found(&r, "mutual_exclusion");
     assert_eq!(fault_kinds(&r), ["pause"], "shrunk to the pause alone");
 }
+
+/// CURATOR-604's deployment from no faults (clients on followers 800 ms behind their leader,
+/// local sessions; pauses drawn at `after_create` only): every search seed finds two holders
+/// within 2,000 cases, shrunk to at most two faults. Two paths lead there and the search cannot
+/// be confined to one (a pause fired at a point may stop the holder, not the client at the
+/// point): a holder paused past its session (CURATOR-206), or a client paused before it held,
+/// whose session expired, retrying on a new session that its follower answers from before the
+/// close (CURATOR-604: it acquires only after it resumed, on a node already gone by its
+/// release). Both show up among ten seeds; the reconnect path must be among them.
+#[test]
+fn curator_604_deployment_from_no_faults() {
+    let mut reconnect_path = Vec::new();
+    for seed in 0..10 {
+        let mut opts = options(2000, Some("mutual_exclusion"));
+        opts.seed = seed;
+        let (_, _, found) = explore("zk-604-no-faults", &opts);
+        let r = found.unwrap_or_else(|| panic!("search seed {seed}: nothing found"));
+        assert_found(&r, "mutual_exclusion");
+        assert!(
+            r.scenario.faults.len() <= 2,
+            "search seed {seed}: {:?}",
+            r.scenario.faults
+        );
+        if took_the_reconnect_path(&r.outcome.shown.history.render()) {
+            reconnect_path.push(seed);
+        }
+    }
+    eprintln!("reconnect path (CURATOR-604) on search seeds {reconnect_path:?}");
+    assert!(
+        !reconnect_path.is_empty(),
+        "no finding took the reconnect path"
+    );
+}
+
+/// Whether a history shows CURATOR-604's path: a client paused at its own `after_create` (so
+/// not holding), whose next grant after it resumed is on a node gone by its release.
+fn took_the_reconnect_path(h: &str) -> bool {
+    let lines: Vec<&str> = h.lines().collect();
+    lines.iter().enumerate().any(|(at, l)| {
+        let Some(who) = l
+            .strip_suffix(" resumed")
+            .and_then(|l| l.split("nemesis fault ").nth(1))
+        else {
+            return false;
+        };
+        let mine: Vec<&str> = lines[at + 1..]
+            .iter()
+            .filter(|l| l.split_whitespace().nth(1) == Some(who))
+            .copied()
+            .collect();
+        let grant = mine
+            .iter()
+            .position(|l| l.contains(" acquired ") || l.contains(" released "));
+        mine.first()
+            .is_some_and(|l| l.ends_with("point after_create"))
+            && grant.is_some_and(|g| {
+                mine[g].contains(" acquired ")
+                    && mine[g..]
+                        .iter()
+                        .find(|l| l.contains(" released "))
+                        .is_some_and(|l| l.contains("deleted=false"))
+            })
+    })
+}

@@ -98,8 +98,7 @@ fn accept_loop(
             continue;
         };
         let _ = (down.set_nodelay(true), up.set_nodelay(true));
-        let clones = (down.try_clone(), up.try_clone(), down.try_clone());
-        let (Ok(down2), Ok(up2), Ok(down3)) = clones else {
+        let (Ok(down2), Ok(up2)) = (down.try_clone(), up.try_clone()) else {
             continue;
         };
         {
@@ -117,7 +116,6 @@ fn accept_loop(
         let (tx, rx) = mpsc::channel::<(Instant, Vec<u8>)>();
         thread::spawn(move || read_stamped(up, tx));
         thread::spawn(move || write_when_due(rx, down2, lag));
-        drop(down3);
     }
 }
 
