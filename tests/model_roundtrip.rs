@@ -83,6 +83,7 @@ fn model_command_exit_codes_and_emitted_file() {
         "{text}"
     );
     let (code, run_out, _) = lockcheck(&["run", out.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&out);
     assert_eq!(code, 0, "{run_out}");
     assert!(run_out.starts_with("VIOLATION (as expected"));
 

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::process::Command;
 
 fn temp_scenario(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("lockcheck-cli-{}", std::process::id()));
+    // In the build's own scratch space (target/tmp), not the machine's temp dir.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("lockcheck-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
@@ -482,6 +484,7 @@ fn bundled_scenarios_are_looked_up_at_run_time_not_compiled_in() {
         .env_remove("LOCKCHECK_SCENARIOS")
         .output()
         .unwrap();
+    let _ = std::fs::remove_dir_all(&elsewhere);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("LOCKCHECK_SCENARIOS"));
 }

@@ -465,8 +465,12 @@ fn killing_lockcheck_kills_its_client_programs() {
     );
     let file = std::env::temp_dir().join(format!("lockcheck-sigkill-{}.toml", std::process::id()));
     std::fs::write(&file, text).unwrap();
+    // Its own temp dir: a SIGKILLed lockcheck cannot remove its scratch directories.
+    let tmp = std::env::temp_dir().join(format!("lockcheck-sigkill-tmp-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
     let mut lockcheck = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
         .args(["run", file.to_str().unwrap(), "--real"])
+        .env("TMPDIR", &tmp)
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -477,6 +481,7 @@ fn killing_lockcheck_kills_its_client_programs() {
     lockcheck.kill().unwrap();
     lockcheck.wait().unwrap();
     let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_dir_all(&tmp);
     assert!(started, "two client programs should have started: {seen:?}");
     assert!(
         eventually(Duration::from_secs(5), || programs_with_key(&key)

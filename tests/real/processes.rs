@@ -6,6 +6,7 @@
 //! skips silently. Durations are printed with `--nocapture`.
 
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -684,8 +685,36 @@ impl Drop for ChildGuard {
 }
 
 /// Runs `child_process_helper` in `mode`; returns the child and its stdout lines.
-fn start_child(mode: &str) -> (ChildGuard, std::sync::mpsc::Receiver<String>) {
+/// The child's own temp dir (its `TMPDIR`), so the scratch directories its servers leave, if
+/// any, are its alone: see [`scratch_left`].
+fn child_tmp(mode: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "lockcheck-test-child-{}-{mode}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// What is left in a child's temp dir, which is then removed.
+fn scratch_left(dir: &Path) -> Vec<String> {
+    let left = std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let _ = std::fs::remove_dir_all(dir);
+    left
+}
+
+fn start_child(mode: &str) -> (ChildGuard, std::sync::mpsc::Receiver<String>, PathBuf) {
+    let tmp = child_tmp(mode);
     let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("TMPDIR", &tmp)
         .args([
             "--exact",
             "processes::child_process_helper",
@@ -706,7 +735,7 @@ fn start_child(mode: &str) -> (ChildGuard, std::sync::mpsc::Receiver<String>) {
             }
         }
     });
-    (ChildGuard(child), rx)
+    (ChildGuard(child), rx, tmp)
 }
 
 fn wait_for_line(rx: &std::sync::mpsc::Receiver<String>, prefix: &str) -> String {
@@ -731,7 +760,7 @@ fn signal_child_and_check(signal: libc::c_int, expected_code: Option<i32>) {
 }
 
 fn signal_child_in_mode_and_check(mode: &str, signal: libc::c_int, expected_code: Option<i32>) {
-    let (mut child, rx) = start_child(mode);
+    let (mut child, rx, tmp) = start_child(mode);
     let server_pid: u32 = wait_for_line(&rx, "SERVER_PID=").parse().unwrap();
     if mode == "wait-stopped" {
         wait_for_line(&rx, "STOPPED");
@@ -755,6 +784,12 @@ fn signal_child_in_mode_and_check(mode: &str, signal: libc::c_int, expected_code
         wait_gone(server_pid, Duration::from_secs(3)),
         "redis-server {server_pid} survived signal {signal} to lockcheck"
     );
+    // A handled signal removes the servers' scratch directories; a SIGKILL cannot (the
+    // directories a SIGKILLed run leaves are its own temp dir's, removed here).
+    let left = scratch_left(&tmp);
+    if expected_code.is_some() {
+        assert!(left.is_empty(), "signal {signal} left {left:?}");
+    }
 }
 
 #[test]
@@ -782,19 +817,25 @@ fn sigkill_of_lockcheck_still_kills_the_servers() {
 
 #[test]
 fn panic_hook_kills_servers_whose_guard_never_drops() {
-    let (mut child, rx) = start_child("panic-hook");
+    let (mut child, rx, tmp) = start_child("panic-hook");
     let _server_pid = wait_for_line(&rx, "SERVER_PID=");
     assert_eq!(wait_for_line(&rx, "GONE_AFTER_PANIC="), "true");
     assert!(child.wait().unwrap().success());
+    assert_eq!(
+        scratch_left(&tmp),
+        Vec::<String>::new(),
+        "the panic hook left these"
+    );
 }
 
 #[test]
 fn missing_redis_server_names_the_package_and_the_install_command() {
-    let (mut child, rx) = start_child("missing-redis");
+    let (mut child, rx, tmp) = start_child("missing-redis");
     let message = wait_for_line(&rx, "ERROR=");
     assert!(
         message.contains("apt-get install redis-server"),
         "{message}"
     );
     assert!(child.wait().unwrap().success());
+    assert_eq!(scratch_left(&tmp), Vec::<String>::new());
 }

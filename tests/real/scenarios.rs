@@ -84,6 +84,7 @@ fn a_fault_without_a_real_recipe_exits_2() {
         .args(["run", p.to_str().unwrap(), "--real"])
         .output()
         .unwrap();
+    let _ = std::fs::remove_file(&p);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no real-mode recipe"), "{err}");

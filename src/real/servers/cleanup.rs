@@ -6,9 +6,9 @@
 //! 1. [`crate::real::RedisServer`]'s `Drop` kills and reaps its process (normal
 //!    return, `?` errors, and unwinding panics).
 //! 2. The panic hook installed by [`install_cleanup_handlers`] kills every child
-//!    before anything else runs, which covers `panic = "abort"` builds and servers
-//!    held by threads that will never unwind (a panic on the main thread ends the
-//!    process without joining the others).
+//!    before anything else runs, and removes their scratch directories, which covers
+//!    `panic = "abort"` builds and servers held by threads that will never unwind (a
+//!    panic on the main thread ends the process without joining the others).
 //! 3. The `SIGINT`/`SIGTERM`/`SIGHUP` handlers kill every child, then `_exit` with
 //!    `128 + signal` (130 for Ctrl-C, 143 for `kill`), because a signal's default
 //!    action runs no destructor at all.
@@ -151,6 +151,19 @@ pub(crate) fn remove_dir(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Removes every registered scratch directory (the panic hook, once it has killed the children
+/// that wrote into them: a process that panics on its main thread ends without running the
+/// guards that would have).
+fn remove_all_dirs() {
+    let dirs: Vec<PathBuf> = SCRATCH
+        .lock()
+        .map(|mut d| d.drain(..).collect())
+        .unwrap_or_default();
+    for d in dirs {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 /// Scratch directories currently registered.
 pub fn registered_dirs() -> usize {
     SCRATCH.lock().map_or(0, |d| d.len())
@@ -282,6 +295,7 @@ pub fn install_cleanup_handlers() {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             kill_all_children();
+            remove_all_dirs();
             previous(info);
         }));
     });
