@@ -71,6 +71,17 @@ impl RealZkClient {
         }
     }
 
+    /// The crate's connector for this client's sessions. Its connection timeout (how long the
+    /// crate waits, hearing nothing, before it reports `Disconnected`: SUSPENDED) is 3/5 of the
+    /// session timeout, the longest the crate keeps: above that it falls back to 2/5
+    /// (`reset_timeout` in its `session/mod.rs`). The Java client's read timeout, which the
+    /// simulation follows, is 2/3.
+    fn connector(&self) -> zk::Connector {
+        zk::Client::connector()
+            .with_session_timeout(self.requested_timeout)
+            .with_connection_timeout(self.requested_timeout * 3 / 5)
+    }
+
     /// A client whose pauses end by setting `flag`: the first request after one first asks the
     /// server whether the session still lives ([`RealZkClient::after_pause`]).
     pub fn resumed_by(mut self, flag: Arc<AtomicBool>) -> Self {
@@ -100,11 +111,10 @@ impl RealZkClient {
         let Some(session) = self.client.as_ref().map(|c| c.session().clone()) else {
             return;
         };
-        let revalidate = zk::Client::connector()
+        let revalidate = self
+            .connector()
             .with_session(session)
             .with_detached()
-            .with_session_timeout(self.requested_timeout)
-            .with_connection_timeout(self.requested_timeout * 3 / 5)
             .connect(&self.connect_string);
         let shared = self.shared.clone();
         let crate_told = async move {
@@ -341,15 +351,10 @@ impl ZkClient for RealZkClient {
         self.shared.lock().unwrap().last_heard_ms
     }
 
-    /// A new session. Its connection timeout (how long the crate waits, hearing nothing, before
-    /// it reports `Disconnected`: SUSPENDED) is 3/5 of the session timeout, the longest the
-    /// crate keeps: above that it falls back to 2/5 (`reset_timeout` in its `session/mod.rs`).
-    /// The Java client's read timeout, which the simulation follows, is 2/3.
+    /// A new session (see [`RealZkClient::connector`] for its timeouts).
     async fn reconnect(&mut self) -> Result<(), ZkError> {
-        let connector = zk::Client::connector()
-            .with_session_timeout(self.requested_timeout)
-            .with_connection_timeout(self.requested_timeout * 3 / 5);
-        let client = connector
+        let client = self
+            .connector()
             .connect(&self.connect_string)
             .await
             .map_err(|e| error(e, &self.connect_string))?;

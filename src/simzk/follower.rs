@@ -152,11 +152,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_lagging_follower_lists_an_expired_sessions_node_until_it_applies_the_close() {
+    /// A leader that keeps its commits for a follower, and a fresh follower.
+    fn leader_and_follower() -> (ZkEngine, Follower) {
         let mut zk = ZkEngine::new(ZkConfig::with_tick(100));
         zk.record_commits();
-        let mut f = Follower::new();
+        (zk, Follower::new())
+    }
+
+    #[test]
+    fn a_lagging_follower_lists_an_expired_sessions_node_until_it_applies_the_close() {
+        let (mut zk, mut f) = leader_and_follower();
         let (a, _) = zk.connect(0, 1_000);
         zk.request(0, a, create("/lock", CreateMode::Persistent))
             .unwrap();
@@ -191,9 +196,7 @@ mod tests {
 
     #[test]
     fn a_local_session_becomes_global_with_its_first_ephemeral_node_and_watches_fire_on_apply() {
-        let mut zk = ZkEngine::new(ZkConfig::with_tick(100));
-        zk.record_commits();
-        let mut f = Follower::new();
+        let (mut zk, mut f) = leader_and_follower();
         let (a, _) = zk.connect_local(0, 1_000);
         let before = zk.zxid();
         zk.request(0, a, create("/lock", CreateMode::Persistent))
@@ -235,9 +238,7 @@ mod tests {
 
     #[test]
     fn transactions_apply_in_zxid_order_even_when_a_later_one_is_due_sooner() {
-        let mut zk = ZkEngine::new(ZkConfig::with_tick(100));
-        zk.record_commits();
-        let mut f = Follower::new();
+        let (mut zk, mut f) = leader_and_follower();
         let (a, _) = zk.connect(0, 1_000);
         zk.request(0, a, create("/x", CreateMode::Persistent))
             .unwrap();
