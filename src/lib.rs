@@ -134,21 +134,15 @@
 
 // 1. Vocabulary every stage shares (the seams among it).
 pub mod env;
-pub mod etcd;
 pub mod exec;
 pub mod history;
 pub mod junit;
 pub mod progress;
 pub mod resource;
-pub mod sql;
 pub mod stdout;
 pub mod subscription;
-pub mod zookeeper;
-// 2. The SQL, etcd and ZooKeeper engines; the checkers.
+// 2. The checkers.
 pub mod check;
-pub mod simetcd;
-pub mod simsql;
-pub mod simzk;
 // 3. The locks under test; the fault families.
 pub mod fault;
 pub mod lock;
@@ -176,6 +170,81 @@ pub mod suite;
 pub mod cli;
 // 13. The harness: the command line (and a test's search) for locks of the user's own.
 pub mod harness;
+
+// The services, one folder each; inside a backend's folder each part sits at its role's layer
+// (its seam at 1, its locks at 3, its scenario table and engine at 4, its worlds at 7).
+pub mod backend;
+
+/// Declares a deprecated module at an old path whose items all moved to `$to`: a user's code
+/// written against the old path keeps compiling, with a warning naming the new one.
+macro_rules! moved_module {
+    ($name:ident => $($to:ident)::+) => {
+        #[deprecated(note = "moved into lockcheck::backend::<service>: CHANGELOG.md names the new path")]
+        #[doc(hidden)]
+        pub mod $name {
+            pub use crate::$($to)::+::*;
+        }
+    };
+}
+
+moved_module!(etcd => backend::etcd::seam);
+moved_module!(sql => backend::mysql::seam);
+moved_module!(zookeeper => backend::zookeeper::seam);
+moved_module!(simetcd => backend::etcd::engine);
+moved_module!(simsql => backend::mysql::engine);
+moved_module!(simzk => backend::zookeeper::engine);
+
+/// The old paths, inside the layers' modules, of what moved into [`backend`]: each layer
+/// re-exports its part (`pub use crate::__moved::sim::*;` in `sim/mod.rs`), so a user's code
+/// written against them keeps compiling. New code uses the `backend::<service>` paths.
+#[doc(hidden)]
+pub mod __moved {
+    /// What `lockcheck::sim` held.
+    pub mod sim {
+        moved_module!(etcd_world => backend::etcd::sim::world);
+        moved_module!(mysql_world => backend::mysql::sim::world);
+        moved_module!(zk_world => backend::zookeeper::sim::world);
+        pub use crate::backend::etcd::sim::NetEtcdConn;
+        pub use crate::backend::mysql::sim::{NetSqlConn, SharedEngine, SimSqlConn};
+        pub use crate::backend::zookeeper::sim::{SimZk, SimZkClient};
+    }
+    /// What `lockcheck::real` held.
+    pub mod real {
+        moved_module!(etcd_world => backend::etcd::real::world);
+        moved_module!(mysql_world => backend::mysql::real::world);
+        moved_module!(zk_conn => backend::zookeeper::real::conn);
+        moved_module!(zk_world => backend::zookeeper::real::world);
+        pub use crate::backend::etcd::real::{etcd_path, EtcdCluster, EtcdTiming, RealEtcdConn};
+        pub use crate::backend::mysql::real::{MariaDb, RealSqlConn};
+        pub use crate::backend::zookeeper::real::{RealZkClient, ZooKeeper, ZooKeeperOptions};
+    }
+    /// What `lockcheck::real::servers` held.
+    pub mod servers {
+        moved_module!(etcd => backend::etcd::real::server);
+        moved_module!(mariadb => backend::mysql::real::server);
+        moved_module!(zookeeper => backend::zookeeper::real::server);
+    }
+    /// What `lockcheck::lock` held.
+    pub mod lock {
+        moved_module!(etcd_mutex => backend::etcd::locks::etcd_mutex);
+        moved_module!(mysql => backend::mysql::locks::database_lock);
+        moved_module!(mysql_for_update => backend::mysql::locks::for_update);
+        moved_module!(mysql_insert_unique => backend::mysql::locks::insert_unique);
+        moved_module!(mysql_options => backend::mysql::locks::options);
+        moved_module!(zk_recipe => backend::zookeeper::locks::recipe);
+    }
+    /// What `lockcheck::scenario` held.
+    pub mod scenario {
+        moved_module!(database => backend::mysql::scenario);
+        moved_module!(etcd => backend::etcd::scenario);
+        moved_module!(zookeeper => backend::zookeeper::scenario);
+        pub use crate::backend::zookeeper::scenario::ZkConnect;
+    }
+    /// What `lockcheck::world` held.
+    pub mod world {
+        moved_module!(mysql => backend::mysql::world);
+    }
+}
 
 // What a user of the library needs, at the crate root: a scenario, a lock and its seams, the
 // judged outcome.

@@ -55,15 +55,59 @@ fn layers(architecture: &str) -> Result<BTreeMap<String, u32>, String> {
     Ok(of)
 }
 
-/// The top-level module a file of `src/` belongs to (`src/sim/x.rs` → `sim`, `src/history.rs` →
-/// `history`); `None` for the crate root and the binary.
+/// The unit of layering a file of `src/` belongs to: its top-level module (`src/sim/x.rs` →
+/// `sim`, `src/history.rs` → `history`), or inside a backend's folder its role there
+/// (`src/backend/etcd/sim/world.rs` → `backend/etcd/sim`, `src/backend/etcd/scenario.rs` →
+/// `backend/etcd/scenario`, the service's own `mod.rs` → `backend/etcd`); `None` for the crate
+/// root and the binary.
 fn module_of(rel: &Path) -> Option<String> {
-    let first = rel.components().next()?.as_os_str().to_str()?;
-    if rel.components().count() > 1 {
-        return Some(first.to_string());
+    let path: Vec<String> = rel
+        .components()
+        .filter_map(|c| c.as_os_str().to_str())
+        .map(|c| c.trim_end_matches(".rs").to_string())
+        .collect();
+    if path.len() == 1 && (path[0] == "lib" || path[0] == "main") {
+        return None;
     }
-    let name = first.strip_suffix(".rs")?;
-    (name != "lib" && name != "main").then(|| name.to_string())
+    let path: Vec<String> = path.into_iter().filter(|p| p != "mod").collect();
+    Some(unit_of_path(&path))
+}
+
+/// The unit a module path names (`[backend, etcd, sim, world]` → `backend/etcd/sim`, `[sim,
+/// clock]` → `sim`): see [`module_of`].
+fn unit_of_path(path: &[String]) -> String {
+    match path {
+        [b, rest @ ..] if b == "backend" => {
+            let mut unit = vec![b.as_str()];
+            unit.extend(rest.iter().take(2).map(String::as_str));
+            unit.join("/")
+        }
+        [first, ..] => first.clone(),
+        [] => String::new(),
+    }
+}
+
+/// A backend unit's layer is its role's, written `backend/*/<role>` in the diagram
+/// (`backend/etcd/sim` → `backend/*/sim`; a service's `mod.rs`, `backend/etcd` → `backend/*`).
+fn layer_of(of: &BTreeMap<String, u32>, unit: &str) -> Option<u32> {
+    if let Some(&l) = of.get(unit) {
+        return Some(l);
+    }
+    let parts: Vec<&str> = unit.split('/').collect();
+    if parts.len() >= 2 && parts[0] == "backend" {
+        let mut generic = parts.clone();
+        generic[1] = "*";
+        return of.get(&generic.join("/")).copied();
+    }
+    None
+}
+
+/// The service of a backend unit (`backend/etcd/sim` → `etcd`).
+fn service_of(unit: &str) -> Option<&str> {
+    let mut parts = unit.split('/');
+    (parts.next() == Some("backend"))
+        .then(|| parts.next())
+        .flatten()
 }
 
 /// A file's module path from the crate root (`sim/cluster/failover.rs` → `[sim, cluster,
@@ -245,8 +289,10 @@ fn imports_of_line(line: &str, at: &[String], root: &BTreeMap<String, String>) -
             rest = &tail[1..];
             continue;
         };
-        if let Some(top) = base.first() {
-            found.push(top.clone());
+        if !base.is_empty() {
+            let mut path = base.clone();
+            path.extend(segments_at(after));
+            found.push(unit_of_path(&path));
         } else {
             let mut names = Vec::new();
             if let Some(group) = after.strip_prefix('{') {
@@ -261,21 +307,46 @@ fn imports_of_line(line: &str, at: &[String], root: &BTreeMap<String, String>) -
                         ',' if depth == 0 => item_start = true,
                         c if item_start && (c.is_ascii_alphabetic() || c == '_') => {
                             item_start = false;
-                            names.push(ident_at(&group[j..]));
+                            names.push(segments_at(&group[j..]));
                         }
                         _ => {}
                     }
                 }
             } else {
-                names.push(ident_at(after));
+                names.push(segments_at(after));
             }
-            for name in names {
-                found.push(root.get(&name).cloned().unwrap_or(name));
+            for path in names {
+                let Some(first) = path.first() else { continue };
+                found.push(
+                    root.get(first)
+                        .cloned()
+                        .unwrap_or_else(|| unit_of_path(&path)),
+                );
             }
         }
         rest = after;
     }
     found
+}
+
+/// The module path at the start of `s` (`backend::etcd::sim::X;` → `[backend, etcd, sim, X]`),
+/// up to the first character that is neither part of an identifier nor a `::`.
+fn segments_at(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    loop {
+        let ident = ident_at(rest);
+        if ident.is_empty() {
+            break;
+        }
+        rest = &rest[ident.len()..];
+        out.push(ident);
+        match rest.strip_prefix("::") {
+            Some(r) => rest = r,
+            None => break,
+        }
+    }
+    out
 }
 
 fn ident_at(s: &str) -> String {
@@ -328,7 +399,7 @@ fn includes_of_line(code: &str, raw: &str, rel: &Path) -> Vec<String> {
                 }
             }
             if !outside && path.len() > 1 {
-                found.push(path[0].clone());
+                found.push(unit_of_path(&path));
             }
         }
     }
@@ -395,7 +466,7 @@ fn violations(architecture: &str, files: &[(PathBuf, String)]) -> Vec<String> {
     modules.sort();
     modules.dedup();
     for m in &modules {
-        if !of.contains_key(m) {
+        if layer_of(&of, m).is_none() {
             bad.push(format!(
                 "src/{m}: in no layer of ARCHITECTURE.md's `## Layers` diagram; add it there"
             ));
@@ -405,10 +476,19 @@ fn violations(architecture: &str, files: &[(PathBuf, String)]) -> Vec<String> {
         if !modules.contains(&to) {
             continue; // an item at the crate root, not a module
         }
-        let (Some(&lf), Some(&lt)) = (of.get(&from), of.get(&to)) else {
+        let (Some(lf), Some(lt)) = (layer_of(&of, &from), layer_of(&of, &to)) else {
             continue;
         };
-        if lt >= lf {
+        let (sf, st) = (service_of(&from), service_of(&to));
+        if sf.is_some() && st.is_some() && sf != st {
+            bad.push(format!(
+                "{at}: `{from}` imports `{to}`: one backend never imports another's code; move \
+                 what both need out of `src/backend/`"
+            ));
+        } else if lt > lf || (lt == lf && sf.is_none() == st.is_none()) {
+            // Within a layer, a backend's part and the generic module it plugs into (a service's
+            // scenario table and `scenario/`, its worlds and `sim/`, `real/`) are one concept
+            // split by service; anything else at one layer stays apart.
             bad.push(format!(
                 "{at}: `{from}` (layer {lf}) imports `{to}` (layer {lt}); imports must run down \
                  the layers of ARCHITECTURE.md: move the shared part down, or pass it in"
@@ -456,6 +536,10 @@ fn lib_rs_lists_its_modules_by_layer() {
     let listed: Vec<(String, u32)> = lib
         .lines()
         .filter_map(|l| l.strip_prefix("pub mod "))
+        // A module declared in place (`pub mod __moved { … }`, the old paths) holds no code.
+        .filter(|m| m.ends_with(';'))
+        // `backend` spans the layers: each part of a service's folder sits at its role's layer.
+        .filter(|m| !m.starts_with("backend"))
         .map(|m| {
             let m = m.trim_end_matches(';').to_string();
             let layer = of[&m];
@@ -696,5 +780,60 @@ fn a_planted_check_name_literal_fails() {
         bad[1].starts_with("src/x.rs: no longer has \"release\""),
         "{}",
         bad[1]
+    );
+}
+
+const BACKEND_DIAGRAM: &str = "# A\n\n## Layers\n\n```text\n layer │ modules │ what\n   3   │ sim backend/*/sim │ worlds\n   2   │ lock backend/*/locks │ locks\n   1   │ history backend/*/seam │ bottom\n```\n";
+
+/// Inside a backend's folder each role sits at its own layer: a service's lock that reaches up
+/// into its simulated world fails, naming the role; the same lock using its seam passes.
+#[test]
+fn a_backend_role_importing_up_its_own_folder_fails() {
+    let files = vec![
+        file(
+            "backend/etcd/locks/mutex.rs",
+            "use crate::backend::etcd::seam::EtcdClient;\nuse crate::backend::etcd::sim::world::run;\n",
+        ),
+        file("backend/etcd/seam/mod.rs", "pub trait EtcdClient {}\n"),
+        file("backend/etcd/sim/world.rs", "use super::super::locks::mutex::M;\n"),
+        file("lock/mod.rs", "pub trait Lock {}\n"),
+        file("sim/mod.rs", "use crate::backend::etcd::sim::world;\n"),
+        file("history.rs", "pub struct History;\n"),
+    ];
+    let bad = violations(BACKEND_DIAGRAM, &files);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(
+        bad[0].starts_with(
+            "src/backend/etcd/locks/mutex.rs:2: `backend/etcd/locks` (layer 2) imports \
+             `backend/etcd/sim` (layer 3)"
+        ),
+        "{}",
+        bad[0]
+    );
+}
+
+/// One backend never imports another's code, whatever the layers say; and a role the diagram
+/// does not place is named.
+#[test]
+fn a_backend_importing_another_backend_fails() {
+    let files = vec![
+        file(
+            "backend/zookeeper/sim/world.rs",
+            "use crate::backend::mysql::seam::SqlConn;\n",
+        ),
+        file("backend/mysql/seam/mod.rs", "pub trait SqlConn {}\n"),
+        file("backend/mysql/gadget.rs", "pub fn g() {}\n"),
+    ];
+    let bad = violations(BACKEND_DIAGRAM, &files).join("\n");
+    assert!(
+        bad.contains(
+            "src/backend/zookeeper/sim/world.rs:1: `backend/zookeeper/sim` imports \
+             `backend/mysql/seam`: one backend never imports another's code"
+        ),
+        "{bad}"
+    );
+    assert!(
+        bad.contains("src/backend/mysql/gadget: in no layer"),
+        "{bad}"
     );
 }

@@ -27,17 +27,17 @@ use tokio::task::JoinHandle;
 
 /// Who a real world's clients are: locks built in this process (`F`, the world's `make_lock`), or
 /// the scenario's client programs (`kind = "client-program"`), one per client.
-pub(in crate::real) enum Clients<F> {
+pub(crate) enum Clients<F> {
     InProcess(F),
     Programs,
 }
 
 /// The lock builder type of [`Clients::Programs`], which builds no lock of its own (its clients'
 /// locks are their programs), for a world whose connections are `C`.
-pub(in crate::real) type NoBuilder<C> = fn(LockConfig, C, RealEnv) -> ClientProgramLock<RealEnv>;
+pub(crate) type NoBuilder<C> = fn(LockConfig, C, RealEnv) -> ClientProgramLock<RealEnv>;
 
 /// A world's clients, ready to run: the programs started ([`Clients::launch`]).
-pub(in crate::real) enum Ready<F> {
+pub(crate) enum Ready<F> {
     InProcess(F),
     Programs(LaunchedPrograms),
 }
@@ -47,7 +47,7 @@ impl<F> Clients<F> {
     /// world gives it: where its forwarders are), and waits for their `hello`. Call before the
     /// run's recorder exists: its true time 0 is when every program can act. Blocks a runtime
     /// thread (`block_in_place`) meanwhile.
-    pub(in crate::real) fn launch(
+    pub(crate) fn launch(
         self,
         s: &Scenario,
         launches: impl FnOnce() -> Vec<Launch>,
@@ -65,7 +65,7 @@ impl<F> Clients<F> {
 
 impl<F> Ready<F> {
     /// The programs the nemesis pauses and kills with their clients (none for in-process ones).
-    pub(in crate::real) fn programs(&self) -> Programs {
+    pub(crate) fn programs(&self) -> Programs {
         match self {
             Ready::InProcess(_) => Programs::default(),
             Ready::Programs(p) => p.programs.clone(),
@@ -75,7 +75,7 @@ impl<F> Ready<F> {
 
 /// A nemesis whose faults may still be under way when the clients are done (a server restart,
 /// an election): the run waits for them before it reads the final state.
-pub(in crate::real) trait Settle {
+pub(crate) trait Settle {
     /// Returns once no fault is under way.
     fn settle(&self) -> impl Future<Output = ()>;
 }
@@ -84,7 +84,7 @@ pub(in crate::real) trait Settle {
 /// connections `connect` makes, faulted by nemesis `N`; the protected resource lives on a
 /// spawned `redis-server`. The etcd and ZooKeeper worlds are this, with their own connections
 /// and nemesis.
-pub(in crate::real) struct TaskWorld<N, C, F> {
+pub(crate) struct TaskWorld<N, C, F> {
     rec: Recorder,
     nemesis: N,
     /// The clients' gates and tasks, which their faults act on (the nemesis holds a clone).
@@ -98,7 +98,7 @@ pub(in crate::real) struct TaskWorld<N, C, F> {
 impl<N, C, F> TaskWorld<N, C, F> {
     /// A world recording to `rec`, whose clients are behind `clients`' gates, store the
     /// resource at `storage_url` and connect with `connect(c, env)`.
-    pub(in crate::real) fn new(
+    pub(crate) fn new(
         rec: Recorder,
         nemesis: N,
         clients: ClientTasks,
@@ -178,7 +178,7 @@ where
 /// waited for): locks built by the world's `make_lock` on `connect`'s connections, or the
 /// programs already started, which are killed when the run is over. `rec`, `nemesis`, `tasks`
 /// and `storage_url` are the world's ([`TaskWorld::new`]).
-pub(in crate::real) async fn run_task_clients<N, C, L, Connect, F>(
+pub(crate) async fn run_task_clients<N, C, L, Connect, F>(
     (rec, nemesis, tasks, storage_url): (Recorder, N, ClientTasks, String),
     scenario: &Scenario,
     grace: Duration,
@@ -214,7 +214,7 @@ pub(in crate::real) async fn run_task_clients<N, C, L, Connect, F>(
 
 /// Runs `drive` on the two-thread tokio runtime a real run's clients, forwarders and nemesis
 /// share, then gives what is left of them (a forwarder held for good) 2 s to stop.
-pub(in crate::real) fn block_on_runtime<T>(
+pub(crate) fn block_on_runtime<T>(
     drive: impl Future<Output = Result<T, RealError>>,
 ) -> Result<T, RealError> {
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -34,27 +34,21 @@ pub(crate) mod client_tasks;
 mod connection;
 mod env;
 mod error;
-mod etcd_conn;
-mod etcd_gateway;
-pub mod etcd_world;
 pub mod external;
 mod master_finder;
-pub mod mysql_world;
 pub mod nemesis;
 pub mod observers;
 pub mod redis_world;
 pub mod servers;
-mod sql_conn;
 pub mod subscription;
-pub mod zk_conn;
-pub mod zk_world;
 
+/// Paths that moved into `crate::backend`, kept for users' code (see `lib.rs`).
+pub use crate::__moved::real::*;
 pub use client_programs::client_program::{ClientCommand, ClientProgram};
 pub use client_programs::client_program_lock::ClientProgramLock;
 pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use env::{Gate, RealEnv};
 pub use error::RealError;
-pub use etcd_conn::RealEtcdConn;
 pub use nemesis::blackhole::BlackHole;
 pub use nemesis::proxy::RouteProxy;
 pub use servers::admin::{client_kill_replicas, info_replication, promote, wait_role_master};
@@ -62,11 +56,6 @@ pub use servers::cleanup::{
     install_cleanup_handlers, install_signal_handlers, kill_all_children, registered_children,
     registered_dirs,
 };
-pub use servers::etcd::{etcd_path, EtcdCluster, EtcdTiming};
 pub use servers::failover::{FailoverPhase, FailoverRig, FailoverTimings};
 pub use servers::faketime::FakeTime;
-pub use servers::mariadb::MariaDb;
 pub use servers::redis_server::{redis_server_path, RedisServer, ServerOptions};
-pub use servers::zookeeper::{ZooKeeper, ZooKeeperOptions};
-pub use sql_conn::RealSqlConn;
-pub use zk_conn::RealZkClient;

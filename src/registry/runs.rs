@@ -4,8 +4,8 @@
 //! scenario whichever its `[lock] kind`, in the world its backend needs.
 
 use super::{Conn, Db, EtcdConn, NodeEnv, Registered, Registry, ZkConn};
+use crate::backend::mysql::locks::database_lock::DatabaseLock;
 use crate::history::History;
-use crate::lock::mysql::DatabaseLock;
 use crate::lock::{Backend, Lock, LockConfig, LockKind, Origin, Registrar, Service};
 use crate::real::external::ExternalRedis;
 use crate::real::{RealError, RoutedConnection};
@@ -142,7 +142,7 @@ impl Registrar for Builtins<'_> {
         let sim = {
             let make = make.clone();
             move |s: &Scenario, seed: u64| {
-                crate::sim::mysql_world::run_with(s, seed, |config, conn, env| {
+                crate::backend::mysql::sim::world::run_with(s, seed, |config, conn, env| {
                     make(config, vec![Db::Sim(conn)], NodeEnv::Sim(env))
                 })
             }
@@ -152,7 +152,7 @@ impl Registrar for Builtins<'_> {
                 "{}: --redis does not apply to the MySQL locks (they use a spawned MariaDB)",
                 s.name
             ))),
-            None => crate::real::mysql_world::run_with(s, seed, |config, conn, env| {
+            None => crate::backend::mysql::real::world::run_with(s, seed, |config, conn, env| {
                 make(config, vec![Db::Real(conn)], NodeEnv::Real(env))
             }),
         };
@@ -173,7 +173,7 @@ impl Registrar for Builtins<'_> {
         let sim = {
             let make = make.clone();
             move |s: &Scenario, seed: u64| {
-                crate::sim::etcd_world::run_with(s, seed, |config, conn, env| {
+                crate::backend::etcd::sim::world::run_with(s, seed, |config, conn, env| {
                     make(config, vec![EtcdConn::Sim(conn)], NodeEnv::Sim(env))
                 })
             }
@@ -183,7 +183,7 @@ impl Registrar for Builtins<'_> {
                 "{}: --redis does not apply to the etcd locks (they use spawned etcd members)",
                 s.name
             ))),
-            None => crate::real::etcd_world::run_with(s, seed, |config, conn, env| {
+            None => crate::backend::etcd::real::world::run_with(s, seed, |config, conn, env| {
                 make(config, vec![EtcdConn::Real(conn)], NodeEnv::Real(env))
             }),
         };
@@ -204,7 +204,7 @@ impl Registrar for Builtins<'_> {
         let sim = {
             let make = make.clone();
             move |s: &Scenario, seed: u64| {
-                crate::sim::zk_world::run_with(s, seed, |config, conn, env| {
+                crate::backend::zookeeper::sim::world::run_with(s, seed, |config, conn, env| {
                     make(config, vec![ZkConn::Sim(conn)], NodeEnv::Sim(env))
                 })
             }
@@ -215,9 +215,11 @@ impl Registrar for Builtins<'_> {
                  servers)",
                 s.name
             ))),
-            None => crate::real::zk_world::run_with(s, seed, |config, conn, env| {
-                make(config, vec![ZkConn::Real(conn)], NodeEnv::Real(env))
-            }),
+            None => {
+                crate::backend::zookeeper::real::world::run_with(s, seed, |config, conn, env| {
+                    make(config, vec![ZkConn::Real(conn)], NodeEnv::Real(env))
+                })
+            }
         };
         self.0.locks.push(Registered {
             kind: LockKind::of::<L>(name, Backend::ZooKeeper, Origin::Builtin),
@@ -241,8 +243,12 @@ impl Registrar for Builtins<'_> {
                 (Service::Redis, ext) => {
                     crate::real::redis_world::run_client_programs(s, seed, ext)
                 }
-                (Service::Etcd, None) => crate::real::etcd_world::run_client_programs(s, seed),
-                (Service::ZooKeeper, None) => crate::real::zk_world::run_client_programs(s, seed),
+                (Service::Etcd, None) => {
+                    crate::backend::etcd::real::world::run_client_programs(s, seed)
+                }
+                (Service::ZooKeeper, None) => {
+                    crate::backend::zookeeper::real::world::run_client_programs(s, seed)
+                }
                 (service, _) => Err(RealError::External(format!(
                     "{}: --redis does not apply to client programs on {service:?} (they run on \
                  spawned servers)",

@@ -12,25 +12,15 @@ pub mod cluster;
 pub mod connection;
 pub mod draw;
 mod env;
-mod etcd_conn;
-mod etcd_nemesis;
-mod etcd_server;
-pub mod etcd_world;
-mod mysql_nemesis;
-mod mysql_server;
-pub mod mysql_world;
 pub mod nemesis;
 pub mod network;
 pub mod sentinel;
-mod sql_conn;
 pub mod storage;
 pub mod subscription;
 pub mod wire;
-mod zk_conn;
-mod zk_nemesis;
-mod zk_server;
-pub mod zk_world;
 
+/// Paths that moved into `crate::backend`, kept for users' code (see `lib.rs`).
+pub use crate::__moved::sim::*;
 use crate::env::PointHook;
 use crate::history::{History, Recorder};
 use crate::lock::{Lock, LockConfig};
@@ -42,16 +32,11 @@ use clock::Clocks;
 use cluster::{Cluster, ClusterConfig};
 pub use connection::SimConnection;
 pub use env::SimEnv;
-pub use etcd_conn::NetEtcdConn;
 use madsim::runtime::{Handle, Runtime};
-pub use mysql_server::NetSqlConn;
 use nemesis::SimNemesis;
 use network::Network;
-pub use sql_conn::{SharedEngine, SimSqlConn};
 use std::collections::BTreeMap;
 use std::time::Duration;
-pub use zk_conn::SimZkClient;
-pub use zk_server::SimZk;
 
 /// What a simulated run produced.
 #[derive(Clone, Debug)]
@@ -80,7 +65,7 @@ where
 
 /// The madsim runtime a simulated world runs in, seeded: lockcheck carries requests itself, so
 /// madsim's own network stays unused and loses nothing.
-fn runtime(seed: u64) -> Runtime {
+pub(crate) fn runtime(seed: u64) -> Runtime {
     let mut config = madsim::Config::default();
     config.net.packet_loss_rate = 0.0;
     Runtime::with_seed_and_config(seed, config)
@@ -88,7 +73,9 @@ fn runtime(seed: u64) -> Runtime {
 
 /// The scenario's nodes by name, each with its index, and a clock for each: how both simulated
 /// worlds name their nodes and start their clocks.
-fn nodes_and_clocks(scenario: &Scenario) -> (Vec<String>, BTreeMap<String, usize>, Clocks) {
+pub(crate) fn nodes_and_clocks(
+    scenario: &Scenario,
+) -> (Vec<String>, BTreeMap<String, usize>, Clocks) {
     let names = scenario.node_names();
     let nodes: BTreeMap<String, usize> = names
         .iter()

@@ -15,8 +15,10 @@
 
 pub mod cut;
 pub mod estimate;
-pub mod mysql;
+pub mod points;
 
+/// Paths that moved into `crate::backend`, kept for users' code (see `lib.rs`).
+pub use crate::__moved::world::*;
 pub use estimate::{expected_events, memory_estimate, EVENTS_PER_CYCLE, PEAK_BYTES_PER_EVENT};
 
 use crate::env::PointHook;

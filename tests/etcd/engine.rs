@@ -1,8 +1,8 @@
 //! The simulated etcd engine on its own: revisions, create-revision transactions, prefix ranges
 //! by create revision, leases and their expiry, promotion and watches.
 
-use lockcheck::etcd::{EtcdError, RangeRequest, Txn, TxnOp, TxnOpResponse};
-use lockcheck::simetcd::EtcdEngine;
+use lockcheck::backend::etcd::engine::EtcdEngine;
+use lockcheck::backend::etcd::seam::{EtcdError, RangeRequest, Txn, TxnOp, TxnOpResponse};
 
 fn put(key: &str, lease: i64) -> TxnOp {
     TxnOp::Put {

@@ -2,11 +2,13 @@
 //! seeds) and on spawned etcd members (one real run each: about 50 s of real time in all, most
 //! of it the scenarios' own durations).
 
-use lockcheck::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse};
-use lockcheck::etcd::{Revision, Txn, TxnResponse};
+use lockcheck::backend::etcd::locks::etcd_mutex::{EtcdMutex, PLAIN};
+use lockcheck::backend::etcd::seam::{
+    EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse,
+};
+use lockcheck::backend::etcd::seam::{Revision, Txn, TxnResponse};
+use lockcheck::backend::etcd::sim::NetEtcdConn;
 use lockcheck::judge::{Mode, Outcome};
-use lockcheck::lock::etcd_mutex::{EtcdMutex, PLAIN};
-use lockcheck::sim::NetEtcdConn;
 use lockcheck::Verdict;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -101,13 +103,14 @@ fn a_refused_acquire_leaves_no_key_in_the_queue() {
         s.workload.clients = clients;
         for seed in 1..=5 {
             let refuse = Arc::new(AtomicBool::new(true));
-            let run = lockcheck::sim::etcd_world::run_with(&s, seed, |config, conn, env| {
-                let conn = RefusedOnce {
-                    inner: conn,
-                    refuse: refuse.clone(),
-                };
-                EtcdMutex::<_, _, PLAIN>::new(config, vec![conn], env)
-            });
+            let run =
+                lockcheck::backend::etcd::sim::world::run_with(&s, seed, |config, conn, env| {
+                    let conn = RefusedOnce {
+                        inner: conn,
+                        refuse: refuse.clone(),
+                    };
+                    EtcdMutex::<_, _, PLAIN>::new(config, vec![conn], env)
+                });
             assert!(!refuse.load(Ordering::SeqCst), "no transaction was refused");
             let o = Outcome::judge(&s, Mode::Sim, seed, run.history);
             let text = o.history.render();

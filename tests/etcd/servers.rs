@@ -2,7 +2,8 @@
 //! over when the leader is killed, and leave no process and no directory behind; a missing `etcd`
 //! is a clear exit 2 naming the Debian package. About 6 s of real time in all.
 
-use lockcheck::real::{registered_children, EtcdCluster, EtcdTiming};
+use lockcheck::backend::etcd::real::{EtcdCluster, EtcdTiming};
+use lockcheck::real::registered_children;
 
 use crate::common::{lockcheck, real_servers_one_at_a_time};
 

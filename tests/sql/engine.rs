@@ -1,8 +1,8 @@
 //! The simulated InnoDB subset on its own: duplicate keys, lock waits and their timeout, rollback
 //! when a connection dies, deadlock detection, and clear refusals outside the subset.
 
-use lockcheck::simsql::{Engine, Step};
-use lockcheck::sql::{Output, SqlError, Value};
+use lockcheck::backend::mysql::engine::{Engine, Step};
+use lockcheck::backend::mysql::seam::{Output, SqlError, Value};
 
 fn ok(step: Step) -> Output {
     match step {

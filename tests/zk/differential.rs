@@ -15,10 +15,10 @@
 //! Cost: about 15 ms a sequence on the real server on 2 cores, so the default of 1000 sequences
 //! takes about 15 s; `LOCKCHECK_ZK_DIFF_SEQUENCES=5000` runs the 5,000 (about 75 s).
 
-use lockcheck::real::servers::zookeeper::{ZooKeeper, ZooKeeperOptions};
-use lockcheck::real::RealZkClient;
-use lockcheck::simzk::{Follower, Request, Response, ZkConfig, ZkEngine};
-use lockcheck::zookeeper::{CreateMode, Stat, ZkClient, ZkError};
+use lockcheck::backend::zookeeper::engine::{Follower, Request, Response, ZkConfig, ZkEngine};
+use lockcheck::backend::zookeeper::real::server::{ZooKeeper, ZooKeeperOptions};
+use lockcheck::backend::zookeeper::real::RealZkClient;
+use lockcheck::backend::zookeeper::seam::{CreateMode, Stat, ZkClient, ZkError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;

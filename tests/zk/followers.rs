@@ -4,12 +4,13 @@
 //! (a session always reads its own writes, however far its follower lags), and the double
 //! holder on spawned servers.
 
+use lockcheck::backend::zookeeper::seam::{CreateMode, SessionState, ZkClient, ZkError};
+use lockcheck::backend::zookeeper::sim::SimZkClient;
 use lockcheck::env::Env;
 use lockcheck::judge::{Mode, Outcome};
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError};
 use lockcheck::scenario::Scenario;
-use lockcheck::sim::{SimEnv, SimZkClient};
-use lockcheck::zookeeper::{CreateMode, SessionState, ZkClient, ZkError};
+use lockcheck::sim::SimEnv;
 use lockcheck::Verdict;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -205,7 +206,7 @@ fn a_session_reads_its_own_writes_on_a_lagging_follower() {
         for seed in 1..=5 {
             let misses = Arc::new(Mutex::new(Vec::new()));
             let checked = Arc::new(Mutex::new(0));
-            let run = lockcheck::sim::zk_world::run_with(&s, seed, {
+            let run = lockcheck::backend::zookeeper::sim::world::run_with(&s, seed, {
                 let (misses, checked) = (misses.clone(), checked.clone());
                 let made = AtomicU32::new(0);
                 move |_config: LockConfig, client: SimZkClient, env: SimEnv| ReadsOwnWrites {

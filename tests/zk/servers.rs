@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lockcheck::real::servers::zookeeper::{Mode, ZooKeeper, ZooKeeperOptions};
+use lockcheck::backend::zookeeper::real::server::{Mode, ZooKeeper, ZooKeeperOptions};
 use lockcheck::real::RealError;
 
 fn process_gone(pid: u32) -> bool {

@@ -35,7 +35,7 @@ pub struct ClientProgram {
 
 /// Each client's program, by client index, in a run of `kind = "client-program"` (`None`, or an
 /// empty list: the client is a lock in this process).
-pub(in crate::real) type Programs = Arc<Vec<Option<Arc<ClientProgram>>>>;
+pub(crate) type Programs = Arc<Vec<Option<Arc<ClientProgram>>>>;
 
 /// What to start: the command line and where it runs.
 #[derive(Clone, Debug)]
@@ -236,7 +236,7 @@ pub const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 /// Sends each program `{"id":0,"op":"hello"}` and waits until every one has answered (with any
 /// result: an adapter's reply to an op it does not know will do), so that the run starts when
 /// all clients can act, not while one interpreter is still importing its libraries.
-pub(in crate::real) fn handshake(
+pub(crate) fn handshake(
     processes: &[Option<Arc<ClientProgram>>],
     pipes: &mut [Option<(ChildStdin, ChildStdout)>],
 ) -> Result<(), RealError> {

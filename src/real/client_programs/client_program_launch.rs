@@ -23,7 +23,7 @@ use crate::scenario::Scenario;
 /// How one process (a master or a client program) runs under libfaketime, from its start
 /// `offset_ms`, its drift and whether its clock jumps later; `None` for a true clock.
 /// libfaketime either reads a jumpable offset from a file or runs at a rate, not both.
-pub(in crate::real) fn fake_time(
+pub(crate) fn fake_time(
     who: &str,
     drift_ppm: i64,
     offset_ms: i64,
@@ -48,7 +48,7 @@ pub(in crate::real) fn fake_time(
 /// drift faults on it (applied from the start: a process's libfaketime rate is fixed) and
 /// whether it jumps. A jumpable clock starts at its offset by a first jump (see
 /// [`start_offsets`]).
-pub(in crate::real) fn client_clocks(
+pub(crate) fn client_clocks(
     s: &Scenario,
     starts: &[(i64, i64)],
 ) -> Result<Vec<Option<FakeTime>>, RealError> {
@@ -91,7 +91,7 @@ fn protocol_env(s: &Scenario, c: u32, service: Vec<(String, String)>) -> Vec<(St
 
 /// The variables a world gives a program: `(name, value)` pairs, written as the protocol names
 /// them.
-pub(in crate::real) fn vars<const N: usize>(pairs: [(&str, String); N]) -> Vec<(String, String)> {
+pub(crate) fn vars<const N: usize>(pairs: [(&str, String); N]) -> Vec<(String, String)> {
     pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
@@ -129,15 +129,15 @@ fn start_client(
 
 /// How each client's program starts: its service's variables, its libfaketime clock (if any)
 /// and that clock's start offset.
-pub(in crate::real) struct Launch {
-    pub(in crate::real) service: Vec<(String, String)>,
-    pub(in crate::real) fake: Option<FakeTime>,
-    pub(in crate::real) offset_ms: i64,
+pub(crate) struct Launch {
+    pub(crate) service: Vec<(String, String)>,
+    pub(crate) fake: Option<FakeTime>,
+    pub(crate) offset_ms: i64,
 }
 
 impl Launch {
     /// A program on a true clock, speaking to a service through `service`'s variables.
-    pub(in crate::real) fn on_true_time(service: Vec<(String, String)>) -> Launch {
+    pub(crate) fn on_true_time(service: Vec<(String, String)>) -> Launch {
         Launch {
             service,
             fake: None,
@@ -148,16 +148,16 @@ impl Launch {
 
 /// The scenario's client programs, one per client, started and past their `hello`: the run's
 /// true time 0 comes after this, so an interpreter's start-up is not part of it.
-pub(in crate::real) struct LaunchedPrograms {
+pub(crate) struct LaunchedPrograms {
     /// `programs[c]`: client `c`'s program, which the nemesis pauses and kills.
-    pub(in crate::real) programs: Programs,
+    pub(crate) programs: Programs,
     pipes: Vec<Option<(ChildStdin, ChildStdout)>>,
 }
 
 impl LaunchedPrograms {
     /// Starts every client's program as `launches[c]` says and waits until each has answered
     /// `hello`. Blocking (forks, then up to [`HELLO_TIMEOUT`](super::client_program::HELLO_TIMEOUT)).
-    pub(in crate::real) fn start(
+    pub(crate) fn start(
         s: &Scenario,
         launches: Vec<Launch>,
     ) -> Result<LaunchedPrograms, RealError> {
@@ -183,7 +183,7 @@ impl LaunchedPrograms {
 
     /// Client `c`'s lock: its program, driven over the protocol, its `renewed` notices recorded
     /// in `rec`. Once per client.
-    pub(in crate::real) fn lock(
+    pub(crate) fn lock(
         &mut self,
         c: u32,
         config: LockConfig,
@@ -200,7 +200,7 @@ impl LaunchedPrograms {
     }
 
     /// Kills every program now (each is killed when dropped too): the run is over.
-    pub(in crate::real) fn kill_all(programs: &Programs) {
+    pub(crate) fn kill_all(programs: &Programs) {
         for p in programs.iter().flatten() {
             p.kill();
         }

@@ -17,11 +17,11 @@ use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
 use crate::real::client_programs::client_program::{ClientProgram, Programs};
 use crate::real::Gate;
-use crate::world::mysql::record_client_crash;
+use crate::world::points::record_client_crash;
 
 /// What the faults fired at one client's point ask of that client.
 #[derive(Default)]
-pub(in crate::real) struct Stops {
+pub(crate) struct Stops {
     stall: Cell<Duration>,
     crashed: Cell<bool>,
 }
@@ -29,7 +29,7 @@ pub(in crate::real) struct Stops {
 impl Stops {
     /// A pause of `victim` (the holder, or a named client) for `for_ms`; the history says what
     /// `stays` meanwhile.
-    pub(in crate::real) fn pause(
+    pub(crate) fn pause(
         &self,
         rec: &Recorder,
         at: &Occasion<'_>,
@@ -55,17 +55,17 @@ impl Stops {
     }
 
     /// The client dies at its point.
-    pub(in crate::real) fn crash(&self) {
+    pub(crate) fn crash(&self) {
         self.crashed.set(true);
     }
 
     /// Whether the client is to die.
-    pub(in crate::real) fn crashed(&self) -> bool {
+    pub(crate) fn crashed(&self) -> bool {
         self.crashed.get()
     }
 
     /// The longest pause asked for (zero: none).
-    pub(in crate::real) fn stall(&self) -> Duration {
+    pub(crate) fn stall(&self) -> Duration {
         self.stall.get()
     }
 }
@@ -73,7 +73,7 @@ impl Stops {
 /// `SIGSTOP`s (`stop`) or `SIGCONT`s client `client`'s program, if it is one, and says so in the
 /// history. Stopped, every thread of the program stands, its library's own pings and lease
 /// keep-alives too, as in a stop-the-world GC pause.
-pub(in crate::real) fn signal_program(
+pub(crate) fn signal_program(
     rec: &Recorder,
     client: u32,
     program: Option<&ClientProgram>,
@@ -94,7 +94,7 @@ pub(in crate::real) fn signal_program(
 
 /// `SIGKILL`s client `client`'s program, if it is one, and says so in the history: it never
 /// releases, and its connections close only when the kernel closes them.
-pub(in crate::real) fn kill_program(rec: &Recorder, client: u32, program: Option<&ClientProgram>) {
+pub(crate) fn kill_program(rec: &Recorder, client: u32, program: Option<&ClientProgram>) {
     let Some(p) = program else { return };
     p.kill();
     rec.record(
@@ -107,18 +107,18 @@ pub(in crate::real) fn kill_program(rec: &Recorder, client: u32, program: Option
 
 /// The clients' gates and tasks, which their own faults act on.
 #[derive(Clone)]
-pub(in crate::real) struct ClientTasks {
-    pub(in crate::real) rec: Recorder,
-    pub(in crate::real) gates: Vec<Gate>,
+pub(crate) struct ClientTasks {
+    pub(crate) rec: Recorder,
+    pub(crate) gates: Vec<Gate>,
     /// Each client's task, to abort it when the client crashes.
-    pub(in crate::real) tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    pub(crate) tasks: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
     /// Each client's program, when the clients are programs: paused and killed with the client.
-    pub(in crate::real) programs: Programs,
+    pub(crate) programs: Programs,
 }
 
 impl ClientTasks {
     /// Gates for `clients` clients, no task yet; the clients are locks in this process.
-    pub(in crate::real) fn new(rec: Recorder, clients: u32) -> ClientTasks {
+    pub(crate) fn new(rec: Recorder, clients: u32) -> ClientTasks {
         ClientTasks {
             rec,
             gates: (0..clients).map(|_| Gate::default()).collect(),
@@ -128,7 +128,7 @@ impl ClientTasks {
     }
 
     /// The same clients, each of which is a program (`programs[c]`).
-    pub(in crate::real) fn with_programs(self, programs: Programs) -> ClientTasks {
+    pub(crate) fn with_programs(self, programs: Programs) -> ClientTasks {
         ClientTasks { programs, ..self }
     }
 
@@ -138,13 +138,7 @@ impl ClientTasks {
 
     /// If `crashed` ([`Stops::crashed`]), `client` dies at `point`: records it (`how` the
     /// world carries it out), kills its gate and aborts its task, and never returns.
-    pub(in crate::real) async fn crash_if_asked(
-        &self,
-        crashed: bool,
-        client: u32,
-        point: &str,
-        how: &str,
-    ) {
+    pub(crate) async fn crash_if_asked(&self, crashed: bool, client: u32, point: &str, how: &str) {
         if !crashed {
             return;
         }
@@ -160,7 +154,7 @@ impl ClientTasks {
     /// Stalls `client` for `stall` ([`Stops::stall`]) with its gate closed, if not zero; a
     /// program is `SIGSTOP`ped meanwhile, and continued before its gate opens, so the next
     /// request finds it running.
-    pub(in crate::real) async fn stall_if_asked(&self, stall: Duration, client: u32) {
+    pub(crate) async fn stall_if_asked(&self, stall: Duration, client: u32) {
         if stall.is_zero() {
             return;
         }
@@ -182,7 +176,7 @@ impl ClientTasks {
 /// The nemesis as a client that reached a named point sees it: its own pause and crash are
 /// gathered in `stops` (carried out in its task by [`ClientTasks::fire_at_client`]); every other
 /// capability is the world's nemesis `n`'s.
-pub(in crate::real) struct AtClient<'a, N> {
+pub(crate) struct AtClient<'a, N> {
     n: &'a N,
     rec: &'a Recorder,
     stops: Stops,
@@ -233,16 +227,16 @@ impl<N: Nemesis> Nemesis for AtClient<'_, N> {
 /// What a world's client does beyond its task when it stops: what the history says goes on
 /// during its pause and how its crash is carried out, and what else must stop with it (`hold`
 /// is called with `true` before a pause or a crash, with `false` after a pause).
-pub(in crate::real) struct Stopping<'a> {
-    pub(in crate::real) paused: &'a str,
-    pub(in crate::real) crashed: &'a str,
-    pub(in crate::real) hold: &'a (dyn Fn(bool) + Sync),
+pub(crate) struct Stopping<'a> {
+    pub(crate) paused: &'a str,
+    pub(crate) crashed: &'a str,
+    pub(crate) hold: &'a (dyn Fn(bool) + Sync),
 }
 
 impl ClientTasks {
     /// Fires the faults `client` triggered at `point` through `n`, then carries out its own
     /// pause or crash; returns when it may go on (never, if it crashed).
-    pub(in crate::real) async fn fire_at_client<N: Nemesis + Sync>(
+    pub(crate) async fn fire_at_client<N: Nemesis + Sync>(
         &self,
         n: &N,
         client: u32,

@@ -9,18 +9,13 @@ use crate::history::{EventKind, Recorder};
 use crate::schedule::Schedule;
 
 /// Records what the nemesis did (or why it did not) in the history.
-pub(in crate::real) fn note(rec: &Recorder, what: String) {
+pub(crate) fn note(rec: &Recorder, what: String) {
     rec.record("nemesis", EventKind::Fault { what });
 }
 
 /// Carries out one fault through `n` (a world's nemesis, or its view from a client's point);
 /// what has no recipe there, the history says.
-pub(in crate::real) fn fire_noting<N: Nemesis>(
-    rec: &Recorder,
-    kind: &FaultKind,
-    n: &N,
-    at: &Occasion<'_>,
-) {
+pub(crate) fn fire_noting<N: Nemesis>(rec: &Recorder, kind: &FaultKind, n: &N, at: &Occasion<'_>) {
     match kind.fire(n, at) {
         Ok(()) => {}
         Err(Refused::Because(why)) => note(rec, why),
@@ -30,7 +25,7 @@ pub(in crate::real) fn fire_noting<N: Nemesis>(
 
 /// Fires each fault of `pending` with an absolute time through `n` when the run's clock reaches
 /// it (call inside the run's tokio runtime).
-pub(in crate::real) fn start_timed<N>(pending: &Schedule, rec: &Recorder, n: &N)
+pub(crate) fn start_timed<N>(pending: &Schedule, rec: &Recorder, n: &N)
 where
     N: Nemesis + Clone + Send + 'static,
 {

@@ -19,7 +19,7 @@ use tokio::time::Instant;
 const CHUNK: usize = 16 * 1024;
 
 /// A listening link proxy; it lives as long as the tokio runtime that runs it.
-pub(in crate::real) struct LinkProxy {
+pub(crate) struct LinkProxy {
     addr: SocketAddr,
     target: Arc<Mutex<Option<SocketAddr>>>,
 }
@@ -27,10 +27,7 @@ pub(in crate::real) struct LinkProxy {
 impl LinkProxy {
     /// Listens on node `node`'s address (a free port) for it. Connections wait until
     /// [`LinkProxy::set_target`] says where the node's process is. Call inside a tokio runtime.
-    pub(in crate::real) async fn start(
-        net: Arc<Network>,
-        node: usize,
-    ) -> std::io::Result<LinkProxy> {
+    pub(crate) async fn start(net: Arc<Network>, node: usize) -> std::io::Result<LinkProxy> {
         let listener = TcpListener::bind((Network::address(node), 0)).await?;
         let addr = listener.local_addr()?;
         let target = Arc::new(Mutex::new(None));
@@ -46,12 +43,12 @@ impl LinkProxy {
     }
 
     /// The node's announced address (this proxy's).
-    pub(in crate::real) fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Where the node's process listens now (after a restart, its new port).
-    pub(in crate::real) fn set_target(&self, real: SocketAddr) {
+    pub(crate) fn set_target(&self, real: SocketAddr) {
         *self.target.lock().unwrap() = Some(real);
     }
 }

@@ -28,7 +28,7 @@ const NET: u8 = 77;
 const PER_BLOCK: usize = 250;
 
 /// Who is who and which links are cut, for one run.
-pub(in crate::real) struct Network {
+pub(crate) struct Network {
     /// Each node's name, by node index (the scenario's `node_names`).
     names: Vec<String>,
     /// Which nodes are Redis servers: bytes from a server to a server that connected to it are
@@ -47,12 +47,7 @@ pub(in crate::real) struct Network {
 impl Network {
     /// A network of `names` (node index = position), where `servers[i]` says whether node `i` is
     /// a Redis server.
-    pub(in crate::real) fn new(
-        names: Vec<String>,
-        servers: Vec<bool>,
-        lag_ms: [u64; 2],
-        seed: u64,
-    ) -> Self {
+    pub(crate) fn new(names: Vec<String>, servers: Vec<bool>, lag_ms: [u64; 2], seed: u64) -> Self {
         Network {
             names,
             servers,
@@ -64,7 +59,7 @@ impl Network {
     }
 
     /// Node `i`'s own address: where its proxy listens and what it sends from.
-    pub(in crate::real) fn address(i: usize) -> IpAddr {
+    pub(crate) fn address(i: usize) -> IpAddr {
         IpAddr::V4(Ipv4Addr::new(
             127,
             NET,
@@ -75,7 +70,7 @@ impl Network {
 
     /// The node that sends from `ip`, if it is one of this run's (anything else, such as
     /// lockcheck's own control connections and client programs, is never cut).
-    pub(in crate::real) fn node_of(&self, ip: IpAddr) -> Option<usize> {
+    pub(crate) fn node_of(&self, ip: IpAddr) -> Option<usize> {
         let IpAddr::V4(v4) = ip else { return None };
         let [a, b, c, d] = v4.octets();
         let i =
@@ -85,7 +80,7 @@ impl Network {
 
     /// Cuts (`on`) or restores the directed links `(from, to)`. Overlapping partitions count: a
     /// link carries again when the last partition that cut it heals.
-    pub(in crate::real) fn cut(&self, links: &[(usize, usize)], on: bool) {
+    pub(crate) fn cut(&self, links: &[(usize, usize)], on: bool) {
         let mut cuts = self.cuts.lock().unwrap();
         for &link in links {
             let n = cuts.entry(link).or_insert(0);
@@ -99,7 +94,7 @@ impl Network {
     }
 
     /// Whether bytes from `from` reach `to` now (an unknown sender is never cut).
-    pub(in crate::real) fn open(&self, from: Option<usize>, to: Option<usize>) -> bool {
+    pub(crate) fn open(&self, from: Option<usize>, to: Option<usize>) -> bool {
         match (from, to) {
             (Some(a), Some(b)) => !self.cuts.lock().unwrap().contains_key(&(a, b)),
             _ => true,
@@ -107,7 +102,7 @@ impl Network {
     }
 
     /// Waits until bytes from `from` reach `to`.
-    pub(in crate::real) async fn wait_open(&self, from: Option<usize>, to: Option<usize>) {
+    pub(crate) async fn wait_open(&self, from: Option<usize>, to: Option<usize>) {
         let mut rx = self.changed.subscribe();
         while !self.open(from, to) {
             if rx.changed().await.is_err() {
@@ -117,19 +112,19 @@ impl Network {
     }
 
     /// Waits until the cuts change (a partition starts or heals).
-    pub(in crate::real) async fn changes(&self) {
+    pub(crate) async fn changes(&self) {
         let mut rx = self.changed.subscribe();
         let _ = rx.changed().await;
     }
 
     /// Whether bytes from server `from` to `to` are a replication stream that lags: `to` is a
     /// server too (servers connect to servers only to replicate) and the lag is not zero.
-    pub(in crate::real) fn lags(&self, from: usize, to: Option<usize>) -> bool {
+    pub(crate) fn lags(&self, from: usize, to: Option<usize>) -> bool {
         to.is_some_and(|to| self.servers[from] && self.servers[to]) && self.lag_ms[1] > 0
     }
 
     /// The next replication lag draw.
-    pub(in crate::real) fn replication_lag(&self) -> Duration {
+    pub(crate) fn replication_lag(&self) -> Duration {
         let [lo, hi] = self.lag_ms;
         Duration::from_millis(self.rng.lock().unwrap().gen_range(lo..=hi))
     }

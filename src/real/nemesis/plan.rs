@@ -28,7 +28,7 @@ pub fn real_mode_unsupported(scenario: &Scenario) -> Option<String> {
 
 /// Checks that every fault of the scenario has a real-mode recipe, on the servers its lock needs:
 /// a spawned MariaDB for the MySQL locks, spawned `redis-server`s for the others.
-pub(in crate::real) fn check_supported(s: &Scenario) -> Result<(), RealError> {
+pub(crate) fn check_supported(s: &Scenario) -> Result<(), RealError> {
     if s.lock.kind.is_mysql() {
         return check_mysql(s);
     }
@@ -125,11 +125,7 @@ fn check_mysql(s: &Scenario) -> Result<(), RealError> {
 }
 
 /// A master named in a clock fault: it must be `redis-<m>` of a group without replicas.
-pub(in crate::real) fn faked_master(
-    s: &Scenario,
-    node: &str,
-    what: &str,
-) -> Result<usize, RealError> {
+pub(crate) fn faked_master(s: &Scenario, node: &str, what: &str) -> Result<usize, RealError> {
     match master_index(s, node) {
         Some(m) if s.redis.replicas == 0 => Ok(m),
         _ => Err(unsupported(format!(
@@ -140,7 +136,7 @@ pub(in crate::real) fn faked_master(
 }
 
 /// A Redis server node (master or replica) -> its node index.
-pub(in crate::real) fn server_index(s: &Scenario, node: &str) -> Option<usize> {
+pub(crate) fn server_index(s: &Scenario, node: &str) -> Option<usize> {
     node.starts_with("redis-")
         .then(|| s.node_names().iter().position(|n| n == node))
         .flatten()
@@ -149,7 +145,7 @@ pub(in crate::real) fn server_index(s: &Scenario, node: &str) -> Option<usize> {
 /// The directed links (node indices) a partition cuts in a Sentinel run, or why it cannot: a
 /// client program's connections do not come from its node address (it is no process of
 /// lockcheck's to bind), so a partition may not cut them.
-pub(in crate::real) fn sentinel_links(
+pub(crate) fn sentinel_links(
     s: &Scenario,
     nodes: &[String],
     from: &[String],
@@ -193,19 +189,19 @@ fn scenario_links(
 }
 
 /// `redis-<m>` -> m, for the scenario's masters.
-pub(in crate::real) fn master_index(s: &Scenario, node: &str) -> Option<usize> {
+pub(crate) fn master_index(s: &Scenario, node: &str) -> Option<usize> {
     let m: u32 = node.strip_prefix("redis-")?.parse().ok()?;
     (m < s.redis.masters).then_some(m as usize)
 }
 
 /// `client-<c>` -> c.
-pub(in crate::real) fn client_index(s: &Scenario, node: &str) -> Option<usize> {
+pub(crate) fn client_index(s: &Scenario, node: &str) -> Option<usize> {
     let c: u32 = node.strip_prefix("client-")?.parse().ok()?;
     (c < s.workload.clients).then_some(c as usize)
 }
 
 /// `zookeeper-<i>` -> i, for the scenario's ZooKeeper servers.
-pub(in crate::real) fn zookeeper_index(s: &Scenario, node: &str) -> Option<usize> {
+pub(crate) fn zookeeper_index(s: &Scenario, node: &str) -> Option<usize> {
     let i: u32 = node.strip_prefix("zookeeper-")?.parse().ok()?;
     (i < s.zookeeper.servers).then_some(i as usize)
 }
@@ -215,7 +211,7 @@ pub(in crate::real) fn zookeeper_index(s: &Scenario, node: &str) -> Option<usize
 /// would let a client's pings reach the server (its session lives) while it hears nothing, a
 /// different fault, so it is refused; so is a cut between servers, whose links lockcheck does not
 /// forward.
-pub(in crate::real) fn zookeeper_cuts(
+pub(crate) fn zookeeper_cuts(
     s: &Scenario,
     cut: &Cut<'_>,
 ) -> Result<Vec<(usize, usize)>, RealError> {
@@ -251,7 +247,7 @@ pub(in crate::real) fn zookeeper_cuts(
 }
 
 /// The (client, master) connections a partition cuts in real mode, or why it cannot.
-pub(in crate::real) fn client_cuts(
+pub(crate) fn client_cuts(
     s: &Scenario,
     nodes: &[String],
     from: &[String],
@@ -290,19 +286,19 @@ pub(in crate::real) fn client_cuts(
 }
 
 /// How each master's clock runs in real mode, and what to record about it.
-pub(in crate::real) struct ServerClocks {
+pub(crate) struct ServerClocks {
     /// Each master's libfaketime setting, if its clock is faked.
-    pub(in crate::real) fake: Vec<Option<FakeTime>>,
+    pub(crate) fake: Vec<Option<FakeTime>>,
     /// Start offsets to apply (jumpable servers) right after spawning.
-    pub(in crate::real) offsets: Vec<i64>,
+    pub(crate) offsets: Vec<i64>,
     /// What the history records about the clocks before the run.
-    pub(in crate::real) notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// Each client's start (offset ms, drift ppm).
-    pub(in crate::real) clients: Vec<(i64, i64)>,
+    pub(crate) clients: Vec<(i64, i64)>,
 }
 
 /// How every master's and client's clock starts, from `[clocks]` and the clock faults.
-pub(in crate::real) fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
+pub(crate) fn server_clocks(s: &Scenario, seed: u64) -> Result<ServerClocks, RealError> {
     let masters = s.redis.masters as usize;
     let mut drift = vec![0i64; masters];
     let mut offsets = vec![0i64; masters];

@@ -23,14 +23,14 @@ fn refused(e: RealError) -> Refused {
 }
 
 /// Asks `fault` of `n` without carrying anything out: the answer is whether `n` can.
-pub(in crate::real) fn ask<N: Nemesis>(n: &N, fault: &Fault) -> Result<(), Refused> {
+pub(crate) fn ask<N: Nemesis>(n: &N, fault: &Fault) -> Result<(), Refused> {
     fault.kind.fire(n, &Occasion::TIMED)
 }
 
 /// What the recipes on spawned `redis-server`s can do to one fault of `s`, fired by `trigger`.
-pub(in crate::real) struct RedisRecipes<'a> {
-    pub(in crate::real) s: &'a Scenario,
-    pub(in crate::real) trigger: &'a Trigger,
+pub(crate) struct RedisRecipes<'a> {
+    pub(crate) s: &'a Scenario,
+    pub(crate) trigger: &'a Trigger,
 }
 
 impl RedisRecipes<'_> {
@@ -127,8 +127,8 @@ impl Nemesis for RedisRecipes<'_> {
 
 /// What the recipes on a spawned MariaDB can do: a client's pause or crash at its named point,
 /// and the server's crash, pause and partition at any time.
-pub(in crate::real) struct MysqlRecipes<'a> {
-    pub(in crate::real) trigger: &'a Trigger,
+pub(crate) struct MysqlRecipes<'a> {
+    pub(crate) trigger: &'a Trigger,
 }
 
 impl MysqlRecipes<'_> {
@@ -174,9 +174,9 @@ impl Nemesis for MysqlRecipes<'_> {
 /// failover, and its partitions must cut both ways (see `plan::zookeeper_cuts`). Clock faults
 /// have no recipe yet: etcd's lease expiry reads Go's monotonic clock and ZooKeeper's session
 /// expiry the JVM's `System.nanoTime`, which libfaketime does not move by default.
-pub(in crate::real) struct ConsensusRecipes<'a> {
-    pub(in crate::real) s: &'a Scenario,
-    pub(in crate::real) trigger: &'a Trigger,
+pub(crate) struct ConsensusRecipes<'a> {
+    pub(crate) s: &'a Scenario,
+    pub(crate) trigger: &'a Trigger,
 }
 
 impl ConsensusRecipes<'_> {
@@ -236,7 +236,7 @@ impl Nemesis for ConsensusRecipes<'_> {
 /// A Redis lockcheck did not start (`--redis`): it is never faulted, so every capability that
 /// touches a server is refused with what the fault would have done to it. The client's own
 /// faults (pauses, crashes, its clocks) are lockcheck's to carry out.
-pub(in crate::real) struct ExternalServers;
+pub(crate) struct ExternalServers;
 
 impl Nemesis for ExternalServers {
     fn pause_client(
@@ -300,7 +300,7 @@ impl Nemesis for ExternalServers {
 /// A clock fault as real mode sets it up before spawning: libfaketime's rate is fixed per
 /// process, and a clock that will jump reads its offset from a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(in crate::real) enum ClockSetting {
+pub(crate) enum ClockSetting {
     /// The node's clock drifts at this rate (ppm) from the start.
     Drift(i64),
     /// The node's clock will jump (wall clock alone, or both: one libfaketime clock either way).
@@ -310,11 +310,11 @@ pub(in crate::real) enum ClockSetting {
 /// The clock faults of a scenario, in file order, gathered by firing every fault against a
 /// nemesis whose only capabilities are the clock's.
 #[derive(Default)]
-pub(in crate::real) struct ClockSettings(RefCell<Vec<(String, ClockSetting)>>);
+pub(crate) struct ClockSettings(RefCell<Vec<(String, ClockSetting)>>);
 
 impl ClockSettings {
     /// Every clock fault of `s`: the node and what it does to its clock.
-    pub(in crate::real) fn of(s: &Scenario) -> Vec<(String, ClockSetting)> {
+    pub(crate) fn of(s: &Scenario) -> Vec<(String, ClockSetting)> {
         let me = ClockSettings::default();
         for f in &s.faults {
             let _ = ask(&me, f);
@@ -341,11 +341,11 @@ impl Nemesis for ClockSettings {
 
 /// The master groups a failover will hit: real mode holds their replication back from the start.
 #[derive(Default)]
-pub(in crate::real) struct FailsOver(RefCell<Vec<u32>>);
+pub(crate) struct FailsOver(RefCell<Vec<u32>>);
 
 impl FailsOver {
     /// The masters `faults` fail over, in their order.
-    pub(in crate::real) fn of(faults: &[Fault]) -> Vec<u32> {
+    pub(crate) fn of(faults: &[Fault]) -> Vec<u32> {
         let me = FailsOver::default();
         for f in faults {
             let _ = ask(&me, f);

@@ -57,7 +57,7 @@ use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
 
 /// One master group on real processes.
-pub(in crate::real) enum Group {
+pub(crate) enum Group {
     /// A master alone: crashed and restarted, or clock-faked, in place.
     Single(RedisServer),
     /// A master and the replica a failover promotes.
@@ -71,7 +71,7 @@ pub(in crate::real) enum Group {
 
 impl Group {
     /// Where the group's master is now.
-    pub(in crate::real) fn route(&self) -> Arc<Route> {
+    pub(crate) fn route(&self) -> Arc<Route> {
         match self {
             Group::Single(s) => Route::new(s.url()),
             Group::Replicated(r) => r.route(),
@@ -82,37 +82,37 @@ impl Group {
 
 /// The real-mode fault executor.
 #[derive(Clone)]
-pub(in crate::real) struct RealNemesis {
+pub(crate) struct RealNemesis {
     /// Each client's program, for `kind = "client-program"` (pauses, crashes and clock jumps reach it).
-    pub(in crate::real) processes: Programs,
+    pub(crate) processes: Programs,
     /// The faults still to fire.
-    pub(in crate::real) schedule: Schedule,
+    pub(crate) schedule: Schedule,
     /// Each master group's processes; a failover or restart holds its group's lock.
-    pub(in crate::real) groups: Arc<Vec<Mutex<Group>>>,
+    pub(crate) groups: Arc<Vec<Mutex<Group>>>,
     /// Where faults are recorded.
-    pub(in crate::real) rec: Recorder,
+    pub(crate) rec: Recorder,
     /// From a master's death to its replica's promotion (`failover_detect_ms`).
-    pub(in crate::real) detect: Duration,
+    pub(crate) detect: Duration,
     /// The scenario, for node names and faults' targets.
-    pub(in crate::real) scenario: Arc<Scenario>,
+    pub(crate) scenario: Arc<Scenario>,
     /// Each client's route to each master group: `routes[client][group]`.
-    pub(in crate::real) routes: Arc<Vec<Vec<Arc<Route>>>>,
+    pub(crate) routes: Arc<Vec<Vec<Arc<Route>>>>,
     /// Where a cut connection leads.
-    pub(in crate::real) blackhole: String,
+    pub(crate) blackhole: String,
     /// How each master without replicas was started (for restarts after a crash).
-    pub(in crate::real) server_opts: Arc<Vec<ServerOptions>>,
+    pub(crate) server_opts: Arc<Vec<ServerOptions>>,
     /// Each client's environment (its clock), by client index.
-    pub(in crate::real) client_envs: Arc<Vec<RealEnv>>,
+    pub(crate) client_envs: Arc<Vec<RealEnv>>,
     /// How many partitions currently cut each (client, group) connection.
-    pub(in crate::real) cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
+    pub(crate) cuts: Arc<Mutex<BTreeMap<(usize, usize), u32>>>,
     /// Each client's gate: closed during its pauses, closed for good when it crashed.
-    pub(in crate::real) gates: Vec<Gate>,
+    pub(crate) gates: Vec<Gate>,
     /// The servers, sentinels and link proxies of a Sentinel run: partitions cut its links and
     /// crashes kill its servers; the sentinels decide the rest.
-    pub(in crate::real) sentinel: Option<Arc<SentinelDeployment>>,
+    pub(crate) sentinel: Option<Arc<SentinelDeployment>>,
     /// The witness's ties to the watched servers' clocks: a clock jump is made between two, so
     /// that the witness places each removal by the clock the server ran on then.
-    pub(in crate::real) clock_ties: Option<ClockTies>,
+    pub(crate) clock_ties: Option<ClockTies>,
 }
 
 impl RealNemesis {
@@ -121,7 +121,7 @@ impl RealNemesis {
     /// after true time 0 (the witness's `MONITOR` connections, holding replication back) takes
     /// from one to tens of milliseconds, and a pause meant for 7 ms into an acquire would
     /// otherwise hit a client that has not sent anything yet.
-    pub(in crate::real) fn start_timed(&self) {
+    pub(crate) fn start_timed(&self) {
         let start = tokio::time::Instant::now();
         for (at_ms, kind) in self.schedule.take_timed() {
             if at_ms == 0 {
@@ -138,7 +138,7 @@ impl RealNemesis {
     }
 
     /// Carries out a timed fault now (pauses are handled where they are triggered).
-    pub(in crate::real) fn fire(&self, kind: &FaultKind) {
+    pub(crate) fn fire(&self, kind: &FaultKind) {
         self.fire_through(kind, self, &Occasion::TIMED);
     }
 
@@ -245,7 +245,7 @@ impl RealNemesis {
 
     /// The first step of the failover recipe, before any client runs: nothing written from now
     /// on reaches the replica that will be promoted.
-    pub(in crate::real) fn hold_back_replication(&self) -> Result<(), RealError> {
+    pub(crate) fn hold_back_replication(&self) -> Result<(), RealError> {
         for master in FailsOver::of(&self.schedule.pending()) {
             let mut g = self.groups[master as usize].lock().unwrap();
             if let Group::Replicated(rig) = &mut *g {
@@ -277,7 +277,7 @@ impl RealNemesis {
     }
 
     /// Waits until no failover is in progress (each holds its group's lock).
-    pub(in crate::real) async fn settle(&self) {
+    pub(crate) async fn settle(&self) {
         let groups = self.groups.clone();
         let _ = tokio::task::spawn_blocking(move || {
             for g in groups.iter() {

@@ -7,5 +7,5 @@ pub mod clock_ties;
 pub mod connection_names;
 mod entry_model;
 mod monitor_line;
-pub(in crate::real) mod sentinel_events;
+pub(crate) mod sentinel_events;
 pub mod witness;

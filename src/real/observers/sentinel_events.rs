@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 /// The channels recorded.
-pub(in crate::real) const CHANNELS: &[&str] = &[
+pub(crate) const CHANNELS: &[&str] = &[
     "+sdown",
     "+odown",
     "+switch-master",
@@ -31,11 +31,11 @@ pub(in crate::real) const CHANNELS: &[&str] = &[
 
 /// How to name what a sentinel says.
 #[derive(Clone)]
-pub(in crate::real) struct Namer {
+pub(crate) struct Namer {
     /// Node name by announced address.
-    pub(in crate::real) nodes: BTreeMap<SocketAddr, String>,
+    pub(crate) nodes: BTreeMap<SocketAddr, String>,
     /// The configured quorum (the simulation's wording names it).
-    pub(in crate::real) quorum: u32,
+    pub(crate) quorum: u32,
 }
 
 impl Namer {
@@ -48,7 +48,7 @@ impl Namer {
     }
 
     /// The history line for `payload` on `channel` from sentinel `i`, if it is recorded.
-    pub(in crate::real) fn line(&self, i: usize, channel: &str, payload: &str) -> Option<String> {
+    pub(crate) fn line(&self, i: usize, channel: &str, payload: &str) -> Option<String> {
         let w: Vec<&str> = payload.split_whitespace().collect();
         let who = format!("sentinel-{i}");
         match (channel, w.as_slice()) {
@@ -80,7 +80,7 @@ impl Namer {
 
 /// Subscribes to sentinel `i` on 127.0.0.1:`port` and records its events until the runtime
 /// stops. Returns once subscribed, so nothing the sentinel says after that is missed.
-pub(in crate::real) async fn follow(
+pub(crate) async fn follow(
     i: usize,
     port: u16,
     namer: Namer,

@@ -3,14 +3,13 @@
 //! to them, and what every child
 //! process shares (`child.rs`) and the cleanup that kills them on every exit path.
 
-pub(in crate::real) mod admin;
-pub(in crate::real) mod child;
-pub(in crate::real) mod cleanup;
-pub mod etcd;
-pub(in crate::real) mod failover;
-pub(in crate::real) mod faketime;
-pub(in crate::real) mod lag_link;
-pub mod mariadb;
-pub(in crate::real) mod redis_server;
-pub(in crate::real) mod sentinel_deployment;
-pub mod zookeeper;
+pub(crate) mod admin;
+pub(crate) mod child;
+pub(crate) mod cleanup;
+pub(crate) mod failover;
+pub(crate) mod faketime;
+pub(crate) mod redis_server;
+pub(crate) mod sentinel_deployment;
+
+/// Paths that moved into `crate::backend`, kept for users' code (see `lib.rs`).
+pub use crate::__moved::servers::*;

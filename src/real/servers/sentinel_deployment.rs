@@ -32,17 +32,17 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A master group as the sentinels watch it: node indices.
 #[derive(Clone, Debug)]
-pub(in crate::real) struct WatchedGroup {
+pub(crate) struct WatchedGroup {
     /// `redis-<m>`.
-    pub(in crate::real) master: usize,
+    pub(crate) master: usize,
     /// `redis-<m>-replica-<r>`.
-    pub(in crate::real) replicas: Vec<usize>,
+    pub(crate) replicas: Vec<usize>,
 }
 
 /// The processes of a Sentinel run and their link proxies.
-pub(in crate::real) struct SentinelDeployment {
+pub(crate) struct SentinelDeployment {
     /// Who is who, which links are cut.
-    pub(in crate::real) net: Arc<Network>,
+    pub(crate) net: Arc<Network>,
     /// The link proxy of every server and sentinel node.
     proxies: BTreeMap<usize, LinkProxy>,
     // Field order is drop order: the sentinels die before the servers, so none of them sees the
@@ -54,13 +54,13 @@ pub(in crate::real) struct SentinelDeployment {
     /// How each server node was started (a restart starts it the same way).
     opts: BTreeMap<usize, ServerOptions>,
     /// The master groups, by group index.
-    pub(in crate::real) groups: Vec<WatchedGroup>,
+    pub(crate) groups: Vec<WatchedGroup>,
     /// The sentinels' node indices, by sentinel index.
-    pub(in crate::real) sentinel_nodes: Vec<usize>,
+    pub(crate) sentinel_nodes: Vec<usize>,
 }
 
 /// The name of master group `m` in the sentinels' configuration.
-pub(in crate::real) fn master_name(m: usize) -> String {
+pub(crate) fn master_name(m: usize) -> String {
     format!("group-{m}")
 }
 
@@ -73,7 +73,7 @@ fn sentinel_id(i: usize) -> String {
 impl SentinelDeployment {
     /// Starts the proxies (on `rt`), the servers and the sentinels of `s`, and waits until every
     /// sentinel sees every master, replica and other sentinel up.
-    pub(in crate::real) fn start(
+    pub(crate) fn start(
         s: &Scenario,
         seed: u64,
         rt: &tokio::runtime::Runtime,
@@ -241,17 +241,17 @@ impl SentinelDeployment {
 
     /// The sentinels' real addresses (127.0.0.1), for lockcheck's own event subscriptions: the
     /// nemesis is not a node, and no partition hides what the sentinels decided.
-    pub(in crate::real) fn sentinel_ports(&self) -> Vec<u16> {
+    pub(crate) fn sentinel_ports(&self) -> Vec<u16> {
         self.sentinels.iter().map(RedisServer::port).collect()
     }
 
     /// Every node's announced address, by node index (servers and sentinels).
-    pub(in crate::real) fn announced(&self) -> BTreeMap<usize, SocketAddr> {
+    pub(crate) fn announced(&self) -> BTreeMap<usize, SocketAddr> {
         self.proxies.iter().map(|(&i, p)| (i, p.addr())).collect()
     }
 
     /// The sentinels' announced addresses, by sentinel index: whom clients ask.
-    pub(in crate::real) fn sentinel_addresses(&self) -> Vec<SocketAddr> {
+    pub(crate) fn sentinel_addresses(&self) -> Vec<SocketAddr> {
         self.sentinel_nodes
             .iter()
             .map(|i| self.proxies[i].addr())
@@ -261,7 +261,7 @@ impl SentinelDeployment {
     /// What a client program needs to ask the sentinels itself: `LOCKCHECK_SENTINELS` (their
     /// announced `host:port`s, comma-separated) and `LOCKCHECK_SENTINEL_MASTERS` (each master
     /// group's name, in group order), as `docs/client-protocol.md` describes.
-    pub(in crate::real) fn client_env(&self) -> Vec<(String, String)> {
+    pub(crate) fn client_env(&self) -> Vec<(String, String)> {
         let sentinels: Vec<String> = self
             .sentinel_addresses()
             .iter()
@@ -276,13 +276,13 @@ impl SentinelDeployment {
 
     /// The `redis://` URL of group `m`'s first master (its proxy): what every client knows
     /// before the run.
-    pub(in crate::real) fn initial_master_url(&self, m: usize) -> String {
+    pub(crate) fn initial_master_url(&self, m: usize) -> String {
         format!("redis://{}/", self.proxies[&self.groups[m].master].addr())
     }
 
     /// What runs where, for the history: `redis-0 pid 123 at 127.77.0.1:40001, ...` (node
     /// names from `names`), so a reader (and a test) can tell every process of the run.
-    pub(in crate::real) fn describe(&self, names: &[String]) -> String {
+    pub(crate) fn describe(&self, names: &[String]) -> String {
         let servers = self.servers.lock().unwrap();
         let mut parts: Vec<String> = servers
             .iter()
@@ -307,7 +307,7 @@ impl SentinelDeployment {
     }
 
     /// `SIGKILL`s server node `node` (a crash). Whether it was running.
-    pub(in crate::real) fn crash(&self, node: usize) -> bool {
+    pub(crate) fn crash(&self, node: usize) -> bool {
         let server = self.servers.lock().unwrap().remove(&node);
         server.map(|s| s.kill()).is_some()
     }
@@ -315,7 +315,7 @@ impl SentinelDeployment {
     /// Starts crashed server node `node` again, empty, as it was first started (a master comes
     /// back a master, until the sentinels convert it); its proxy leads to the new process.
     /// Returns its pid.
-    pub(in crate::real) fn restart(&self, node: usize) -> Result<u32, RealError> {
+    pub(crate) fn restart(&self, node: usize) -> Result<u32, RealError> {
         let server = RedisServer::spawn(self.opts[&node].clone())?;
         let pid = server.pid();
         self.proxies[&node].set_target(real_address(&server));
@@ -325,7 +325,7 @@ impl SentinelDeployment {
 }
 
 /// `--min-replicas-to-write` and `--min-replicas-max-lag` from the scenario.
-pub(in crate::real) fn min_replicas_args(s: &Scenario) -> Vec<String> {
+pub(crate) fn min_replicas_args(s: &Scenario) -> Vec<String> {
     vec![
         "--min-replicas-to-write".to_string(),
         s.redis.min_replicas_to_write.to_string(),

@@ -1,0 +1,141 @@
+//! The fault executor of a real etcd run: the capabilities spawned etcd members and the
+//! clients' forwarders give the fault families. A partition holds every forwarder of the cut
+//! clients (every byte, both ways); a crash of `etcd-<i>` is a `SIGKILL` and, after
+//! `restart_after_ms`, a start on the same data directory (the leader's crash makes the others
+//! elect a new one); a client's pause closes its gate where it stands (its keep-alive task
+//! stops with it), its crash aborts its task. Which faults have a recipe at all is
+//! `recipes.rs`'s, decided before anything is spawned.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backend::etcd::real::server::EtcdCluster;
+use crate::fault::partition::describe_partition;
+use crate::fault::{Cut, Nemesis, Refused};
+use crate::history::Recorder;
+use crate::real::client_tasks::Settle;
+use crate::real::nemesis::cut_proxy::CutProxy;
+use crate::schedule::Schedule;
+use crate::workload::FaultPoints;
+use crate::world::points::due;
+
+use crate::real::nemesis::client_stops::{ClientTasks, Stopping};
+use crate::real::nemesis::firing::{note, start_timed};
+
+/// The fault executor of a real etcd run.
+#[derive(Clone)]
+pub(crate) struct EtcdNemesis {
+    pub(crate) pending: Schedule,
+    pub(crate) cluster: Arc<EtcdCluster>,
+    pub(crate) rec: Recorder,
+    /// `proxies[c][m]`: client `c`'s forwarder to member `m`.
+    pub(crate) proxies: Arc<Vec<Vec<CutProxy>>>,
+    /// The clients' gates and tasks.
+    pub(crate) clients: ClientTasks,
+}
+
+impl EtcdNemesis {
+    fn note(&self, what: String) {
+        note(&self.rec, what);
+    }
+
+    pub(crate) fn start_timed(&self) {
+        start_timed(&self.pending, &self.rec, self);
+    }
+
+    fn member_index(&self, node: &str) -> Option<usize> {
+        (0..self.cluster.len()).find(|&m| node == format!("etcd-{m}"))
+    }
+}
+
+/// What spawned etcd members and the clients' forwarders can do at any time.
+impl Nemesis for EtcdNemesis {
+    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
+        let Cut {
+            nodes,
+            from,
+            direction: _,
+            for_ms,
+        } = *cut;
+        let members_cut = nodes.iter().any(|n| self.member_index(n).is_some());
+        let clients: Vec<usize> = (0..self.proxies.len())
+            .filter(|c| {
+                let name = format!("client-{c}");
+                if members_cut {
+                    from.is_empty() || from.contains(&name)
+                } else {
+                    nodes.contains(&name)
+                }
+            })
+            .collect();
+        for &c in &clients {
+            for p in &self.proxies[c] {
+                p.cut(true);
+            }
+        }
+        self.note(format!(
+            "{} (forwarders hold every byte)",
+            describe_partition(nodes, from, for_ms)
+        ));
+        let me = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(for_ms)).await;
+            for &c in &clients {
+                for p in &me.proxies[c] {
+                    p.cut(false);
+                }
+            }
+            me.note("partition healed".into());
+        });
+        Ok(())
+    }
+
+    fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
+        let Some(m) = self.member_index(node) else {
+            return Err(Refused::Because(format!(
+                "crash of {node}: only etcd members can crash"
+            )));
+        };
+        let me = self.clone();
+        let node = node.to_string();
+        let after = Duration::from_millis(restart_after_ms);
+        tokio::spawn(async move {
+            let cluster = me.cluster.clone();
+            let pid = cluster.pid(m);
+            let _ = tokio::task::spawn_blocking(move || cluster.kill(m)).await;
+            me.note(format!("{node} killed (SIGKILL, pid {pid:?})"));
+            tokio::time::sleep(after).await;
+            let cluster = me.cluster.clone();
+            match tokio::task::spawn_blocking(move || cluster.start_again(m)).await {
+                Ok(Ok(())) => me.note(format!("{node} restarted (its data directory kept)")),
+                other => me.note(format!("{node} restart failed: {other:?}")),
+            }
+        });
+        Ok(())
+    }
+}
+
+impl Settle for EtcdNemesis {
+    /// Waits for a member restart in progress.
+    async fn settle(&self) {
+        while (0..self.cluster.len()).any(|m| self.cluster.pid(m).is_none()) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl FaultPoints for EtcdNemesis {
+    async fn reached(&self, client: u32, point: &'static str) {
+        let fired = due(&self.pending, &self.rec, client, point);
+        if !fired.is_empty() {
+            let how = Stopping {
+                paused: "its keep-alives stop too",
+                crashed: "task aborted, its keep-alives stop",
+                hold: &|_| {},
+            };
+            self.clients
+                .fire_at_client(self, client, point, fired, &how)
+                .await;
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The etcd locks in simulation: the simulated etcd cluster (`etcd_server.rs`) hosts the key
+//! space and the leases, clients reach its members over the simulated network
+//! (`etcd_conn.rs`), and the scenario's faults act on both (`etcd_nemesis.rs`).
+//!
+//! - Client pause: the client's node stops, its keep-alive task with it; the leader's expiry
+//!   loop revokes its lease once the TTL has passed on the leader's clock, which deletes its lock
+//!   key and lets the next waiter in (Jepsen's etcd 3.4.3 finding).
+//! - Client crash: the same, for good.
+//! - Client partition: its requests and keep-alives get no answer; its lease expires likewise.
+//! - Member crash (`crash` of `etcd-<i>`): its clients' requests are refused and go to the next
+//!   member; if it led, no request completes until a new leader is elected (an election timeout
+//!   and a random part of another), and the new leader extends every lease by an election
+//!   timeout: an election alone expires no lease. It restarts after `restart_after_ms` with its
+//!   data.
+//! - Clocks: lease expiry runs on the leader's monotonic clock (jumps of the whole clock and
+//!   drift move it; a wall-clock-only jump does not).
+
+use std::time::Duration;
+
+use madsim::runtime::Handle;
+
+use crate::backend::etcd::sim::conn::NetEtcdConn;
+use crate::backend::etcd::sim::nemesis::EtcdNemesis;
+use crate::backend::etcd::sim::server::SimEtcd;
+use crate::env::PointHook;
+use crate::history::Recorder;
+use crate::lock::{Lock, LockConfig};
+use crate::resource::Store;
+use crate::scenario::Scenario;
+use crate::schedule::Schedule;
+use crate::sim::client_faults::ClientFaults;
+use crate::sim::client_nodes::ClientNodes;
+use crate::sim::clock::Clocks;
+use crate::sim::network::Network;
+use crate::sim::storage::{Storage, StorageConnection};
+use crate::sim::{SimEnv, SimRun};
+use crate::world;
+
+/// Runs an etcd scenario with `seed` in simulation, building each client's lock with
+/// `make_lock` (on the client's one connection).
+pub fn run_with<L, F>(scenario: &Scenario, seed: u64, make_lock: F) -> SimRun
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, NetEtcdConn, SimEnv) -> L,
+{
+    crate::sim::runtime(seed).block_on(simulate(scenario, make_lock))
+}
+
+async fn simulate<L, F>(scenario: &Scenario, make_lock: F) -> SimRun
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, NetEtcdConn, SimEnv) -> L,
+{
+    let (names, nodes, clocks) = crate::sim::nodes_and_clocks(scenario);
+    let spec = &scenario.etcd;
+    let net = Network::new(spec.latency_ms);
+    let rec = crate::sim::clock::TrueTime::recorder();
+    crate::sim::clock::start_clocks(&scenario.clocks, &names, &clocks, &rec);
+    let etcd = SimEtcd::new(
+        spec.servers as usize,
+        spec.min_ttl_s(),
+        spec.election_timeout_ms,
+        net.clone(),
+        clocks.clone(),
+        rec.clone(),
+    );
+    let handle = Handle::current();
+    let server = handle.create_node().name("etcd").build();
+    server.spawn(etcd.clone().expiry_loop());
+
+    let client_nodes = ClientNodes::create(scenario.workload.clients);
+    let nemesis = EtcdNemesis::new(
+        Schedule::new(scenario.faults.clone()),
+        etcd.clone(),
+        clocks.clone(),
+        ClientFaults::new(rec.clone(), net.clone(), client_nodes.ids(), nodes),
+    );
+    nemesis.start();
+    let timeout = spec.request_timeout();
+    let mut world = EtcdSimWorld {
+        etcd: etcd.clone(),
+        members: spec.servers as usize,
+        clocks,
+        rec: rec.clone(),
+        nemesis: nemesis.clone(),
+        storage: Storage::new(net.clone()),
+        client_nodes,
+        timeout,
+    };
+    let grace = Duration::from_millis(world::grace_ms(scenario, timeout.as_millis() as u64));
+    let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
+        make_lock(config, conn, env)
+    })
+    .await;
+    let counter = store.totals().await.unwrap_or((0, 0));
+    let run = SimRun {
+        history: rec.take(),
+        counter,
+        commands: etcd.requests(),
+    };
+    handle.kill(server.id());
+    handle.kill(nemesis.madsim_node());
+    world.client_nodes.kill();
+    run
+}
+
+/// The simulated etcd world's side of a run ([`world::World`]): clients are madsim nodes, each
+/// with one connection to the cluster (starting at member `c mod members`, as clients spread
+/// over their endpoints); the protected resource lives on the simulated storage node.
+struct EtcdSimWorld {
+    etcd: SimEtcd,
+    members: usize,
+    clocks: Clocks,
+    rec: Recorder,
+    nemesis: EtcdNemesis,
+    storage: Storage,
+    client_nodes: ClientNodes,
+    timeout: Duration,
+}
+
+impl EtcdSimWorld {
+    /// Client `c`'s node index (clocks, network): the members come first.
+    fn index(&self, c: u32) -> usize {
+        self.members + c as usize
+    }
+}
+
+impl world::World for EtcdSimWorld {
+    type Conns = NetEtcdConn;
+    type Env = SimEnv;
+    type StoreConn = StorageConnection;
+    type Nemesis = EtcdNemesis;
+
+    fn recorder(&self) -> &Recorder {
+        &self.rec
+    }
+
+    fn nemesis(&self) -> &EtcdNemesis {
+        &self.nemesis
+    }
+
+    fn client_env(&mut self, c: u32, points: PointHook) -> SimEnv {
+        SimEnv::new(self.clocks.clone(), self.index(c)).with_points(points)
+    }
+
+    fn connections(&mut self, c: u32, _env: &SimEnv) -> NetEtcdConn {
+        NetEtcdConn::new(self.etcd.clone(), self.index(c), c as usize, self.timeout)
+    }
+
+    fn store(&mut self, id: u64) -> Store<StorageConnection> {
+        Store::new(self.storage.connect(id))
+    }
+
+    fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
+        self.client_nodes.spawn(c, run);
+    }
+
+    async fn wait_clients(&mut self, limit: Duration) {
+        self.client_nodes.wait(limit).await;
+    }
+}

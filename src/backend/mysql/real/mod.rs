@@ -1,0 +1,10 @@
+//! The real service: the servers lockcheck spawns, the client connection to them, its nemesis and
+//! its world.
+
+pub mod conn;
+pub mod nemesis;
+pub mod server;
+pub mod world;
+
+pub use conn::RealSqlConn;
+pub use server::MariaDb;

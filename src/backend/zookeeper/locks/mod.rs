@@ -1,0 +1,3 @@
+//! The locks written against this service's seam.
+
+pub mod recipe;

@@ -1,0 +1,174 @@
+//! The ZooKeeper locks in simulation: madsim nodes host the simulated ZooKeeper service
+//! (`zk_server.rs`), each client has one session to it over the simulated network
+//! (`zk_conn.rs`), and the scenario's faults act on both (`zk_nemesis.rs`).
+//!
+//! - Each request is a round trip: the request travels for the link's latency, is applied by the
+//!   service on its leader's clock, and the reply travels back; no answer within the client's
+//!   read timeout (two thirds of the session timeout) fails it with `CONNECTIONLOSS`.
+//! - Client pause: the client's node stops, its pings too; the service expires its session one
+//!   session timeout (rounded up to a tick) after it last heard from it, and deletes its lock
+//!   node. The client learns of it only when it runs again and reaches the service.
+//! - Client partition: the same for the service; the client's own timers run, so it reports
+//!   SUSPENDED after its read timeout, before the service expires the session.
+//! - Client crash: its node dies; its session expires after the timeout (ZooKeeper ends a session
+//!   only on `close` or by timeout, not when a socket closes).
+//! - Server crash and restart (`crash` of `zookeeper-<i>`), leader failover of an ensemble: see
+//!   `zk_nemesis.rs`.
+
+use crate::backend::zookeeper::engine::ZkConfig;
+use crate::backend::zookeeper::sim::conn::SimZkClient;
+use crate::backend::zookeeper::sim::nemesis::ZkNemesis;
+use crate::backend::zookeeper::sim::server::{Reads, SimZk};
+use crate::env::PointHook;
+use crate::history::Recorder;
+use crate::lock::{Lock, LockConfig};
+use crate::resource::Store;
+use crate::scenario::Scenario;
+use crate::schedule::Schedule;
+use crate::sim::client_faults::ClientFaults;
+use crate::sim::client_nodes::ClientNodes;
+use crate::sim::clock::Clocks;
+use crate::sim::storage::{Storage, StorageConnection};
+use crate::sim::SimEnv;
+use crate::sim::SimRun;
+use crate::world;
+use madsim::runtime::Handle;
+use std::time::Duration;
+
+/// Runs a ZooKeeper scenario with `seed` in simulation, building each client's lock with
+/// `make_lock` (on the client's one session).
+pub fn run_with<L, F>(scenario: &Scenario, seed: u64, make_lock: F) -> SimRun
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, SimZkClient, SimEnv) -> L,
+{
+    crate::sim::runtime(seed).block_on(simulate(scenario, make_lock))
+}
+
+async fn simulate<L, F>(scenario: &Scenario, make_lock: F) -> SimRun
+where
+    L: Lock + 'static,
+    F: Fn(LockConfig, SimZkClient, SimEnv) -> L,
+{
+    let (_, nodes, clocks) = crate::sim::nodes_and_clocks(scenario);
+    let z = &scenario.zookeeper;
+    let net = crate::sim::network::Network::new(z.latency_ms);
+    let rec = crate::sim::clock::TrueTime::recorder();
+    // The timeouts a spawned server accepts too (`real/servers/zookeeper.rs`): ZooKeeper's
+    // defaults of 2 to 20 ticks.
+    let config = ZkConfig::with_tick(z.tick_ms);
+    let reads = Reads {
+        via_followers: z.connect == crate::backend::zookeeper::scenario::ZkConnect::Followers,
+        lag: Duration::from_millis(z.follower_lag_ms),
+        local_sessions: z.local_sessions,
+    };
+    let zk = SimZk::new(
+        config,
+        net.clone(),
+        clocks.clone(),
+        rec.clone(),
+        z.servers,
+        reads,
+    );
+    let handle = Handle::current();
+    // The service's node: its session tracker and its outgoing watch events run there.
+    let service = handle.create_node().name("zookeeper").build();
+    zk.node.set(service.id()).expect("one service node");
+    service.spawn(zk.clone().track_sessions());
+
+    let client_nodes = ClientNodes::create(scenario.workload.clients);
+    let nemesis = ZkNemesis::new(
+        Schedule::new(scenario.faults.clone()),
+        zk.clone(),
+        clocks.clone(),
+        Duration::from_millis(z.election_ms),
+        ClientFaults::new(rec.clone(), net.clone(), client_nodes.ids(), nodes),
+    );
+    nemesis.start();
+    let mut world = ZkSimWorld {
+        zk: zk.clone(),
+        clocks,
+        rec: rec.clone(),
+        nemesis: nemesis.clone(),
+        storage: Storage::new(net.clone()),
+        client_nodes,
+        servers: z.servers as usize,
+        session_timeout_ms: z.session_timeout_ms,
+    };
+    let grace = Duration::from_millis(world::grace_ms(scenario, z.session_timeout_ms));
+    let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
+        make_lock(config, conn, env)
+    })
+    .await;
+    let counter = store.totals().await.unwrap_or((0, 0));
+    let run = SimRun {
+        history: rec.take(),
+        counter,
+        commands: zk.requests(),
+    };
+    handle.kill(service.id());
+    handle.kill(nemesis.madsim_node());
+    world.client_nodes.kill();
+    run
+}
+
+/// The simulated ZooKeeper world's side of a run ([`world::World`]): clients are madsim nodes,
+/// each with one session to the simulated service; the protected resource lives on the
+/// simulated storage node, as for the Redis locks.
+struct ZkSimWorld {
+    zk: SimZk,
+    clocks: Clocks,
+    rec: Recorder,
+    nemesis: ZkNemesis,
+    storage: Storage,
+    client_nodes: ClientNodes,
+    servers: usize,
+    session_timeout_ms: u64,
+}
+
+impl ZkSimWorld {
+    /// Client `c`'s node index (clocks, network): the servers come first.
+    fn index(&self, c: u32) -> usize {
+        self.servers + c as usize
+    }
+}
+
+impl world::World for ZkSimWorld {
+    type Conns = SimZkClient;
+    type Env = SimEnv;
+    type StoreConn = StorageConnection;
+    type Nemesis = ZkNemesis;
+
+    fn recorder(&self) -> &Recorder {
+        &self.rec
+    }
+
+    fn nemesis(&self) -> &ZkNemesis {
+        &self.nemesis
+    }
+
+    fn client_env(&mut self, c: u32, points: PointHook) -> SimEnv {
+        SimEnv::new(self.clocks.clone(), self.index(c)).with_points(points)
+    }
+
+    fn connections(&mut self, c: u32, env: &SimEnv) -> SimZkClient {
+        self.zk.client(
+            self.index(c),
+            self.zk.server_of(c),
+            env.clone(),
+            self.session_timeout_ms,
+        )
+    }
+
+    fn store(&mut self, id: u64) -> Store<StorageConnection> {
+        Store::new(self.storage.connect(id))
+    }
+
+    fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
+        self.client_nodes.spawn(c, run);
+    }
+
+    async fn wait_clients(&mut self, limit: Duration) {
+        self.client_nodes.wait(limit).await;
+    }
+}

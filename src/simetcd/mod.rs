@@ -1,7 +1,0 @@
-//! The simulated etcd engine: a linearizable key space with revisions and leases, what etcd's
-//! locks use and nothing more (`engine.rs`). The simulated etcd server node (`sim/etcd_*.rs`)
-//! runs it on the leader's clock; the differential test compares it with a real `etcd`.
-
-pub mod engine;
-
-pub use engine::{EtcdEngine, EXPIRY_LOOP_MS};

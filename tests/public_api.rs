@@ -1,0 +1,80 @@
+//! A user's code written against lockcheck's public paths keeps compiling when a module moves:
+//! the paths that moved into `lockcheck::backend::<service>` (see CHANGELOG.md) still name the
+//! same items, through deprecated modules and re-exports. A path dropped without its alias
+//! fails this file's build.
+#![allow(deprecated)]
+
+use std::any::TypeId;
+
+// Functions and traits under the old module paths resolve as well.
+#[allow(unused_imports)]
+use lockcheck::lock::etcd_mutex::EtcdMutex as _;
+#[allow(unused_imports)]
+use lockcheck::lock::mysql::DatabaseLock as _;
+#[allow(unused_imports)]
+use lockcheck::lock::mysql_for_update::MysqlForUpdate as _;
+#[allow(unused_imports)]
+use lockcheck::lock::mysql_insert_unique::MysqlInsertUnique as _;
+#[allow(unused_imports)]
+use lockcheck::lock::zk_recipe::ZkRecipe as _;
+#[allow(unused_imports)]
+use lockcheck::sim::etcd_world::run_with as _;
+#[allow(unused_imports)]
+use lockcheck::world::mysql::cleanup_pass as _;
+
+/// The same type under its old and its new path.
+fn same<A: 'static, B: 'static>() -> bool {
+    TypeId::of::<A>() == TypeId::of::<B>()
+}
+
+#[test]
+fn paths_moved_into_the_backends_name_the_same_items() {
+    use lockcheck::backend::{etcd, mysql, zookeeper};
+    assert!(same::<
+        lockcheck::sim::SimZkClient,
+        zookeeper::sim::SimZkClient,
+    >());
+    assert!(same::<lockcheck::sim::SimZk, zookeeper::sim::SimZk>());
+    assert!(same::<lockcheck::sim::NetEtcdConn, etcd::sim::NetEtcdConn>());
+    assert!(same::<lockcheck::sim::NetSqlConn, mysql::sim::NetSqlConn>());
+    assert!(same::<lockcheck::sim::SharedEngine, mysql::sim::SharedEngine>());
+    assert!(same::<
+        lockcheck::real::RealZkClient,
+        zookeeper::real::RealZkClient,
+    >());
+    assert!(same::<
+        lockcheck::real::RealEtcdConn,
+        etcd::real::RealEtcdConn,
+    >());
+    assert!(same::<lockcheck::real::RealSqlConn, mysql::real::RealSqlConn>());
+    assert!(same::<lockcheck::real::MariaDb, mysql::real::MariaDb>());
+    assert!(same::<lockcheck::real::ZooKeeper, zookeeper::real::ZooKeeper>());
+    assert!(same::<lockcheck::real::EtcdCluster, etcd::real::EtcdCluster>());
+    assert!(same::<
+        lockcheck::real::servers::mariadb::MariaDb,
+        mysql::real::MariaDb,
+    >());
+    assert!(same::<
+        lockcheck::scenario::ZkConnect,
+        zookeeper::scenario::ZkConnect,
+    >());
+    assert!(same::<
+        lockcheck::scenario::etcd::EtcdSpec,
+        etcd::scenario::EtcdSpec,
+    >());
+    assert!(same::<
+        lockcheck::zookeeper::ZkError,
+        zookeeper::seam::ZkError,
+    >());
+    assert!(same::<lockcheck::etcd::EtcdError, etcd::seam::EtcdError>());
+    assert!(same::<lockcheck::sql::SqlError, mysql::seam::SqlError>());
+    assert!(same::<
+        lockcheck::simzk::ZkEngine,
+        zookeeper::engine::ZkEngine,
+    >());
+    assert!(same::<
+        lockcheck::simetcd::EtcdEngine,
+        etcd::engine::EtcdEngine,
+    >());
+    assert!(same::<lockcheck::simsql::Engine, mysql::engine::Engine>());
+}
