@@ -2,7 +2,7 @@
 //!
 //! `cargo run --release --example own_lock_both_ways` runs the lock below under two scenarios
 //! (no faults; a GC pause three leases long) with `lockcheck::sim::run_with` and with
-//! `lockcheck::real::redis_world::run_with`, and prints the four verdicts. Real mode needs
+//! `lockcheck::backend::redis::real::world::run_with`, and prints the four verdicts. Real mode needs
 //! `redis-server` (`apt-get install redis-server`); lockcheck starts and stops its own servers.
 
 use lockcheck::env::Env;
@@ -114,14 +114,15 @@ for_ms = 1500        # three leases long
 pub fn verdict(scenario: &Scenario, real: bool) -> Result<Outcome, lockcheck::real::RealError> {
     let seed = 1;
     Ok(if real {
-        let history =
-            lockcheck::real::redis_world::run_with(scenario, seed, |config, mut conns, env| {
-                TokenLock {
-                    conn: conns.remove(0),
-                    env,
-                    config,
-                }
-            })?;
+        let history = lockcheck::backend::redis::real::world::run_with(
+            scenario,
+            seed,
+            |config, mut conns, env| TokenLock {
+                conn: conns.remove(0),
+                env,
+                config,
+            },
+        )?;
         Outcome::judge(scenario, Mode::Real, seed, history)
     } else {
         let run = lockcheck::sim::run_with(scenario, seed, |config, mut conns, env| TokenLock {

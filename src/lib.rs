@@ -124,7 +124,7 @@
 //! assert!(caught.count() >= 3);
 //! ```
 //!
-//! Below the harness, [`sim::run_with`] and [`real::redis_world::run_with`] run one scenario with
+//! Below the harness, [`backend::redis::sim::run_with`] and [`backend::redis::real::world::run_with`] run one scenario with
 //! a constructor for that world's connection and environment types.
 
 #![warn(missing_docs)]
@@ -134,19 +134,23 @@
 
 // 1. Vocabulary every stage shares (the seams among it).
 pub mod env;
+pub mod etcd;
 pub mod exec;
 pub mod history;
 pub mod junit;
 pub mod progress;
 pub mod resource;
+pub mod sql;
 pub mod stdout;
 pub mod subscription;
+pub mod zookeeper;
 // 2. The checkers.
 pub mod check;
 // 3. The locks under test; the fault families.
 pub mod fault;
 pub mod lock;
-// 4. The scenario format; the simulated Redis engine (it runs the locks' scripts natively).
+// 4. The scenario format; the simulated Redis engine (it runs the locks' scripts natively, and
+// holds the protected resource in every world).
 pub mod scenario;
 pub mod simredis;
 // 5. When faults fire; what a client does.
@@ -154,26 +158,26 @@ pub mod schedule;
 pub mod workload;
 // 6. One run's assembly.
 pub mod world;
-// 7. The worlds.
+// 7. What every simulated and every real world shares.
 pub mod real;
 pub mod sim;
-// 8. Judging a run; the lock kinds a program runs.
+// 8, 9. The services' engines and worlds, one folder each: each part sits at its role's layer (a
+// simulated engine at 4, what a service's two worlds share at 6, its worlds at 8, its `mod.rs`
+// at 9), so nothing below the worlds imports it.
+pub mod backend;
+// 10. Judging a run; the lock kinds a program runs.
 pub mod judge;
 pub mod registry;
-// 9. Searching for violations.
+// 11. Searching for violations.
 pub mod explore;
-// 10. The HTML report.
+// 12. The HTML report.
 pub mod report_html;
-// 11. A run's cases and artifacts.
+// 13. A run's cases and artifacts.
 pub mod suite;
-// 12. The command line.
+// 14. The command line.
 pub mod cli;
-// 13. The harness: the command line (and a test's search) for locks of the user's own.
+// 15. The harness: the command line (and a test's search) for locks of the user's own.
 pub mod harness;
-
-// The services, one folder each; inside a backend's folder each part sits at its role's layer
-// (its seam at 1, its locks at 3, its scenario table and engine at 4, its worlds at 7).
-pub mod backend;
 
 /// Declares a deprecated module at an old path whose items all moved to `$to`: a user's code
 /// written against the old path keeps compiling, with a warning naming the new one.
@@ -187,9 +191,6 @@ macro_rules! moved_module {
     };
 }
 
-moved_module!(etcd => backend::etcd::seam);
-moved_module!(sql => backend::mysql::seam);
-moved_module!(zookeeper => backend::zookeeper::seam);
 moved_module!(simetcd => backend::etcd::engine);
 moved_module!(simsql => backend::mysql::engine);
 moved_module!(simzk => backend::zookeeper::engine);
@@ -204,8 +205,14 @@ pub mod __moved {
         moved_module!(etcd_world => backend::etcd::sim::world);
         moved_module!(mysql_world => backend::mysql::sim::world);
         moved_module!(zk_world => backend::zookeeper::sim::world);
+        moved_module!(cluster => backend::redis::sim::cluster);
+        moved_module!(connection => backend::redis::sim::connection);
+        moved_module!(nemesis => backend::redis::sim::nemesis);
+        moved_module!(sentinel => backend::redis::sim::sentinel);
+        moved_module!(subscription => backend::redis::sim::subscription);
         pub use crate::backend::etcd::sim::NetEtcdConn;
         pub use crate::backend::mysql::sim::{NetSqlConn, SharedEngine, SimSqlConn};
+        pub use crate::backend::redis::sim::{run_with, SimConnection};
         pub use crate::backend::zookeeper::sim::{SimZk, SimZkClient};
     }
     /// What `lockcheck::real` held.
@@ -214,8 +221,15 @@ pub mod __moved {
         moved_module!(mysql_world => backend::mysql::real::world);
         moved_module!(zk_conn => backend::zookeeper::real::conn);
         moved_module!(zk_world => backend::zookeeper::real::world);
+        moved_module!(redis_world => backend::redis::real::world);
+        moved_module!(external => backend::redis::real::external);
+        moved_module!(subscription => backend::redis::real::subscription);
         pub use crate::backend::etcd::real::{etcd_path, EtcdCluster, EtcdTiming, RealEtcdConn};
         pub use crate::backend::mysql::real::{MariaDb, RealSqlConn};
+        pub use crate::backend::redis::real::{
+            client_kill_replicas, info_replication, promote, wait_role_master, BlackHole,
+            FailoverPhase, FailoverRig, FailoverTimings,
+        };
         pub use crate::backend::zookeeper::real::{RealZkClient, ZooKeeper, ZooKeeperOptions};
     }
     /// What `lockcheck::real::servers` held.
@@ -223,22 +237,6 @@ pub mod __moved {
         moved_module!(etcd => backend::etcd::real::server);
         moved_module!(mariadb => backend::mysql::real::server);
         moved_module!(zookeeper => backend::zookeeper::real::server);
-    }
-    /// What `lockcheck::lock` held.
-    pub mod lock {
-        moved_module!(etcd_mutex => backend::etcd::locks::etcd_mutex);
-        moved_module!(mysql => backend::mysql::locks::database_lock);
-        moved_module!(mysql_for_update => backend::mysql::locks::for_update);
-        moved_module!(mysql_insert_unique => backend::mysql::locks::insert_unique);
-        moved_module!(mysql_options => backend::mysql::locks::options);
-        moved_module!(zk_recipe => backend::zookeeper::locks::recipe);
-    }
-    /// What `lockcheck::scenario` held.
-    pub mod scenario {
-        moved_module!(database => backend::mysql::scenario);
-        moved_module!(etcd => backend::etcd::scenario);
-        moved_module!(zookeeper => backend::zookeeper::scenario);
-        pub use crate::backend::zookeeper::scenario::ZkConnect;
     }
     /// What `lockcheck::world` held.
     pub mod world {

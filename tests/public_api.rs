@@ -6,19 +6,13 @@
 
 use std::any::TypeId;
 
-// Functions and traits under the old module paths resolve as well.
+// Functions under the old module paths resolve as well.
 #[allow(unused_imports)]
-use lockcheck::lock::etcd_mutex::EtcdMutex as _;
-#[allow(unused_imports)]
-use lockcheck::lock::mysql::DatabaseLock as _;
-#[allow(unused_imports)]
-use lockcheck::lock::mysql_for_update::MysqlForUpdate as _;
-#[allow(unused_imports)]
-use lockcheck::lock::mysql_insert_unique::MysqlInsertUnique as _;
-#[allow(unused_imports)]
-use lockcheck::lock::zk_recipe::ZkRecipe as _;
+use lockcheck::real::redis_world::run_with as _;
 #[allow(unused_imports)]
 use lockcheck::sim::etcd_world::run_with as _;
+#[allow(unused_imports)]
+use lockcheck::sim::run_with as _;
 #[allow(unused_imports)]
 use lockcheck::world::mysql::cleanup_pass as _;
 
@@ -29,7 +23,7 @@ fn same<A: 'static, B: 'static>() -> bool {
 
 #[test]
 fn paths_moved_into_the_backends_name_the_same_items() {
-    use lockcheck::backend::{etcd, mysql, zookeeper};
+    use lockcheck::backend::{etcd, mysql, redis, zookeeper};
     assert!(same::<
         lockcheck::sim::SimZkClient,
         zookeeper::sim::SimZkClient,
@@ -38,6 +32,14 @@ fn paths_moved_into_the_backends_name_the_same_items() {
     assert!(same::<lockcheck::sim::NetEtcdConn, etcd::sim::NetEtcdConn>());
     assert!(same::<lockcheck::sim::NetSqlConn, mysql::sim::NetSqlConn>());
     assert!(same::<lockcheck::sim::SharedEngine, mysql::sim::SharedEngine>());
+    assert!(same::<
+        lockcheck::sim::SimConnection,
+        redis::sim::SimConnection,
+    >());
+    assert!(same::<
+        lockcheck::sim::cluster::Cluster,
+        redis::sim::cluster::Cluster,
+    >());
     assert!(same::<
         lockcheck::real::RealZkClient,
         zookeeper::real::RealZkClient,
@@ -50,24 +52,16 @@ fn paths_moved_into_the_backends_name_the_same_items() {
     assert!(same::<lockcheck::real::MariaDb, mysql::real::MariaDb>());
     assert!(same::<lockcheck::real::ZooKeeper, zookeeper::real::ZooKeeper>());
     assert!(same::<lockcheck::real::EtcdCluster, etcd::real::EtcdCluster>());
+    assert!(same::<lockcheck::real::FailoverRig, redis::real::FailoverRig>());
+    assert!(same::<lockcheck::real::BlackHole, redis::real::BlackHole>());
+    assert!(same::<
+        lockcheck::real::external::ExternalRedis,
+        redis::real::external::ExternalRedis,
+    >());
     assert!(same::<
         lockcheck::real::servers::mariadb::MariaDb,
         mysql::real::MariaDb,
     >());
-    assert!(same::<
-        lockcheck::scenario::ZkConnect,
-        zookeeper::scenario::ZkConnect,
-    >());
-    assert!(same::<
-        lockcheck::scenario::etcd::EtcdSpec,
-        etcd::scenario::EtcdSpec,
-    >());
-    assert!(same::<
-        lockcheck::zookeeper::ZkError,
-        zookeeper::seam::ZkError,
-    >());
-    assert!(same::<lockcheck::etcd::EtcdError, etcd::seam::EtcdError>());
-    assert!(same::<lockcheck::sql::SqlError, mysql::seam::SqlError>());
     assert!(same::<
         lockcheck::simzk::ZkEngine,
         zookeeper::engine::ZkEngine,

@@ -7,4 +7,5 @@
 
 pub mod etcd;
 pub mod mysql;
+pub mod redis;
 pub mod zookeeper;

@@ -185,7 +185,9 @@ pub(crate) fn run(cli: Cli, locks: &Registry) -> i32 {
             artifacts,
         } => {
             let redis = match redis
-                .map(|urls| crate::real::external::ExternalRedis::parse(&urls, key_prefix))
+                .map(|urls| {
+                    crate::backend::redis::real::external::ExternalRedis::parse(&urls, key_prefix)
+                })
                 .transpose()
             {
                 Ok(r) => r,

@@ -48,7 +48,7 @@ pub struct RunOptions {
     pub artifacts: crate::suite::Artifacts,
     /// `--redis`: run against these servers (lockcheck did not start them) without server
     /// faults; implies real mode.
-    pub redis: Option<crate::real::external::ExternalRedis>,
+    pub redis: Option<crate::backend::redis::real::external::ExternalRedis>,
     /// The lock kinds scenarios may name: lockcheck's, and those the program registered.
     pub locks: crate::registry::Registry,
     /// `--no-budget`: run a scenario whose estimate is over the default budget
@@ -81,7 +81,7 @@ fn run_seed(scenario: &Scenario, opts: &RunOptions, seed: u64) -> Result<Outcome
         let shown: Vec<String> = ext
             .urls
             .iter()
-            .map(|u| crate::real::external::redact(u))
+            .map(|u| crate::backend::redis::real::external::redact(u))
             .collect();
         outcome.redis = Some(shown.join(","));
         return Ok(outcome);

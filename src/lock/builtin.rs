@@ -4,24 +4,21 @@
 //! The registry runs the list to build its locks; the scenario format reads the same list, with
 //! a registrar that builds nothing ([`kinds`]), to know the names, leases and named points.
 
+use super::etcd_mutex::{self, EtcdMutex};
+use super::mysql::DatabaseLock;
+use super::zk_recipe::{self, Variant, ZkRecipe};
 use super::{
-    fenced, lettuce_reentrant, naive_setnx_expire, redisson, redlock, set_ex_nx_del, set_nx_px,
-    Backend, Fenced, LettuceReentrant, Lock, LockConfig, LockKind, NaiveSetnxExpire, Origin,
-    Redisson, Redlock, Registrar, SetExNxDel, SetNxPx,
+    fenced, lettuce_reentrant, mysql_for_update, mysql_insert_unique, naive_setnx_expire, redisson,
+    redlock, set_ex_nx_del, set_nx_px, Backend, Fenced, LettuceReentrant, Lock, LockConfig,
+    LockKind, NaiveSetnxExpire, Origin, Redisson, Redlock, Registrar, SetExNxDel, SetNxPx,
 };
-use crate::backend::etcd::locks::etcd_mutex::{self, EtcdMutex};
-use crate::backend::etcd::seam::{
-    EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse,
-};
-use crate::backend::etcd::seam::{Revision, Txn, TxnResponse};
-use crate::backend::mysql::locks::database_lock::DatabaseLock;
-use crate::backend::mysql::locks::for_update::{self as mysql_for_update, MysqlForUpdate};
-use crate::backend::mysql::locks::insert_unique::{self as mysql_insert_unique, MysqlInsertUnique};
-use crate::backend::mysql::seam::{SqlConn, SqlError, Value};
-use crate::backend::zookeeper::locks::recipe::{self as zk_recipe, Variant, ZkRecipe};
-use crate::backend::zookeeper::seam::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
+use super::{mysql_for_update::MysqlForUpdate, mysql_insert_unique::MysqlInsertUnique};
 use crate::env::{Env, TaskHandle};
+use crate::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse};
+use crate::etcd::{Revision, Txn, TxnResponse};
+use crate::sql::{SqlConn, SqlError, Value};
 use crate::subscription::{NoSubscription, Subscribe};
+use crate::zookeeper::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture};
 use std::future::Future;

@@ -11,21 +11,25 @@
 mod acquire_loop;
 pub mod builtin;
 pub mod config;
+pub mod etcd_mutex;
 pub mod fenced;
 mod kind;
 pub mod lease;
 pub mod lettuce_reentrant;
+pub mod mysql;
+pub mod mysql_for_update;
+pub mod mysql_insert_unique;
+pub mod mysql_options;
 pub mod naive_setnx_expire;
 pub mod redisson;
 pub mod redlock;
 mod registrar;
 pub mod set_ex_nx_del;
 pub mod set_nx_px;
+pub mod zk_recipe;
 
 use std::future::Future;
 
-/// Paths that moved into `crate::backend`, kept for users' code (see `lib.rs`).
-pub use crate::__moved::lock::*;
 pub use acquire_loop::is_transient;
 pub(crate) use acquire_loop::{retry_pause, Next, Wait};
 pub use config::{LockConfig, LockSpec, WaitReplicas};
@@ -65,14 +69,14 @@ pub enum LockError {
     Redis(#[from] redis::RedisError),
     /// A database lock's SQL call failed with something other than "busy".
     #[error("sql: {0}")]
-    Sql(#[from] crate::backend::mysql::seam::SqlError),
+    Sql(#[from] crate::sql::SqlError),
     /// An etcd call failed (`etcd::EtcdError`).
     #[error("etcd: {0}")]
-    Etcd(#[from] crate::backend::etcd::seam::EtcdError),
+    Etcd(#[from] crate::etcd::EtcdError),
     /// A ZooKeeper lock's request failed with something other than a connection loss or a
     /// session expiry (which the recipe retries).
     #[error("zookeeper: {0}")]
-    Zk(#[from] crate::backend::zookeeper::seam::ZkError),
+    Zk(#[from] crate::zookeeper::ZkError),
     /// A client program (`kind = "client-program"`) broke the protocol, failed, or did not answer.
     #[error("lock client: {0}")]
     Client(String),

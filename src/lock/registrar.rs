@@ -10,11 +10,11 @@
 
 use super::mysql::DatabaseLock;
 use super::{Lock, LockConfig, LockKind};
-use crate::backend::etcd::seam::EtcdClient;
-use crate::backend::mysql::seam::SqlConn;
-use crate::backend::zookeeper::seam::ZkClient;
 use crate::env::Env;
+use crate::etcd::EtcdClient;
+use crate::sql::SqlConn;
 use crate::subscription::Subscribe;
+use crate::zookeeper::ZkClient;
 use redis::aio::ConnectionLike;
 
 /// Something lock kinds are registered with.

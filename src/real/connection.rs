@@ -17,7 +17,7 @@ use redis::{
     RedisResult, Value,
 };
 
-use super::master_finder::MasterFinder;
+use crate::real::master_finder::MasterFinder;
 
 /// Where clients should send their commands: the current master's URL and a
 /// generation number that increases with every switch.
@@ -202,7 +202,7 @@ impl RoutedConnection {
 
     /// Delays each request and its reply by `latency` (one way each), as the network between the
     /// client and the server would.
-    pub(super) fn with_latency(mut self, latency: Latency) -> Self {
+    pub(crate) fn with_latency(mut self, latency: Latency) -> Self {
         self.latency = Some(latency);
         self
     }
@@ -210,7 +210,7 @@ impl RoutedConnection {
     /// Sends every connection from `source` and asks `finder` where the master is after a
     /// request fails on the connection or with `READONLY` (the master it knew was demoted): a
     /// Sentinel-aware client. `finder` switches this connection's route.
-    pub(super) fn following(mut self, source: IpAddr, finder: Arc<MasterFinder>) -> Self {
+    pub(crate) fn following(mut self, source: IpAddr, finder: Arc<MasterFinder>) -> Self {
         self.source = Some(source);
         self.finder = Some(finder);
         self
@@ -300,7 +300,7 @@ impl RoutedConnection {
 
 /// A connection to the server at `url` sent from `source` (a node address of a Sentinel run),
 /// bounded by `timeouts` like redis-rs's own.
-pub(super) async fn connect_from(
+pub(crate) async fn connect_from(
     source: IpAddr,
     url: &str,
     timeouts: ConnectionTimeouts,

@@ -7,7 +7,7 @@
 //! own link from the client's address, so a client cut off from the sentinels hears nothing and
 //! keeps the master it knew, as in simulation.
 
-use super::connection::{connect_from, ConnectionTimeouts, Route};
+use crate::real::connection::{connect_from, ConnectionTimeouts, Route};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ pub struct MasterFinder {
 
 impl MasterFinder {
     /// A finder for group `name` that asks `sentinels` from `source` and switches `route`.
-    pub(super) fn new(
+    pub(crate) fn new(
         sentinels: Vec<SocketAddr>,
         name: String,
         source: IpAddr,
@@ -44,13 +44,13 @@ impl MasterFinder {
     }
 
     /// The client's node address, which its connections are sent from.
-    pub(super) fn source(&self) -> IpAddr {
+    pub(crate) fn source(&self) -> IpAddr {
         self.source
     }
 
     /// Asks the sentinels in order; the first answer becomes the route (a switch only when it
     /// names another server). No answer: the route stays as it was.
-    pub(super) async fn reask(&self) {
+    pub(crate) async fn reask(&self) {
         for sentinel in &self.sentinels {
             if let Some(master) = self.ask(*sentinel).await {
                 let url = format!("redis://{master}/");

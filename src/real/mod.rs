@@ -31,16 +31,13 @@
 
 pub mod client_programs;
 pub(crate) mod client_tasks;
-mod connection;
+pub(crate) mod connection;
 mod env;
 mod error;
-pub mod external;
-mod master_finder;
+pub(crate) mod master_finder;
 pub mod nemesis;
 pub mod observers;
-pub mod redis_world;
 pub mod servers;
-pub mod subscription;
 
 /// Paths that moved into `crate::backend`, kept for users' code (see `lib.rs`).
 pub use crate::__moved::real::*;
@@ -49,13 +46,10 @@ pub use client_programs::client_program_lock::ClientProgramLock;
 pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use env::{Gate, RealEnv};
 pub use error::RealError;
-pub use nemesis::blackhole::BlackHole;
 pub use nemesis::proxy::RouteProxy;
-pub use servers::admin::{client_kill_replicas, info_replication, promote, wait_role_master};
 pub use servers::cleanup::{
     install_cleanup_handlers, install_signal_handlers, kill_all_children, registered_children,
     registered_dirs,
 };
-pub use servers::failover::{FailoverPhase, FailoverRig, FailoverTimings};
 pub use servers::faketime::FakeTime;
 pub use servers::redis_server::{redis_server_path, RedisServer, ServerOptions};

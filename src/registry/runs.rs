@@ -1,13 +1,13 @@
 //! Each registered kind's runs in both worlds, and running a scenario through them: the registry
 //! keeps, per lock kind, a simulated run and a real one ([`crate::sim::run_with`],
-//! [`crate::real::redis_world::run_with`], the MySQL worlds' `run_with`), so a command runs a
+//! [`crate::backend::redis::real::world::run_with`], the MySQL worlds' `run_with`), so a command runs a
 //! scenario whichever its `[lock] kind`, in the world its backend needs.
 
 use super::{Conn, Db, EtcdConn, NodeEnv, Registered, Registry, ZkConn};
-use crate::backend::mysql::locks::database_lock::DatabaseLock;
+use crate::backend::redis::real::external::ExternalRedis;
 use crate::history::History;
+use crate::lock::mysql::DatabaseLock;
 use crate::lock::{Backend, Lock, LockConfig, LockKind, Origin, Registrar, Service};
-use crate::real::external::ExternalRedis;
 use crate::real::{RealError, RoutedConnection};
 use crate::scenario::own::read_params;
 use crate::scenario::{OwnKind, Scenario};
@@ -61,8 +61,10 @@ impl Registry {
                 )
             };
             match ext {
-                Some(ext) => crate::real::redis_world::run_external_with(s, seed, ext, build),
-                None => crate::real::redis_world::run_with(s, seed, build),
+                Some(ext) => {
+                    crate::backend::redis::real::world::run_external_with(s, seed, ext, build)
+                }
+                None => crate::backend::redis::real::world::run_with(s, seed, build),
             }
         };
         self.locks.push(Registered {
@@ -102,7 +104,7 @@ impl Registry {
     }
 
     /// Runs `s` against servers lockcheck did not start
-    /// ([`crate::real::redis_world::run_external_with`]), whichever its lock kind.
+    /// ([`crate::backend::redis::real::world::run_external_with`]), whichever its lock kind.
     pub fn run_external(
         &self,
         s: &Scenario,
@@ -241,7 +243,7 @@ impl Registrar for Builtins<'_> {
         let real =
             |s: &Scenario, seed: u64, ext: Option<&ExternalRedis>| match (s.lock.service, ext) {
                 (Service::Redis, ext) => {
-                    crate::real::redis_world::run_client_programs(s, seed, ext)
+                    crate::backend::redis::real::world::run_client_programs(s, seed, ext)
                 }
                 (Service::Etcd, None) => {
                     crate::backend::etcd::real::world::run_client_programs(s, seed)

@@ -4,24 +4,22 @@
 //! one on spawned servers, so one constructor serves both worlds.
 
 use crate::backend::etcd::real::RealEtcdConn;
-use crate::backend::etcd::seam::{
-    EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse,
-};
-use crate::backend::etcd::seam::{Revision, Txn, TxnResponse};
 use crate::backend::etcd::sim::NetEtcdConn;
 use crate::backend::mysql::real::RealSqlConn;
-use crate::backend::mysql::seam::{SqlConn, SqlError, Value};
 use crate::backend::mysql::sim::NetSqlConn;
+use crate::backend::redis::real::subscription::RealSubscription;
+use crate::backend::redis::sim::subscription::SimSubscription;
 use crate::backend::zookeeper::real::RealZkClient;
-use crate::backend::zookeeper::seam::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
 use crate::backend::zookeeper::sim::SimZkClient;
 use crate::env::{Env, TaskHandle};
-use crate::real::subscription::RealSubscription;
+use crate::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse};
+use crate::etcd::{Revision, Txn, TxnResponse};
 use crate::real::RealEnv;
 use crate::real::RoutedConnection;
-use crate::sim::subscription::SimSubscription;
 use crate::sim::{SimConnection, SimEnv};
+use crate::sql::{SqlConn, SqlError, Value};
 use crate::subscription::{Subscribe, Subscription};
+use crate::zookeeper::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
 use futures::future::Either;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture};

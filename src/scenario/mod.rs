@@ -12,7 +12,9 @@
 //! - `validate`: the checks serde cannot make;
 //! - [`error`]: errors that point into the file.
 
+pub mod database;
 pub mod error;
+pub mod etcd;
 pub mod explore;
 pub mod fault;
 pub mod input;
@@ -23,6 +25,7 @@ pub mod spec;
 #[cfg(test)]
 mod tests;
 mod validate;
+pub mod zookeeper;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -32,8 +35,6 @@ use crate::env::NamedPoint;
 use error::Ctx;
 use spec::RawScenario;
 
-/// Paths that moved into `crate::backend`, kept for users' code (see `lib.rs`).
-pub use crate::__moved::scenario::*;
 use crate::check::Verdict;
 pub use crate::fault::{fault_table, ClientRef, Direction, Fault, FaultKind, Trigger, FAULT_KINDS};
 pub use error::ScenarioError;
@@ -43,6 +44,7 @@ pub use spec::{
     ChecksSpec, ClocksSpec, LockSpec, RedisSpec, WorkloadKind, WorkloadSpec,
     DEFAULT_WATCHDOG_TIMEOUT_MS, WORKLOAD_POINTS,
 };
+pub use zookeeper::ZkConnect;
 
 /// A parsed, validated scenario: everything a world needs to run it and a judge needs to say
 /// whether the run went as expected. Only [`Scenario::parse`] and [`Scenario::load`] make one,

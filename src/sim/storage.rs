@@ -124,7 +124,7 @@ impl StorageConnection {
     fn fill(&self, cmd: &Cmd) {
         let mut r = self.shared.args.lock().unwrap();
         let r = &mut *r;
-        r.n = super::connection::fill_args(&mut r.args, cmd);
+        r.n = crate::sim::wire::fill_args(&mut r.args, cmd);
     }
 }
 

@@ -179,3 +179,25 @@ pub fn start() {
     reset();
     CLOCK.set(Some(TimeHandle::current()));
 }
+
+/// Copies `cmd`'s arguments into `buf`, reusing its vectors; returns how many there are (the
+/// first that many of `buf`). Every simulated command goes through here.
+pub(crate) fn fill_args(buf: &mut Vec<Vec<u8>>, cmd: &redis::Cmd) -> usize {
+    let mut n = 0;
+    for a in cmd.args_iter() {
+        let bytes: &[u8] = match a {
+            redis::Arg::Simple(b) => b,
+            // A cursor argument (SCAN family); the locks never use one.
+            _ => b"0",
+        };
+        match buf.get_mut(n) {
+            Some(to) => {
+                to.clear();
+                to.extend_from_slice(bytes);
+            }
+            None => buf.push(bytes.to_vec()),
+        }
+        n += 1;
+    }
+    n
+}

@@ -16,9 +16,7 @@ use std::time::{Duration, Instant};
 
 use lockcheck::backend::etcd::engine::EtcdEngine;
 use lockcheck::backend::etcd::real::{EtcdCluster, EtcdTiming, RealEtcdConn};
-use lockcheck::backend::etcd::seam::{
-    EtcdClient, EtcdError, KeyValue, RangeRequest, Txn, TxnOp, TxnOpResponse,
-};
+use lockcheck::etcd::{EtcdClient, EtcdError, KeyValue, RangeRequest, Txn, TxnOp, TxnOpResponse};
 use proptest::prelude::*;
 
 use crate::common::{fixed_seed_config, real_servers_one_at_a_time};
@@ -149,7 +147,7 @@ fn request(op: &Op, side: &Side, prefix: &str) -> Option<Txn> {
 fn txn_answer(
     side: &Side,
     prefix: &str,
-    r: Result<lockcheck::backend::etcd::seam::TxnResponse, EtcdError>,
+    r: Result<lockcheck::etcd::TxnResponse, EtcdError>,
 ) -> Answer {
     match r {
         Ok(t) => Answer::Txn(

@@ -1,6 +1,6 @@
 //! `real_mode_unsupported` tells a real suite which scenarios to list as SKIP, with the reason.
 
-use lockcheck::real::redis_world::real_mode_unsupported;
+use lockcheck::backend::redis::real::world::real_mode_unsupported;
 use lockcheck::scenario::Scenario;
 use std::path::Path;
 

@@ -3,9 +3,9 @@
 //! simulation's words, the failover takes as long in both worlds, and no process of a run
 //! outlives it.
 
+use lockcheck::backend::redis::sim::sentinel::PROMOTION_MS;
 use lockcheck::history::{EventKind, History};
 use lockcheck::judge::{Mode, Outcome};
-use lockcheck::sim::sentinel::PROMOTION_MS;
 use lockcheck::{Scenario, Verdict};
 use std::sync::MutexGuard;
 
@@ -195,6 +195,6 @@ fn a_partition_of_a_client_program_in_a_sentinel_run_is_refused() {
     .unwrap()
         + "\n[[faults]]\nkind = \"partition\"\nnodes = [\"client-0\"]\nat_ms = 10\nfor_ms = 100\n";
     let s = Scenario::parse("p.toml", &text).unwrap();
-    let why = lockcheck::real::redis_world::real_mode_unsupported(&s).expect("refused");
+    let why = lockcheck::backend::redis::real::world::real_mode_unsupported(&s).expect("refused");
     assert!(why.contains("client program"), "{why}");
 }

@@ -3,9 +3,9 @@
 //! client's `Env` reads and sleeps on its own clock, and partitions can cut one way only.
 //! True time (madsim's clock) is what the history records.
 
+use lockcheck::backend::redis::sim::cluster::{Cluster, ClusterConfig};
 use lockcheck::env::Env;
 use lockcheck::sim::clock::{Clocks, EPOCH_MS};
-use lockcheck::sim::cluster::{Cluster, ClusterConfig};
 use lockcheck::sim::network::Network;
 use lockcheck::sim::SimConnection;
 use lockcheck::sim::SimEnv;

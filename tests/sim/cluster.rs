@@ -1,8 +1,8 @@
 //! The simulated deployment seen through lockcheck's `ConnectionLike`: replication lag, WAIT,
 //! INFO, expiry on each node's clock, failover routing, and timeouts for dead or cut-off nodes.
 
+use lockcheck::backend::redis::sim::cluster::{Cluster, ClusterConfig};
 use lockcheck::sim::clock::Clocks;
-use lockcheck::sim::cluster::{Cluster, ClusterConfig};
 use lockcheck::sim::network::Network;
 use lockcheck::sim::SimConnection;
 use redis::Value;

@@ -1,8 +1,8 @@
 //! Redis Sentinel in simulation: when the sentinels decide, whom clients follow, and what
 //! `min-replicas-to-write` refuses.
 
+use lockcheck::backend::redis::sim::sentinel::PROMOTION_MS;
 use lockcheck::history::{EventKind, History};
-use lockcheck::sim::sentinel::PROMOTION_MS;
 use lockcheck::{Scenario, Verdict};
 
 fn scenario(extra_redis: &str, faults: &str) -> Scenario {

@@ -1,8 +1,8 @@
 //! The connection layer of the simulated Redis: response timeouts on slow links (the abandoned
 //! request still executes when it arrives) and pipelines answered in one round trip.
 
+use lockcheck::backend::redis::sim::cluster::{Cluster, ClusterConfig};
 use lockcheck::sim::clock::Clocks;
-use lockcheck::sim::cluster::{Cluster, ClusterConfig};
 use lockcheck::sim::network::Network;
 use lockcheck::sim::SimConnection;
 use redis::Value;

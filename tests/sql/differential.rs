@@ -15,7 +15,7 @@ use super::locks::{block_on, real_conn};
 use lockcheck::backend::mysql::engine::{Engine, Step};
 use lockcheck::backend::mysql::real::server::{self as mariadb, MariaDb};
 use lockcheck::backend::mysql::real::RealSqlConn;
-use lockcheck::backend::mysql::seam::{Output, SqlConn, SqlError};
+use lockcheck::sql::{Output, SqlConn, SqlError};
 use mysql_async::prelude::Queryable;
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;

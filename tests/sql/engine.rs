@@ -2,7 +2,7 @@
 //! when a connection dies, deadlock detection, and clear refusals outside the subset.
 
 use lockcheck::backend::mysql::engine::{Engine, Step};
-use lockcheck::backend::mysql::seam::{Output, SqlError, Value};
+use lockcheck::sql::{Output, SqlError, Value};
 
 fn ok(step: Step) -> Output {
     match step {

@@ -12,12 +12,12 @@
 use super::locks::real_conn;
 use lockcheck::backend::mysql::real::server::{self as mariadb, MariaDb};
 use lockcheck::backend::mysql::real::RealSqlConn;
-use lockcheck::backend::mysql::seam::{SqlConn, SqlError};
 use lockcheck::backend::mysql::sim::SharedEngine;
 use lockcheck::history::EventKind;
 use lockcheck::judge::{Mode, Outcome};
 use lockcheck::real::RealEnv;
 use lockcheck::scenario::Scenario;
+use lockcheck::sql::{SqlConn, SqlError};
 use lockcheck::Verdict;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -96,7 +96,7 @@ async fn observe(db: &MariaDb) -> Observed {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rows = admin.query("SELECT v FROM p WHERE k = 1").await.unwrap();
     let value_after = match rows[0][0] {
-        lockcheck::backend::mysql::seam::Value::Int(v) => v,
+        lockcheck::sql::Value::Int(v) => v,
         ref other => panic!("v is {other:?}"),
     };
     Observed {

@@ -4,13 +4,13 @@
 //! (a session always reads its own writes, however far its follower lags), and the double
 //! holder on spawned servers.
 
-use lockcheck::backend::zookeeper::seam::{CreateMode, SessionState, ZkClient, ZkError};
 use lockcheck::backend::zookeeper::sim::SimZkClient;
 use lockcheck::env::Env;
 use lockcheck::judge::{Mode, Outcome};
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError};
 use lockcheck::scenario::Scenario;
 use lockcheck::sim::SimEnv;
+use lockcheck::zookeeper::{CreateMode, SessionState, ZkClient, ZkError};
 use lockcheck::Verdict;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -252,7 +252,7 @@ fn curator_604_holds_on_spawned_servers() {
     for name in CURATOR_604 {
         let s = Scenario::parse(name, &text(name)).unwrap();
         assert_eq!(
-            lockcheck::real::redis_world::real_mode_unsupported(&s),
+            lockcheck::backend::redis::real::world::real_mode_unsupported(&s),
             None
         );
         let mut seen = Vec::new();

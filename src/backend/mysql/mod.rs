@@ -1,9 +1,6 @@
 //! MySQL/MariaDB: the two database locks of the MySQL article (`SELECT … FOR UPDATE` and a unique insert), on a simulated InnoDB subset or a spawned MariaDB.
 
 pub mod engine;
-pub mod locks;
 pub mod real;
-pub mod scenario;
-pub mod seam;
 pub mod sim;
 pub mod world;

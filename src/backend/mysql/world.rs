@@ -3,12 +3,12 @@
 //! triggers and what the history says of it, and the tables a MySQL lock needs before any client
 //! starts.
 
-use crate::backend::mysql::locks::database_lock::DatabaseLock;
-use crate::backend::mysql::locks::insert_unique;
-use crate::backend::mysql::locks::options::{Cleanup, MysqlOptions};
-use crate::backend::mysql::seam::{SqlConn, SqlError};
 use crate::history::{EventKind, Recorder};
+use crate::lock::mysql::DatabaseLock;
+use crate::lock::mysql_insert_unique;
+use crate::lock::mysql_options::{Cleanup, MysqlOptions};
 use crate::scenario::Scenario;
+use crate::sql::{SqlConn, SqlError};
 
 /// One pass of the article's cleanup job at `now_ms` (the job's clock); a pass that deleted rows
 /// is a fault in the history, since it frees locks nobody released.
@@ -19,7 +19,7 @@ pub async fn cleanup_pass<C: SqlConn>(
     now_ms: u64,
     rec: &Recorder,
 ) {
-    let deleted = insert_unique::cleanup_once(conn, options, cleanup.lease_ms, now_ms).await;
+    let deleted = mysql_insert_unique::cleanup_once(conn, options, cleanup.lease_ms, now_ms).await;
     if let Ok(n @ 1..) = deleted {
         rec.record(
             "nemesis",

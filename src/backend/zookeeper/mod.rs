@@ -1,8 +1,5 @@
 //! ZooKeeper: sessions, ephemeral sequential znodes and watches, the lock recipes of Curator and the ZooKeeper documentation, and an ensemble with leader election and lagging followers.
 
 pub mod engine;
-pub mod locks;
 pub mod real;
-pub mod scenario;
-pub mod seam;
 pub mod sim;

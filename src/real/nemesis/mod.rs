@@ -3,13 +3,9 @@
 //! and the network pieces a cut needs (the Sentinel network and its link proxies, the client
 //! forwarders, the black hole).
 
-pub(crate) mod blackhole;
 pub(crate) mod client_stops;
 pub mod cut_proxy;
 pub(crate) mod firing;
-pub(crate) mod link_proxy;
-pub(crate) mod network;
 pub(crate) mod plan;
 pub(crate) mod proxy;
 pub(crate) mod recipes;
-pub(crate) mod redis_nemesis;

@@ -9,10 +9,10 @@
 //! (`docs/checks.md`): a client program's answer says only what the program said; whether its
 //! command deleted someone's entry is what this model saw the server do.
 
-use super::clock_ties::{place, Marker, Seen, Tie};
-use super::connection_names::ConnectionNames;
-use super::monitor_line::{parse_line, Line};
 use crate::history::{EventKind, Recorder};
+use crate::real::observers::clock_ties::{place, Marker, Seen, Tie};
+use crate::real::observers::connection_names::ConnectionNames;
+use crate::real::observers::monitor_line::{parse_line, Line};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;

@@ -33,10 +33,10 @@
 //! the history without that event, and the check falls back to inferring owners from the
 //! clients' events.
 
-use super::clock_ties::{ClockTies, Marker};
-use super::connection_names::ConnectionNames;
-use super::entry_model::{Followed, Model};
 use crate::history::{EventKind, Recorder};
+use crate::real::observers::clock_ties::{ClockTies, Marker};
+use crate::real::observers::connection_names::ConnectionNames;
+use crate::real::observers::entry_model::{Followed, Model};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,13 +3,10 @@
 //! to them, and what every child
 //! process shares (`child.rs`) and the cleanup that kills them on every exit path.
 
-pub(crate) mod admin;
 pub(crate) mod child;
 pub(crate) mod cleanup;
-pub(crate) mod failover;
 pub(crate) mod faketime;
 pub(crate) mod redis_server;
-pub(crate) mod sentinel_deployment;
 
 /// Paths that moved into `crate::backend`, kept for users' code (see `lib.rs`).
 pub use crate::__moved::servers::*;

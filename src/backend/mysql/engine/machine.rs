@@ -35,8 +35,8 @@
 mod execute;
 
 use crate::backend::mysql::engine::parse::{parse, LockMode, Stmt, TableDef};
-use crate::backend::mysql::seam::error::{SqlError, ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT};
-use crate::backend::mysql::seam::value::{Output, Value};
+use crate::sql::error::{SqlError, ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT};
+use crate::sql::value::{Output, Value};
 use execute::{arrange, pk_equality};
 use std::collections::{BTreeMap, BTreeSet};
 

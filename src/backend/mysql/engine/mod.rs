@@ -1,5 +1,5 @@
 //! The simulated InnoDB subset: a pure, deterministic engine behind the SQL seam
-//! ([`crate::backend::mysql::seam::SqlConn`]), as `simredis/` is the simulated Redis engine behind a Redis
+//! ([`crate::sql::SqlConn`]), as `simredis/` is the simulated Redis engine behind a Redis
 //! connection. A simulated world drives it through `sim::SimSqlConn`.
 //!
 //! The lock's SQL text is the same in both worlds: the engine parses it with `sqlparser` (MySQL

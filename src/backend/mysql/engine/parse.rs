@@ -5,8 +5,8 @@
 //! of other columns than literals…) becomes [`SqlError::Unsupported`] naming the statement, never
 //! a silently wrong answer.
 
-use crate::backend::mysql::seam::error::SqlError;
-use crate::backend::mysql::seam::value::Value;
+use crate::sql::error::SqlError;
+use crate::sql::value::Value;
 use sqlparser::ast::{
     self, AssignmentTarget, BinaryOperator, ColumnOption, Expr, FromTable, LockType, NonBlock,
     SelectItem, SetExpr, Statement, TableConstraint, TableFactor, TableObject, UnaryOperator,

@@ -6,9 +6,9 @@
 //! server rolls the session back as soon as it notices. The next statement reconnects, as a
 //! connection pool would; any transaction that was open is gone.
 
-use crate::backend::mysql::seam::error::SqlError;
-use crate::backend::mysql::seam::value::Value;
-use crate::backend::mysql::seam::SqlConn;
+use crate::sql::error::SqlError;
+use crate::sql::value::Value;
+use crate::sql::SqlConn;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row};
 use std::time::Duration;

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use crate::backend::mysql::real::server::MariaDb;
 use crate::backend::mysql::real::world::set_wait_timeout;
-use crate::backend::mysql::scenario::SERVER;
 use crate::fault::partition::describe_partition;
 use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
 use crate::real::nemesis::cut_proxy::CutProxy;
+use crate::scenario::database::SERVER;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;

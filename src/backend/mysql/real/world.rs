@@ -18,14 +18,13 @@
 //! process and directory is removed when this returns, on error and on panic (the guards' `Drop`
 //! and the cleanup registry).
 
-use crate::backend::mysql::locks::database_lock::DatabaseLock;
 use crate::backend::mysql::real::nemesis::MysqlNemesis;
 use crate::backend::mysql::real::server::{MariaDb, DATABASE, USER};
 use crate::backend::mysql::real::RealSqlConn;
-use crate::backend::mysql::seam::SqlConn;
 use crate::backend::mysql::world::{cleanup_pass, prepare};
 use crate::env::PointHook;
 use crate::history::{History, Recorder};
+use crate::lock::mysql::DatabaseLock;
 use crate::lock::LockConfig;
 use crate::real::client_tasks::wait_for_live_clients;
 use crate::real::nemesis::client_stops::ClientTasks;
@@ -37,6 +36,7 @@ use crate::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, Serv
 use crate::resource::Store;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
+use crate::sql::SqlConn;
 use crate::world;
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,10 +66,7 @@ where
 }
 
 /// `SET GLOBAL wait_timeout`: how long the server keeps an idle connection (new sessions).
-pub(super) async fn set_wait_timeout(
-    port: u16,
-    s: &Scenario,
-) -> Result<(), crate::backend::mysql::seam::SqlError> {
+pub(super) async fn set_wait_timeout(port: u16, s: &Scenario) -> Result<(), crate::sql::SqlError> {
     let mut admin = RealSqlConn::connect(port, USER, DATABASE, Duration::from_secs(10)).await?;
     admin
         .execute(&format!(
@@ -90,9 +87,8 @@ where
     L: DatabaseLock + 'static,
     F: Fn(LockConfig, RealSqlConn, RealEnv) -> L,
 {
-    let sql_err = |what: &str, e: crate::backend::mysql::seam::SqlError| {
-        RealError::Unsupported(format!("{what}: {e}"))
-    };
+    let sql_err =
+        |what: &str, e: crate::sql::SqlError| RealError::Unsupported(format!("{what}: {e}"));
     let port = db.port();
     set_wait_timeout(port, scenario)
         .await
@@ -106,7 +102,7 @@ where
             .map_err(|e| sql_err("creating the lock table", e))?;
     }
     let rec = Recorder::real();
-    let timeout = crate::backend::mysql::scenario::request_timeout(scenario);
+    let timeout = crate::scenario::database::request_timeout(scenario);
     let options = scenario.lock.mysql_options();
     let mut proxies = Vec::new();
     for _ in 0..scenario.workload.clients {

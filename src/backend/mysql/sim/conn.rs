@@ -8,10 +8,10 @@
 //! engine (see the scenario integration); this layer is the in-process core of it.
 
 use crate::backend::mysql::engine::{Engine, SessionId, Step};
-use crate::backend::mysql::seam::error::SqlError;
-use crate::backend::mysql::seam::value::{Output, Value};
-use crate::backend::mysql::seam::SqlConn;
 use crate::env::Env;
+use crate::sql::error::SqlError;
+use crate::sql::value::{Output, Value};
+use crate::sql::SqlConn;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

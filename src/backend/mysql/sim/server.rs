@@ -3,12 +3,12 @@
 //! What happens to a statement on the way (latency, a pause, a crash, a partition) is told in
 //! `mysql_world.rs`.
 
-use crate::backend::mysql::seam::{Output, Value};
-use crate::backend::mysql::seam::{SqlConn, SqlError};
 use crate::backend::mysql::sim::{SharedEngine, SimSqlConn};
 use crate::history::Recorder;
 use crate::sim::network::Network;
 use crate::sim::SimEnv;
+use crate::sql::{Output, Value};
+use crate::sql::{SqlConn, SqlError};
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use std::future::Future;

@@ -23,15 +23,15 @@
 //!   lock waits whose deadline passed fail with 1205 at once, as on a real MariaDB
 //!   (`tests/sql/server_pause.rs`).
 
-use crate::backend::mysql::locks::database_lock::DatabaseLock;
-use crate::backend::mysql::scenario::SERVER;
 use crate::backend::mysql::sim::nemesis::MysqlNemesis;
 use crate::backend::mysql::sim::server::{NetSqlConn, SimDb, SERVER_NODE};
 use crate::backend::mysql::world::{cleanup_pass, prepare};
 use crate::env::PointHook;
 use crate::history::{EventKind, Recorder};
+use crate::lock::mysql::DatabaseLock;
 use crate::lock::LockConfig;
 use crate::resource::Store;
+use crate::scenario::database::SERVER;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::sim::client_faults::ClientFaults;
@@ -64,7 +64,7 @@ where
     let net = Network::new(scenario.database.latency_ms);
     let rec = crate::sim::clock::TrueTime::recorder();
     let db = SimDb::new(net.clone(), rec.clone());
-    let timeout = crate::backend::mysql::scenario::request_timeout(scenario);
+    let timeout = crate::scenario::database::request_timeout(scenario);
     let options = scenario.lock.mysql_options();
     let handle = Handle::current();
     // The server's node: its background jobs (wait_timeout, the cleanup job) run there.

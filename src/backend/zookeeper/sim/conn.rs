@@ -18,12 +18,12 @@
 //!   times out on the server.
 
 use crate::backend::zookeeper::engine::{Request, Response};
-use crate::backend::zookeeper::seam::{
-    ping_after_idle_ms, CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent,
-};
 use crate::backend::zookeeper::sim::server::SimZk;
 use crate::env::Env;
 use crate::sim::SimEnv;
+use crate::zookeeper::{
+    ping_after_idle_ms, CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent,
+};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};

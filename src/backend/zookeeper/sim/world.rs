@@ -58,7 +58,7 @@ where
     // defaults of 2 to 20 ticks.
     let config = ZkConfig::with_tick(z.tick_ms);
     let reads = Reads {
-        via_followers: z.connect == crate::backend::zookeeper::scenario::ZkConnect::Followers,
+        via_followers: z.connect == crate::scenario::zookeeper::ZkConnect::Followers,
         lag: Duration::from_millis(z.follower_lag_ms),
         local_sessions: z.local_sessions,
     };

@@ -2,8 +2,8 @@
 
 use crate::backend::mysql::engine::machine::{Engine, RowId, SessionId, Table};
 use crate::backend::mysql::engine::parse::{CmpOp, Cond, Stmt};
-use crate::backend::mysql::seam::error::{SqlError, ER_DUP_ENTRY};
-use crate::backend::mysql::seam::value::{Output, Value};
+use crate::sql::error::{SqlError, ER_DUP_ENTRY};
+use crate::sql::value::{Output, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl Engine {

@@ -1,0 +1,18 @@
+//! Real Redis: the spawned `redis-server` deployments (a master with replicas, the failover rig,
+//! Sentinel with its link proxies), their admin commands and nemesis, servers lockcheck did not start (`--redis`), and
+//! the world that assembles a run.
+
+pub mod admin;
+pub mod blackhole;
+pub mod external;
+pub mod failover;
+pub mod link_proxy;
+pub mod nemesis;
+pub mod network;
+pub mod sentinel_deployment;
+pub mod subscription;
+pub mod world;
+
+pub use admin::{client_kill_replicas, info_replication, promote, wait_role_master};
+pub use blackhole::BlackHole;
+pub use failover::{FailoverPhase, FailoverRig, FailoverTimings};

@@ -1,3 +1,0 @@
-//! The locks written against this service's seam.
-
-pub mod recipe;
