@@ -166,7 +166,7 @@ pub fn timeline(data: &serde_json::Value) -> String {
     out.push_str(
         "<span><i style=\"background:rgba(229,57,53,.35);border-color:#e53935\"></i>two holders</span>\
          <span>◆ resource write (#fencing token)</span>\
-         <span>◆ a server expired a session, revoked leases</span><span style=\"color:#d84315\">┆ fault</span></p>\n",
+         <span><b style=\"color:#c62828\">◆</b> a server expired a session, revoked leases</span><span style=\"color:#d84315\">┆ fault</span></p>\n",
     );
     let _ = writeln!(
         out,
