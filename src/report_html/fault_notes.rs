@@ -47,7 +47,8 @@ impl Roles {
     }
 
     /// Ends `name`'s role (or its time down) at `at` and starts `next` (`None`: down), titled
-    /// `title`; nothing when it is already there (each sentinel announces one promotion).
+    /// `title`; nothing when it is already there (every watcher of a failover may announce the
+    /// one promotion).
     fn set(&mut self, name: &str, next: Option<Role>, at: u64, title: String, to: &mut Drawn) {
         let Some(s) = self.0.iter_mut().find(|s| s.name == name) else {
             return;
@@ -161,7 +162,7 @@ fn server_note(note: ServerNote<'_>, what: &str, at: u64, roles: &mut Roles, to:
             roles.set(n, Some(Role::Leader), at, titled(Role::Leader), to);
         }
         // The old master stays master on its lane until it is demoted: while it is cut off from
-        // the sentinels, two masters at once are the split brain the page must show.
+        // whoever promoted another, two masters at once are the split brain the page must show.
         ServerNote::Promoted(n) => roles.set(n, Some(Role::Master), at, titled(Role::Master), to),
         ServerNote::Demoted(n) => roles.set(n, Some(Role::Replica), at, what.to_string(), to),
         ServerNote::SessionExpired { server, .. } => {

@@ -51,7 +51,7 @@ pub struct Mark {
 /// One lane.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Lane {
-    /// The node's name: `client-0`, `redis-0`, `redis-0-replica-0`, `etcd-1`.
+    /// The node's name, as the scenario and the history give it (`client-0`, a server's).
     pub name: String,
     /// `client`, or `node` for a server.
     pub kind: &'static str,
