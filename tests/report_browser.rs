@@ -1,6 +1,8 @@
 //! The HTML report, rendered by a real browser: headless Chromium loads the failover scenario's
 //! page from disk, runs its script, and the test checks the DOM it ends with (two client lanes,
-//! the red overlap, the verdict) and saves a screenshot next to the test's output.
+//! the red overlap, the verdict) and saves a screenshot next to the test's output; then a
+//! ZooKeeper and an etcd scenario's pages, which must draw a lane per server with its role and
+//! faults.
 //!
 //! Chromium comes from the system packages (`apt-get install chromium`, which `.ci/run` does).
 //! Without it the test fails and says so; `LOCKCHECK_SKIP_BROWSER=1` opts out explicitly.
@@ -134,4 +136,95 @@ fn failover_report_renders_two_client_lanes_and_the_overlap_in_chromium() {
         bytes.len()
     );
     eprintln!("screenshot: {}", png.display());
+}
+
+/// Reports `scenario` (a file under `scenarios/`, run in simulation) into `dir` and returns the
+/// DOM Chromium renders of its page.
+fn rendered(bin: &Path, dir: &Path, scenario: &str) -> String {
+    let report = dir.join("report");
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(["run", &format!("scenarios/{scenario}.toml"), "--report"])
+        .arg(&report)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run lockcheck");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let page = report.join(format!("{scenario}.sim.html"));
+    let url = format!("file://{}", page.canonicalize().unwrap().display());
+    let dom = headless(bin, &dir.join("profile"), &["--dump-dom".into()], &url);
+    assert!(dom.contains("data-rendered=\"true\""), "{dom}");
+    dom
+}
+
+/// What the page draws for lane `name`: from its group to the next lane, or to what is drawn
+/// across the lanes after the last one.
+fn lane<'a>(dom: &'a str, name: &str) -> &'a str {
+    let at = dom
+        .find(&format!("id=\"lane-{name}\""))
+        .unwrap_or_else(|| panic!("no lane {name}: {dom}"));
+    let rest = &dom[at..];
+    let end = [
+        "<g class=\"lane ",
+        "class=\"overlap\"",
+        "class=\"fault-marker\"",
+        "</svg>",
+    ]
+    .iter()
+    .filter_map(|m| rest.find(m))
+    .min()
+    .unwrap_or(rest.len());
+    &rest[..end]
+}
+
+/// Every server has a lane whatever the backend: the lone ZooKeeper server of CURATOR-206 serves
+/// alone, is cut off from the holder and expires its session on its own lane; the etcd leader
+/// crashes on its lane and another member's lane turns leader after the election.
+#[test]
+fn zookeeper_and_etcd_reports_draw_a_lane_per_server_with_its_role_and_faults() {
+    let Some(bin) = chromium() else { return };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-browser-servers");
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let dom = rendered(&bin, &dir, "zk-curator-206-partition");
+    assert_eq!(dom.matches("class=\"lane node\"").count(), 1, "{dom}");
+    assert_eq!(dom.matches("class=\"lane client\"").count(), 2, "{dom}");
+    let zk = lane(&dom, "zookeeper-0");
+    assert!(zk.contains("class=\"span standalone\""), "{zk}");
+    assert!(zk.contains("class=\"span partitioned\""), "{zk}");
+    assert!(zk.contains("class=\"mark expiry\""), "{zk}");
+    assert!(
+        zk.contains("expired session 0x"),
+        "the expiry's title: {zk}"
+    );
+    let cut = attr(zk, "class=\"span partitioned\"", "x").unwrap();
+    assert!(
+        cut > 170.0,
+        "drawn on the time axis, right of the names: {zk}"
+    );
+    assert_eq!(dom.matches("class=\"fault-marker\"").count(), 3, "{dom}");
+
+    let dom = rendered(&bin, &dir, "etcd-lock-leader-failover");
+    assert_eq!(dom.matches("class=\"lane node\"").count(), 3, "{dom}");
+    let old = lane(&dom, "etcd-0");
+    assert!(old.contains("class=\"span leader\""), "{old}");
+    assert!(old.contains("class=\"span killed\""), "{old}");
+    assert!(
+        old.contains("etcd-0 crashed (it was the leader)"),
+        "the crash's title: {old}"
+    );
+    let new = lane(&dom, "etcd-1");
+    let follower = attr(new, "class=\"span follower\"", "x").expect("follows first");
+    let leader = attr(new, "class=\"span leader\"", "x").expect("then leads");
+    assert!(
+        follower < leader,
+        "follower at {follower}, leader at {leader}"
+    );
+    assert!(
+        new.contains("etcd-1 elected leader"),
+        "the election's title: {new}"
+    );
+    let other = lane(&dom, "etcd-2");
+    assert!(other.contains("class=\"span follower\""), "{other}");
+    assert!(!other.contains("class=\"span leader\""), "{other}");
+    assert_eq!(dom.matches("class=\"fault-marker\"").count(), 2, "{dom}");
 }

@@ -9,10 +9,12 @@ use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 
 mod node;
+mod server_note;
 mod trace_hash;
 pub mod watch;
 
 pub use node::Node;
+pub use server_note::{Role, ServerNote};
 
 /// What happened.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

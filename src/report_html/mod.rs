@@ -1,10 +1,11 @@
 //! `--report DIR`: HTML reports a person opens after a CI run. One self-contained page per
-//! scenario run (a timeline of the clients and Redis nodes, the verdict per checker, the replay
+//! scenario run (a timeline of the clients and servers, the verdict per checker, the replay
 //! command, the whole history), an `index.html` for a suite, and for `lockcheck model` the
 //! counterexample's steps. Jepsen's `timeline.html` and stateright's Explorer are the models.
 //!
 //! Pages are deterministic (the same run gives the same bytes) and need no network.
 
+mod fault_notes;
 pub mod model;
 pub mod page;
 pub mod timeline;

@@ -32,11 +32,16 @@ code.replay { user-select: all; }
 .span.partitioned { fill: #ce93d8; }
 .span.master { fill: #a5d6a7; }
 .span.replica { fill: #e0e0e0; }
+.span.leader { fill: #80cbc4; }
+.span.follower { fill: #cfd8dc; }
+.span.standalone { fill: #c5e1a5; }
 .span.killed { fill: #424242; }
 .mark.write { fill: #00695c; }
 .mark.rejected { fill: #ff6f00; }
 .mark.crash { fill: #000; }
 .mark.clock { fill: #6a1b9a; }
+.mark.expiry { fill: #c62828; }
+.mark.revoked { fill: #ad1457; }
 .overlap { fill: rgba(229, 57, 53, .35); stroke: #e53935; stroke-width: 2; }
 .fault { stroke: #d84315; stroke-dasharray: 3 3; }
 .fault-label { fill: #d84315; font-weight: bold; }
@@ -147,6 +152,9 @@ pub fn timeline(data: &serde_json::Value) -> String {
         ("partitioned", "partitioned"),
         ("master", "master"),
         ("replica", "replica"),
+        ("leader", "leader"),
+        ("follower", "follower"),
+        ("standalone", "standalone"),
         ("killed", "killed"),
     ] {
         let _ = write!(
@@ -157,7 +165,8 @@ pub fn timeline(data: &serde_json::Value) -> String {
     }
     out.push_str(
         "<span><i style=\"background:rgba(229,57,53,.35);border-color:#e53935\"></i>two holders</span>\
-         <span>◆ resource write (#fencing token)</span><span style=\"color:#d84315\">┆ fault</span></p>\n",
+         <span>◆ resource write (#fencing token)</span>\
+         <span><b style=\"color:#c62828\">◆</b> a server expired a session, revoked leases</span><span style=\"color:#d84315\">┆ fault</span></p>\n",
     );
     let _ = writeln!(
         out,
@@ -178,6 +187,9 @@ fn swatch(class: &str) -> &'static str {
         "partitioned" => "#ce93d8",
         "master" => "#a5d6a7",
         "replica" => "#e0e0e0",
+        "leader" => "#80cbc4",
+        "follower" => "#cfd8dc",
+        "standalone" => "#c5e1a5",
         _ => "#424242",
     }
 }

@@ -1,12 +1,16 @@
-//! The timeline's data: one lane per client and one per Redis node, built from a run's history.
+//! The timeline's data: one lane per client and one per server, built from a run's history.
 //!
 //! The page's script draws it (see [`super::page`]); this module only decides what is on it, so
 //! the same history always gives the same data. Client lanes show three rows: waiting for or
 //! holding the lock, the critical section, and the lease the client believes it has (on its own
-//! clock, projected onto true time from its acquire). Node lanes show the role over time (master,
-//! replica, killed), partitions and clock notes. Faults are markers across every lane; the
-//! overlap of two critical sections is drawn in red across the two client lanes.
+//! clock, projected onto true time from its acquire). Server lanes, one per server of whatever
+//! backend the scenario runs on ([`Scenario::servers`]), show the role over time (master,
+//! replica, leader, follower, standalone, killed), pauses, partitions, the sessions it expired,
+//! the leases it revoked and clock notes ([`super::fault_notes`]). Faults are markers across
+//! every lane; the overlap of two critical sections is drawn in red across the two client
+//! lanes.
 
+use super::fault_notes::{fault_note, Roles};
 use crate::check::mutual_exclusion::Holdings;
 use crate::history::{believed_lease_ms, fmt_ms, EventKind, History};
 use crate::scenario::Scenario;
@@ -16,8 +20,8 @@ use std::collections::BTreeMap;
 /// A bar on a lane, `from_us..to_us` in true time.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Span {
-    /// CSS class: waiting, holding, section, lease, paused, master, replica, killed,
-    /// partitioned.
+    /// CSS class: waiting, holding, section, lease, paused, partitioned; on a server's lane its
+    /// role (master, replica, leader, follower, standalone) or killed (down).
     pub kind: &'static str,
     /// Row inside the lane (0 at the top).
     pub row: u8,
@@ -29,10 +33,12 @@ pub struct Span {
     pub title: String,
 }
 
-/// A point on a lane: a resource write, a crash, a clock note.
+/// A point on a lane: a resource write, a crash, a clock note, a session expired or leases
+/// revoked by a server.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Mark {
-    /// CSS class: write, rejected, crash, clock.
+    /// CSS class: write, rejected, crash, clock; on a server's lane also expiry (a session it
+    /// expired) and revoked (leases it revoked).
     pub kind: &'static str,
     /// True time of the mark (µs).
     pub at_us: u64,
@@ -45,15 +51,15 @@ pub struct Mark {
 /// One lane.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Lane {
-    /// The node's name: `client-0`, `redis-0`, `redis-0-replica-0`.
+    /// The node's name, as the scenario and the history give it (`client-0`, a server's).
     pub name: String,
-    /// `client` or `node`.
+    /// `client`, or `node` for a server.
     pub kind: &'static str,
     /// A note beside the name (a clock offset, for instance).
     pub note: String,
-    /// What lasts: waiting, holding, a lease, a pause, a node's role.
+    /// What lasts: waiting, holding, a lease, a pause, a server's role.
     pub spans: Vec<Span>,
-    /// What happens at an instant: writes, crashes, clock notes.
+    /// What happens at an instant: writes, crashes, clock notes, expiries, revocations.
     pub marks: Vec<Mark>,
 }
 
@@ -89,7 +95,7 @@ pub struct FaultMark {
 pub struct Timeline {
     /// True time the history ends (µs): the right edge of the drawing.
     pub end_us: u64,
-    /// One lane per client, then one per Redis node.
+    /// One lane per client, then one per server.
     pub lanes: Vec<Lane>,
     /// Every pair of overlapping critical sections, drawn across the two lanes.
     pub overlaps: Vec<OverlapBand>,
@@ -99,16 +105,16 @@ pub struct Timeline {
 
 /// Open intervals per lane, closed by later events or by the end of the run.
 #[derive(Default)]
-struct Open(BTreeMap<(String, &'static str), (u64, String)>);
+pub(super) struct Open(pub(super) BTreeMap<(String, &'static str), (u64, String)>);
 
 impl Open {
-    fn start(&mut self, lane: &str, kind: &'static str, at: u64, title: String) {
+    pub(super) fn start(&mut self, lane: &str, kind: &'static str, at: u64, title: String) {
         self.0
             .entry((lane.to_string(), kind))
             .or_insert((at, title));
     }
 
-    fn close(&mut self, lane: &str, kind: &'static str, at: u64, out: &mut Lanes) {
+    pub(super) fn close(&mut self, lane: &str, kind: &'static str, at: u64, out: &mut Lanes) {
         if let Some((from, title)) = self.0.remove(&(lane.to_string(), kind)) {
             out.span(lane, kind, from, at, title);
         }
@@ -116,10 +122,10 @@ impl Open {
 }
 
 /// Lanes by name, in display order.
-struct Lanes(Vec<Lane>);
+pub(super) struct Lanes(Vec<Lane>);
 
 impl Lanes {
-    fn get(&mut self, name: &str) -> Option<&mut Lane> {
+    pub(super) fn get(&mut self, name: &str) -> Option<&mut Lane> {
         self.0.iter_mut().find(|l| l.name == name)
     }
 
@@ -135,7 +141,14 @@ impl Lanes {
         }
     }
 
-    fn mark(&mut self, lane: &str, kind: &'static str, at: u64, label: String, title: String) {
+    pub(super) fn mark(
+        &mut self,
+        lane: &str,
+        kind: &'static str,
+        at: u64,
+        label: String,
+        title: String,
+    ) {
         if let Some(l) = self.get(lane) {
             l.marks.push(Mark {
                 kind,
@@ -185,15 +198,18 @@ fn token(t: Option<u64>) -> String {
 
 /// Builds the timeline of one run of `scenario`.
 pub fn build(scenario: &Scenario, history: &History) -> Timeline {
-    let names = scenario.node_names();
-    let clients: Vec<&String> = names.iter().filter(|n| n.starts_with("client-")).collect();
-    let nodes: Vec<&String> = names.iter().filter(|n| n.starts_with("redis-")).collect();
+    let clients: Vec<String> = scenario
+        .node_names()
+        .into_iter()
+        .filter(|n| n.starts_with("client-"))
+        .collect();
+    let servers = scenario.servers();
     let end = history.end_us().max(1);
     let mut lanes = Lanes(
         clients
             .iter()
             .map(|n| (n, "client"))
-            .chain(nodes.iter().map(|n| (n, "node")))
+            .chain(servers.iter().map(|(n, _)| (n, "node")))
             .map(|(n, kind)| Lane {
                 name: n.to_string(),
                 kind,
@@ -204,15 +220,8 @@ pub fn build(scenario: &Scenario, history: &History) -> Timeline {
             .collect(),
     );
     let mut open = Open::default();
-    // Every Redis node starts in its configured role.
-    for n in &nodes {
-        let role = if n.contains("-replica-") {
-            "replica"
-        } else {
-            "master"
-        };
-        open.start(n, role, 0, role.to_string());
-    }
+    // Every server starts in the role its scenario gives it.
+    let mut roles = Roles::start(&servers, &mut open);
     let mut faults = Vec::new();
     // Each client's current grant: its true time and the client's clock then (ms), to place a
     // renewed validity on the true timeline as the grant's is.
@@ -325,7 +334,7 @@ pub fn build(scenario: &Scenario, history: &History) -> Timeline {
                     at_us: at,
                     what: what.clone(),
                 });
-                node_fault(what, at, &mut open, &mut lanes);
+                fault_note(what, at, &mut roles, &mut open, &mut lanes);
             }
             _ => {}
         }
@@ -379,80 +388,8 @@ pub fn build(scenario: &Scenario, history: &History) -> Timeline {
     }
 }
 
-/// What a fault note does to the lanes. The notes are the nemesis's own sentences (simulated and
-/// real runs word them alike), so the lanes follow them rather than re-deriving the faults:
-/// partitions, pauses, kills and restarts, promotions (the nemesis's failover, or the
-/// sentinels' `+switch-master`) and demotions (`+convert-to-slave`), clock notes.
-fn node_fault(what: &str, at: u64, open: &mut Open, lanes: &mut Lanes) {
-    let first = what.split_whitespace().next().unwrap_or("");
-    if let Some(rest) = what.strip_prefix("partition: ") {
-        let (who, tail) = rest.split_once(" cut off from ").unwrap_or((rest, ""));
-        for n in who.split(", ") {
-            open.start(
-                n,
-                "partitioned",
-                at,
-                format!("partitioned: cut off from {tail}"),
-            );
-        }
-    } else if what.starts_with("partition healed") {
-        let cut: Vec<String> = open
-            .0
-            .keys()
-            .filter(|(_, k)| *k == "partitioned")
-            .map(|(n, _)| n.clone())
-            .collect();
-        for n in cut {
-            open.close(&n, "partitioned", at, lanes);
-        }
-    } else if what.contains(" paused for ") {
-        open.start(first, "paused", at, what.to_string());
-    } else if what.ends_with(" resumed") {
-        open.close(first, "paused", at, lanes);
-    } else if what.contains(" killed") && first.starts_with("redis-") {
-        for role in ["master", "replica"] {
-            open.close(first, role, at, lanes);
-        }
-        open.start(first, "killed", at, what.to_string());
-    } else if what.contains(" restarted") && first.starts_with("redis-") {
-        open.close(first, "killed", at, lanes);
-        let role = if first.contains("-replica-") {
-            "replica"
-        } else {
-            "master"
-        };
-        open.start(first, role, at, format!("{role} (restarted empty)"));
-    } else if let Some((_, new)) = what
-        .split_once(": +switch-master ")
-        .and_then(|(_, moved)| moved.split_once(" -> "))
-    {
-        // The sentinels promoted `new`; each sentinel announces it, the first one counts. The
-        // old master stays master on its lane until it is demoted: while it is cut off from the
-        // sentinels, two masters at once are the split brain the page must show.
-        if !open.0.contains_key(&(new.to_string(), "master")) {
-            open.close(new, "replica", at, lanes);
-            open.start(
-                new,
-                "master",
-                at,
-                "master (promoted by the sentinels)".into(),
-            );
-        }
-    } else if what.contains(" demoted to a replica") {
-        open.close(first, "master", at, lanes);
-        open.start(first, "replica", at, what.to_string());
-    } else if what.contains(" promoted to master") {
-        open.close(first, "replica", at, lanes);
-        open.start(first, "master", at, "master (promoted)".into());
-    } else if what.contains(" clock ") {
-        if let Some(l) = lanes.get(first) {
-            if what.contains(" clock starts ") {
-                l.note = what.trim_start_matches(first).trim().to_string();
-            }
-        }
-        lanes.mark(first, "clock", at, "clock".into(), what.to_string());
-    }
-}
+#[cfg(test)]
+mod server_tests;
 
 #[cfg(test)]
 mod tests {

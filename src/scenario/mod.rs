@@ -20,6 +20,7 @@ pub mod fault;
 pub mod input;
 pub mod own;
 mod plain;
+mod servers;
 mod service;
 pub mod spec;
 #[cfg(test)]

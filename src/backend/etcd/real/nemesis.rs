@@ -7,7 +7,7 @@
 //! `recipes.rs`'s, decided before anything is spawned.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::backend::etcd::real::server::EtcdCluster;
 use crate::fault::partition::describe_partition;
@@ -45,6 +45,33 @@ impl EtcdNemesis {
 
     fn member_index(&self, node: &str) -> Option<usize> {
         (0..self.cluster.len()).find(|&m| node == format!("etcd-{m}"))
+    }
+
+    /// Watches, until the killed leader `killed`'s restart is due (`within` after
+    /// `killed_at`), for the running members to agree on a new leader, and notes it.
+    async fn watch_election(&self, killed: usize, killed_at: Instant, within: Duration) {
+        while killed_at.elapsed() < within {
+            let cluster = self.cluster.clone();
+            let agreed = tokio::task::spawn_blocking(move || {
+                let seen: Vec<Option<usize>> = (0..cluster.len())
+                    .filter(|&i| cluster.pid(i).is_some())
+                    .map(|i| cluster.leader_seen_by(i))
+                    .collect();
+                let first = *seen.first()?;
+                seen.iter().all(|&s| s == first).then_some(first?)
+            })
+            .await
+            .ok()
+            .flatten();
+            if let Some(new) = agreed.filter(|&l| l != killed) {
+                self.note(format!(
+                    "etcd-{new} elected leader (seen {} ms after the kill)",
+                    killed_at.elapsed().as_millis()
+                ));
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }
 
@@ -102,9 +129,21 @@ impl Nemesis for EtcdNemesis {
         tokio::spawn(async move {
             let cluster = me.cluster.clone();
             let pid = cluster.pid(m);
-            let _ = tokio::task::spawn_blocking(move || cluster.kill(m)).await;
+            // Whether it leads, asked just before the kill: then the history notes who the
+            // others elect, as the simulation does (the report's lanes follow the notes).
+            let led = tokio::task::spawn_blocking(move || {
+                let led = cluster.leader_seen_by(m) == Some(m);
+                cluster.kill(m);
+                led
+            })
+            .await
+            .unwrap_or(false);
+            let killed_at = Instant::now();
             me.note(format!("{node} killed (SIGKILL, pid {pid:?})"));
-            tokio::time::sleep(after).await;
+            if led {
+                me.watch_election(m, killed_at, after).await;
+            }
+            tokio::time::sleep(after.saturating_sub(killed_at.elapsed())).await;
             let cluster = me.cluster.clone();
             match tokio::task::spawn_blocking(move || cluster.start_again(m)).await {
                 Ok(Ok(())) => me.note(format!("{node} restarted (its data directory kept)")),
