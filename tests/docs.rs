@@ -242,3 +242,39 @@ fn the_link_checker_sees_links_headings_and_code() {
         "{broken:?}"
     );
 }
+
+/// The scenario files the README and "Writing a scenario" show are whole files that run and
+/// reach what they expect (exit 0), so that a reader can copy one and start from it.
+#[test]
+fn the_scenarios_the_docs_show_run_as_they_expect() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("docs-scenarios-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut ran = Vec::new();
+    for page in ["README.md", "docs/scenarios.md"] {
+        let text = std::fs::read_to_string(repo().join(page)).unwrap();
+        let Some(start) = text.find("```toml\nname = ") else {
+            panic!("{page} shows no scenario file (a ```toml block starting with `name =`)")
+        };
+        let body = &text[start + "```toml\n".len()..];
+        let body = &body[..body.find("```").unwrap()];
+        let file = dir.join(format!("{}.toml", page.replace('/', "-")));
+        std::fs::write(&file, body).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+            .arg("run")
+            .arg(&file)
+            .output()
+            .unwrap();
+        ran.push((page, out));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    for (page, out) in ran {
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{page}'s scenario did not reach what it expects:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
