@@ -1,4 +1,4 @@
-//! A lock of your own under lockcheck's harness: the GET-then-SET lock of the README, written as
+//! A lock of your own under lockcheck's harness: the GET-then-SET lock of docs/own-lock.md, written as
 //! a user writes it in their own crate.
 //!
 //! ```text
