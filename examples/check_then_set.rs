@@ -1,5 +1,5 @@
-//! A lock of your own under lockcheck's harness: the GET-then-SET lock of the README, written as
-//! a user writes it in their own crate.
+//! A lock of your own under lockcheck's harness: the GET-then-SET lock of docs/own-lock.md,
+//! written as a user writes it in their own crate.
 //!
 //! ```text
 //! cargo build --release --example check_then_set

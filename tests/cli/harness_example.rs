@@ -84,17 +84,24 @@ fn the_example_harness_explores_and_replays_its_finding() {
     let _ = std::fs::remove_file(&found);
 }
 
-/// The README's complete example is the example's code and scenario, as they are.
+/// The book's complete example (docs/own-lock.md, "Testing your own lock") is the example's code
+/// and scenario, as they are.
 #[test]
-fn the_readme_shows_the_example_as_it_is() {
+fn the_docs_show_the_example_as_it_is() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let page = std::fs::read_to_string(root.join("docs/own-lock.md")).unwrap();
     let example = std::fs::read_to_string(root.join("examples/check_then_set.rs")).unwrap();
     let code = &example[example.find("use lockcheck::redis").unwrap()..].replace(
         "#[allow(dead_code)] // the tests that include this file have their own entry point\n",
         "",
     );
-    assert!(readme.contains(code.as_str()), "README: paste {code}");
+    assert!(
+        page.contains(code.as_str()),
+        "docs/own-lock.md: paste {code}"
+    );
     let scenario = std::fs::read_to_string(root.join("examples/check_then_set.toml")).unwrap();
-    assert!(readme.contains(&scenario), "README: paste {scenario}");
+    assert!(
+        page.contains(&scenario),
+        "docs/own-lock.md: paste {scenario}"
+    );
 }

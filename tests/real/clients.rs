@@ -717,14 +717,14 @@ fn external_redis_refuses_server_faults_and_bad_targets_with_one_line() {
 }
 
 #[test]
-fn the_readme_example_client_works() {
+fn the_docs_example_client_works() {
     require_client_libraries();
     let _serial = serial();
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let after = readme
+    let page = std::fs::read_to_string(root().join("docs/own-lock.md")).unwrap();
+    let after = page
         .split("A complete client for redis-py's `Lock`:")
         .nth(1)
-        .expect("the README shows the example client");
+        .expect("docs/own-lock.md shows the example client");
     let code = after
         .split("```python\n")
         .nth(1)
@@ -739,7 +739,7 @@ fn the_readme_example_client_works() {
         &[(adapter.as_str(), file.to_str().unwrap())],
         "",
     );
-    let o = run_real(s, "readme");
+    let o = run_real(s, "docs-example");
     let _ = std::fs::remove_file(&file);
     assert_eq!(o.verdict(), Verdict::Safe, "{}", o.history.render());
     assert_eq!(sections(&o), 20, "{}", o.history.render());
