@@ -2,7 +2,7 @@
 //!
 //! An etcd lock (etcd's `concurrency.Mutex`, the v3 lock API, client libraries' `lock()`) is
 //! written against [`EtcdClient`] only, the way a MySQL lock is written against `sql::SqlConn`.
-//! Each world supplies its side: the simulated world a client of the simulated etcd (`simetcd/`,
+//! Each world supplies its side: the simulated world a client of the simulated etcd (`backend/etcd/engine/`,
 //! through `sim`'s etcd connection), real mode a client of a spawned `etcd` member over etcd's
 //! JSON gateway (`real::etcd_conn`). The requests are the same in both.
 

@@ -19,7 +19,7 @@ pub enum Backend {
     /// A client program in any language that lockcheck starts and drives over the client
     /// protocol: only real mode can start one.
     ClientProgram,
-    /// A ZooKeeper service: the simulated one (`simzk/`) or spawned ZooKeeper servers.
+    /// A ZooKeeper service: the simulated one (`backend/zookeeper/engine/`) or spawned ZooKeeper servers.
     ZooKeeper,
 }
 

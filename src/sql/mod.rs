@@ -3,7 +3,7 @@
 //! A database lock (the MySQL locks article: `SELECT … FOR UPDATE` in a transaction, or a row
 //! inserted under a unique key) is written against [`SqlConn`] only, the way a Redis lock is
 //! written against a Redis connection. Each world supplies its side: the simulated world a
-//! session on the simulated InnoDB subset (`simsql/`, through `sim::SimSqlConn`), real mode a
+//! session on the simulated InnoDB subset (`backend/mysql/engine/`, through `sim::SimSqlConn`), real mode a
 //! MariaDB/MySQL connection (`real::RealSqlConn`, over `mysql_async`). The lock's SQL text is the
 //! same in both.
 

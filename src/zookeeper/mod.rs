@@ -5,7 +5,7 @@
 //! `EPHEMERAL_SEQUENTIAL` znode under the lock's path, the lowest sequence number holds, every
 //! other waiter watches its immediate predecessor with `exists`) is written against [`ZkClient`]
 //! only, the way a MySQL lock is written against `sql::SqlConn`. Each world supplies its side:
-//! the simulated world a session on the simulated ZooKeeper (`simzk/`), real mode a session on
+//! the simulated world a session on the simulated ZooKeeper (`backend/zookeeper/engine/`), real mode a session on
 //! a ZooKeeper server lockcheck spawns.
 //!
 //! The seam keeps ZooKeeper's two kinds of trouble apart, because the recipes differ exactly

@@ -1,6 +1,6 @@
 //! What the real sentinels decided, in the history: lockcheck subscribes to each sentinel's
 //! event channels and records each event as a nemesis `Fault`, in the words the simulated
-//! sentinels use (`sim/sentinel.rs`), so the checkers and the HTML timeline read both alike:
+//! sentinels use (`backend/redis/sim/sentinel.rs`), so the checkers and the HTML timeline read both alike:
 //!
 //! | channel | history |
 //! | --- | --- |

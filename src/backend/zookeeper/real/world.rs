@@ -8,7 +8,7 @@
 //! timeout a client asks for is the one it is granted, and it expires on the first tick after it.
 //!
 //! Every client reaches each server through its own TCP forwarder ([`CutProxy`]), and its session
-//! (`real/zk_conn.rs`, over the `zookeeper-client` crate) is given the list of its forwarders.
+//! (`backend/zookeeper/real/conn.rs`, over the `zookeeper-client` crate) is given the list of its forwarders.
 //! That is how the faults reach a session:
 //! - Client partition: the forwarders between the cut clients and servers hold every byte, both
 //!   ways. The server hears nothing and expires the session after its timeout; the client hears

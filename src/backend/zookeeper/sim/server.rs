@@ -1,4 +1,4 @@
-//! The simulated ZooKeeper service of a ZooKeeper run: the engine (`simzk/`) on a madsim node,
+//! The simulated ZooKeeper service of a ZooKeeper run: the engine (`backend/zookeeper/engine/`) on a madsim node,
 //! its session tracker expiring sessions on the server's own monotonic clock, watch events sent
 //! to their clients over the simulated network, and the service's faults (a crash and restart,
 //! a leader failover in an ensemble, a pause). A client's side is `zk_conn.rs`.

@@ -54,7 +54,7 @@ where
     let z = &scenario.zookeeper;
     let net = crate::sim::network::Network::new(z.latency_ms);
     let rec = crate::sim::clock::TrueTime::recorder();
-    // The timeouts a spawned server accepts too (`real/servers/zookeeper.rs`): ZooKeeper's
+    // The timeouts a spawned server accepts too (`backend/zookeeper/real/server.rs`): ZooKeeper's
     // defaults of 2 to 20 ticks.
     let config = ZkConfig::with_tick(z.tick_ms);
     let reads = Reads {

@@ -2,7 +2,7 @@
 //! replica promoted while the old master keeps running (it does not know it was replaced), the
 //! old master demoted when the sentinels reach it again, clients routed to the master they were
 //! last told of, and a master that refuses writes when too few replicas acked recently.
-//! The sentinels' decisions themselves are `sim/sentinel.rs`.
+//! The sentinels' decisions themselves are `backend/redis/sim/sentinel.rs`.
 
 use crate::backend::redis::sim::cluster::{Cluster, Group, State, Stream};
 use crate::history::EventKind;
