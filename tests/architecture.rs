@@ -845,3 +845,22 @@ fn a_backend_importing_another_backend_fails() {
         "{bad}"
     );
 }
+
+/// One concept per file keeps a file readable in one sitting: no file of `src/` or `models/` is
+/// over 650 lines (a long file's tests go beside it, as `check/liveness_tests.rs`).
+#[test]
+fn no_source_file_is_over_650_lines() {
+    let mut long = Vec::new();
+    for dir in ["src", "models"] {
+        let root = repo().join(dir);
+        let mut files = Vec::new();
+        read_src(&root, &root, &mut files);
+        for (rel, text) in files {
+            let lines = text.lines().count();
+            if lines > 650 {
+                long.push(format!("{dir}/{}: {lines} lines", rel.display()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "split these files:\n{}", long.join("\n"));
+}

@@ -12,7 +12,7 @@
 //!
 //! What "must match real Redis 7.0" means here is measured, not remembered: every error text,
 //! reply shape and replication effect was checked against `redis-server` 7.0.15, and
-//! `tests/simredis/differential.rs` keeps checking it.
+//! `tests/redis_engine/differential.rs` keeps checking it.
 //!
 //! ```
 //! use lockcheck::simredis::{Engine, Role};

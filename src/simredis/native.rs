@@ -4,7 +4,7 @@
 //! script. Whenever a case could differ (a replica, where a write from a script fails with
 //! Redis's script error text; a key of another type, where `redis.call` raises; a number Lua
 //! would read differently), the native path declines, before it changes anything, and the script
-//! runs in Lua. `tests/simredis/native_scripts.rs` checks both paths agree.
+//! runs in Lua. `tests/redis_engine/native_scripts.rs` checks both paths agree.
 //!
 //! The scripts: the locks' compare-and-delete release, and the protected resource's fenced write
 //! (the storage node runs one per critical section).
@@ -31,7 +31,7 @@ pub static COMPARE_AND_DELETE_SHA: LazyLock<Sha> = LazyLock::new(|| sha1hex(COMP
 pub static FENCED_WRITE_SHA: LazyLock<Sha> = LazyLock::new(|| sha1hex(FENCED_WRITE));
 
 /// If `body` is a native script's, its sha1 and the body (kept for a later compilation, should a
-/// call need Lua after all). Native bodies are known to compile (`tests/simredis/native_scripts.rs`
+/// call need Lua after all). Native bodies are known to compile (`tests/redis_engine/native_scripts.rs`
 /// compiles each), so a cache may hold them without a Lua host.
 pub(super) fn known(body: &[u8]) -> Option<(Sha, &'static [u8])> {
     [

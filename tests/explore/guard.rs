@@ -223,7 +223,7 @@ pub const EXCLUDED: &[Exclusion] = &[
         lock: "client-program",
         family: None,
         why: "a client program runs on spawned servers only, and explore searches in simulation; \
-              its bundled scenarios (scenarios/clients) run on real servers in tests/real",
+              its bundled scenarios (scenarios/clients) run on real servers in tests/redis",
     },
     Exclusion {
         lock: "etcd-lock",

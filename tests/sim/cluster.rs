@@ -207,7 +207,7 @@ fn scripts_run_through_redis_script_with_the_noscript_fallback() {
 /// A pause that starts after `SET NX` was sent does not hold the request: it arrives and runs on
 /// the server at its arrival time, as on a real server when the client is `SIGSTOP`ped; only the
 /// paused client's reading of the reply waits for it to resume. Its real half, on a spawned
-/// `redis-server` with a `SIGSTOP`ped client process: `tests/real/pause_on_the_wire.rs`.
+/// `redis-server` with a `SIGSTOP`ped client process: `tests/redis/pause_on_the_wire.rs`.
 #[test]
 fn a_request_on_the_wire_runs_at_arrival_while_its_client_is_paused() {
     use lockcheck::history::EventKind;

@@ -72,7 +72,7 @@ impl SharedEngine {
     /// clock, not an amount of running time, so a wait whose deadline passed during the stop
     /// fails with 1205 now, before the statements queued during the stop run (a real MariaDB
     /// ends such a wait at `SIGCONT` too, with 1205 or, racing a queued `COMMIT`, with the row:
-    /// `tests/sql/server_pause.rs`).
+    /// `tests/mysql/server_pause.rs`).
     pub fn thaw(&self) {
         self.server.frozen.store(false, Ordering::SeqCst);
         self.wake();

@@ -21,7 +21,7 @@
 //!   cleanup job) stand still. A statement that arrives is run when the server goes on, even if
 //!   its client gave up meanwhile; a client that hangs up is heard only then. On `SIGCONT` the
 //!   lock waits whose deadline passed fail with 1205 at once, as on a real MariaDB
-//!   (`tests/sql/server_pause.rs`).
+//!   (`tests/mysql/server_pause.rs`).
 
 use crate::backend::mysql::sim::nemesis::MysqlNemesis;
 use crate::backend::mysql::sim::server::{NetSqlConn, SimDb, SERVER_NODE};

@@ -17,11 +17,11 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A scenario for the test client program `tests/real/programs/redis_cli_lock.sh` in `mode`
+/// A scenario for the test client program `tests/redis/programs/redis_cli_lock.sh` in `mode`
 /// (`plain`: `DEL`; `checked`: compare-and-delete, answering "released" whatever it returned).
 /// `rest` starts with the `[lock]` table's own keys.
 fn program(mode: &str, rest: &str) -> Scenario {
-    let script = root().join("tests/real/programs/redis_cli_lock.sh");
+    let script = root().join("tests/redis/programs/redis_cli_lock.sh");
     let kind = format!(
         "kind = \"client-program\"\ncommand = [\"sh\", \"{}\", \"{mode}\"]\n",
         script.display()

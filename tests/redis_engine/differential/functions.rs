@@ -40,7 +40,7 @@ pub const LIBRARIES: &[&str] = &[
     "#!lua name=bad\nredis.register_function{function_name='f'}",
     "#!lua name=bad\nredis.register_function{function_name='f', callback=function() end, flags='no-writes'}",
     // Not here: one library registering 'f' and 'F' crashes redis-server 7.0.15 (assertion
-    // at functions.c:291); tests/simredis/functions.rs pins what the simulator does instead.
+    // at functions.c:291); tests/redis_engine/functions.rs pins what the simulator does instead.
     "#!lua name=bad\nlocal t = nil\nt.x = 1",
 ];
 

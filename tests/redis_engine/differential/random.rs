@@ -4,7 +4,7 @@
 //! be equal.
 //!
 //! `LOCKCHECK_DIFF_CASES` sets the number of sequences (default 300); the benchmark run uses
-//! `LOCKCHECK_DIFF_CASES=10000 cargo test --release --test simredis random_sequences`.
+//! `LOCKCHECK_DIFF_CASES=10000 cargo test --release --test redis_engine random_sequences`.
 
 use super::Diff;
 use lockcheck::simredis::{Engine, Role};

@@ -52,9 +52,9 @@ macro_rules! real {
             for f in lockcheck::cli::run::scenario_files(&dir).unwrap() {
                 // Redlock's scenarios have their own real-mode tests (redlock.rs).
                 let s = Scenario::load(&f).unwrap();
-                // The MySQL locks' real runs are in tests/sql/scenarios.rs.
+                // The MySQL locks' real runs are in tests/mysql/scenarios.rs.
                 // The etcd locks' real runs are in tests/etcd/scenarios.rs.
-                // The ZooKeeper locks' real runs are in tests/zk/scenarios.rs.
+                // The ZooKeeper locks' real runs are in tests/zookeeper/scenarios.rs.
                 if s.lock.kind.name() == "redlock"
                     || s.lock.kind.is_mysql()
                     || s.lock.kind.is_etcd()
@@ -62,7 +62,7 @@ macro_rules! real {
                 {
                     continue;
                 }
-                // The Sentinel scenarios' real runs are in tests/real/sentinel.rs.
+                // The Sentinel scenarios' real runs are in tests/redis/sentinel.rs.
                 if s.redis.sentinels > 0 {
                     continue;
                 }
