@@ -48,7 +48,8 @@ enum Command {
         /// After the report, print the run's whole history (every event, true time in ms).
         #[arg(long)]
         history: bool,
-        /// Worker threads (default: every core). Output is the same for any value.
+        /// Worker threads (default: every core). Output is the same for any value. With --real,
+        /// J runs side by side, each on servers of its own (default: one at a time).
         #[arg(long, value_name = "J")]
         jobs: Option<usize>,
         /// Run only slice i of n (of the seeds for one file, of the files for a directory), so
@@ -201,7 +202,7 @@ pub(crate) fn run(cli: Cli, locks: &Registry) -> i32 {
                     real,
                     json,
                     history,
-                    jobs: jobs_or_all(jobs),
+                    jobs: jobs.unwrap_or(0),
                     shard,
                     artifacts,
                     redis,

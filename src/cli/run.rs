@@ -40,7 +40,8 @@ pub struct RunOptions {
     pub json: bool,
     /// Print the whole history of the run shown, one event per line (text output only).
     pub history: bool,
-    /// Worker threads (0: every core). Real runs always use one.
+    /// Worker threads (0: every core; with `real`, 0 is one run at a time, N runs N side by
+    /// side).
     pub jobs: usize,
     /// This CI job's slice: of the seeds for one file, of the files for a directory.
     pub shard: Option<Shard>,
@@ -57,10 +58,15 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
-    /// The threads to use: `jobs`, every core when 0, one for real processes.
+    /// The threads to use: `jobs`, every core when 0. Real runs mostly wait on their servers,
+    /// and each spawns its own on free ports and in its own directories, so `--real --jobs N`
+    /// runs N side by side; unset (0), one at a time, so a run's timing is its own. Servers
+    /// lockcheck did not start (`--redis`) hold one key space: one run at a time, always.
     pub fn threads(&self) -> usize {
-        if self.real || self.redis.is_some() {
+        if self.redis.is_some() {
             1
+        } else if self.real {
+            self.jobs.max(1)
         } else if self.jobs == 0 {
             crate::exec::default_jobs()
         } else {
@@ -312,6 +318,37 @@ pub fn run_command(path: &Path, opts: &RunOptions) -> i32 {
         EXIT_MATCH
     } else {
         EXIT_MISMATCH
+    }
+}
+
+#[cfg(test)]
+mod threads {
+    use super::RunOptions;
+
+    /// `--real` runs one scenario at a time unless `--jobs` asks for more; servers lockcheck did
+    /// not start are never shared by two runs; simulation uses every core by default.
+    #[test]
+    fn real_runs_go_side_by_side_only_when_asked() {
+        let opts = |real, jobs| RunOptions {
+            real,
+            jobs,
+            ..RunOptions::default()
+        };
+        assert_eq!(opts(true, 0).threads(), 1);
+        assert_eq!(opts(true, 4).threads(), 4);
+        assert_eq!(opts(false, 3).threads(), 3);
+        assert_eq!(opts(false, 0).threads(), crate::exec::default_jobs());
+        let external = RunOptions {
+            redis: Some(
+                crate::backend::redis::real::external::ExternalRedis::parse(
+                    "redis://127.0.0.1:1/",
+                    None,
+                )
+                .unwrap(),
+            ),
+            ..opts(true, 4)
+        };
+        assert_eq!(external.threads(), 1);
     }
 }
 
