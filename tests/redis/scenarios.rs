@@ -126,3 +126,44 @@ fn a_client_paused_during_its_redlock_acquire_on_real_servers() {
         );
     }
 }
+
+/// `run DIR --real --jobs N` runs N scenarios side by side, each on servers of its own, and
+/// reaches every file's expected verdict, printed in file order as with one at a time: a Redis
+/// failover, a Redlock clock jump under libfaketime, a MariaDB and a ZooKeeper scenario at once.
+#[test]
+fn a_directory_of_real_scenarios_runs_side_by_side_with_jobs() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-side-by-side");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let names = [
+        "failover-lock-loss",
+        "mysql-for-update-no-faults",
+        "redlock-kleppmann-clock-jump",
+        "zk-recipe-no-faults",
+    ];
+    for n in names {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(format!("{n}.toml"));
+        std::fs::copy(from, dir.join(format!("{n}.toml"))).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(["run", dir.to_str().unwrap(), "--real", "--jobs", "4"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let passed: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("PASS  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(passed, names, "{stdout}");
+    assert!(stdout.contains("4 passed, 0 failed"), "{stdout}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
