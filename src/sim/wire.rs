@@ -182,6 +182,7 @@ pub fn start() {
 
 /// Copies `cmd`'s arguments into `buf`, reusing its vectors; returns how many there are (the
 /// first that many of `buf`). Every simulated command goes through here.
+#[inline]
 pub(crate) fn fill_args(buf: &mut Vec<Vec<u8>>, cmd: &redis::Cmd) -> usize {
     let mut n = 0;
     for a in cmd.args_iter() {
