@@ -228,7 +228,7 @@ pub mod __moved {
         pub use crate::backend::mysql::real::{MariaDb, RealSqlConn};
         pub use crate::backend::redis::real::{
             client_kill_replicas, info_replication, promote, wait_role_master, BlackHole,
-            FailoverPhase, FailoverRig, FailoverTimings,
+            FailoverRig, FailoverTimings,
         };
         pub use crate::backend::zookeeper::real::{RealZkClient, ZooKeeper, ZooKeeperOptions};
     }

@@ -4,8 +4,8 @@
 //!
 //! A lock that needs one asks its connection for a [`Subscription`] ([`Subscribe::subscription`]),
 //! subscribes to a channel and awaits [`Subscription::next_message`]. The simulated implementation
-//! ([`crate::sim::subscription`]) registers with the simulated server and receives the engine's
-//! pub/sub deliveries over the simulated network; the real one ([`crate::real::subscription`]) is a
+//! ([`crate::backend::redis::sim::subscription`]) registers with the simulated server and receives the engine's
+//! pub/sub deliveries over the simulated network; the real one ([`crate::backend::redis::real::subscription`]) is a
 //! redis-rs `aio::PubSub` connection to the route's current master.
 //!
 //! Like a real subscriber connection, a subscription belongs to one server: after a failover it

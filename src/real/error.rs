@@ -103,7 +103,7 @@ pub enum RealError {
         /// The step that was called.
         step: &'static str,
         /// The phase the rig was in.
-        phase: crate::real::FailoverPhase,
+        phase: FailoverPhase,
     },
 
     /// `jump_clock` on a server that was not started with [`crate::real::FakeTime::Jumpable`].
@@ -178,4 +178,17 @@ impl RealError {
             package: package.to_string(),
         }
     }
+}
+
+/// Where the Redis failover rig (`backend::redis::real::FailoverRig`) is in its recipe: the
+/// phase a [`RealError`] names when a step of it fails. It sits here, with the error, because
+/// the error is every real world's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailoverPhase {
+    /// Master and replica are up and the replica streams the master's writes.
+    Replicating,
+    /// The replica is stopped and cut off; writes land on the master only.
+    Isolated,
+    /// The master is dead and the former replica is the master clients use.
+    FailedOver,
 }

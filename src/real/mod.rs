@@ -45,7 +45,7 @@ pub use client_programs::client_program::{ClientCommand, ClientProgram};
 pub use client_programs::client_program_lock::ClientProgramLock;
 pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use env::{Gate, RealEnv};
-pub use error::RealError;
+pub use error::{FailoverPhase, RealError};
 pub use nemesis::proxy::RouteProxy;
 pub use servers::cleanup::{
     install_cleanup_handlers, install_signal_handlers, kill_all_children, registered_children,

@@ -6,7 +6,7 @@
 //!
 //! A registered lock is written once, against [`Conn`] (or [`Db`]) and [`NodeEnv`]: each is the
 //! simulated one in simulation and the real one on spawned servers, so one constructor serves
-//! both worlds. Registering it keeps a simulated run and a real run of it ([`crate::sim::run_with`],
+//! both worlds. Registering it keeps a simulated run and a real run of it ([`crate::backend::redis::sim::run_with`],
 //! [`crate::backend::redis::real::world::run_with`], the MySQL worlds' `run_with`); the search, the commands
 //! and the scenario parser go through a [`Registry`], which runs a scenario's `[lock] kind`
 //! whichever it is, so `lockcheck` itself is the registry with no lock of the user's own.

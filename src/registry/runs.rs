@@ -1,5 +1,5 @@
 //! Each registered kind's runs in both worlds, and running a scenario through them: the registry
-//! keeps, per lock kind, a simulated run and a real one ([`crate::sim::run_with`],
+//! keeps, per lock kind, a simulated run and a real one ([`crate::backend::redis::sim::run_with`],
 //! [`crate::backend::redis::real::world::run_with`], the MySQL worlds' `run_with`), so a command runs a
 //! scenario whichever its `[lock] kind`, in the world its backend needs.
 
@@ -42,7 +42,7 @@ impl Registry {
             let make = make.clone();
             move |s: &Scenario, seed: u64| {
                 let p = params(s);
-                crate::sim::run_with(s, seed, |config, conns, env| {
+                crate::backend::redis::sim::run_with(s, seed, |config, conns, env| {
                     make(
                         config.with_params(p.clone()),
                         conns.into_iter().map(Conn::Sim).collect(),

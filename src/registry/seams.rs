@@ -9,6 +9,7 @@ use crate::backend::mysql::real::RealSqlConn;
 use crate::backend::mysql::sim::NetSqlConn;
 use crate::backend::redis::real::subscription::RealSubscription;
 use crate::backend::redis::sim::subscription::SimSubscription;
+use crate::backend::redis::sim::SimConnection;
 use crate::backend::zookeeper::real::RealZkClient;
 use crate::backend::zookeeper::sim::SimZkClient;
 use crate::env::{Env, TaskHandle};
@@ -16,7 +17,7 @@ use crate::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResp
 use crate::etcd::{Revision, Txn, TxnResponse};
 use crate::real::RealEnv;
 use crate::real::RoutedConnection;
-use crate::sim::{SimConnection, SimEnv};
+use crate::sim::SimEnv;
 use crate::sql::{SqlConn, SqlError, Value};
 use crate::subscription::{Subscribe, Subscription};
 use crate::zookeeper::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};

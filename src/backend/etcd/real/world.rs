@@ -1,4 +1,4 @@
-//! The etcd locks on real `etcd` members that lockcheck spawns (`real::servers::etcd`: one
+//! The etcd locks on real `etcd` members that lockcheck spawns (`super::server`: one
 //! member or a 3-member cluster on free ports in a temporary directory, never a system etcd),
 //! with the same lock code, workload and checkers as the simulation.
 //!

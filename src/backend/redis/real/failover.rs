@@ -9,7 +9,7 @@
 //! 1. [`FailoverRig::start`]: a master and one replica, replication link up.
 //! 2. [`FailoverRig::isolate_replica`]: `SIGSTOP` the replica, then
 //!    `CLIENT KILL TYPE replica` on the master. From now on no write reaches the
-//!    replica (see [`crate::real::client_kill_replicas`] for why stopping alone is
+//!    replica (see [`super::admin::client_kill_replicas`] for why stopping alone is
 //!    not enough). The test's client now acquires on the master.
 //! 3. [`FailoverRig::fail_over`]: `SIGKILL` the master, `SIGCONT` the replica,
 //!    `REPLICAOF NO ONE`, wait for `role:master`, then switch the [`Route`] so
@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::backend::redis::real::admin::{client_kill_replicas, promote, wait_role_master};
+pub use crate::real::FailoverPhase;
 use crate::real::{RealError, RedisServer, Route, ServerOptions};
 
 /// How long a fresh replica may take to finish its first sync. Diskless sync of an
@@ -32,17 +33,6 @@ const LINK_UP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a promoted replica may take to report `role:master`. `REPLICAOF NO ONE`
 /// is synchronous, so this normally holds on the first poll.
 const PROMOTION_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Where a [`FailoverRig`] is in the recipe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailoverPhase {
-    /// Master and replica are up and the replica streams the master's writes.
-    Replicating,
-    /// The replica is stopped and cut off; writes land on the master only.
-    Isolated,
-    /// The master is dead and the former replica is the master clients use.
-    FailedOver,
-}
 
 /// Wall-clock durations of the recipe's steps, measured with the monotonic clock.
 #[derive(Debug, Clone, Default)]

@@ -122,7 +122,7 @@ fn on_external(
 
 /// Runs `scenario` on spawned `redis-server` processes, building each client's lock with
 /// `make_lock` (one connection per master group, in group order): the real-mode counterpart of
-/// [`crate::sim::run_with`], so that a user's own [`Lock`] runs unchanged against real servers
+/// [`crate::backend::redis::sim::run_with`], so that a user's own [`Lock`] runs unchanged against real servers
 /// with the same faults.
 pub fn run_with<L, F>(scenario: &Scenario, seed: u64, make_lock: F) -> Result<History, RealError>
 where

@@ -15,8 +15,8 @@
 //! reply when it goes on. Without this, a pause froze the request inside the client's task and a
 //! `SET NX` sent just before a pause ran only after it.
 
+use super::cluster::{Cluster, Unreachable};
 use crate::sim::clock::TrueTime;
-use crate::sim::cluster::{Cluster, Unreachable};
 use crate::sim::network::{self, Network, OnTheWire};
 use crate::sim::wire::{Arrive, Delivery};
 use crate::simredis::ClientId;

@@ -5,9 +5,9 @@
 //! `redis.call('publish', ...)`) come back over the simulated network, one latency later, unless
 //! the link is cut or the server died first.
 
+use super::connection::SimConnection;
 use crate::backend::redis::sim::cluster::{Cluster, Subscriber};
 use crate::sim::network::Network;
-use crate::sim::SimConnection;
 use crate::simredis::ClientId;
 use crate::subscription::{Subscribe, Subscription};
 use futures::channel::mpsc;

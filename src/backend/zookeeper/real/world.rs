@@ -1,4 +1,4 @@
-//! The ZooKeeper locks on real ZooKeeper servers that lockcheck spawns (`real::servers::zookeeper`:
+//! The ZooKeeper locks on real ZooKeeper servers that lockcheck spawns (`super::server`:
 //! one standalone server, or a three-server ensemble for `[zookeeper] servers = 3`, on free
 //! ports in a temporary directory, never a machine's own ZooKeeper), with the same lock code,
 //! workload and checkers as the simulation.
