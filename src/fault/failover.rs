@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 
-use super::{FaultKind, KeyError, Nemesis, Refused, Table, Written};
+use super::{FailoverShape, FaultKind, KeyError, Nemesis, Refused, Table, Written};
 
 /// `kind = "failover"`.
 pub const WRITTEN: Written = Written {
@@ -24,13 +24,16 @@ fn parse(t: &Table<'_>) -> Result<FaultKind, KeyError> {
         ));
     }
     let master = f.master.as_ref().map(|m| *m.get_ref()).unwrap_or(0);
-    if s.zookeeper {
-        // A ZooKeeper ensemble's failover: its leader dies and the others elect a new one
-        // (whether the deployment is an ensemble is `[zookeeper]`'s check, at the fault's kind).
+    if s.failover == FailoverShape::Leader {
+        // An ensemble's failover: its leader dies and the others elect a new one (whether the
+        // deployment is an ensemble is its backend's check, at the fault's kind).
         if let Some(m) = f.master.as_ref().filter(|m| *m.get_ref() != 0) {
             return Err(t.err(
                 m.span(),
-                "a ZooKeeper failover is of the ensemble's leader: `master` is 0 or left out",
+                format!(
+                    "a {} failover is of the ensemble's leader: `master` is 0 or left out",
+                    s.service
+                ),
             ));
         }
         return Ok(FaultKind::Failover { master: 0 });

@@ -24,7 +24,7 @@ mod trigger;
 pub use nemesis::{Nemesis, Occasion, Refused};
 pub use partition::{Cut, Direction};
 pub use pause::ClientRef;
-pub use table::{quoted, KeyError, RawFault, Setting, Table};
+pub use table::{quoted, FailoverShape, KeyError, RawFault, Setting, Table};
 pub use trigger::Trigger;
 
 /// One fault of the schedule.
@@ -225,108 +225,6 @@ impl FaultKind {
             FaultKind::Pause { client: c, .. } => pause::is_for(c, client),
             FaultKind::ClientCrash { client: c } => *c == client,
             _ => true,
-        }
-    }
-
-    /// Whether a world of one database server named `server` and its clients can carry this
-    /// fault out (the MySQL locks' worlds): client pauses and crashes, the server's crash and
-    /// pause, and partitions that cut clients from the server; `Err` says why not. The scenario
-    /// refuses the others at parse time, so a MySQL verdict is never vacuous.
-    pub fn on_one_database(&self, server: &str) -> Result<(), String> {
-        match self {
-            FaultKind::Pause { .. } | FaultKind::ClientCrash { .. } => Ok(()),
-            FaultKind::Crash { node, .. } | FaultKind::ServerPause { node, .. }
-                if node == server =>
-            {
-                Ok(())
-            }
-            FaultKind::Partition { nodes, from, .. } => {
-                if nodes.iter().chain(from).any(|n| n == server) || from.is_empty() {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "a partition of a MySQL scenario cuts clients from `{server}`"
-                    ))
-                }
-            }
-            _ => Err(format!(
-                "`kind = \"{}\"` is not modelled for the MySQL locks; they take client `pause`, \
-                 client `crash`, `crash` of `{server}` (with `restart_after_ms`), `pause` of \
-                 `{server}` and `partition`",
-                self.name()
-            )),
-        }
-    }
-
-    /// Whether a simulated or spawned etcd cluster of `servers` members (`etcd-<i>`) and its
-    /// clients can carry this fault out: client pauses, crashes and partitions, a member's
-    /// crash and restart (`etcd-0` leads at the start, so its crash is a leader failover), and
-    /// clock jumps and drift; `Err` says why not, so an etcd verdict is never vacuous.
-    pub fn on_etcd(&self, servers: u32) -> Result<(), String> {
-        let member = |node: &str| (0..servers).any(|i| node == format!("etcd-{i}"));
-        match self {
-            FaultKind::Pause { .. } | FaultKind::ClientCrash { .. } => Ok(()),
-            FaultKind::Partition { nodes, from, .. } => {
-                // Raft between members is not simulated: a cut may separate clients from
-                // members, not members from each other.
-                let here = nodes.iter().filter(|n| member(n)).count() as u32;
-                let there = if from.is_empty() {
-                    servers - here
-                } else {
-                    from.iter().filter(|n| member(n)).count() as u32
-                };
-                if here > 0 && there > 0 {
-                    Err(
-                        "a partition of an etcd scenario cuts clients from members; one that \
-                         separates members from each other is not modelled"
-                            .into(),
-                    )
-                } else {
-                    Ok(())
-                }
-            }
-            FaultKind::ClockJump { .. }
-            | FaultKind::WallClockJump { .. }
-            | FaultKind::ClockDrift { .. } => Ok(()),
-            FaultKind::Crash { node, .. } if member(node) => Ok(()),
-            _ => Err(format!(
-                "`kind = \"{}\"` is not modelled for the etcd locks; they take client `pause`, \
-                 client `crash`, `crash` of a member `etcd-<i>` (with `restart_after_ms`; \
-                 `etcd-0` leads at the start), `partition` and the clock faults",
-                self.name()
-            )),
-        }
-    }
-
-    /// Whether a ZooKeeper world of `servers` servers (`zookeeper-<i>`) and its clients can carry
-    /// this fault out: client pauses, crashes and partitions; a server's crash or pause; a
-    /// failover of an ensemble's leader; a server's clock jumping or drifting (the clock its
-    /// sessions expire on) or a client's. `Err` says why not; the scenario refuses the others at
-    /// parse time, so a ZooKeeper verdict is never vacuous.
-    pub fn on_zookeeper(&self, servers: u32) -> Result<(), String> {
-        let server = |n: &str| {
-            n.strip_prefix("zookeeper-")
-                .and_then(|i| i.parse::<u32>().ok())
-                .is_some_and(|i| i < servers)
-        };
-        match self {
-            FaultKind::Pause { .. } | FaultKind::ClientCrash { .. } => Ok(()),
-            FaultKind::Partition { .. } => Ok(()),
-            FaultKind::Crash { node, .. } | FaultKind::ServerPause { node, .. } if server(node) => {
-                Ok(())
-            }
-            FaultKind::ClockJump { .. } | FaultKind::ClockDrift { .. } => Ok(()),
-            FaultKind::Failover { .. } if servers == 3 => Ok(()),
-            FaultKind::Failover { .. } => Err(
-                "`failover` of a ZooKeeper deployment needs an ensemble: set `[zookeeper] servers = 3`"
-                    .into(),
-            ),
-            _ => Err(format!(
-                "`kind = \"{}\"` is not modelled for the ZooKeeper locks; they take client `pause`, \
-                 client `crash`, `partition`, `crash` and `pause` of a `zookeeper-<i>` server, \
-                 `failover` (3 servers), `clock_jump` and `clock_drift`",
-                self.name()
-            )),
         }
     }
 

@@ -25,13 +25,13 @@ pub(super) fn parse(t: &Table<'_>, node: &Spanned<String>) -> Result<FaultKind, 
             ),
         ));
     }
-    if !t.setting.mysql && !t.setting.zookeeper {
+    if !t.setting.pauses_servers {
         return Err(t.err(
             node.span(),
             format!(
-                "a server pause is modelled for the MySQL locks' `{}` only; pause a client \
-                 with `client`, or cut `{name}` off with a `partition`",
-                t.setting.mysql_server
+                "a server pause is not modelled on {}; pause a client with `client`, or cut \
+                 `{name}` off with a `partition`",
+                t.setting.service
             ),
         ));
     }

@@ -60,6 +60,18 @@ pub struct KeyError {
     pub message: String,
 }
 
+/// How a `failover` fault is shaped on a service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailoverShape {
+    /// A master group's replica is promoted: `master = <group>` picks which.
+    MasterGroup,
+    /// The leader of an ensemble dies and the others elect a new one: there is one leader, so
+    /// `master` is 0 or left out.
+    Leader,
+    /// The service has no failover.
+    None,
+}
+
 /// What of the scenario a fault's keys are checked against.
 pub struct Setting<'a> {
     /// Every node name of the topology.
@@ -72,13 +84,13 @@ pub struct Setting<'a> {
     pub replicas: u32,
     /// Redis Sentinels (0: none).
     pub sentinels: u32,
-    /// Whether the lock is one of the MySQL locks (a server pause is modelled for them only).
-    pub mysql: bool,
-    /// The MySQL locks' database server's node name.
-    pub mysql_server: &'static str,
-    /// Whether the lock is one of the ZooKeeper locks (a pause of a `zookeeper-<i>` server is
-    /// modelled for them).
-    pub zookeeper: bool,
+    /// The service the clients talk to, by name, for messages.
+    pub service: &'static str,
+    /// Whether its servers can be paused (`kind = "pause"` with `node`).
+    pub pauses_servers: bool,
+    /// How a `failover` is shaped on it (a master group's replica promoted, or an ensemble's
+    /// leader replaced).
+    pub failover: FailoverShape,
     /// The named points a fault may fire at.
     pub points: &'a [&'static str],
 }

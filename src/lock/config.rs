@@ -76,11 +76,18 @@ pub struct LockSpec {
     pub cleanup_interval_ms: Option<u64>,
     /// `mysql-insert-unique`: each grant takes a fencing token from a counter row.
     pub fencing: Option<bool>,
-    /// The ZooKeeper locks: the session timeout (`[zookeeper] session_timeout_ms`), copied here
-    /// when the scenario is parsed, since a ZooKeeper lock's node lives as long as its session:
-    /// it is the lock's lease ([`LockSpec::lease_ms`]).
+    /// Deprecated: no longer set (it was the ZooKeeper session timeout, copied from
+    /// `[zookeeper] session_timeout_ms`); read [`LockSpec::lease_ms`], which is the session
+    /// timeout on ZooKeeper, or [`LockSpec::service_lease_ms`].
+    #[deprecated(note = "no longer set: read `LockSpec::lease_ms()` or `service_lease_ms`")]
     #[serde(skip)]
     pub session_timeout_ms: Option<u64>,
+    /// The lease when the service decides it rather than `ttl_ms` (a ZooKeeper lock's node
+    /// lives as long as its session; a MySQL lock holds while its transaction or row lives),
+    /// set when the scenario is parsed from its backend's declaration
+    /// (`scenario::BackendDecl::lease_ms`).
+    #[serde(skip)]
+    pub service_lease_ms: Option<u64>,
     /// The service the clients talk to, resolved when the scenario is parsed: the kind's own,
     /// or for a client program the one its scenario configures (`[zookeeper]`, `[etcd]`, else
     /// Redis).
@@ -94,17 +101,8 @@ impl LockSpec {
     /// The lease a grant gets: `ttl_ms`, or for a lock with a default lease (Redisson's watchdog
     /// mode) its watchdog timeout.
     pub fn lease_ms(&self) -> u64 {
-        if let (true, Some(timeout)) = (self.on_zookeeper(), self.session_timeout_ms) {
-            return timeout;
-        }
-        if self.kind.is_mysql() {
-            // The time scale the liveness bound is three of: the cleanup lease when there is a
-            // cleanup job, else how long a waiter waits inside the server before it hears 1205.
-            let o = self.mysql_options();
-            return o
-                .cleanup
-                .map(|c| c.lease_ms)
-                .unwrap_or(o.lock_wait_timeout_s * 1000);
+        if let Some(lease) = self.service_lease_ms {
+            return lease;
         }
         self.ttl_ms.unwrap_or(
             self.watchdog_timeout_ms
@@ -113,12 +111,18 @@ impl LockSpec {
     }
 
     /// Whether the clients talk to etcd (an etcd lock, or a client program with `[etcd]`).
+    #[deprecated(
+        note = "compare `service` with `lock::Service`; lockcheck's own code asks the backend's declaration"
+    )]
     pub fn on_etcd(&self) -> bool {
         self.service == Service::Etcd
     }
 
     /// Whether the clients talk to ZooKeeper (a ZooKeeper lock, or a client program with
     /// `[zookeeper]`).
+    #[deprecated(
+        note = "compare `service` with `lock::Service`; lockcheck's own code asks the backend's declaration"
+    )]
     pub fn on_zookeeper(&self) -> bool {
         self.service == Service::ZooKeeper
     }

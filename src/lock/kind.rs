@@ -128,16 +128,25 @@ impl LockKind {
     }
 
     /// Whether the kind is one of the MySQL locks (its own worlds: a database, not Redis).
+    #[deprecated(
+        note = "compare `backend()` with `lock::Backend`; lockcheck's own code asks the backend's declaration"
+    )]
     pub fn is_mysql(self) -> bool {
         self.backend == Backend::Database
     }
 
     /// Whether the lock runs on etcd (`Backend::Etcd`).
+    #[deprecated(
+        note = "compare `backend()` with `lock::Backend`; lockcheck's own code asks the backend's declaration"
+    )]
     pub fn is_etcd(self) -> bool {
         self.backend == Backend::Etcd
     }
 
     /// Whether the kind is one of the ZooKeeper locks (its own worlds: a ZooKeeper service).
+    #[deprecated(
+        note = "compare `backend()` with `lock::Backend`; lockcheck's own code asks the backend's declaration"
+    )]
     pub fn is_zookeeper(self) -> bool {
         self.backend == Backend::ZooKeeper
     }

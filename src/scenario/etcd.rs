@@ -6,7 +6,6 @@
 //! `lease/lessor.go`'s `minLeaseTTL`), so `ttl_ms` must be a whole number of seconds at least
 //! that long: a shorter one would be silently raised by a real etcd.
 
-use super::Scenario;
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -76,70 +75,4 @@ impl EtcdSpec {
 /// The node name of member `i`.
 pub fn member(i: u32) -> String {
     format!("etcd-{i}")
-}
-
-type Invalid = (Option<&'static str>, String);
-
-/// Checks the etcd keys of a parsed scenario: which kinds take `[etcd]`, the cluster's size and
-/// timing, and the lease etcd can grant. The error names the key to point at.
-pub fn validate(s: &Scenario, has_etcd: bool) -> Result<(), Invalid> {
-    let kind = s.lock.kind;
-    if !s.lock.on_etcd() {
-        if has_etcd {
-            return Err((
-                Some("etcd"),
-                format!(
-                    "`[etcd]` configures the cluster of the etcd locks and client programs; lock \
-                     kind `{}` does not use it",
-                    kind.name()
-                ),
-            ));
-        }
-        return Ok(());
-    }
-    let e = &s.etcd;
-    if e.servers != 1 && e.servers != 3 {
-        return Err((
-            Some("servers"),
-            format!(
-                "`servers = {}`: an etcd cluster here has 1 or 3 members",
-                e.servers
-            ),
-        ));
-    }
-    if e.latency_ms[0] > e.latency_ms[1] {
-        return Err((
-            Some("latency_ms"),
-            "`latency_ms` is a range [low, high] and needs low <= high".into(),
-        ));
-    }
-    if e.request_timeout_ms == 0 || e.heartbeat_ms == 0 {
-        return Err((
-            Some("etcd"),
-            "`request_timeout_ms` and `heartbeat_ms` must be at least 1".into(),
-        ));
-    }
-    if e.election_timeout_ms < 5 * e.heartbeat_ms {
-        return Err((
-            Some("election_timeout_ms"),
-            format!(
-                "`election_timeout_ms = {}` must be at least 5 × `heartbeat_ms` ({}), as etcd \
-                 requires",
-                e.election_timeout_ms, e.heartbeat_ms
-            ),
-        ));
-    }
-    let ttl = s.lock.ttl_ms.unwrap_or(0);
-    let min = e.min_ttl_s() as u64 * 1000;
-    if !ttl.is_multiple_of(1000) || ttl < min {
-        return Err((
-            Some("ttl_ms"),
-            format!(
-                "etcd grants leases in whole seconds, at least {min} ms with an election timeout \
-                 of {} ms: set `ttl_ms` to a multiple of 1000 that is at least {min}",
-                e.election_timeout_ms
-            ),
-        ));
-    }
-    Ok(())
 }

@@ -44,35 +44,7 @@ pub const MAX_FAULTS: usize = 16;
 /// draws only the kinds that apply (a MySQL lock has no Redis node to fail over), and refuses an
 /// `[explore] faults` list that names one that does not.
 pub fn not_applicable(kind: &str, scenario: &Scenario) -> Option<String> {
-    let mysql = scenario.lock.kind.is_mysql();
-    let zookeeper = scenario.lock.on_zookeeper();
-    let redis = &scenario.redis;
-    match kind {
-        "failover" if zookeeper && scenario.zookeeper.servers < 3 => Some(
-            "`failover` of ZooKeeper needs an ensemble: set `[zookeeper] servers = 3` or drop it".into(),
-        ),
-        "failover" if zookeeper => None,
-        "wall_clock_jump" if zookeeper => Some(
-            "`wall_clock_jump` does not touch ZooKeeper, which expires sessions on its monotonic clock: drop it".into(),
-        ),
-        "server_pause" if zookeeper => None,
-        "failover" if mysql => Some(
-            "`failover` promotes a Redis replica; the MySQL locks run on one database server: drop it (`crash` and `server_pause` stop the server)".into(),
-        ),
-        "failover" if redis.replicas == 0 => Some(
-            "`failover` needs a replica to promote: set `[redis] replicas = 1` or drop it".into(),
-        ),
-        "failover" if redis.sentinels > 0 => Some(
-            "with `sentinels` the sentinels decide a failover: drop `failover` (explore's `crash`, `pause` and `partition` make them fail over)".into(),
-        ),
-        "clock_jump" | "clock_drift" | "wall_clock_jump" if mysql => Some(format!(
-            "`{kind}` is not modelled for the MySQL locks (their leases are kept by the server's transactions, not by clocks): drop it"
-        )),
-        "server_pause" if !mysql => Some(
-            "`server_pause` is modelled for the MySQL locks' database only: drop it (`pause` stops a client, `partition` cuts a Redis node off)".into(),
-        ),
-        _ => None,
-    }
+    scenario.backend.not_drawable(kind, scenario)
 }
 
 /// How long a scenario's fault-free workload takes at most, when its clients contend: a cycle

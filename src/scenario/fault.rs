@@ -40,9 +40,9 @@ pub(super) fn convert(
         masters: scenario.redis.masters,
         replicas: scenario.redis.replicas,
         sentinels: scenario.redis.sentinels,
-        mysql: scenario.lock.kind.is_mysql(),
-        mysql_server: super::database::SERVER,
-        zookeeper: scenario.lock.on_zookeeper(),
+        service: scenario.backend.name(),
+        pauses_servers: scenario.backend.pauses_servers(),
+        failover: scenario.backend.failover(),
         points: &points,
     };
     let table = Table {

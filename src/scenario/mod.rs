@@ -12,6 +12,7 @@
 //! - `validate`: the checks serde cannot make;
 //! - [`error`]: errors that point into the file.
 
+pub mod backend;
 pub mod database;
 pub mod error;
 pub mod etcd;
@@ -38,6 +39,7 @@ use spec::RawScenario;
 
 use crate::check::Verdict;
 pub use crate::fault::{fault_table, ClientRef, Direction, Fault, FaultKind, Trigger, FAULT_KINDS};
+pub use backend::{BackendDecl, Catalog, FailoverShape, Invalid};
 pub use error::ScenarioError;
 pub use explore::{ExploreSpec, Space};
 pub use own::OwnKind;
@@ -89,6 +91,9 @@ pub struct Scenario {
     pub explore: Option<ExploreSpec>,
     /// Where it was read from (for messages and the replay command).
     pub path: Option<PathBuf>,
+    /// The declaration of the backend its clients talk to (`backend::BACKENDS`), which answers
+    /// what depends on the service: its servers, the faults its worlds carry out.
+    pub(crate) backend: &'static dyn BackendDecl,
     /// What the parser found legal but likely not meant, each `file:line:col: message` (a fault
     /// whose trigger is ambiguous); the commands print them to standard error.
     pub warnings: Vec<String>,
@@ -113,11 +118,6 @@ impl Scenario {
             cap = cap.min(w.clients as f64 * ((duration / (hold + think)).floor() + 1.0));
         }
         (cap as u64).max(1)
-    }
-
-    /// Reads and validates a scenario file.
-    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        Scenario::load_with_locks(path, &[])
     }
 
     /// A scenario file's text: a regular file, of bounded size, in UTF-8 (`input::read_file`),
@@ -149,45 +149,32 @@ impl Scenario {
         })
     }
 
-    /// Parses and validates scenario text; `file` is only used in messages.
-    pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
-        Scenario::parse_inner(file, text, &[], &[])
-    }
-
-    /// [`Scenario::parse`] for a lock of your own that declares named points
-    /// ([`Lock::POINTS`](crate::lock::Lock::POINTS)): faults may fire at those too.
-    pub fn parse_with_points(
+    /// Parses and validates scenario text against `catalog` (every backend's declaration, the
+    /// lock kinds a program registered) and the named points a lock of the user's own declares;
+    /// `file` is only used in messages. [`Scenario::parse`] and its siblings are this with
+    /// `backend::BACKENDS`, assembled where that list is.
+    pub fn parse_in(
+        catalog: Catalog<'_>,
         file: &str,
         text: &str,
         lock_points: &[NamedPoint],
     ) -> Result<Scenario, ScenarioError> {
-        Scenario::parse_inner(file, text, &[], lock_points)
+        Scenario::parse_inner(catalog, file, text, lock_points)
     }
 
-    /// [`Scenario::parse`] that also knows the lock kinds a program registered with the harness:
-    /// `[lock] kind` may name one of them ([`OwnKind`]), its
-    /// named points are accepted in `on = ...`, and its `[lock.params]` are checked against the
-    /// lock's parameter type.
-    pub fn parse_with_locks(
-        file: &str,
-        text: &str,
-        own: &[OwnKind],
-    ) -> Result<Scenario, ScenarioError> {
-        Scenario::parse_inner(file, text, own, &[])
-    }
-
-    /// [`Scenario::load`] that knows the lock kinds of [`Scenario::parse_with_locks`].
-    pub fn load_with_locks(path: &Path, own: &[OwnKind]) -> Result<Scenario, ScenarioError> {
+    /// [`Scenario::read`] and [`Scenario::parse_in`], with the path kept for messages and the
+    /// replay command.
+    pub fn load_in(catalog: Catalog<'_>, path: &Path) -> Result<Scenario, ScenarioError> {
         let text = Scenario::read(path)?;
-        let mut s = Scenario::parse_with_locks(&path.display().to_string(), &text, own)?;
+        let mut s = Scenario::parse_in(catalog, &path.display().to_string(), &text, &[])?;
         s.path = Some(path.to_path_buf());
         Ok(s)
     }
 
     fn parse_inner(
+        catalog: Catalog<'_>,
         file: &str,
         text: &str,
-        own: &[OwnKind],
         lock_points: &[NamedPoint],
     ) -> Result<Scenario, ScenarioError> {
         // Before the document parses there are no spans to name a key by: the key is read
@@ -216,13 +203,10 @@ impl Scenario {
             ctx.err(span.clone(), plain::plain(e.message(), key))
         })?;
         let lock_points = lock_points.to_vec();
-        raw.lock.kind = validate::lock_kind(&ctx, &raw.lock, own)?;
-        raw.lock.service = service::of(&ctx, &raw)?;
-        if raw.lock.on_zookeeper() {
-            let z = raw.zookeeper.clone().unwrap_or_default();
-            raw.lock.session_timeout_ms = Some(z.session_timeout_ms);
-        }
-        let scenario = Scenario {
+        raw.lock.kind = validate::lock_kind(&ctx, &raw.lock, catalog.own)?;
+        let backend = service::of(&ctx, &raw, catalog.backends)?;
+        raw.lock.service = backend.service();
+        let mut scenario = Scenario {
             name: raw.name,
             about: raw.about,
             expect: raw.expect,
@@ -241,35 +225,26 @@ impl Scenario {
             lock_points,
             explore: raw.explore.as_ref().map(|e| e.get_ref().clone()),
             path: None,
+            backend,
             warnings: Vec::new(),
         };
+        scenario.lock.service_lease_ms = backend.lease_ms(&scenario);
         validate::numbers(&ctx, &scenario)?;
-        database::validate(&scenario, raw.database.is_some())
-            .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
-        etcd::validate(&scenario, raw.etcd.is_some())
-            .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
-        zookeeper::validate(&scenario, raw.zookeeper.is_some())
-            .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
+        // Every backend checks its own keys, so each refuses its table in a scenario whose
+        // clients talk to another service.
+        for b in catalog.backends {
+            b.validate(&scenario, ctx.spans.at(&[b.table()]) != (0..0))
+                .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
+        }
         let nodes = scenario.node_names();
         validate::clock_nodes(&ctx, &scenario, &nodes)?;
         let mut faults = Vec::new();
         let mut warnings = Vec::new();
         for (i, f) in raw.faults.into_iter().enumerate() {
             let (fault, warning) = fault::convert(&ctx, f, &nodes, &scenario)?;
-            if scenario.lock.kind.is_mysql() {
-                database::check_fault(&fault)
-                    .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
-            }
-            if scenario.lock.on_etcd() {
-                fault
-                    .kind
-                    .on_etcd(scenario.etcd.servers)
-                    .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
-            }
-            if scenario.lock.on_zookeeper() {
-                zookeeper::check_fault(&fault, &scenario.zookeeper)
-                    .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
-            }
+            backend
+                .check_fault(&scenario, &fault)
+                .map_err(|m| ctx.err(ctx.spans.fault(i, "kind"), m))?;
             warnings.extend(warning.map(|w| w.to_string()));
             // A fault that cannot fire before the run ends would make a vacuous verdict.
             if let Some((key, message)) =
@@ -295,34 +270,19 @@ impl Scenario {
         Ok(scenario)
     }
 
-    /// Every node name this scenario's topology has, in a fixed order.
+    /// Every node name this scenario's topology has, in a fixed order: its servers
+    /// ([`Scenario::servers`]), its clients, then what watches the servers (Redis's sentinels),
+    /// last so the other nodes keep their places whether or not those run.
     pub fn node_names(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        if self.lock.kind.is_mysql() {
-            v.push(database::SERVER.to_string());
-        }
-        if self.lock.on_etcd() {
-            v.extend((0..self.etcd.servers).map(etcd::member));
-        }
-        let zookeeper = self.lock.on_zookeeper();
-        if zookeeper {
-            v.extend((0..self.zookeeper.servers).map(zookeeper::server_name));
-        }
-        let redis = !self.lock.kind.is_mysql() && !self.lock.on_etcd() && !zookeeper;
-        for m in 0..self.redis.masters * u32::from(redis) {
-            v.push(format!("redis-{m}"));
-            for r in 0..self.redis.replicas {
-                v.push(format!("redis-{m}-replica-{r}"));
-            }
-        }
-        for c in 0..self.workload.clients {
-            v.push(format!("client-{c}"));
-        }
-        // Last, so the other nodes keep their places whether or not sentinels run.
-        for i in 0..self.redis.sentinels * u32::from(redis) {
-            v.push(format!("sentinel-{i}"));
-        }
+        let mut v: Vec<String> = self.servers().into_iter().map(|(n, _)| n).collect();
+        v.extend((0..self.workload.clients).map(|c| format!("client-{c}")));
+        v.extend(self.backend.watchers(self));
         v
+    }
+
+    /// The declaration of the backend this scenario's clients talk to.
+    pub fn backend(&self) -> &'static dyn BackendDecl {
+        self.backend
     }
 
     /// The named points a fault may fire at (`on = ...`): the workload's, then the lock kind's
@@ -347,11 +307,7 @@ impl Scenario {
             min_throughput: self.checks.min_throughput,
             capacity: self.capacity(),
             releases_report_deletion: !self.lock.kind.is_client_program(),
-            lock_servers: self
-                .node_names()
-                .into_iter()
-                .filter(|n| !n.starts_with("client-") && !n.starts_with("sentinel-"))
-                .collect(),
+            lock_servers: self.servers().into_iter().map(|(n, _)| n).collect(),
         }
     }
 

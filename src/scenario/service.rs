@@ -8,53 +8,62 @@
 
 use super::error::{Ctx, ScenarioError};
 use super::spec::RawScenario;
-use crate::lock::Service;
+use super::BackendDecl;
 
-/// The service `raw`'s clients talk to, or the error at the key that contradicts it: two
-/// services' tables for one client program, or `[redis]` beside another service's table. A
-/// built-in kind's service is its own; whether its scenario may have a table is `etcd.rs`'s and
-/// `zookeeper.rs`'s to say.
-pub(super) fn of(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<Service, ScenarioError> {
+/// The backend `raw`'s clients talk to, or the error at the key that contradicts it: two
+/// services' tables for one client program, or the first backend's table (`[redis]`) beside
+/// another service's. A built-in kind's service is its own; whether its scenario may have a
+/// table is its backend's declaration to say (`BackendDecl::validate`).
+pub(super) fn of(
+    ctx: &Ctx<'_>,
+    raw: &RawScenario,
+    backends: &[&'static dyn BackendDecl],
+) -> Result<&'static dyn BackendDecl, ScenarioError> {
+    let Some((default, _)) = backends.split_first() else {
+        panic!("no backend is declared: backend::BACKENDS lists them");
+    };
     if let Some(service) = raw.lock.kind.service() {
-        return Ok(service);
+        return Ok(backends
+            .iter()
+            .copied()
+            .find(|b| b.service() == service)
+            .unwrap_or_else(|| panic!("service {service:?} has no declaration in BACKENDS")));
     }
-    let mut tables: Vec<(&str, Service, &str)> = [
-        ("etcd", raw.etcd.is_some(), Service::Etcd, "etcd"),
-        (
-            "zookeeper",
-            raw.zookeeper.is_some(),
-            Service::ZooKeeper,
-            "ZooKeeper",
-        ),
-    ]
-    .into_iter()
-    .filter(|&(_, present, _, _)| present)
-    .map(|(table, _, service, name)| (table, service, name))
-    .collect();
+    let mut tables: Vec<&'static dyn BackendDecl> = backends
+        .iter()
+        .copied()
+        .filter(|b| b.client_programs_select_by_table() && ctx.spans.at(&[b.table()]) != (0..0))
+        .collect();
     // The one written later is the one to point at.
-    tables.sort_by_key(|(table, _, _)| ctx.spans.at(&[table]).start);
+    tables.sort_by_key(|b| ctx.spans.at(&[b.table()]).start);
     let kind = raw.lock.kind.name();
     match tables.as_slice() {
-        [] => Ok(Service::Redis),
-        [(first, ..), (second, ..), ..] => Err(ctx.err(
-            ctx.spans.at(&[second]),
+        [] => Ok(*default),
+        [first, second, ..] => Err(ctx.err(
+            ctx.spans.at(&[second.table()]),
             format!(
-                "`[{second}]` after `[{first}]`: a `{kind}` lock speaks to one service, the one \
-                 whose table the scenario has; drop one of them"
+                "`[{}]` after `[{}]`: a `{kind}` lock speaks to one service, the one whose \
+                 table the scenario has; drop one of them",
+                second.table(),
+                first.table()
             ),
         )),
-        [(table, service, name)] => {
-            let redis = ctx.spans.at(&["redis"]);
-            if redis != (0..0) {
+        [backend] => {
+            let at = ctx.spans.at(&[default.table()]);
+            if at != (0..0) {
                 return Err(ctx.err(
-                    redis,
+                    at,
                     format!(
-                        "`[redis]` configures the Redis servers, but this `{kind}` lock speaks \
-                         to {name} (the scenario has `[{table}]`); drop one of them"
+                        "`[{}]` configures the {} servers, but this `{kind}` lock speaks to {} \
+                         (the scenario has `[{}]`); drop one of them",
+                        default.table(),
+                        default.name(),
+                        backend.name(),
+                        backend.table()
                     ),
                 ));
             }
-            Ok(*service)
+            Ok(*backend)
         }
     }
 }

@@ -557,7 +557,7 @@ fn a_client_program_speaks_to_the_service_whose_table_its_scenario_has() {
 
     let zk = program_on("", "[zookeeper]\nsession_timeout_ms = 400\ntick_ms = 100\n");
     let s = Scenario::parse("t.toml", &zk).unwrap();
-    assert!(s.lock.on_zookeeper() && !s.lock.on_etcd());
+    assert_eq!(s.lock.service, crate::lock::Service::ZooKeeper);
     // Its lease is its session, as for the ZooKeeper locks.
     assert_eq!(s.lock.lease_ms(), 400);
     assert_eq!(
@@ -573,7 +573,7 @@ fn a_client_program_speaks_to_the_service_whose_table_its_scenario_has() {
 
     let etcd = program_on("ttl_ms = 2000", "[etcd]\nservers = 3\n");
     let s = Scenario::parse("t.toml", &etcd).unwrap();
-    assert!(s.lock.on_etcd() && !s.lock.on_zookeeper());
+    assert_eq!(s.lock.service, crate::lock::Service::Etcd);
     assert_eq!(s.lock.lease_ms(), 2000);
     assert_eq!(
         &s.node_names()[..3],

@@ -255,11 +255,7 @@ fn lease(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     if lock.ttl_ms == Some(0) {
         return Err(ctx.err(at(ctx, "ttl_ms"), "`ttl_ms` must be at least 1"));
     }
-    if lock.ttl_ms.is_none()
-        && !lock.kind.has_default_lease()
-        && !lock.kind.is_mysql()
-        && !lock.on_zookeeper()
-    {
+    if lock.ttl_ms.is_none() && !lock.kind.has_default_lease() && lock.service_lease_ms.is_none() {
         return Err(ctx.err(
             at(ctx, "kind"),
             format!(

@@ -4,6 +4,7 @@
 
 use super::{explore_kind, lockcheck, temp_dir};
 use lockcheck::explore::strategy::cases;
+use lockcheck::lock::Backend;
 use lockcheck::scenario::{FaultKind, Scenario, Space};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
@@ -24,8 +25,11 @@ fn bundled() -> Vec<PathBuf> {
 
 /// Why `kind` cannot happen to `s`'s cluster, if it cannot.
 fn foreign(s: &Scenario, space: &Space, kind: &FaultKind) -> Option<String> {
-    let mysql = s.lock.kind.is_mysql();
-    let (etcd, zookeeper) = (s.lock.kind.is_etcd(), s.lock.kind.is_zookeeper());
+    let mysql = s.lock.kind.backend() == Backend::Database;
+    let (etcd, zookeeper) = (
+        s.lock.kind.backend() == Backend::Etcd,
+        s.lock.kind.backend() == Backend::ZooKeeper,
+    );
     let redis = !mysql && !etcd && !zookeeper;
     // An etcd cluster or ZooKeeper ensemble fails over when it has more than one member.
     let members = if etcd {
@@ -58,7 +62,7 @@ fn every_bundled_scenario_draws_only_the_faults_its_cluster_has() {
     for path in bundled() {
         let s = Scenario::load(&path).unwrap();
         let space = Space::of(&s).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        if s.lock.kind.is_mysql() {
+        if s.lock.kind.backend() == Backend::Database {
             assert_eq!(space.servers, ["mysql-0"], "{}", path.display());
             assert!(space.faults.contains(&"server_pause"), "{}", path.display());
         }
@@ -91,7 +95,7 @@ fn explore_answers_on_every_bundled_mysql_and_sentinel_scenario() {
     let mut ran = 0;
     for path in bundled() {
         let s = Scenario::load(&path).unwrap();
-        if !s.lock.kind.is_mysql() && s.redis.sentinels == 0 {
+        if s.lock.kind.backend() != Backend::Database && s.redis.sentinels == 0 {
             continue;
         }
         let (code, stdout, stderr) = lockcheck(&[

@@ -305,7 +305,10 @@ fn a_server_pause_names_the_mysql_server_only() {
     )
     .unwrap_err()
     .to_string();
-    assert!(redis.contains("modelled for the MySQL locks"), "{redis}");
+    assert!(
+        redis.contains("a server pause is not modelled on Redis"),
+        "{redis}"
+    );
 }
 
 /// A for-update holder whose `COMMIT` goes into a 3 s server pause, with a 1 s response timeout.

@@ -3,6 +3,7 @@
 //! simulation-only; `redisson-watchdog-pause` is its scaled copy.)
 
 use lockcheck::judge::{Mode, Outcome};
+use lockcheck::lock::Backend;
 use lockcheck::scenario::Scenario;
 use std::path::Path;
 
@@ -56,9 +57,10 @@ macro_rules! real {
                 // The etcd locks' real runs are in tests/etcd/scenarios.rs.
                 // The ZooKeeper locks' real runs are in tests/zookeeper/scenarios.rs.
                 if s.lock.kind.name() == "redlock"
-                    || s.lock.kind.is_mysql()
-                    || s.lock.kind.is_etcd()
-                    || s.lock.kind.is_zookeeper()
+                    || matches!(
+                        s.lock.kind.backend(),
+                        Backend::Database | Backend::Etcd | Backend::ZooKeeper
+                    )
                 {
                     continue;
                 }

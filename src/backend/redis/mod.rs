@@ -7,5 +7,8 @@
 //! that server and the connection to it are world-generic (`src/real/servers/redis_server.rs`,
 //! `src/real/connection.rs`, `src/sim/storage.rs`).
 
+pub mod declaration;
 pub mod real;
 pub mod sim;
+
+pub use declaration::Redis;

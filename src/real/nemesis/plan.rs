@@ -9,6 +9,7 @@ use super::recipes::RedisRecipes;
 use super::recipes::{ask, ClockSetting, ClockSettings, ConsensusRecipes, MysqlRecipes};
 use crate::fault::partition::partition_links;
 use crate::fault::{Cut, Direction, Refused};
+use crate::lock::Service;
 use crate::real::client_programs::client_program_launch::fake_time;
 use crate::real::servers::faketime::FakeTime;
 use crate::real::RealError;
@@ -29,14 +30,13 @@ pub fn real_mode_unsupported(scenario: &Scenario) -> Option<String> {
 /// Checks that every fault of the scenario has a real-mode recipe, on the servers its lock needs:
 /// a spawned MariaDB for the MySQL locks, spawned `redis-server`s for the others.
 pub(crate) fn check_supported(s: &Scenario) -> Result<(), RealError> {
-    if s.lock.kind.is_mysql() {
-        return check_mysql(s);
-    }
-    if s.lock.on_etcd() {
-        return check_consensus(s, "etcd members", "etcd");
-    }
-    if s.lock.on_zookeeper() {
-        return check_consensus(s, "ZooKeeper servers", "ZooKeeper");
+    // An exhaustive match: a service added to `lock::Service` must say here what real mode
+    // can run of it.
+    match s.lock.service {
+        Service::Database => return check_mysql(s),
+        Service::Etcd => return check_consensus(s, "etcd members", "etcd"),
+        Service::ZooKeeper => return check_consensus(s, "ZooKeeper servers", "ZooKeeper"),
+        Service::Redis => {}
     }
     let sentinels = s.redis.sentinels > 0;
     if s.redis.min_replicas_to_write > 0 && !sentinels && s.redis.replicas > 0 {

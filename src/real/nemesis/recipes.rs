@@ -11,8 +11,9 @@ use super::plan::{
     zookeeper_cuts,
 };
 use crate::fault::{ClientRef, Cut, Fault, Nemesis, Occasion, Refused, Trigger};
+use crate::lock::Service;
 use crate::real::RealError;
-use crate::scenario::Scenario;
+use crate::scenario::{FailoverShape, Scenario};
 
 /// A planning error as a refusal: its reason, as `RealError::Unsupported` words it.
 fn refused(e: RealError) -> Refused {
@@ -180,9 +181,9 @@ pub(crate) struct ConsensusRecipes<'a> {
 }
 
 impl ConsensusRecipes<'_> {
-    /// What etcd lacks and ZooKeeper's recipes have.
-    fn zookeeper_only(&self) -> Result<(), Refused> {
-        if self.s.lock.on_zookeeper() {
+    /// What a service's declaration says its worlds can do, as a recipe's answer.
+    fn declared(&self, can: bool) -> Result<(), Refused> {
+        if can {
             Ok(())
         } else {
             Err(Refused::Lacking)
@@ -217,19 +218,19 @@ impl Nemesis for ConsensusRecipes<'_> {
     }
 
     fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
-        if !self.s.lock.on_zookeeper() {
+        if self.s.lock.service != Service::ZooKeeper {
             return Ok(());
         }
         zookeeper_cuts(self.s, cut).map(drop).map_err(refused)
     }
 
     fn pause_server(&self, _node: &str, _for_ms: u64) -> Result<(), Refused> {
-        self.zookeeper_only()
+        self.declared(self.s.backend().pauses_servers())
     }
 
     /// The scenario allows a failover of an ensemble only.
     fn fail_over(&self, _master: u32) -> Result<(), Refused> {
-        self.zookeeper_only()
+        self.declared(self.s.backend().failover() == FailoverShape::Leader)
     }
 }
 

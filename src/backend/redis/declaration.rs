@@ -1,0 +1,98 @@
+//! Redis's declaration: the `[redis]` table (master groups, replicas, sentinels; a client
+//! program's service when its scenario has no other service's table), its servers
+//! (`redis-<m>` masters and `redis-<m>-replica-<r>` replicas) and sentinels, and the faults its
+//! worlds carry out: every family but a server pause, a failover of a master group when it has a
+//! replica and no sentinels decide.
+
+use crate::history::Role;
+use crate::lock::Service;
+use crate::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
+
+/// The Redis backend: one master, master groups with replicas, Sentinel, Redlock's masters.
+#[derive(Debug)]
+pub struct Redis;
+
+impl BackendDecl for Redis {
+    fn service(&self) -> Service {
+        Service::Redis
+    }
+
+    fn name(&self) -> &'static str {
+        "Redis"
+    }
+
+    fn table(&self) -> &'static str {
+        "redis"
+    }
+
+    fn client_programs_select_by_table(&self) -> bool {
+        false
+    }
+
+    fn servers(&self, s: &Scenario) -> Vec<(String, Role)> {
+        let mut v = Vec::new();
+        for m in 0..s.redis.masters {
+            v.push((format!("redis-{m}"), Role::Master));
+            for r in 0..s.redis.replicas {
+                v.push((format!("redis-{m}-replica-{r}"), Role::Replica));
+            }
+        }
+        v
+    }
+
+    fn watchers(&self, s: &Scenario) -> Vec<String> {
+        (0..s.redis.sentinels)
+            .map(|i| format!("sentinel-{i}"))
+            .collect()
+    }
+
+    /// `[redis]` configures Redis servers only: in a scenario whose clients talk to another
+    /// service it would be ignored, so it is refused (as every other service's table is).
+    fn validate(&self, s: &Scenario, has_table: bool) -> Result<(), Invalid> {
+        if has_table && s.lock.service != Service::Redis {
+            return Err((
+                Some("redis"),
+                format!(
+                    "`[redis]` configures the Redis servers; lock kind `{}` does not use them \
+                     (its clients talk to {}): drop it",
+                    s.lock.kind.name(),
+                    s.backend().name()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn lease_ms(&self, _s: &Scenario) -> Option<u64> {
+        None
+    }
+
+    /// Every family has a Redis recipe in simulation; the family's own keys already refused
+    /// what a topology cannot have (a failover with sentinels, a master that is not there).
+    fn check_fault(&self, _s: &Scenario, _f: &Fault) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn pauses_servers(&self) -> bool {
+        false
+    }
+
+    fn failover(&self) -> FailoverShape {
+        FailoverShape::MasterGroup
+    }
+
+    fn not_drawable(&self, kind: &str, s: &Scenario) -> Option<String> {
+        match kind {
+            "failover" if s.redis.replicas == 0 => Some(
+                "`failover` needs a replica to promote: set `[redis] replicas = 1` or drop it".into(),
+            ),
+            "failover" if s.redis.sentinels > 0 => Some(
+                "with `sentinels` the sentinels decide a failover: drop `failover` (explore's `crash`, `pause` and `partition` make them fail over)".into(),
+            ),
+            "server_pause" => Some(
+                "`server_pause` is not modelled on Redis: drop it (`pause` stops a client, `partition` cuts a Redis node off)".into(),
+            ),
+            _ => None,
+        }
+    }
+}

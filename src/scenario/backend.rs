@@ -1,0 +1,97 @@
+//! What a backend declares about itself to the scenario format: the table that configures it,
+//! the servers of its deployment, the faults its worlds can carry out and how explore may draw
+//! them. Each service implements [`BackendDecl`] in its own folder (`backend/<service>/`), and
+//! `backend::BACKENDS` lists them; this layer only reads the declarations it is handed (a
+//! [`Catalog`]), so no generic code asks "is this ZooKeeper?" and a service added to the list
+//! cannot be forgotten by a negation chain that stays silent.
+//!
+//! Why a trait handed down rather than a match: the scenario format sits below the worlds, the
+//! worlds read the format, and a service's answers belong beside its worlds. Jepsen keeps a
+//! database's `db`, client and nemesis in its suite and the generic machinery in core; the same
+//! split here is the declaration in the backend's folder and this trait in the format.
+
+use super::{Fault, Scenario};
+pub use crate::fault::FailoverShape;
+use crate::history::Role;
+use crate::lock::Service;
+use std::fmt::Debug;
+
+/// An error in a service's table: the key to point at (`None`: the table or the file) and what
+/// is wrong.
+pub type Invalid = (Option<&'static str>, String);
+
+/// What one backend declares about itself to the scenario format. One implementation per
+/// service, in its folder; `backend::BACKENDS` is the one list.
+pub trait BackendDecl: Debug + Send + Sync {
+    /// The service its clients talk to.
+    fn service(&self) -> Service;
+
+    /// Its name in messages (`"ZooKeeper"`).
+    fn name(&self) -> &'static str;
+
+    /// The scenario table that configures it (`"zookeeper"` for `[zookeeper]`).
+    fn table(&self) -> &'static str;
+
+    /// Whether a client program speaks to this service when its scenario has the service's
+    /// table (a client program's service is otherwise the first backend's, Redis).
+    fn client_programs_select_by_table(&self) -> bool;
+
+    /// The servers of a scenario's deployment, in node-name order, each with the role it starts
+    /// the run in. Never empty: a scenario with no server has nothing to hold a lock.
+    fn servers(&self, s: &Scenario) -> Vec<(String, Role)>;
+
+    /// Nodes of the deployment that watch the servers and hold no data (Redis's sentinels),
+    /// named after the clients so the other nodes keep their places whether or not they run.
+    fn watchers(&self, _s: &Scenario) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Checks this service's keys of a parsed scenario; `has_table` says whether the file has
+    /// the service's table. Called for every scenario, so a service refuses its table in a
+    /// scenario whose clients talk to another service.
+    fn validate(&self, s: &Scenario, has_table: bool) -> Result<(), Invalid>;
+
+    /// The lease a lock on this service gets when the service, not `ttl_ms`, decides it (a
+    /// ZooKeeper session's timeout, a MySQL lock's transaction); `None`: `ttl_ms` does.
+    fn lease_ms(&self, s: &Scenario) -> Option<u64>;
+
+    /// Whether this service's worlds can carry fault `f` out; `Err` says why not, so a verdict
+    /// is never vacuous.
+    fn check_fault(&self, s: &Scenario, f: &Fault) -> Result<(), String>;
+
+    /// Whether a server of this service can be paused (`kind = "pause"` with `node`).
+    fn pauses_servers(&self) -> bool;
+
+    /// How a `failover` is shaped here.
+    fn failover(&self) -> FailoverShape;
+
+    /// Why explore cannot draw fault kind `kind` for `s`, or `None` when it can.
+    fn not_drawable(&self, kind: &str, s: &Scenario) -> Option<String>;
+}
+
+/// What the scenario format is handed to parse with: every backend's declaration, and the lock
+/// kinds a program registered besides lockcheck's own.
+#[derive(Clone, Copy)]
+pub struct Catalog<'a> {
+    /// The backends, in `backend::BACKENDS` order; the first is a client program's service
+    /// when its scenario names none.
+    pub backends: &'a [&'static dyn BackendDecl],
+    /// Lock kinds a program registered.
+    pub own: &'a [super::OwnKind],
+}
+
+impl Catalog<'_> {
+    /// The declaration of `service`.
+    ///
+    /// # Panics
+    ///
+    /// When `service` has no declaration: `backend::BACKENDS` lists every service, which a test
+    /// holds.
+    pub fn backend(&self, service: Service) -> &'static dyn BackendDecl {
+        self.backends
+            .iter()
+            .copied()
+            .find(|b| b.service() == service)
+            .unwrap_or_else(|| panic!("service {service:?} has no declaration in BACKENDS"))
+    }
+}

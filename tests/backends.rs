@@ -1,0 +1,171 @@
+//! The backends' declarations (`lockcheck::backend::BACKENDS`): every service is declared once,
+//! with a table of its own, servers and its fault support, and a declaration that lacks one of
+//! them fails here, before any scenario runs on it.
+
+use lockcheck::backend::{declaration_problems, list_problems, BACKENDS};
+use lockcheck::history::Role;
+use lockcheck::lock::Service;
+use lockcheck::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
+use std::path::Path;
+
+/// Every service, from an exhaustive match: a service added to `lock::Service` does not compile
+/// here until it is listed, and then fails `every_service_is_declared_once` until `BACKENDS`
+/// declares it.
+fn every_service() -> Vec<Service> {
+    let all = [
+        Service::Redis,
+        Service::Database,
+        Service::Etcd,
+        Service::ZooKeeper,
+    ];
+    for s in all {
+        match s {
+            Service::Redis | Service::Database | Service::Etcd | Service::ZooKeeper => {}
+        }
+    }
+    all.to_vec()
+}
+
+fn bundled(name: &str) -> Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(name);
+    Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// One bundled scenario per service: what each declaration is asked about.
+fn one_per_service() -> Vec<Scenario> {
+    [
+        "failover-lock-loss.toml",
+        "mysql-insert-unique-server-pause.toml",
+        "etcd-lock-leader-failover.toml",
+        "zk-ensemble-failover.toml",
+    ]
+    .map(bundled)
+    .to_vec()
+}
+
+#[test]
+fn every_service_is_declared_once_with_a_table_of_its_own() {
+    assert_eq!(
+        list_problems(BACKENDS, &every_service()),
+        Vec::<String>::new()
+    );
+    let covered: Vec<Service> = one_per_service().iter().map(|s| s.lock.service).collect();
+    assert_eq!(
+        covered,
+        every_service(),
+        "one bundled scenario per service, in BACKENDS order"
+    );
+}
+
+#[test]
+fn every_declaration_names_servers_and_its_fault_support() {
+    for s in one_per_service() {
+        let decl = s.backend();
+        assert_eq!(decl.service(), s.lock.service, "{}", s.name);
+        assert_eq!(
+            declaration_problems(decl, &s),
+            Vec::<String>::new(),
+            "{}",
+            s.name
+        );
+        // Its servers come first among the scenario's nodes.
+        let servers = s.servers();
+        assert_eq!(
+            s.node_names()[..servers.len()],
+            servers.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>()[..],
+            "{}",
+            s.name
+        );
+    }
+}
+
+/// A service's table in a scenario whose clients talk to another service is refused, at the
+/// table, whichever service the table is (the first backend's `[redis]` included).
+#[test]
+fn a_table_of_another_service_is_refused() {
+    for s in one_per_service() {
+        let text = std::fs::read_to_string(s.path.as_ref().unwrap()).unwrap();
+        for other in BACKENDS.iter().filter(|b| b.service() != s.lock.service) {
+            let table = other.table();
+            if text.contains(&format!("[{table}]")) {
+                continue;
+            }
+            let with = format!("{text}\n[{table}]\n");
+            let e = Scenario::parse("t.toml", &with).expect_err(&format!(
+                "{}: `[{table}]` accepted beside a {} lock",
+                s.name,
+                s.backend().name()
+            ));
+            assert!(e.message.contains(table), "{e}");
+        }
+    }
+}
+
+/// A planted declaration that forgot its parts: no table, no servers, a client pause refused,
+/// a fault it will not draw with no reason. Each is named.
+#[derive(Debug)]
+struct Forgetful;
+
+impl BackendDecl for Forgetful {
+    fn service(&self) -> Service {
+        Service::Etcd
+    }
+    fn name(&self) -> &'static str {
+        "forgetful"
+    }
+    fn table(&self) -> &'static str {
+        ""
+    }
+    fn client_programs_select_by_table(&self) -> bool {
+        false
+    }
+    fn servers(&self, _s: &Scenario) -> Vec<(String, Role)> {
+        Vec::new()
+    }
+    fn validate(&self, _s: &Scenario, _has_table: bool) -> Result<(), Invalid> {
+        Ok(())
+    }
+    fn lease_ms(&self, _s: &Scenario) -> Option<u64> {
+        None
+    }
+    fn check_fault(&self, _s: &Scenario, _f: &Fault) -> Result<(), String> {
+        Err("nothing".into())
+    }
+    fn pauses_servers(&self) -> bool {
+        false
+    }
+    fn failover(&self) -> FailoverShape {
+        FailoverShape::None
+    }
+    fn not_drawable(&self, _kind: &str, _s: &Scenario) -> Option<String> {
+        Some(String::new())
+    }
+}
+
+#[test]
+fn a_declaration_without_table_servers_or_fault_support_fails() {
+    static PLANTED: [&dyn BackendDecl; 2] = [&Forgetful, &Forgetful];
+    let list = list_problems(&PLANTED, &every_service()).join("\n");
+    for expected in [
+        "service Redis is declared 0 times",
+        "service Etcd is declared 2 times",
+        "declares table `[]`",
+        "two backends declare table `[]`",
+    ] {
+        assert!(list.contains(expected), "{expected:?} not in:\n{list}");
+    }
+    let s = bundled("etcd-lock-no-faults.toml");
+    let answers = declaration_problems(&Forgetful, &s).join("\n");
+    for expected in [
+        "forgetful declares no servers",
+        "forgetful refuses a client pause: nothing",
+        "forgetful refuses to draw `failover` without a reason",
+    ] {
+        assert!(
+            answers.contains(expected),
+            "{expected:?} not in:\n{answers}"
+        );
+    }
+}
