@@ -2,7 +2,7 @@
 //! with a table of its own, servers and its fault support, and a declaration that lacks one of
 //! them fails here, before any scenario runs on it.
 
-use lockcheck::backend::{declaration_problems, list_problems, BACKENDS};
+use lockcheck::backend::{declaration_problems, declarations, list_problems, BACKENDS};
 use lockcheck::history::Role;
 use lockcheck::lock::Service;
 use lockcheck::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
@@ -48,7 +48,7 @@ fn one_per_service() -> Vec<Scenario> {
 #[test]
 fn every_service_is_declared_once_with_a_table_of_its_own() {
     assert_eq!(
-        list_problems(BACKENDS, &every_service()),
+        list_problems(declarations(), &every_service()),
         Vec::<String>::new()
     );
     let covered: Vec<Service> = one_per_service().iter().map(|s| s.lock.service).collect();
@@ -87,7 +87,10 @@ fn every_declaration_names_servers_and_its_fault_support() {
 fn a_table_of_another_service_is_refused() {
     for s in one_per_service() {
         let text = std::fs::read_to_string(s.path.as_ref().unwrap()).unwrap();
-        for other in BACKENDS.iter().filter(|b| b.service() != s.lock.service) {
+        for other in declarations()
+            .iter()
+            .filter(|b| b.service() != s.lock.service)
+        {
             let table = other.table();
             if text.contains(&format!("[{table}]")) {
                 continue;
@@ -167,5 +170,18 @@ fn a_declaration_without_table_servers_or_fault_support_fails() {
             answers.contains(expected),
             "{expected:?} not in:\n{answers}"
         );
+    }
+}
+
+/// Each backend's locks run on its own service, and every backend ships at least one.
+#[test]
+fn every_backend_ships_locks_on_its_own_service() {
+    for b in BACKENDS {
+        let service = b.declaration.service();
+        let locks = (b.locks)();
+        assert!(!locks.is_empty(), "{service:?} ships no lock");
+        for (kind, _, _) in locks {
+            assert_eq!(kind.service(), Some(service), "{}", kind.name());
+        }
     }
 }

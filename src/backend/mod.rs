@@ -15,23 +15,129 @@ pub mod redis;
 pub mod zookeeper;
 
 use crate::env::NamedPoint;
+use crate::history::History;
+use crate::lock::{builtin, LockKind};
+use crate::real::{ExternalRedis, RealError, RealRunner};
 use crate::scenario::{BackendDecl, Catalog, OwnKind, Scenario, ScenarioError};
+use crate::sim::SimRunner;
 use std::path::Path;
+use std::sync::{Arc, LazyLock};
 
-/// Every backend, each by its declaration. The first is a client program's service when its
+/// A lock kind a backend ships, with its runs in simulation and on real servers.
+pub type LockRuns = (LockKind, Arc<SimRunner>, Arc<RealRunner>);
+
+/// How client programs (any language) run on a service: real mode only.
+pub type ProgramRuns = fn(&Scenario, u64, Option<&ExternalRedis>) -> Result<History, RealError>;
+
+/// One backend: what it declares to the scenario format, the locks it ships with their runs, and
+/// how client programs run on it (`None`: they cannot). Not to be confused with
+/// [`crate::lock::Backend`], a lock kind's tag for what its clients talk to.
+#[derive(Clone, Copy)]
+pub struct Backend {
+    /// Its table, servers and fault support, as the scenario format reads them.
+    pub declaration: &'static dyn BackendDecl,
+    /// The locks it ships, each with its runs in both worlds.
+    pub locks: fn() -> Vec<LockRuns>,
+    /// How client programs run on it, if they can.
+    pub client_programs: Option<ProgramRuns>,
+}
+
+/// Every backend, in `lockcheck list` order. The first is a client program's service when its
 /// scenario has no other service's table.
-pub static BACKENDS: &[&dyn BackendDecl] = &[
-    &redis::declaration::Redis,
-    &mysql::declaration::Mysql,
-    &etcd::declaration::Etcd,
-    &zookeeper::declaration::ZooKeeper,
+pub static BACKENDS: &[Backend] = &[
+    Backend {
+        declaration: &redis::declaration::Redis,
+        locks: redis::locks,
+        client_programs: Some(redis::run_client_programs),
+    },
+    Backend {
+        declaration: &mysql::declaration::Mysql,
+        locks: mysql::locks,
+        client_programs: None,
+    },
+    Backend {
+        declaration: &etcd::declaration::Etcd,
+        locks: etcd::locks,
+        client_programs: Some(etcd::run_client_programs),
+    },
+    Backend {
+        declaration: &zookeeper::declaration::ZooKeeper,
+        locks: zookeeper::locks,
+        client_programs: Some(zookeeper::run_client_programs),
+    },
 ];
 
-/// The catalog of lockcheck's own backends, with the lock kinds a program registered.
+/// Every backend's declaration, in [`BACKENDS`] order.
+pub fn declarations() -> &'static [&'static dyn BackendDecl] {
+    static DECLARATIONS: LazyLock<Vec<&'static dyn BackendDecl>> =
+        LazyLock::new(|| BACKENDS.iter().map(|b| b.declaration).collect());
+    &DECLARATIONS
+}
+
+/// Every lock kind lockcheck ships with its runs, in `lockcheck list` order: the first
+/// backend's locks, the client-program kind (whose runs are the registry's: it picks the
+/// backend by the scenario's service), then every other backend's.
+pub fn lock_runs() -> Vec<LockRuns> {
+    let mut v = Vec::new();
+    for (i, b) in BACKENDS.iter().enumerate() {
+        v.extend((b.locks)());
+        if i == 0 {
+            v.push(client_program_runs());
+        }
+    }
+    v
+}
+
+/// The client-program kind's runs: none in simulation (its lock is a separate program, which
+/// only real mode starts), and in real mode those of the backend its scenario speaks to.
+fn client_program_runs() -> LockRuns {
+    let kind = builtin::client_program();
+    let sim = move |s: &Scenario, _seed: u64| -> crate::sim::SimRun {
+        panic!(
+            "{}: lock kind `{}` runs in real mode only (--real): its lock is a separate program, which only real mode starts",
+            s.name,
+            kind.name()
+        )
+    };
+    let real = |s: &Scenario, seed: u64, ext: Option<&ExternalRedis>| {
+        let backend = BACKENDS
+            .iter()
+            .find(|b| b.declaration.service() == s.lock.service);
+        match backend.and_then(|b| b.client_programs) {
+            Some(run) => run(s, seed, ext),
+            None => Err(RealError::Unsupported(format!(
+                "{}: client programs do not run on {}",
+                s.name,
+                s.backend().name()
+            ))),
+        }
+    };
+    (kind, Arc::new(sim), Arc::new(real))
+}
+
+/// The catalog of lockcheck's own backends and locks, with the lock kinds a program registered.
 pub fn catalog(own: &[OwnKind]) -> Catalog<'_> {
     Catalog {
-        backends: BACKENDS,
+        backends: declarations(),
+        builtins: LockKind::builtins(),
         own,
+    }
+}
+
+impl LockKind {
+    /// Every kind lockcheck ships, in `lockcheck list` order ([`lock_runs`]).
+    pub fn builtins() -> &'static [LockKind] {
+        static KINDS: LazyLock<Vec<LockKind>> =
+            LazyLock::new(|| lock_runs().into_iter().map(|(k, _, _)| k).collect());
+        &KINDS
+    }
+
+    /// The kind lockcheck ships under `name` (its scenario-file name or an alias), if any.
+    pub fn builtin(name: &str) -> Option<LockKind> {
+        LockKind::builtins()
+            .iter()
+            .copied()
+            .find(|k| k.answers_to(name))
     }
 }
 

@@ -6,7 +6,10 @@
 //! same lock code runs on real Redis and in the simulator, and in simulation every one of those is
 //! deterministic.
 
+pub mod switch;
 pub mod wakeup;
+
+pub use switch::Switch;
 
 use std::future::Future;
 use std::pin::Pin;

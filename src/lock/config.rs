@@ -158,7 +158,7 @@ impl LockSpec {
 
 /// `kind` before the name is resolved (never seen outside parsing).
 fn unresolved() -> LockKind {
-    LockKind::builtins()[0]
+    super::builtin::client_program()
 }
 
 /// `WAIT`'s timeout when `wait_timeout_ms` is not given: ten times the simulated default

@@ -1,7 +1,7 @@
 //! A lock kind as scenarios, checks and reports see it: its name, what it is, what it runs on and
 //! what it can do. The lock declares these itself ([`Lock::ABOUT`], [`Lock::RENEWS`],
 //! [`Lock::DEFAULT_LEASE`], [`Lock::POINTS`]); its registration adds the name and the backend
-//! ([`super::Registrar`]), so nothing outside the lock's own file enumerates the kinds.
+//! (`backend::<service>::locks`), so nothing outside the lock's own file enumerates the kinds.
 
 use super::Lock;
 use crate::env::NamedPoint;
@@ -182,19 +182,6 @@ impl LockKind {
     /// Named points inside the lock's protocol where a fault can fire (`on = "<point>"`).
     pub fn points(self) -> &'static [NamedPoint] {
         self.points
-    }
-
-    /// Every kind lockcheck ships, in `lockcheck list` order ([`super::builtin::register`]).
-    pub fn builtins() -> &'static [LockKind] {
-        super::builtin::kinds()
-    }
-
-    /// The kind lockcheck ships under `name` (its scenario-file name or an alias), if any.
-    pub fn builtin(name: &str) -> Option<LockKind> {
-        LockKind::builtins()
-            .iter()
-            .copied()
-            .find(|k| k.answers_to(name))
     }
 }
 

@@ -1,6 +1,6 @@
 //! What a lock on a MySQL/MariaDB database adds to [`Lock`]: the table set-up it needs before any
 //! client starts. Both MySQL worlds (`sim::mysql_world`, `real::mysql_world`) run any lock that
-//! implements it, registered with [`Registrar::database`](super::Registrar::database).
+//! implements it, registered by the MySQL backend (`backend::mysql::locks`).
 
 use super::mysql_options::MysqlOptions;
 use super::Lock;

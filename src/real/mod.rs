@@ -34,6 +34,7 @@ pub(crate) mod client_tasks;
 pub(crate) mod connection;
 mod env;
 mod error;
+pub mod external;
 pub(crate) mod master_finder;
 pub mod nemesis;
 pub mod observers;
@@ -46,6 +47,32 @@ pub use client_programs::client_program_lock::ClientProgramLock;
 pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use env::{Gate, RealEnv};
 pub use error::{FailoverPhase, RealError};
+pub use external::ExternalRedis;
+
+/// A registered lock kind's run on real servers: spawned ones, or (`Some`) servers lockcheck
+/// did not start, which a backend that cannot use them refuses.
+pub type RealRunner = dyn Fn(
+        &crate::scenario::Scenario,
+        u64,
+        Option<&ExternalRedis>,
+    ) -> Result<crate::history::History, RealError>
+    + Send
+    + Sync;
+
+/// A backend's refusal of servers it did not start (`--redis`), or `Ok` when there are none.
+pub fn no_external(
+    s: &crate::scenario::Scenario,
+    ext: Option<&ExternalRedis>,
+    locks: &str,
+) -> Result<(), RealError> {
+    match ext {
+        Some(_) => Err(RealError::External(format!(
+            "{}: --redis does not apply to {locks} (they use servers lockcheck spawns)",
+            s.name
+        ))),
+        None => Ok(()),
+    }
+}
 pub use nemesis::proxy::RouteProxy;
 pub use servers::cleanup::{
     install_cleanup_handlers, install_signal_handlers, kill_all_children, registered_children,

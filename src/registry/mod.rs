@@ -1,8 +1,8 @@
 //! The lock kinds a program runs: lockcheck's own and the locks of the user's own that the
 //! program registered (`lockcheck::Harness::lock`, which keeps one of these), registered the same
-//! way: a name and a constructor (`lock::builtin` is lockcheck's list, through
-//! [`crate::lock::Registrar`]). This file is the table of kinds; `runs.rs` keeps each kind's runs
-//! in both worlds and runs a scenario through them.
+//! way: a name and a constructor, with its runs in both worlds (lockcheck's are each backend's
+//! `locks()`, in `backend::BACKENDS` order). This file is the table of kinds; `runs.rs` runs a
+//! scenario through a kind's runs.
 //!
 //! A registered lock is written once, against [`Conn`] (or [`Db`]) and [`NodeEnv`]: each is the
 //! simulated one in simulation and the real one on spawned servers, so one constructor serves
@@ -14,11 +14,12 @@
 mod runs;
 mod seams;
 
+pub use crate::real::RealRunner;
+pub use crate::sim::SimRunner;
 pub use seams::{Conn, ConnSubscription, Db, EtcdConn, NodeEnv, ZkConn};
 
-use crate::lock::{builtin, Backend, Lock, LockConfig, LockKind, Origin};
+use crate::lock::{Backend, Lock, LockConfig, LockKind, Origin};
 use crate::scenario::{OwnKind, Scenario, ScenarioError};
-use runs::{Builtins, RealRunner, SimRunner};
 use serde::de::DeserializeOwned;
 use std::path::Path;
 use std::sync::Arc;
@@ -33,7 +34,7 @@ struct Registered {
     real: Arc<RealRunner>,
 }
 
-/// The lock kinds a program can run: lockcheck's own ([`builtin::register`]) and those the
+/// The lock kinds a program can run: lockcheck's own (`backend::BACKENDS`'s locks) and those the
 /// program registered.
 #[derive(Clone)]
 pub struct Registry {
@@ -64,9 +65,16 @@ impl Default for Registry {
 impl Registry {
     /// lockcheck's own kinds only: what the `lockcheck` binary runs.
     pub fn new() -> Self {
-        let mut registry = Registry { locks: Vec::new() };
-        builtin::register(&mut Builtins(&mut registry));
-        registry
+        let locks = crate::backend::lock_runs()
+            .into_iter()
+            .map(|(kind, sim, real)| Registered {
+                kind,
+                own: None,
+                sim,
+                real,
+            })
+            .collect();
+        Registry { locks }
     }
 
     /// Registers a lock of your own as `[lock] kind = "<name>"`. `make` builds one client's lock

@@ -76,6 +76,8 @@ pub struct Catalog<'a> {
     /// The backends, in `backend::BACKENDS` order; the first is a client program's service
     /// when its scenario names none.
     pub backends: &'a [&'static dyn BackendDecl],
+    /// The lock kinds lockcheck ships, in `lockcheck list` order.
+    pub builtins: &'a [crate::lock::LockKind],
     /// Lock kinds a program registered.
     pub own: &'a [super::OwnKind],
 }

@@ -71,6 +71,8 @@ pub(super) struct Ctx<'a> {
     pub(super) text: &'a str,
     /// Where each key's value is (the parser's spans).
     pub(super) spans: super::input::Spans<'a>,
+    /// The lock kinds lockcheck ships, from the catalog it parses with.
+    pub(super) builtins: &'a [crate::lock::LockKind],
 }
 
 impl Ctx<'_> {

@@ -195,7 +195,12 @@ impl Scenario {
         // gets its allowed range, not a type's overflow message.
         let spans = input::Spans::parse(text).map_err(located)?;
         spans.check_limits().map_err(located)?;
-        let ctx = Ctx { file, text, spans };
+        let ctx = Ctx {
+            file,
+            text,
+            spans,
+            builtins: catalog.builtins,
+        };
         let mut raw: RawScenario = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             let key = ctx.spans.key_at(span.start);

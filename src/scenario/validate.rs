@@ -22,7 +22,7 @@ pub(super) fn lock_kind(
     own: &[OwnKind],
 ) -> Result<LockKind, ScenarioError> {
     let name = lock.kind_name.get_ref().as_str();
-    if let Some(kind) = LockKind::builtin(name) {
+    if let Some(kind) = ctx.builtins.iter().copied().find(|k| k.answers_to(name)) {
         if lock.params.is_some() {
             return Err(ctx.err(
                 ctx.spans.at(&["lock", "params"]),
@@ -34,7 +34,7 @@ pub(super) fn lock_kind(
         return Ok(kind);
     }
     let Some(o) = own.iter().find(|o| o.kind.answers_to(name)) else {
-        let mut names: Vec<&str> = LockKind::builtins().iter().map(|k| k.name()).collect();
+        let mut names: Vec<&str> = ctx.builtins.iter().map(|k| k.name()).collect();
         names.extend(own.iter().map(|o| o.kind.name()));
         return Err(ctx.err(
             lock.kind_name.span(),
@@ -270,7 +270,7 @@ fn lease(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
             format!(
                 "`watchdog_timeout_ms` is the watchdog lease of {}; lock kind `{}` has no watchdog",
                 quoted(
-                    &LockKind::builtins()
+                    &ctx.builtins
                         .iter()
                         .filter(|k| k.has_default_lease())
                         .map(|k| k.name())
@@ -439,7 +439,7 @@ fn renewal(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
                 "lock kind `{}` has no renewal; `renew_every_ms` needs one of {} (or a lock of your own that implements `Lock::renew` and declares `const RENEWS: bool = true`): drop the key or change the kind",
                 kind.name(),
                 quoted(
-                    &LockKind::builtins()
+                    &ctx.builtins
                         .iter()
                         .filter(|k| k.renews())
                         .map(|k| k.name())

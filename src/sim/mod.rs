@@ -25,6 +25,9 @@ pub use env::SimEnv;
 use madsim::runtime::Runtime;
 use std::collections::BTreeMap;
 
+/// A registered lock kind's run in simulation, with a seed.
+pub type SimRunner = dyn Fn(&crate::scenario::Scenario, u64) -> SimRun + Send + Sync;
+
 /// What a simulated run produced.
 #[derive(Clone, Debug)]
 pub struct SimRun {

@@ -366,7 +366,7 @@ fn the_guard_is_complete() {
             .any(|x| x.lock == lock && x.family.is_none_or(|f| f == family))
     };
     let mut missing = Vec::new();
-    for kind in lockcheck::lock::builtin::kinds() {
+    for kind in lockcheck::LockKind::builtins() {
         let lock = kind.name();
         if !GUARD.iter().any(|e| e.lock == lock) && !excluded(lock, "none") {
             missing.push(format!(
@@ -429,7 +429,7 @@ fn the_guard_is_complete() {
     }
     for x in EXCLUDED {
         assert!(
-            lockcheck::lock::builtin::kinds()
+            lockcheck::LockKind::builtins()
                 .iter()
                 .any(|k| k.name() == x.lock),
             "exclusion of an unknown lock {}",

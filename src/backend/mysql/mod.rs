@@ -4,6 +4,61 @@ pub mod declaration;
 pub mod engine;
 pub mod real;
 pub mod sim;
+pub mod switch;
 pub mod world;
 
+use crate::env::Switch;
+use crate::lock::{
+    mysql::DatabaseLock, mysql_for_update, mysql_insert_unique, Backend, LockConfig, LockKind,
+    Origin,
+};
+use crate::real::{no_external, ExternalRedis, RealEnv, RealRunner};
+use crate::scenario::Scenario;
+use crate::sim::{SimEnv, SimRunner};
+use std::sync::Arc;
+
 pub use declaration::Mysql;
+
+/// The database connection a registered MySQL lock gets: to the simulated InnoDB subset in
+/// simulation, to a spawned MariaDB in real mode.
+pub type Db = crate::env::Switch<sim::NetSqlConn, real::RealSqlConn>;
+
+/// The MySQL locks lockcheck ships, each with its runs in both worlds, in `lockcheck list` order.
+pub fn locks() -> Vec<(LockKind, Arc<SimRunner>, Arc<RealRunner>)> {
+    vec![
+        runs(
+            mysql_for_update::NAME,
+            mysql_for_update::MysqlForUpdate::new,
+        ),
+        runs(
+            mysql_insert_unique::NAME,
+            mysql_insert_unique::MysqlInsertUnique::new,
+        ),
+    ]
+}
+
+/// Lock `L`'s kind `name` on MySQL, and its runs: on the simulated MySQL and on spawned servers
+/// (the MySQL locks use no servers lockcheck did not start).
+fn runs<L, F>(name: &'static str, make: F) -> (LockKind, Arc<SimRunner>, Arc<RealRunner>)
+where
+    L: DatabaseLock + 'static,
+    F: Fn(LockConfig, Vec<Db>, Switch<SimEnv, RealEnv>) -> L + Send + Sync + 'static,
+{
+    let make = Arc::new(make);
+    let sim = {
+        let make = make.clone();
+        move |s: &Scenario, seed: u64| {
+            sim::world::run_with(s, seed, |config, conn, env| {
+                make(config, vec![Switch::Sim(conn)], Switch::Sim(env))
+            })
+        }
+    };
+    let real = move |s: &Scenario, seed: u64, ext: Option<&ExternalRedis>| {
+        no_external(s, ext, "the MySQL locks")?;
+        real::world::run_with(s, seed, |config, conn, env| {
+            make(config, vec![Switch::Real(conn)], Switch::Real(env))
+        })
+    };
+    let kind = LockKind::of::<L>(name, Backend::Database, Origin::Builtin);
+    (kind, Arc::new(sim), Arc::new(real))
+}
