@@ -13,6 +13,8 @@ pub mod clock;
 pub mod draw;
 mod env;
 pub mod network;
+pub mod service_nemesis;
+pub mod service_world;
 pub mod storage;
 pub mod wire;
 

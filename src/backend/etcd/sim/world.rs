@@ -20,19 +20,16 @@ use std::time::Duration;
 use madsim::runtime::Handle;
 
 use crate::backend::etcd::sim::conn::NetEtcdConn;
-use crate::backend::etcd::sim::nemesis::EtcdNemesis;
+use crate::backend::etcd::sim::nemesis::{EtcdDeployment, EtcdNemesis};
 use crate::backend::etcd::sim::server::SimEtcd;
-use crate::env::PointHook;
-use crate::history::Recorder;
 use crate::lock::{Lock, LockConfig};
-use crate::resource::Store;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::sim::client_faults::ClientFaults;
 use crate::sim::client_nodes::ClientNodes;
-use crate::sim::clock::Clocks;
 use crate::sim::network::Network;
-use crate::sim::storage::{Storage, StorageConnection};
+use crate::sim::service_world::ServiceWorld;
+use crate::sim::storage::Storage;
 use crate::sim::{SimEnv, SimRun};
 use crate::world;
 
@@ -71,21 +68,30 @@ where
     let client_nodes = ClientNodes::create(scenario.workload.clients);
     let nemesis = EtcdNemesis::new(
         Schedule::new(scenario.faults.clone()),
-        etcd.clone(),
-        clocks.clone(),
+        EtcdDeployment {
+            etcd: etcd.clone(),
+            clocks: clocks.clone(),
+        },
         ClientFaults::new(rec.clone(), net.clone(), client_nodes.ids(), nodes),
+        "etcd",
     );
     nemesis.start();
     let timeout = spec.request_timeout();
-    let mut world = EtcdSimWorld {
-        etcd: etcd.clone(),
-        members: spec.servers as usize,
+    // Each client starts at member `c mod members`, as clients spread over their endpoints.
+    let connect = {
+        let etcd = etcd.clone();
+        move |c: u32, index: usize, _env: &SimEnv| {
+            NetEtcdConn::new(etcd.clone(), index, c as usize, timeout)
+        }
+    };
+    let mut world = ServiceWorld {
         clocks,
         rec: rec.clone(),
         nemesis: nemesis.clone(),
         storage: Storage::new(net.clone()),
         client_nodes,
-        timeout,
+        first_client: spec.servers as usize,
+        connect,
     };
     let grace = Duration::from_millis(world::grace_ms(scenario, timeout.as_millis() as u64));
     let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
@@ -102,60 +108,4 @@ where
     handle.kill(nemesis.madsim_node());
     world.client_nodes.kill();
     run
-}
-
-/// The simulated etcd world's side of a run ([`world::World`]): clients are madsim nodes, each
-/// with one connection to the cluster (starting at member `c mod members`, as clients spread
-/// over their endpoints); the protected resource lives on the simulated storage node.
-struct EtcdSimWorld {
-    etcd: SimEtcd,
-    members: usize,
-    clocks: Clocks,
-    rec: Recorder,
-    nemesis: EtcdNemesis,
-    storage: Storage,
-    client_nodes: ClientNodes,
-    timeout: Duration,
-}
-
-impl EtcdSimWorld {
-    /// Client `c`'s node index (clocks, network): the members come first.
-    fn index(&self, c: u32) -> usize {
-        self.members + c as usize
-    }
-}
-
-impl world::World for EtcdSimWorld {
-    type Conns = NetEtcdConn;
-    type Env = SimEnv;
-    type StoreConn = StorageConnection;
-    type Nemesis = EtcdNemesis;
-
-    fn recorder(&self) -> &Recorder {
-        &self.rec
-    }
-
-    fn nemesis(&self) -> &EtcdNemesis {
-        &self.nemesis
-    }
-
-    fn client_env(&mut self, c: u32, points: PointHook) -> SimEnv {
-        SimEnv::new(self.clocks.clone(), self.index(c)).with_points(points)
-    }
-
-    fn connections(&mut self, c: u32, _env: &SimEnv) -> NetEtcdConn {
-        NetEtcdConn::new(self.etcd.clone(), self.index(c), c as usize, self.timeout)
-    }
-
-    fn store(&mut self, id: u64) -> Store<StorageConnection> {
-        Store::new(self.storage.connect(id))
-    }
-
-    fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
-        self.client_nodes.spawn(c, run);
-    }
-
-    async fn wait_clients(&mut self, limit: Duration) {
-        self.client_nodes.wait(limit).await;
-    }
 }

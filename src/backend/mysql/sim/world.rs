@@ -26,19 +26,17 @@
 use crate::backend::mysql::sim::nemesis::MysqlNemesis;
 use crate::backend::mysql::sim::server::{NetSqlConn, SimDb, SERVER_NODE};
 use crate::backend::mysql::world::{cleanup_pass, prepare};
-use crate::env::PointHook;
-use crate::history::{EventKind, Recorder};
+use crate::history::EventKind;
 use crate::lock::mysql::DatabaseLock;
 use crate::lock::LockConfig;
-use crate::resource::Store;
 use crate::scenario::database::SERVER;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::sim::client_faults::ClientFaults;
 use crate::sim::client_nodes::ClientNodes;
-use crate::sim::clock::Clocks;
 use crate::sim::network::Network;
-use crate::sim::storage::{Storage, StorageConnection};
+use crate::sim::service_world::ServiceWorld;
+use crate::sim::storage::Storage;
 use crate::sim::SimEnv;
 use crate::sim::SimRun;
 use crate::world;
@@ -126,16 +124,22 @@ where
         db.clone(),
         ClientFaults::new(rec.clone(), net.clone(), client_nodes.ids(), nodes)
             .sparing_writes(scenario.pauses_spare_writes()),
+        "the MySQL locks",
     );
     nemesis.start();
-    let mut world = SqlSimWorld {
-        db: db.clone(),
+    let connect = {
+        let db = db.clone();
+        move |_c: u32, index: usize, env: &SimEnv| db.connect(index, env.clone(), timeout)
+    };
+    let mut world = ServiceWorld {
         clocks,
         rec: rec.clone(),
         nemesis: nemesis.clone(),
         storage: Storage::new(net.clone()),
         client_nodes,
-        timeout,
+        // The server comes first.
+        first_client: SERVER_NODE + 1,
+        connect,
     };
     let grace = Duration::from_millis(world::grace_ms(scenario, timeout.as_millis() as u64));
     let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
@@ -153,59 +157,4 @@ where
     handle.kill(nemesis.madsim_node());
     world.client_nodes.kill();
     run
-}
-
-/// The simulated database world's side of a run ([`world::World`]): clients are madsim nodes,
-/// each with one connection to the simulated server over the simulated network; the protected
-/// resource lives on the simulated storage node, as for the Redis locks.
-struct SqlSimWorld {
-    db: SimDb,
-    clocks: Clocks,
-    rec: Recorder,
-    nemesis: MysqlNemesis,
-    storage: Storage,
-    client_nodes: ClientNodes,
-    timeout: Duration,
-}
-
-impl SqlSimWorld {
-    /// Client `c`'s node index (clocks, network): the server comes first.
-    fn index(c: u32) -> usize {
-        SERVER_NODE + 1 + c as usize
-    }
-}
-
-impl world::World for SqlSimWorld {
-    type Conns = NetSqlConn;
-    type Env = SimEnv;
-    type StoreConn = StorageConnection;
-    type Nemesis = MysqlNemesis;
-
-    fn recorder(&self) -> &Recorder {
-        &self.rec
-    }
-
-    fn nemesis(&self) -> &MysqlNemesis {
-        &self.nemesis
-    }
-
-    fn client_env(&mut self, c: u32, points: PointHook) -> SimEnv {
-        SimEnv::new(self.clocks.clone(), Self::index(c)).with_points(points)
-    }
-
-    fn connections(&mut self, c: u32, env: &SimEnv) -> NetSqlConn {
-        self.db.connect(Self::index(c), env.clone(), self.timeout)
-    }
-
-    fn store(&mut self, id: u64) -> Store<StorageConnection> {
-        Store::new(self.storage.connect(id))
-    }
-
-    fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
-        self.client_nodes.spawn(c, run);
-    }
-
-    async fn wait_clients(&mut self, limit: Duration) {
-        self.client_nodes.wait(limit).await;
-    }
 }

@@ -16,79 +16,39 @@
 //! - A clock jump or drift of the leading server moves the clock its sessions expire on.
 
 use crate::backend::zookeeper::sim::server::SimZk;
-use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
-use crate::schedule::Schedule;
-use crate::sim::client_faults::{take_effect, ClientFaults};
+use crate::fault::{ClientRef, Cut, Nemesis, Occasion, Refused};
 use crate::sim::clock::Clocks;
-use crate::workload::FaultPoints;
-use crate::world::points::due;
-use madsim::task::NodeId;
+use crate::sim::service_nemesis::ServiceNemesis;
 use std::time::Duration;
 
-/// The fault executor of a simulated ZooKeeper run.
+/// What a ZooKeeper run's own faults act on: the service, every node's clock, and how long an
+/// election takes.
 #[derive(Clone)]
-pub(super) struct ZkNemesis {
-    pending: Schedule,
-    zk: SimZk,
-    clocks: Clocks,
-    election: Duration,
-    faults: ClientFaults,
+pub(super) struct ZkDeployment {
+    pub(super) zk: SimZk,
+    pub(super) clocks: Clocks,
+    pub(super) election: Duration,
 }
 
-impl ZkNemesis {
-    pub(super) fn new(
-        pending: Schedule,
-        zk: SimZk,
-        clocks: Clocks,
-        election: Duration,
-        faults: ClientFaults,
-    ) -> ZkNemesis {
-        ZkNemesis {
-            pending,
-            zk,
-            clocks,
-            election,
-            faults,
-        }
-    }
+/// The fault executor of this simulated service: its own faults on top of the shared shell.
+pub(super) type ZkNemesis = ServiceNemesis<ZkDeployment>;
 
-    /// The nemesis's own madsim node, so a finished run can kill it.
-    pub(super) fn madsim_node(&self) -> NodeId {
-        self.faults.node
-    }
-
-    /// Schedules the faults with an absolute time.
-    pub(super) fn start(&self) {
-        let me = self.clone();
-        self.faults
-            .start_timed(&self.pending, move |kind| me.fire(kind, None, "at_ms"));
-    }
-
-    fn note(&self, what: String) {
-        self.faults.note(what)
-    }
-
-    fn fire(&self, kind: &FaultKind, holder: Option<u32>, point: &str) {
-        let at = Occasion { point, by: holder };
-        self.faults
-            .fire_through(self, kind, &at, "the ZooKeeper locks");
-    }
-
+impl ServiceNemesis<ZkDeployment> {
     fn node_index(&self, node: &str) -> Option<usize> {
         self.faults.nodes.get(node).copied()
     }
 
     /// The leader dies; after the election the next server leads.
     fn elect(&self, why: &str) {
-        let old = self.zk.leader();
-        let new = (old + 1) % self.zk.servers as usize;
-        self.zk.go_down();
+        let old = self.service.zk.leader();
+        let new = (old + 1) % self.service.zk.servers as usize;
+        self.service.zk.go_down();
         self.note(format!(
             "zookeeper-{old} (the leader) {why}; the ensemble elects a new leader"
         ));
         let me = self.clone();
-        self.faults.later(self.election, async move {
-            me.zk.come_up(Some(new));
+        self.faults.later(self.service.election, async move {
+            me.service.zk.come_up(Some(new));
             me.note(format!(
                 "zookeeper-{new} leads (a new epoch; every session's timeout starts again)"
             ));
@@ -97,7 +57,7 @@ impl ZkNemesis {
 }
 
 /// What the simulated ZooKeeper deployment can do (see the module docs).
-impl Nemesis for ZkNemesis {
+impl Nemesis for ServiceNemesis<ZkDeployment> {
     fn crash_client(&self, at: &Occasion<'_>, client: u32) -> Result<(), Refused> {
         self.faults.crash_client(
             client,
@@ -124,12 +84,12 @@ impl Nemesis for ZkNemesis {
     }
 
     fn fail_over(&self, _master: u32) -> Result<(), Refused> {
-        if self.zk.servers < 3 {
+        if self.service.zk.servers < 3 {
             return Err(Refused::Because(
                 "failover of a standalone ZooKeeper: there is no other server".into(),
             ));
         }
-        if !self.zk.up() {
+        if !self.service.zk.up() {
             return Err(Refused::Because(
                 "failover skipped: the ensemble is already electing".into(),
             ));
@@ -142,8 +102,8 @@ impl Nemesis for ZkNemesis {
         let Some(index) = self.node_index(node) else {
             return Err(Refused::Because(format!("crash of {node}: no such server")));
         };
-        if self.zk.servers >= 3 {
-            if index == self.zk.leader() && self.zk.up() {
+        if self.service.zk.servers >= 3 {
+            if index == self.service.zk.leader() && self.service.zk.up() {
                 self.elect("crashed");
             } else {
                 self.note(format!(
@@ -152,10 +112,10 @@ impl Nemesis for ZkNemesis {
             }
             return Ok(());
         }
-        if !self.zk.up() {
+        if !self.service.zk.up() {
             return Err(Refused::Because(format!("crash of {node}: it is down")));
         }
-        self.zk.go_down();
+        self.service.zk.go_down();
         self.note(format!(
             "{node} crashed (its data and sessions are on disk; it serves nobody until it restarts)"
         ));
@@ -163,7 +123,7 @@ impl Nemesis for ZkNemesis {
         let node = node.to_string();
         self.faults
             .later(Duration::from_millis(restart_after_ms), async move {
-                me.zk.come_up(None);
+                me.service.zk.come_up(None);
                 me.note(format!(
                     "{node} restarted (every session's timeout starts again)"
                 ));
@@ -173,17 +133,17 @@ impl Nemesis for ZkNemesis {
 
     fn pause_server(&self, node: &str, for_ms: u64) -> Result<(), Refused> {
         let index = self.node_index(node);
-        if index != Some(self.zk.leader()) {
+        if index != Some(self.service.zk.leader()) {
             return Err(Refused::Because(format!(
                 "pause of {node}: only the leading server's pause is modelled"
             )));
         }
-        if self.zk.paused() || !self.zk.up() {
+        if self.service.zk.paused() || !self.service.zk.up() {
             return Err(Refused::Because(format!(
                 "pause of {node} skipped: it is not running"
             )));
         }
-        self.zk.pause();
+        self.service.zk.pause();
         self.note(format!(
             "{node} paused for {for_ms} ms (answers nothing; its session tracker stands still)"
         ));
@@ -191,8 +151,8 @@ impl Nemesis for ZkNemesis {
         let node = node.to_string();
         self.faults
             .later(Duration::from_millis(for_ms), async move {
-                if me.zk.paused() {
-                    me.zk.resume();
+                if me.service.zk.paused() {
+                    me.service.zk.resume();
                     me.note(format!("{node} resumed"));
                 }
             });
@@ -210,7 +170,7 @@ impl Nemesis for ZkNemesis {
                 "wall clock jump of {node}: ZooKeeper expires sessions on its monotonic clock"
             )));
         }
-        self.clocks.jump(index, by_ms);
+        self.service.clocks.jump(index, by_ms);
         self.note(format!("{node} clock jumped by {by_ms} ms"));
         Ok(())
     }
@@ -221,18 +181,8 @@ impl Nemesis for ZkNemesis {
                 "clock drift of {node}: no such node"
             )));
         };
-        self.clocks.set_drift(index, ppm);
+        self.service.clocks.set_drift(index, ppm);
         self.note(format!("{node} clock drift set to {ppm} ppm"));
         Ok(())
-    }
-}
-
-impl FaultPoints for ZkNemesis {
-    async fn reached(&self, client: u32, point: &'static str) {
-        let fired = due(&self.pending, &self.faults.rec, client, point);
-        for kind in &fired {
-            self.fire(kind, Some(client), point);
-        }
-        take_effect(&fired, client).await;
     }
 }

@@ -17,18 +17,15 @@
 
 use crate::backend::zookeeper::engine::ZkConfig;
 use crate::backend::zookeeper::sim::conn::SimZkClient;
-use crate::backend::zookeeper::sim::nemesis::ZkNemesis;
+use crate::backend::zookeeper::sim::nemesis::{ZkDeployment, ZkNemesis};
 use crate::backend::zookeeper::sim::server::{Reads, SimZk};
-use crate::env::PointHook;
-use crate::history::Recorder;
 use crate::lock::{Lock, LockConfig};
-use crate::resource::Store;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::sim::client_faults::ClientFaults;
 use crate::sim::client_nodes::ClientNodes;
-use crate::sim::clock::Clocks;
-use crate::sim::storage::{Storage, StorageConnection};
+use crate::sim::service_world::ServiceWorld;
+use crate::sim::storage::Storage;
 use crate::sim::SimEnv;
 use crate::sim::SimRun;
 use crate::world;
@@ -79,21 +76,30 @@ where
     let client_nodes = ClientNodes::create(scenario.workload.clients);
     let nemesis = ZkNemesis::new(
         Schedule::new(scenario.faults.clone()),
-        zk.clone(),
-        clocks.clone(),
-        Duration::from_millis(z.election_ms),
+        ZkDeployment {
+            zk: zk.clone(),
+            clocks: clocks.clone(),
+            election: Duration::from_millis(z.election_ms),
+        },
         ClientFaults::new(rec.clone(), net.clone(), client_nodes.ids(), nodes),
+        "the ZooKeeper locks",
     );
     nemesis.start();
-    let mut world = ZkSimWorld {
-        zk: zk.clone(),
+    let connect = {
+        let zk = zk.clone();
+        let session_timeout_ms = z.session_timeout_ms;
+        move |c: u32, index: usize, env: &SimEnv| {
+            zk.client(index, zk.server_of(c), env.clone(), session_timeout_ms)
+        }
+    };
+    let mut world = ServiceWorld {
         clocks,
         rec: rec.clone(),
         nemesis: nemesis.clone(),
         storage: Storage::new(net.clone()),
         client_nodes,
-        servers: z.servers as usize,
-        session_timeout_ms: z.session_timeout_ms,
+        first_client: z.servers as usize,
+        connect,
     };
     let grace = Duration::from_millis(world::grace_ms(scenario, z.session_timeout_ms));
     let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
@@ -110,65 +116,4 @@ where
     handle.kill(nemesis.madsim_node());
     world.client_nodes.kill();
     run
-}
-
-/// The simulated ZooKeeper world's side of a run ([`world::World`]): clients are madsim nodes,
-/// each with one session to the simulated service; the protected resource lives on the
-/// simulated storage node, as for the Redis locks.
-struct ZkSimWorld {
-    zk: SimZk,
-    clocks: Clocks,
-    rec: Recorder,
-    nemesis: ZkNemesis,
-    storage: Storage,
-    client_nodes: ClientNodes,
-    servers: usize,
-    session_timeout_ms: u64,
-}
-
-impl ZkSimWorld {
-    /// Client `c`'s node index (clocks, network): the servers come first.
-    fn index(&self, c: u32) -> usize {
-        self.servers + c as usize
-    }
-}
-
-impl world::World for ZkSimWorld {
-    type Conns = SimZkClient;
-    type Env = SimEnv;
-    type StoreConn = StorageConnection;
-    type Nemesis = ZkNemesis;
-
-    fn recorder(&self) -> &Recorder {
-        &self.rec
-    }
-
-    fn nemesis(&self) -> &ZkNemesis {
-        &self.nemesis
-    }
-
-    fn client_env(&mut self, c: u32, points: PointHook) -> SimEnv {
-        SimEnv::new(self.clocks.clone(), self.index(c)).with_points(points)
-    }
-
-    fn connections(&mut self, c: u32, env: &SimEnv) -> SimZkClient {
-        self.zk.client(
-            self.index(c),
-            self.zk.server_of(c),
-            env.clone(),
-            self.session_timeout_ms,
-        )
-    }
-
-    fn store(&mut self, id: u64) -> Store<StorageConnection> {
-        Store::new(self.storage.connect(id))
-    }
-
-    fn spawn_client(&mut self, c: u32, run: world::ClientRun) {
-        self.client_nodes.spawn(c, run);
-    }
-
-    async fn wait_clients(&mut self, limit: Duration) {
-        self.client_nodes.wait(limit).await;
-    }
 }
