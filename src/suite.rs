@@ -38,7 +38,7 @@ pub struct Suite {
 pub fn skip_reason(scenario: &Scenario, real: bool) -> Option<String> {
     if real {
         // The error reads "cannot run on real processes: <why>"; a SKIP line needs only the why.
-        crate::backend::redis::real::world::real_mode_unsupported(scenario).map(|r| {
+        scenario.real_mode_unsupported().map(|r| {
             r.strip_prefix("cannot run on real processes: ")
                 .map(str::to_string)
                 .unwrap_or(r)

@@ -8,6 +8,10 @@ use std::any::TypeId;
 
 // Functions under the old module paths resolve as well.
 #[allow(unused_imports)]
+use lockcheck::backend::redis::real::world::real_mode_unsupported as _;
+#[allow(unused_imports)]
+use lockcheck::lock::builtin::kinds as _;
+#[allow(unused_imports)]
 use lockcheck::real::redis_world::run_with as _;
 #[allow(unused_imports)]
 use lockcheck::sim::etcd_world::run_with as _;
@@ -15,6 +19,19 @@ use lockcheck::sim::etcd_world::run_with as _;
 use lockcheck::sim::run_with as _;
 #[allow(unused_imports)]
 use lockcheck::world::mysql::cleanup_pass as _;
+
+/// The world switch kept the two sides' names: a user's `Conn::Sim(c)` / `NodeEnv::Real(e)` and
+/// matches on them still compile.
+#[allow(dead_code)]
+fn the_switch_keeps_its_variants(c: lockcheck::registry::Conn, e: lockcheck::registry::NodeEnv) {
+    match c {
+        lockcheck::registry::Conn::Sim(_) | lockcheck::registry::Conn::Real(_) => {}
+    }
+    let _ = match e {
+        lockcheck::registry::NodeEnv::Sim(e) => lockcheck::registry::NodeEnv::Sim(e),
+        lockcheck::registry::NodeEnv::Real(e) => lockcheck::registry::NodeEnv::Real(e),
+    };
+}
 
 /// The same type under its old and its new path.
 fn same<A: 'static, B: 'static>() -> bool {

@@ -40,6 +40,9 @@ pub struct Backend {
     pub locks: fn() -> Vec<LockRuns>,
     /// How client programs run on it, if they can.
     pub client_programs: Option<ProgramRuns>,
+    /// Whether real mode can run a scenario on it (every fault has a recipe on its spawned
+    /// servers), or why not.
+    pub real_check: fn(&Scenario) -> Result<(), RealError>,
 }
 
 /// Every backend, in `lockcheck list` order. The first is a client program's service when its
@@ -49,21 +52,25 @@ pub static BACKENDS: &[Backend] = &[
         declaration: &redis::declaration::Redis,
         locks: redis::locks,
         client_programs: Some(redis::run_client_programs),
+        real_check: redis::real::world::real_check,
     },
     Backend {
         declaration: &mysql::declaration::Mysql,
         locks: mysql::locks,
         client_programs: None,
+        real_check: mysql::real::world::real_check,
     },
     Backend {
         declaration: &etcd::declaration::Etcd,
         locks: etcd::locks,
         client_programs: Some(etcd::run_client_programs),
+        real_check: etcd::real::world::real_check,
     },
     Backend {
         declaration: &zookeeper::declaration::ZooKeeper,
         locks: zookeeper::locks,
         client_programs: Some(zookeeper::run_client_programs),
+        real_check: zookeeper::real::world::real_check,
     },
 ];
 
@@ -142,6 +149,17 @@ impl LockKind {
 }
 
 impl Scenario {
+    /// Why real mode cannot run this scenario (a fault with no recipe on its backend's spawned
+    /// servers, a topology real mode does not build), or `None` when `--real` can. A real suite
+    /// asks this first so it can list `SKIP <name>: <reason>` and go on instead of failing the
+    /// whole run.
+    pub fn real_mode_unsupported(&self) -> Option<String> {
+        let backend = BACKENDS
+            .iter()
+            .find(|b| b.declaration.service() == self.lock.service)?;
+        (backend.real_check)(self).err().map(|e| e.to_string())
+    }
+
     /// Reads and validates a scenario file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         Scenario::load_with_locks(path, &[])

@@ -98,7 +98,7 @@ fn every_bundled_scenario_has_a_real_recipe() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
     for f in lockcheck::cli::run::scenario_files(&dir).unwrap() {
         let s = Scenario::load(&f).unwrap();
-        let why = lockcheck::backend::redis::real::world::real_mode_unsupported(&s);
+        let why = s.real_mode_unsupported();
         assert_eq!(why, None, "{} would be skipped under --real", s.name);
     }
 }

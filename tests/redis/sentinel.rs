@@ -195,6 +195,6 @@ fn a_partition_of_a_client_program_in_a_sentinel_run_is_refused() {
     .unwrap()
         + "\n[[faults]]\nkind = \"partition\"\nnodes = [\"client-0\"]\nat_ms = 10\nfor_ms = 100\n";
     let s = Scenario::parse("p.toml", &text).unwrap();
-    let why = lockcheck::backend::redis::real::world::real_mode_unsupported(&s).expect("refused");
+    let why = s.real_mode_unsupported().expect("refused");
     assert!(why.contains("client program"), "{why}");
 }

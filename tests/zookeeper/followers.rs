@@ -251,10 +251,7 @@ fn curator_604_holds_on_spawned_servers() {
     let _turn = crate::zookeeper_turn();
     for name in CURATOR_604 {
         let s = Scenario::parse(name, &text(name)).unwrap();
-        assert_eq!(
-            lockcheck::backend::redis::real::world::real_mode_unsupported(&s),
-            None
-        );
+        assert_eq!(s.real_mode_unsupported(), None);
         let mut seen = Vec::new();
         let violated = (0..REAL_TRIES).any(|_| {
             let history = lockcheck::Registry::new()

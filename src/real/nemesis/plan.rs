@@ -9,35 +9,29 @@ use super::recipes::RedisRecipes;
 use super::recipes::{ask, ClockSetting, ClockSettings, ConsensusRecipes, MysqlRecipes};
 use crate::fault::partition::partition_links;
 use crate::fault::{Cut, Direction, Refused};
-use crate::lock::Service;
 use crate::real::client_programs::client_program_launch::fake_time;
 use crate::real::servers::faketime::FakeTime;
 use crate::real::RealError;
 use crate::scenario::Scenario;
 use crate::schedule::clocks;
 
+/// Which partitions a service's real nemesis can cut, or why not.
+pub(crate) type CutCheck = fn(&Scenario, &Cut<'_>) -> Result<(), RealError>;
+
 /// Why a scenario cannot run on real processes (exit code 2, with the reason).
-fn unsupported(what: String) -> RealError {
+pub(crate) fn unsupported(what: String) -> RealError {
     RealError::Unsupported(what)
 }
 
-/// Why `scenario` has no real-mode recipe, or `None` when `--real` can run it. A real suite asks
-/// this first so it can list `SKIP <name>: <reason>` and go on instead of failing the whole run.
+/// Why `scenario` has no real-mode recipe, or `None` when `--real` can run it.
+#[deprecated(note = "use `Scenario::real_mode_unsupported`, which asks the scenario's backend")]
 pub fn real_mode_unsupported(scenario: &Scenario) -> Option<String> {
-    check_supported(scenario).err().map(|e| e.to_string())
+    scenario.real_mode_unsupported()
 }
 
-/// Checks that every fault of the scenario has a real-mode recipe, on the servers its lock needs:
-/// a spawned MariaDB for the MySQL locks, spawned `redis-server`s for the others.
-pub(crate) fn check_supported(s: &Scenario) -> Result<(), RealError> {
-    // An exhaustive match: a service added to `lock::Service` must say here what real mode
-    // can run of it.
-    match s.lock.service {
-        Service::Database => return check_mysql(s),
-        Service::Etcd => return check_consensus(s, "etcd members", "etcd"),
-        Service::ZooKeeper => return check_consensus(s, "ZooKeeper servers", "ZooKeeper"),
-        Service::Redis => {}
-    }
+/// Checks that every fault of a Redis scenario has a real-mode recipe on spawned
+/// `redis-server`s (each backend's real world checks its own: `backend::Backend::real_check`).
+pub(crate) fn check_redis(s: &Scenario) -> Result<(), RealError> {
     let sentinels = s.redis.sentinels > 0;
     if s.redis.min_replicas_to_write > 0 && !sentinels && s.redis.replicas > 0 {
         return Err(unsupported(format!(
@@ -73,9 +67,15 @@ pub(crate) fn check_supported(s: &Scenario) -> Result<(), RealError> {
     Ok(())
 }
 
-/// Checks that every fault of an etcd or ZooKeeper scenario (a lock on `service`, built in or a
-/// client program) has a recipe on the spawned `servers`.
-fn check_consensus(s: &Scenario, servers: &str, service: &str) -> Result<(), RealError> {
+/// Checks that every fault of a consensus service's scenario (a lock on `service`, built in or
+/// a client program) has a recipe on the spawned `servers`; `cut_check` says which partitions
+/// its real nemesis can cut (`None`: every partition of clients from servers).
+pub(crate) fn check_consensus(
+    s: &Scenario,
+    servers: &str,
+    service: &str,
+    cut_check: Option<CutCheck>,
+) -> Result<(), RealError> {
     if !s.clocks.is_perfect() {
         return Err(unsupported(format!(
             "`{}` sets [clocks]: real mode starts {servers} and clients with true clocks; run it \
@@ -87,6 +87,7 @@ fn check_consensus(s: &Scenario, servers: &str, service: &str) -> Result<(), Rea
         let recipes = ConsensusRecipes {
             s,
             trigger: &f.trigger,
+            cut_check,
         };
         match ask(&recipes, f) {
             Ok(()) => {}
@@ -105,7 +106,7 @@ fn check_consensus(s: &Scenario, servers: &str, service: &str) -> Result<(), Rea
 }
 
 /// Checks that every fault of a MySQL scenario has a recipe on a spawned MariaDB.
-fn check_mysql(s: &Scenario) -> Result<(), RealError> {
+pub(crate) fn check_mysql(s: &Scenario) -> Result<(), RealError> {
     for f in &s.faults {
         if ask(
             &MysqlRecipes {
@@ -172,7 +173,7 @@ pub(crate) fn sentinel_links(
 }
 
 /// The scenario's node names and the directed links (node indices) a partition cuts.
-fn scenario_links(
+pub(crate) fn scenario_links(
     s: &Scenario,
     nodes: &[String],
     from: &[String],
@@ -198,52 +199,6 @@ pub(crate) fn master_index(s: &Scenario, node: &str) -> Option<usize> {
 pub(crate) fn client_index(s: &Scenario, node: &str) -> Option<usize> {
     let c: u32 = node.strip_prefix("client-")?.parse().ok()?;
     (c < s.workload.clients).then_some(c as usize)
-}
-
-/// `zookeeper-<i>` -> i, for the scenario's ZooKeeper servers.
-pub(crate) fn zookeeper_index(s: &Scenario, node: &str) -> Option<usize> {
-    let i: u32 = node.strip_prefix("zookeeper-")?.parse().ok()?;
-    (i < s.zookeeper.servers).then_some(i as usize)
-}
-
-/// The (client, `zookeeper-<i>`) connections a partition of a ZooKeeper run cuts, or why it
-/// cannot. Each is a client's own forwarder to that server, which holds both ways: a one-way cut
-/// would let a client's pings reach the server (its session lives) while it hears nothing, a
-/// different fault, so it is refused; so is a cut between servers, whose links lockcheck does not
-/// forward.
-pub(crate) fn zookeeper_cuts(
-    s: &Scenario,
-    cut: &Cut<'_>,
-) -> Result<Vec<(usize, usize)>, RealError> {
-    let (names, links) = scenario_links(s, cut.nodes, cut.from, cut.direction);
-    // Link x -> y as (client, server), if it is one.
-    let pair =
-        |x: usize, y: usize| Some((client_index(s, &names[x])?, zookeeper_index(s, &names[y])?));
-    let mut held = Vec::new();
-    for &(a, b) in &links {
-        let (na, nb) = (&names[a], &names[b]);
-        match pair(a, b).or_else(|| pair(b, a)) {
-            Some(_) if !links.contains(&(b, a)) => {
-                return Err(unsupported(format!(
-                    "a one-way partition cutting {na} -> {nb}: a client's forwarder to a ZooKeeper \
-                     server holds both ways; run it in simulation, without --real"
-                )))
-            }
-            Some(p) => held.push(p),
-            // Clients never talk to each other: that cut changes nothing.
-            None if client_index(s, na).is_some() && client_index(s, nb).is_some() => {}
-            None => {
-                return Err(unsupported(format!(
-                "partition cutting {na} -> {nb}: real mode cuts the clients' connections to the \
-                     ZooKeeper servers, not the servers' links to each other; run it in \
-                     simulation, without --real"
-            )))
-            }
-        }
-    }
-    held.sort();
-    held.dedup();
-    Ok(held)
 }
 
 /// The (client, master) connections a partition cuts in real mode, or why it cannot.

@@ -8,10 +8,8 @@ use std::cell::RefCell;
 
 use super::plan::{
     client_cuts, client_index, faked_master, master_index, sentinel_links, server_index,
-    zookeeper_cuts,
 };
 use crate::fault::{ClientRef, Cut, Fault, Nemesis, Occasion, Refused, Trigger};
-use crate::lock::Service;
 use crate::real::RealError;
 use crate::scenario::{FailoverShape, Scenario};
 
@@ -172,12 +170,15 @@ impl Nemesis for MysqlRecipes<'_> {
 /// What the recipes on spawned etcd members or ZooKeeper servers can do: a client's pause or
 /// crash at its named point, a server's crash and restart, and a partition of clients from the
 /// servers, at any time; for ZooKeeper also a server's pause (`SIGSTOP`) and an ensemble leader's
-/// failover, and its partitions must cut both ways (see `plan::zookeeper_cuts`). Clock faults
+/// failover, and its partitions must cut both ways (its `cut_check`). Clock faults
 /// have no recipe yet: etcd's lease expiry reads Go's monotonic clock and ZooKeeper's session
 /// expiry the JVM's `System.nanoTime`, which libfaketime does not move by default.
 pub(crate) struct ConsensusRecipes<'a> {
     pub(crate) s: &'a Scenario,
     pub(crate) trigger: &'a Trigger,
+    /// Which partitions the service's real nemesis can cut (`None`: any of clients from
+    /// servers).
+    pub(crate) cut_check: Option<super::plan::CutCheck>,
 }
 
 impl ConsensusRecipes<'_> {
@@ -218,10 +219,10 @@ impl Nemesis for ConsensusRecipes<'_> {
     }
 
     fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
-        if self.s.lock.service != Service::ZooKeeper {
-            return Ok(());
+        match self.cut_check {
+            Some(check) => check(self.s, cut).map_err(refused),
+            None => Ok(()),
         }
-        zookeeper_cuts(self.s, cut).map(drop).map_err(refused)
     }
 
     fn pause_server(&self, _node: &str, _for_ms: u64) -> Result<(), Refused> {

@@ -31,7 +31,7 @@ use crate::real::client_programs::client_program_launch::{vars, Launch};
 use crate::real::client_tasks::{block_on_runtime, run_task_clients, Clients, NoBuilder};
 use crate::real::nemesis::client_stops::ClientTasks;
 use crate::real::nemesis::cut_proxy::CutProxy;
-use crate::real::nemesis::plan::check_supported;
+use crate::real::nemesis::plan::check_consensus;
 use crate::real::{ClientProgramLock, RealEnv, RealError};
 use crate::real::{RedisServer, ServerOptions};
 use crate::scenario::Scenario;
@@ -61,7 +61,7 @@ where
     L: Lock + 'static,
     F: Fn(LockConfig, RealEtcdConn, RealEnv) -> L,
 {
-    check_supported(scenario)?;
+    real_check(scenario)?;
     crate::real::install_signal_handlers();
     let spec = &scenario.etcd;
     let cluster = Arc::new(EtcdCluster::spawn(
@@ -146,4 +146,10 @@ where
     let world = (rec.clone(), nemesis, tasks, storage_url);
     run_task_clients(world, scenario, grace, clients, connect).await;
     Ok(rec.snapshot())
+}
+
+/// Whether real mode can run `s` on spawned etcd members: every fault has a recipe (a partition
+/// of clients from members cuts their forwarders, either way).
+pub fn real_check(s: &Scenario) -> Result<(), RealError> {
+    check_consensus(s, "etcd members", "etcd", None)
 }

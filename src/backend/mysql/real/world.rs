@@ -29,7 +29,7 @@ use crate::lock::LockConfig;
 use crate::real::client_tasks::wait_for_live_clients;
 use crate::real::nemesis::client_stops::ClientTasks;
 use crate::real::nemesis::cut_proxy::CutProxy;
-use crate::real::nemesis::plan::check_supported;
+use crate::real::nemesis::plan::check_mysql;
 use crate::real::RealEnv;
 use crate::real::RealError;
 use crate::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
@@ -49,7 +49,7 @@ where
     L: DatabaseLock + 'static,
     F: Fn(LockConfig, RealSqlConn, RealEnv) -> L,
 {
-    check_supported(scenario)?;
+    real_check(scenario)?;
     crate::real::install_signal_handlers();
     let db = Arc::new(MariaDb::spawn()?);
     let storage = RedisServer::spawn(ServerOptions::default())?;
@@ -248,4 +248,9 @@ impl world::World for SqlRealWorld {
     async fn settle(&self) {
         self.nemesis.settle().await;
     }
+}
+
+/// Whether real mode can run `s` on a spawned MariaDB: every fault has a recipe.
+pub fn real_check(s: &Scenario) -> Result<(), RealError> {
+    check_mysql(s)
 }

@@ -28,7 +28,7 @@ use crate::real::client_programs::client_program_launch::{
 use crate::real::client_tasks::{wait_for_live_clients, Clients, NoBuilder};
 use crate::real::connection::{ConnectionTimeouts, Latency, Route, RoutedConnection};
 use crate::real::master_finder::MasterFinder;
-use crate::real::nemesis::plan::{check_supported, server_clocks};
+use crate::real::nemesis::plan::{check_redis, server_clocks};
 use crate::real::nemesis::proxy::RouteProxy;
 use crate::real::observers::connection_names::ConnectionNames;
 use crate::real::observers::sentinel_events::{self, Namer};
@@ -44,6 +44,7 @@ use crate::world;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+#[allow(deprecated)]
 pub use crate::real::nemesis::plan::real_mode_unsupported;
 
 /// Runs `scenario`'s client programs (`kind = "client-program"`), one process per client, on
@@ -142,7 +143,7 @@ where
     L: Lock + 'static,
     F: Fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
 {
-    check_supported(scenario)?;
+    real_check(scenario)?;
     let clocks = server_clocks(scenario, seed)?;
     crate::real::servers::cleanup::install_signal_handlers();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -563,6 +564,11 @@ where
     )
     .await;
     world.rec.snapshot()
+}
+
+/// Whether real mode can run `s` on spawned `redis-server`s: every fault has a recipe.
+pub fn real_check(s: &Scenario) -> Result<(), RealError> {
+    check_redis(s)
 }
 
 #[cfg(test)]

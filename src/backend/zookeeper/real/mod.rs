@@ -2,6 +2,7 @@
 //! its world.
 
 pub mod conn;
+pub mod cuts;
 pub mod lag_link;
 pub mod nemesis;
 pub mod server;

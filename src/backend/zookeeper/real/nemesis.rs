@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
+use crate::backend::zookeeper::real::cuts::zookeeper_cuts;
 use crate::backend::zookeeper::real::server::ZooKeeper;
 use crate::fault::partition::describe_partition;
 use crate::fault::{Cut, Nemesis, Refused};
@@ -31,7 +32,6 @@ use crate::real::client_tasks::Settle;
 use crate::real::nemesis::client_stops::{ClientTasks, Stopping};
 use crate::real::nemesis::cut_proxy::CutProxy;
 use crate::real::nemesis::firing::{note, start_timed};
-use crate::real::nemesis::plan::zookeeper_cuts;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;

@@ -52,7 +52,7 @@ use crate::real::client_programs::client_program_launch::{vars, Launch};
 use crate::real::client_tasks::{block_on_runtime, run_task_clients, Clients, NoBuilder};
 use crate::real::nemesis::client_stops::ClientTasks;
 use crate::real::nemesis::cut_proxy::CutProxy;
-use crate::real::nemesis::plan::check_supported;
+use crate::real::nemesis::plan::check_consensus;
 use crate::real::{ClientProgramLock, RealEnv, RealError};
 use crate::real::{RedisServer, ServerOptions};
 use crate::scenario::zookeeper::ZkConnect;
@@ -86,7 +86,7 @@ where
     L: Lock + 'static,
     F: Fn(LockConfig, RealZkClient, RealEnv) -> L,
 {
-    check_supported(scenario)?;
+    real_check(scenario)?;
     crate::real::install_signal_handlers();
     let spec = &scenario.zookeeper;
     let zk = Arc::new(ZooKeeper::spawn(ZooKeeperOptions {
@@ -219,4 +219,15 @@ where
     let world = (rec.clone(), nemesis, tasks, storage_url);
     run_task_clients(world, scenario, grace, clients, connect).await;
     Ok(rec.snapshot())
+}
+
+/// Whether real mode can run `s` on spawned ZooKeeper servers: every fault has a recipe, and a
+/// partition cuts a client's forwarder to a server both ways (`cuts.rs`).
+pub fn real_check(s: &Scenario) -> Result<(), RealError> {
+    check_consensus(
+        s,
+        "ZooKeeper servers",
+        "ZooKeeper",
+        Some(|s, cut| super::cuts::zookeeper_cuts(s, cut).map(drop)),
+    )
 }
