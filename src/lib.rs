@@ -238,6 +238,11 @@ pub mod __moved {
         moved_module!(mariadb => backend::mysql::real::server);
         moved_module!(zookeeper => backend::zookeeper::real::server);
     }
+    /// What `lockcheck::lock` held.
+    pub mod lock {
+        moved_module!(etcd_mutex => backend::etcd::lock);
+        moved_module!(zk_recipe => backend::zookeeper::lock);
+    }
     /// What `lockcheck::world` held.
     pub mod world {
         moved_module!(mysql => backend::mysql::world);

@@ -12,6 +12,10 @@ use lockcheck::backend::redis::real::world::real_mode_unsupported as _;
 #[allow(unused_imports)]
 use lockcheck::lock::builtin::kinds as _;
 #[allow(unused_imports)]
+use lockcheck::lock::etcd_mutex::EtcdMutex as _;
+#[allow(unused_imports)]
+use lockcheck::lock::zk_recipe::ZkRecipe as _;
+#[allow(unused_imports)]
 use lockcheck::real::redis_world::run_with as _;
 #[allow(unused_imports)]
 use lockcheck::sim::etcd_world::run_with as _;

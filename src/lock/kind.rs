@@ -7,36 +7,80 @@ use super::Lock;
 use crate::env::NamedPoint;
 use std::cmp::Ordering;
 
-/// What a lock kind's clients talk to, which decides the worlds that can run it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    /// Redis servers: simulated, spawned `redis-server`s, or servers lockcheck did not start.
-    Redis,
-    /// A MySQL/MariaDB database: the simulated InnoDB subset or a spawned MariaDB.
-    Database,
-    /// An etcd cluster: the simulated etcd or spawned `etcd` members.
-    Etcd,
+/// What a lock kind's clients talk to, which decides the worlds that can run it: a service
+/// (each backend names its own, `backend::<service>::SERVICE`, as [`Backend::on`] it) or a
+/// client program that lockcheck starts and drives over the client protocol (real mode only,
+/// on the service its scenario configures). An open set: a backend added to
+/// `backend::BACKENDS` needs no variant here.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Backend(&'static str);
+
+#[allow(non_upper_case_globals)]
+impl Backend {
+    /// Redis servers (the name kept for code written before backends were open).
+    pub const Redis: Backend = Backend("redis");
+    /// A MySQL/MariaDB database (the same).
+    pub const Database: Backend = Backend("mysql");
+    /// An etcd cluster (the same).
+    pub const Etcd: Backend = Backend("etcd");
     /// A client program in any language that lockcheck starts and drives over the client
     /// protocol: only real mode can start one.
-    ClientProgram,
-    /// A ZooKeeper service: the simulated one (`backend/zookeeper/engine/`) or spawned ZooKeeper servers.
-    ZooKeeper,
+    pub const ClientProgram: Backend = Backend("client-program");
+    /// A ZooKeeper service (the same).
+    pub const ZooKeeper: Backend = Backend("zookeeper");
+
+    /// A lock on `service`.
+    pub const fn on(service: Service) -> Backend {
+        Backend(service.0)
+    }
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
 }
 
 /// The service a scenario's clients talk to, which decides the world that runs it: a lock kind's
-/// own backend, or, for a client program (which may speak to any of them), the service its
-/// scenario configures (`scenario/service.rs`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Service {
+/// own, or, for a client program (which may speak to any of them), the service its scenario
+/// configures (`scenario/service.rs`). Each backend names its own
+/// (`backend::<service>::SERVICE`); the set is open.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Service(&'static str);
+
+#[allow(non_upper_case_globals)]
+impl Service {
     /// Redis servers (a client program's service unless its scenario names another).
-    #[default]
-    Redis,
+    pub const Redis: Service = Service("redis");
     /// A MySQL/MariaDB database.
-    Database,
+    pub const Database: Service = Service("mysql");
     /// An etcd cluster.
-    Etcd,
+    pub const Etcd: Service = Service("etcd");
     /// A ZooKeeper service.
-    ZooKeeper,
+    pub const ZooKeeper: Service = Service("zookeeper");
+
+    /// The service called `name` (its backend's folder name).
+    pub const fn named(name: &'static str) -> Service {
+        Service(name)
+    }
+
+    /// Its name (its backend's folder name).
+    pub const fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+/// Redis, the service of a client program whose scenario names none.
+impl Default for Service {
+    fn default() -> Self {
+        Service::Redis
+    }
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
 }
 
 /// Who registered a lock kind: a lock lockcheck ships takes no `[lock.params]` and its name is
@@ -154,13 +198,7 @@ impl LockKind {
     /// The service the kind's clients talk to; `None` for a client program, whose scenario says
     /// which (`LockSpec::service`).
     pub fn service(self) -> Option<Service> {
-        match self.backend {
-            Backend::Redis => Some(Service::Redis),
-            Backend::Database => Some(Service::Database),
-            Backend::Etcd => Some(Service::Etcd),
-            Backend::ZooKeeper => Some(Service::ZooKeeper),
-            Backend::ClientProgram => None,
-        }
+        (self.backend != Backend::ClientProgram).then_some(Service(self.backend.0))
     }
 
     /// Whether the kind's lock is a client program (real mode only).

@@ -12,7 +12,6 @@ mod acquire_loop;
 pub mod builtin;
 pub mod config;
 mod connections;
-pub mod etcd_mutex;
 pub mod fenced;
 mod kind;
 pub mod lease;
@@ -26,10 +25,10 @@ pub mod redisson;
 pub mod redlock;
 pub mod set_ex_nx_del;
 pub mod set_nx_px;
-pub mod zk_recipe;
 
 use std::future::Future;
 
+pub use crate::__moved::lock::*;
 pub use acquire_loop::is_transient;
 pub(crate) use acquire_loop::{retry_pause, Next, Wait};
 pub use config::{LockConfig, LockSpec, WaitReplicas};

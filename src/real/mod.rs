@@ -34,7 +34,7 @@ pub(crate) mod client_tasks;
 pub(crate) mod connection;
 mod env;
 mod error;
-pub mod external;
+pub mod external_redis;
 pub(crate) mod master_finder;
 pub mod nemesis;
 pub mod observers;
@@ -47,7 +47,7 @@ pub use client_programs::client_program_lock::ClientProgramLock;
 pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
 pub use env::{Gate, RealEnv};
 pub use error::{FailoverPhase, RealError};
-pub use external::ExternalRedis;
+pub use external_redis::ExternalRedis;
 
 /// A registered lock kind's run on real servers: spawned ones, or (`Some`) servers lockcheck
 /// did not start, which a backend that cannot use them refuses.

@@ -100,7 +100,11 @@ impl Registry {
             self.locks.iter().all(|r| !r.kind.answers_to(name)),
             "lock kind `{name}` is registered twice"
         );
-        let kind = LockKind::of::<L>(name, Backend::Redis, Origin::Own);
+        let kind = LockKind::of::<L>(
+            name,
+            Backend::on(crate::backend::redis::SERVICE),
+            Origin::Own,
+        );
         self.add_redis(kind, Some(OwnKind::new::<P>(kind)), make);
         self
     }

@@ -2,11 +2,11 @@
 //! seeds) and on spawned etcd members (one real run each: about 50 s of real time in all, most
 //! of it the scenarios' own durations).
 
+use lockcheck::backend::etcd::lock::{EtcdMutex, PLAIN};
 use lockcheck::backend::etcd::sim::NetEtcdConn;
 use lockcheck::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse};
 use lockcheck::etcd::{Revision, Txn, TxnResponse};
 use lockcheck::judge::{Mode, Outcome};
-use lockcheck::lock::etcd_mutex::{EtcdMutex, PLAIN};
 use lockcheck::Verdict;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -103,9 +103,24 @@ fn every_bundled_scenario_has_a_real_recipe() {
     }
 }
 
+/// Whether a run of the Redlock stall scenarios hit the window they are about: client 0's SETs
+/// landed before its pause, so client 1 got the lock only once their keys expired (after the
+/// 3 s TTL). On a loaded machine the fixed-time pause can stop client 0 before its SETs are even
+/// sent (its task ran late; seen once with the whole suite's two lanes running): client 1 then
+/// acquires at once, and the run says nothing about the recheck either way.
+fn hit_the_stall_window(o: &Outcome) -> bool {
+    o.history.events.iter().any(|e| {
+        e.client() == Some(1)
+            && matches!(e.kind, lockcheck::history::EventKind::Acquired { .. })
+            && e.at_us > 3_000_000
+    })
+}
+
 /// Client 0 is paused 7 ms into its acquire, at a fixed time: its SETs have landed (5 ms of
 /// latency each way), their replies are on the way and wait unhandled for 4 s. With antirez's
-/// step 3 it sees its validity time gone and lets go; without it, two holders.
+/// step 3 it sees its validity time gone and lets go; without it, two holders. A run that missed
+/// the window ([`hit_the_stall_window`]) is run again, at most three times in all; the verdict is
+/// judged on the first run that hit it, and the test fails if none did.
 #[test]
 fn a_client_paused_during_its_redlock_acquire_on_real_servers() {
     let _turn = crate::common::real_servers_one_at_a_time();
@@ -116,7 +131,19 @@ fn a_client_paused_during_its_redlock_acquire_on_real_servers() {
             Verdict::Violation,
         ),
     ] {
-        let o = run_real(name);
+        let mut o = run_real(name);
+        for _ in 1..3 {
+            if hit_the_stall_window(&o) {
+                break;
+            }
+            o = run_real(name);
+        }
+        assert!(
+            hit_the_stall_window(&o),
+            "{name}: three runs missed the window (client 1 acquired before client 0's keys \
+             expired)\n{}",
+            o.history.render()
+        );
         assert_eq!(o.verdict(), expected, "{name}\n{}", o.history.render());
         let f = fault_lines(&o);
         assert!(

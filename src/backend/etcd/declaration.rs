@@ -9,13 +9,16 @@ use crate::lock::Service;
 use crate::scenario::etcd::member;
 use crate::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
 
+/// The service this backend is: what its locks' kinds and its scenarios' clients talk to.
+pub const SERVICE: Service = Service::named("etcd");
+
 /// The etcd backend.
 #[derive(Debug)]
 pub struct Etcd;
 
 impl BackendDecl for Etcd {
     fn service(&self) -> Service {
-        Service::Etcd
+        SERVICE
     }
 
     fn name(&self) -> &'static str {
@@ -77,7 +80,7 @@ impl BackendDecl for Etcd {
 /// timing, and the lease etcd can grant. The error names the key to point at.
 fn validate(s: &Scenario, has_etcd: bool) -> Result<(), Invalid> {
     let kind = s.lock.kind;
-    if s.lock.service != Service::Etcd {
+    if s.lock.service != SERVICE {
         if has_etcd {
             return Err((
                 Some("etcd"),

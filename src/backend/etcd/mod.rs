@@ -2,23 +2,21 @@
 
 pub mod declaration;
 pub mod engine;
+pub mod lock;
 pub mod real;
 pub mod sim;
 pub mod switch;
 
 use crate::env::Switch;
 use crate::history::History;
-use crate::lock::{
-    etcd_mutex::{self, EtcdMutex},
-    Backend, Lock, LockConfig, LockKind, Origin,
-};
+use crate::lock::{Backend, Lock, LockConfig, LockKind, Origin};
 use crate::real::RealError;
 use crate::real::{no_external, ExternalRedis, RealEnv, RealRunner};
 use crate::scenario::Scenario;
 use crate::sim::{SimEnv, SimRunner};
 use std::sync::Arc;
 
-pub use declaration::Etcd;
+pub use declaration::{Etcd, SERVICE};
 
 /// An etcd lock's connection: to the simulated cluster or to spawned etcd members.
 pub type EtcdConn = crate::env::Switch<sim::NetEtcdConn, real::RealEtcdConn>;
@@ -26,17 +24,14 @@ pub type EtcdConn = crate::env::Switch<sim::NetEtcdConn, real::RealEtcdConn>;
 /// The etcd locks lockcheck ships, each with its runs in both worlds, in `lockcheck list` order.
 pub fn locks() -> Vec<(LockKind, Arc<SimRunner>, Arc<RealRunner>)> {
     vec![
+        runs(lock::NAME, lock::EtcdMutex::<_, _, { lock::PLAIN }>::new),
         runs(
-            etcd_mutex::NAME,
-            EtcdMutex::<_, _, { etcd_mutex::PLAIN }>::new,
+            lock::NAME_LEASE_CHECK,
+            lock::EtcdMutex::<_, _, { lock::LEASE_CHECK }>::new,
         ),
         runs(
-            etcd_mutex::NAME_LEASE_CHECK,
-            EtcdMutex::<_, _, { etcd_mutex::LEASE_CHECK }>::new,
-        ),
-        runs(
-            etcd_mutex::NAME_FENCED,
-            EtcdMutex::<_, _, { etcd_mutex::FENCED }>::new,
+            lock::NAME_FENCED,
+            lock::EtcdMutex::<_, _, { lock::FENCED }>::new,
         ),
     ]
 }
@@ -63,7 +58,7 @@ where
             make(config, vec![Switch::Real(conn)], Switch::Real(env))
         })
     };
-    let kind = LockKind::of::<L>(name, Backend::Etcd, Origin::Builtin);
+    let kind = LockKind::of::<L>(name, Backend::on(SERVICE), Origin::Builtin);
     (kind, Arc::new(sim), Arc::new(real))
 }
 

@@ -5,9 +5,13 @@
 
 use crate::fault::FaultKind;
 use crate::history::Role;
-use crate::lock::{mysql_for_update, mysql_insert_unique, Service};
+use crate::lock::Service;
+use crate::lock::{mysql_for_update, mysql_insert_unique};
 use crate::scenario::database::SERVER;
 use crate::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
+
+/// The service this backend is: what its locks' kinds and its scenarios' clients talk to.
+pub const SERVICE: Service = Service::named("mysql");
 
 /// The MySQL/MariaDB backend.
 #[derive(Debug)]
@@ -15,7 +19,7 @@ pub struct Mysql;
 
 impl BackendDecl for Mysql {
     fn service(&self) -> Service {
-        Service::Database
+        SERVICE
     }
 
     fn name(&self) -> &'static str {
@@ -108,7 +112,7 @@ fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
     )?;
     only("fencing", l.fencing.is_some(), &both[1..])?;
     only("database", has_database, &both)?;
-    if s.lock.service != Service::Database {
+    if s.lock.service != SERVICE {
         return Ok(());
     }
     if l.ttl_ms.is_some() {

@@ -17,7 +17,7 @@ use crate::scenario::Scenario;
 use crate::sim::{SimEnv, SimRunner};
 use std::sync::Arc;
 
-pub use declaration::Mysql;
+pub use declaration::{Mysql, SERVICE};
 
 /// The database connection a registered MySQL lock gets: to the simulated InnoDB subset in
 /// simulation, to a spawned MariaDB in real mode.
@@ -59,6 +59,6 @@ where
             make(config, vec![Switch::Real(conn)], Switch::Real(env))
         })
     };
-    let kind = LockKind::of::<L>(name, Backend::Database, Origin::Builtin);
+    let kind = LockKind::of::<L>(name, Backend::on(SERVICE), Origin::Builtin);
     (kind, Arc::new(sim), Arc::new(real))
 }

@@ -8,13 +8,16 @@ use crate::history::Role;
 use crate::lock::Service;
 use crate::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
 
+/// The service this backend is: what its locks' kinds and its scenarios' clients talk to.
+pub const SERVICE: Service = Service::named("redis");
+
 /// The Redis backend: one master, master groups with replicas, Sentinel, Redlock's masters.
 #[derive(Debug)]
 pub struct Redis;
 
 impl BackendDecl for Redis {
     fn service(&self) -> Service {
-        Service::Redis
+        SERVICE
     }
 
     fn name(&self) -> &'static str {
@@ -49,7 +52,7 @@ impl BackendDecl for Redis {
     /// `[redis]` configures Redis servers only: in a scenario whose clients talk to another
     /// service it would be ignored, so it is refused (as every other service's table is).
     fn validate(&self, s: &Scenario, has_table: bool) -> Result<(), Invalid> {
-        if has_table && s.lock.service != Service::Redis {
+        if has_table && s.lock.service != SERVICE {
             return Err((
                 Some("redis"),
                 format!(

@@ -26,7 +26,7 @@ use crate::sim::{SimEnv, SimRunner};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
-pub use declaration::Redis;
+pub use declaration::{Redis, SERVICE};
 
 /// The connection a registered Redis lock gets: to a simulated server in simulation, to a
 /// spawned `redis-server` in real mode (`registry::Conn`). A [`redis::aio::ConnectionLike`], so
@@ -45,7 +45,7 @@ pub fn locks() -> Vec<(LockKind, Arc<SimRunner>, Arc<RealRunner>)> {
         L: Lock + 'static,
         F: Fn(LockConfig, Vec<Conn>, Switch<SimEnv, RealEnv>) -> L + Send + Sync + 'static,
     {
-        let kind = LockKind::of::<L>(name, Backend::Redis, Origin::Builtin);
+        let kind = LockKind::of::<L>(name, Backend::on(SERVICE), Origin::Builtin);
         let (sim, real) = runs::<(), _, _>(kind, make);
         (kind, sim, real)
     }

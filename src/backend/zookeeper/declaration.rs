@@ -9,13 +9,16 @@ use crate::lock::Service;
 use crate::scenario::zookeeper::{server_name, ZkConnect, ZooKeeperSpec};
 use crate::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
 
+/// The service this backend is: what its locks' kinds and its scenarios' clients talk to.
+pub const SERVICE: Service = Service::named("zookeeper");
+
 /// The ZooKeeper backend.
 #[derive(Debug)]
 pub struct ZooKeeper;
 
 impl BackendDecl for ZooKeeper {
     fn service(&self) -> Service {
-        Service::ZooKeeper
+        SERVICE
     }
 
     fn name(&self) -> &'static str {
@@ -82,7 +85,7 @@ impl BackendDecl for ZooKeeper {
 /// Checks the ZooKeeper keys of a parsed scenario; the error names the key to point at.
 fn validate(s: &Scenario, has_table: bool) -> Result<(), Invalid> {
     let kind = s.lock.kind;
-    if has_table && !(s.lock.service == Service::ZooKeeper) {
+    if has_table && s.lock.service != SERVICE {
         return Err((
             Some("zookeeper"),
             format!(
@@ -92,7 +95,7 @@ fn validate(s: &Scenario, has_table: bool) -> Result<(), Invalid> {
             ),
         ));
     }
-    if !(s.lock.service == Service::ZooKeeper) {
+    if s.lock.service != SERVICE {
         return Ok(());
     }
     if s.lock.ttl_ms.is_some() {

@@ -2,24 +2,22 @@
 
 pub mod declaration;
 pub mod engine;
+pub mod lock;
 pub mod real;
 pub mod sim;
 pub mod switch;
 
 use crate::env::Switch;
 use crate::history::History;
-use crate::lock::zk_recipe::Variant;
-use crate::lock::{
-    zk_recipe::{self, ZkRecipe},
-    Backend, Lock, LockConfig, LockKind, Origin,
-};
+use crate::lock::{Backend, Lock, LockConfig, LockKind, Origin};
 use crate::real::RealError;
 use crate::real::{no_external, ExternalRedis, RealEnv, RealRunner};
 use crate::scenario::Scenario;
 use crate::sim::{SimEnv, SimRunner};
+use lock::Variant as _;
 use std::sync::Arc;
 
-pub use declaration::ZooKeeper;
+pub use declaration::{ZooKeeper, SERVICE};
 
 /// The ZooKeeper session a registered ZooKeeper lock gets: on the simulated service, or on
 /// spawned ZooKeeper servers.
@@ -28,17 +26,14 @@ pub type ZkConn = crate::env::Switch<sim::SimZkClient, real::RealZkClient>;
 /// The ZooKeeper locks lockcheck ships, each with its runs in both worlds, in `lockcheck list` order.
 pub fn locks() -> Vec<(LockKind, Arc<SimRunner>, Arc<RealRunner>)> {
     vec![
+        runs(lock::Plain::NAME, lock::ZkRecipe::<_, _, lock::Plain>::new),
         runs(
-            zk_recipe::Plain::NAME,
-            ZkRecipe::<_, _, zk_recipe::Plain>::new,
+            lock::Listener::NAME,
+            lock::ZkRecipe::<_, _, lock::Listener>::new,
         ),
         runs(
-            zk_recipe::Listener::NAME,
-            ZkRecipe::<_, _, zk_recipe::Listener>::new,
-        ),
-        runs(
-            zk_recipe::Fenced::NAME,
-            ZkRecipe::<_, _, zk_recipe::Fenced>::new,
+            lock::Fenced::NAME,
+            lock::ZkRecipe::<_, _, lock::Fenced>::new,
         ),
     ]
 }
@@ -65,7 +60,7 @@ where
             make(config, vec![Switch::Real(conn)], Switch::Real(env))
         })
     };
-    let kind = LockKind::of::<L>(name, Backend::ZooKeeper, Origin::Builtin);
+    let kind = LockKind::of::<L>(name, Backend::on(SERVICE), Origin::Builtin);
     (kind, Arc::new(sim), Arc::new(real))
 }
 

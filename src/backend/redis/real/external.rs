@@ -16,7 +16,7 @@ use std::time::Duration;
 /// How long lockcheck waits for a user's server to accept a connection and answer `PING`.
 const REACH_TIMEOUT: Duration = Duration::from_secs(3);
 
-pub use crate::real::external::{redact, ExternalRedis};
+pub use crate::real::external_redis::{redact, ExternalRedis};
 
 /// Why `--redis` cannot run `s`, or `None`. Checked before anything connects.
 pub fn refusal(s: &Scenario, ext: &ExternalRedis) -> Option<String> {

@@ -41,12 +41,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
+use crate::backend::zookeeper::lock::lock_dir;
 use crate::backend::zookeeper::real::nemesis::ZkNemesis;
 use crate::backend::zookeeper::real::server::{ZooKeeper, ZooKeeperOptions};
 use crate::backend::zookeeper::real::RealZkClient;
 use crate::env::Env;
 use crate::history::{History, Recorder};
-use crate::lock::zk_recipe::lock_dir;
 use crate::lock::{Lock, LockConfig};
 use crate::real::client_programs::client_program_launch::{vars, Launch};
 use crate::real::client_tasks::{block_on_runtime, run_task_clients, Clients, NoBuilder};

@@ -36,8 +36,8 @@
 //!   a later holder's node always has a larger one, so the resource rejects the write of a
 //!   holder whose session expired once the next holder has written.
 
-use super::{Guard, Lock, LockConfig, LockError};
 use crate::env::{Env, NamedPoint};
+use crate::lock::{Guard, Lock, LockConfig, LockError};
 use crate::zookeeper::{sequence_of, CreateMode, SessionState, ZkClient, ZkError, ZkEvent};
 use std::marker::PhantomData;
 
@@ -112,7 +112,7 @@ impl<C, E, V> ZkRecipe<C, E, V> {
     /// One client's lock over its ZooKeeper session.
     pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         ZkRecipe {
-            client: super::only_connection(conns),
+            client: crate::lock::only_connection(conns),
             env,
             config,
             pending: None,
@@ -197,7 +197,7 @@ impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
         if !matches!(e, ZkError::ConnectionLoss(_) | ZkError::SessionExpired(_)) {
             return Err(e);
         }
-        if !super::retry_pause(&self.env, &self.config, deadline).await {
+        if !crate::lock::retry_pause(&self.env, &self.config, deadline).await {
             return Err(e);
         }
         match self.session().await {
@@ -273,7 +273,7 @@ impl<C: ZkClient, E: Env, V: Variant> ZkRecipe<C, E, V> {
                 Ok(()) => return Ok(true),
                 Err(ZkError::NoNode(_) | ZkError::SessionExpired(_)) => return Ok(false),
                 Err(e @ ZkError::ConnectionLoss(_)) => {
-                    if !super::retry_pause(&self.env, &self.config, deadline).await {
+                    if !crate::lock::retry_pause(&self.env, &self.config, deadline).await {
                         return Err(e);
                     }
                 }
@@ -360,7 +360,7 @@ where
                 }
                 Err(e) => return Err(LockError::Zk(e)),
             }
-            if !super::retry_pause(&self.env, &self.config, deadline).await {
+            if !crate::lock::retry_pause(&self.env, &self.config, deadline).await {
                 return Ok(None);
             }
         }

@@ -28,10 +28,10 @@
 
 use std::time::Duration;
 
-use super::{Guard, Lock, LockConfig, LockError};
 use crate::env::{Env, NamedPoint, TaskHandle};
 use crate::etcd::{EtcdClient, EtcdError, LeaseId, RangeRequest, Revision};
 use crate::etcd::{Txn, TxnOp, TxnOpResponse};
+use crate::lock::{Guard, Lock, LockConfig, LockError};
 
 /// `etcd-lock`: `concurrency.Mutex` as etcd 3.4.3 had it.
 pub const NAME: &str = "etcd-lock";
@@ -86,7 +86,7 @@ impl<C: Clone, E, const V: u8> EtcdMutex<C, E, V> {
     /// client multiplexes its keep-alive stream on the same connection).
     pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         EtcdMutex {
-            conn: super::only_connection(conns),
+            conn: crate::lock::only_connection(conns),
             env,
             config,
             sessions: Vec::new(),
@@ -318,7 +318,7 @@ where
                 Attempt::Granted(guard) => return Ok(Some(guard)),
                 Attempt::GaveUp => return Ok(None),
                 Attempt::Again => {
-                    if !super::retry_pause(&self.env, &self.config, deadline).await {
+                    if !crate::lock::retry_pause(&self.env, &self.config, deadline).await {
                         if let Some(lease) = self.retrying.take() {
                             self.close_session(lease).await;
                         }
