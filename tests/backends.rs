@@ -178,3 +178,145 @@ fn every_backend_ships_locks_on_its_own_service() {
         }
     }
 }
+
+/// A backend declared outside lockcheck's own list, reading its own table: what a new backend
+/// (PostgreSQL) does without a field in `Scenario`.
+#[derive(Debug)]
+struct Planted;
+
+/// `[planted]`'s keys.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlantedTable {
+    servers: u32,
+}
+
+const PLANTED: Service = Service::named("planted");
+
+impl BackendDecl for Planted {
+    fn service(&self) -> Service {
+        PLANTED
+    }
+    fn name(&self) -> &'static str {
+        "Planted"
+    }
+    fn table(&self) -> &'static str {
+        "planted"
+    }
+    fn client_programs_select_by_table(&self) -> bool {
+        true
+    }
+    fn servers(&self, s: &Scenario) -> Vec<(String, Role)> {
+        let n = s.table::<PlantedTable>("planted").map_or(1, |t| t.servers);
+        (0..n)
+            .map(|i| (format!("planted-{i}"), Role::Standalone))
+            .collect()
+    }
+    fn validate(&self, s: &Scenario, has_table: bool) -> Result<(), Invalid> {
+        if has_table && s.lock.service != PLANTED {
+            return Err((Some("planted"), "`[planted]` is not this lock's".into()));
+        }
+        Ok(())
+    }
+    fn lease_ms(&self, _s: &Scenario) -> Option<u64> {
+        None
+    }
+    fn check_fault(&self, _s: &Scenario, _f: &Fault) -> Result<(), String> {
+        Ok(())
+    }
+    fn pauses_servers(&self) -> bool {
+        false
+    }
+    fn failover(&self) -> FailoverShape {
+        FailoverShape::None
+    }
+    fn not_drawable(&self, _kind: &str, _s: &Scenario) -> Option<String> {
+        None
+    }
+    fn reads_own_table(&self) -> bool {
+        true
+    }
+    fn read_table(
+        &self,
+        table: Option<&toml::Value>,
+    ) -> Result<std::sync::Arc<dyn std::any::Any + Send + Sync>, Invalid> {
+        let t: PlantedTable = match table {
+            Some(v) => v
+                .clone()
+                .try_into()
+                .map_err(|e: toml::de::Error| (None, e.message().to_string()))?,
+            None => PlantedTable { servers: 1 },
+        };
+        if t.servers == 0 {
+            return Err((Some("servers"), "`servers` must be at least 1".into()));
+        }
+        Ok(std::sync::Arc::new(t))
+    }
+}
+
+/// A backend that reads its own `[planted]` table needs no field in `Scenario`: the table
+/// reaches its declaration, the rest of the file is read as before (positions unchanged), and
+/// its errors point at its own keys.
+#[test]
+fn a_backend_reads_its_own_table_without_a_field_in_scenario() {
+    let mut backends: Vec<&'static dyn BackendDecl> = declarations().to_vec();
+    backends.push(&Planted);
+    let catalog = lockcheck::scenario::Catalog {
+        backends: &backends,
+        builtins: LockKind::builtins(),
+        own: &[],
+    };
+    let file = |table: &str, after: &str| {
+        format!(
+            "name = \"p\"\nexpect = \"safe\"\nduration_ms = 1000\n\n[lock]\nkind = \
+             \"client-program\"\ncommand = [\"x\"]\nttl_ms = 100\n\n{table}\n[workload]\nclients = \
+             2\n{after}"
+        )
+    };
+    let s = Scenario::parse_in(
+        catalog,
+        "p.toml",
+        &file("[planted]\nservers = 3\n", ""),
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.lock.service, PLANTED);
+    assert_eq!(s.table::<PlantedTable>("planted").unwrap().servers, 3);
+    assert_eq!(
+        s.node_names(),
+        [
+            "planted-0",
+            "planted-1",
+            "planted-2",
+            "client-0",
+            "client-1"
+        ]
+        .map(String::from)
+    );
+    // Its own error, at its own key.
+    let e = Scenario::parse_in(
+        catalog,
+        "p.toml",
+        &file("[planted]\nservers = 0\n", ""),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        (e.line, e.message.as_str()),
+        (11, "`servers` must be at least 1"),
+        "{e}"
+    );
+    // An error after the blanked table keeps its position.
+    let e = Scenario::parse_in(
+        catalog,
+        "p.toml",
+        &file("[planted]\nservers = 2\n", "typo = 1\n"),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(e.line, 15, "{e}");
+    assert!(e.message.contains("typo"), "{e}");
+    // Without the backend in the catalog, the table is unknown.
+    let e = Scenario::parse("p.toml", &file("[planted]\nservers = 3\n", "")).unwrap_err();
+    assert!(e.message.contains("planted"), "{e}");
+}

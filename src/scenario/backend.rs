@@ -14,7 +14,9 @@ use super::{Fault, Scenario};
 pub use crate::fault::FailoverShape;
 use crate::history::Role;
 use crate::lock::Service;
+use std::any::Any;
 use std::fmt::Debug;
+use std::sync::Arc;
 
 /// An error in a service's table: the key to point at (`None`: the table or the file) and what
 /// is wrong.
@@ -67,6 +69,22 @@ pub trait BackendDecl: Debug + Send + Sync {
 
     /// Why explore cannot draw fault kind `kind` for `s`, or `None` when it can.
     fn not_drawable(&self, kind: &str, s: &Scenario) -> Option<String>;
+
+    /// Whether this backend reads its table itself ([`BackendDecl::read_table`]) rather than
+    /// through a field of `Scenario` (the older backends' way, kept for their public fields).
+    fn reads_own_table(&self) -> bool {
+        false
+    }
+
+    /// Reads this backend's table as written (`None`: the file has none) into what its worlds
+    /// read back with [`Scenario::table`]; the error names the key to point at. Called only when
+    /// [`BackendDecl::reads_own_table`].
+    fn read_table(
+        &self,
+        _table: Option<&toml::Value>,
+    ) -> Result<Arc<dyn Any + Send + Sync>, Invalid> {
+        Ok(Arc::new(()))
+    }
 }
 
 /// What the scenario format is handed to parse with: every backend's declaration, and the lock

@@ -197,6 +197,40 @@ impl<'a> Spans<'a> {
         best
     }
 
+    /// Every byte range the top-level table `name` occupies in the file: its header and each of
+    /// its keys with their values (its sub-tables' too), or, written inline (`name = { .. }`),
+    /// the whole line's key and value. Empty when the file has no such table.
+    pub fn table_ranges(&self, name: &str) -> Vec<Range<usize>> {
+        fn table_parts(t: &toml_edit::Table, out: &mut Vec<Range<usize>>) {
+            out.extend(t.span());
+            for (k, item) in t.iter() {
+                match item {
+                    toml_edit::Item::Table(sub) => table_parts(sub, out),
+                    _ => {
+                        let key = t.key(k).and_then(|k| k.span());
+                        if let (Some(key), Some(value)) = (key, item.span()) {
+                            out.push(key.start..value.end);
+                        }
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        let root = self.doc.as_table();
+        match root.get(name) {
+            Some(toml_edit::Item::Table(t)) => table_parts(t, &mut out),
+            Some(item) => {
+                if let (Some(key), Some(value)) =
+                    (root.key(name).and_then(|k| k.span()), item.span())
+                {
+                    out.push(key.start..value.end);
+                }
+            }
+            None => {}
+        }
+        out
+    }
+
     /// The span of `key`'s value in the first of `[lock]`, `[redis]`, `[workload]`, `[clocks]`
     /// and the top level that has it (so `kind` is the lock's); the file's start when none has.
     pub fn find(&self, key: &str) -> Range<usize> {

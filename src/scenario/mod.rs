@@ -20,6 +20,7 @@ pub mod explore;
 pub mod fault;
 pub mod input;
 pub mod own;
+mod own_tables;
 mod plain;
 mod servers;
 mod service;
@@ -91,6 +92,8 @@ pub struct Scenario {
     pub explore: Option<ExploreSpec>,
     /// Where it was read from (for messages and the replay command).
     pub path: Option<PathBuf>,
+    /// What backends that read their own table read from it ([`Scenario::table`]).
+    pub(crate) tables: own_tables::OwnTables,
     /// The declaration of the backend its clients talk to (`backend::BACKENDS`), which answers
     /// what depends on the service: its servers, the faults its worlds carry out.
     pub(crate) backend: &'static dyn BackendDecl,
@@ -201,12 +204,15 @@ impl Scenario {
             spans,
             builtins: catalog.builtins,
         };
-        let mut raw: RawScenario = toml::from_str(text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            let key = ctx.spans.key_at(span.start);
-            let key = key.as_ref().map(|(k, p)| (k.as_str(), p.as_str()));
-            ctx.err(span.clone(), plain::plain(e.message(), key))
-        })?;
+        // A table a backend reads itself is blanked out of what serde reads (positions kept).
+        let masked = own_tables::masked(text, &ctx.spans, catalog.backends);
+        let mut raw: RawScenario =
+            toml::from_str(masked.as_deref().unwrap_or(text)).map_err(|e| {
+                let span = e.span().unwrap_or(0..0);
+                let key = ctx.spans.key_at(span.start);
+                let key = key.as_ref().map(|(k, p)| (k.as_str(), p.as_str()));
+                ctx.err(span.clone(), plain::plain(e.message(), key))
+            })?;
         let lock_points = lock_points.to_vec();
         raw.lock.kind = validate::lock_kind(&ctx, &raw.lock, catalog.own)?;
         let backend = service::of(&ctx, &raw, catalog.backends)?;
@@ -230,9 +236,23 @@ impl Scenario {
             lock_points,
             explore: raw.explore.as_ref().map(|e| e.get_ref().clone()),
             path: None,
+            tables: own_tables::OwnTables::default(),
             backend,
             warnings: Vec::new(),
         };
+        for b in catalog.backends.iter().filter(|b| b.reads_own_table()) {
+            let whole: Option<toml::Table> =
+                masked.as_ref().and_then(|_| toml::from_str(text).ok());
+            let table = whole.as_ref().and_then(|t| t.get(b.table()));
+            let read = b.read_table(table).map_err(|(key, m)| {
+                let at = match key {
+                    Some(k) => ctx.spans.at(&[b.table(), k]),
+                    None => ctx.spans.at(&[b.table()]),
+                };
+                ctx.err(at, m)
+            })?;
+            scenario.tables.0.insert(b.table(), read);
+        }
         scenario.lock.service_lease_ms = backend.lease_ms(&scenario);
         validate::numbers(&ctx, &scenario)?;
         // Every backend checks its own keys, so each refuses its table in a scenario whose
@@ -283,6 +303,12 @@ impl Scenario {
         v.extend((0..self.workload.clients).map(|c| format!("client-{c}")));
         v.extend(self.backend.watchers(self));
         v
+    }
+
+    /// What the backend with table `name` read from it ([`BackendDecl::read_table`]), if it
+    /// reads its own table and its type is `T`.
+    pub fn table<T: std::any::Any>(&self, name: &str) -> Option<&T> {
+        self.tables.0.get(name).and_then(|t| t.downcast_ref::<T>())
     }
 
     /// The declaration of the backend this scenario's clients talk to.
