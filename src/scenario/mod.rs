@@ -215,7 +215,7 @@ impl Scenario {
             })?;
         let lock_points = lock_points.to_vec();
         raw.lock.kind = validate::lock_kind(&ctx, &raw.lock, catalog.own)?;
-        let backend = service::of(&ctx, &raw, catalog.backends)?;
+        let backend = service::of(&ctx, &raw, catalog)?;
         raw.lock.service = backend.service();
         let mut scenario = Scenario {
             name: raw.name,
@@ -240,9 +240,9 @@ impl Scenario {
             backend,
             warnings: Vec::new(),
         };
+        // The whole file as a table, once, when a backend's own table is in it.
+        let whole: Option<toml::Table> = masked.as_ref().and_then(|_| toml::from_str(text).ok());
         for b in catalog.backends.iter().filter(|b| b.reads_own_table()) {
-            let whole: Option<toml::Table> =
-                masked.as_ref().and_then(|_| toml::from_str(text).ok());
             let table = whole.as_ref().and_then(|t| t.get(b.table()));
             let read = b.read_table(table).map_err(|(key, m)| {
                 let at = match key {

@@ -8,7 +8,7 @@
 
 use super::error::{Ctx, ScenarioError};
 use super::spec::RawScenario;
-use super::BackendDecl;
+use super::{BackendDecl, Catalog};
 
 /// The backend `raw`'s clients talk to, or the error at the key that contradicts it: two
 /// services' tables for one client program, or the first backend's table (`[redis]`) beside
@@ -17,17 +17,14 @@ use super::BackendDecl;
 pub(super) fn of(
     ctx: &Ctx<'_>,
     raw: &RawScenario,
-    backends: &[&'static dyn BackendDecl],
+    catalog: Catalog<'_>,
 ) -> Result<&'static dyn BackendDecl, ScenarioError> {
+    let backends = catalog.backends;
     let Some((default, _)) = backends.split_first() else {
         panic!("no backend is declared: backend::BACKENDS lists them");
     };
     if let Some(service) = raw.lock.kind.service() {
-        return Ok(backends
-            .iter()
-            .copied()
-            .find(|b| b.service() == service)
-            .unwrap_or_else(|| panic!("service {service:?} has no declaration in BACKENDS")));
+        return Ok(catalog.backend(service));
     }
     let mut tables: Vec<&'static dyn BackendDecl> = backends
         .iter()
