@@ -33,6 +33,7 @@ fn one_per_service() -> Vec<Scenario> {
         "mysql-insert-unique-server-pause.toml",
         "etcd-lock-leader-failover.toml",
         "zk-ensemble-failover.toml",
+        "pg-failover-lock-loss.toml",
     ]
     .map(bundled)
     .to_vec()

@@ -11,6 +11,7 @@
 
 pub mod etcd;
 pub mod mysql;
+pub mod postgres;
 pub mod redis;
 pub mod zookeeper;
 
@@ -71,6 +72,12 @@ pub static BACKENDS: &[Backend] = &[
         locks: zookeeper::locks,
         client_programs: Some(zookeeper::run_client_programs),
         real_check: zookeeper::real::world::real_check,
+    },
+    Backend {
+        declaration: &postgres::declaration::Postgres,
+        locks: postgres::locks,
+        client_programs: None,
+        real_check: postgres::real_check,
     },
 ];
 

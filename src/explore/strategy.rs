@@ -9,7 +9,7 @@
 //! fault kinds that apply to the cluster are drawn, from ranges `Space::of` checked non-empty.
 
 use crate::fault::draw::Cast;
-use crate::fault::{clock, crash, failover, partition, pause, server_pause};
+use crate::fault::{clock, crash, failover, partition, pause, server_pause, terminate};
 use crate::scenario::Space;
 use crate::scenario::{Fault, FaultKind, Scenario, Trigger};
 use proptest::prelude::*;
@@ -192,6 +192,7 @@ fn fault(space: &Space) -> BoxedStrategy<(When, FaultKind)> {
                 when(space),
                 server_pause::draw(&space.servers, space.pause_ms),
             ),
+            "terminate" => arm(when(space), terminate::draw()),
             other => unreachable!("Space::of only admits known kinds, got {other}"),
         })
         .collect();

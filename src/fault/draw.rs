@@ -53,6 +53,9 @@ impl FaultKind {
             FaultKind::ClientCrash { client } => FaultKind::ClientCrash {
                 client: cast.client(*client),
             },
+            FaultKind::Terminate { client } => FaultKind::Terminate {
+                client: super::terminate::place(client, cast),
+            },
             FaultKind::Partition {
                 nodes,
                 from,

@@ -19,6 +19,7 @@ pub mod partition;
 pub mod pause;
 pub mod server_pause;
 mod table;
+pub mod terminate;
 mod trigger;
 
 pub use nemesis::{Nemesis, Occasion, Refused};
@@ -43,7 +44,11 @@ pub struct Fault {
 
 /// The fault kinds, one variant per family value. Node names: `redis-<m>`,
 /// `redis-<m>-replica-<r>`, `client-<c>`.
+///
+/// Non-exhaustive: a new fault family adds a variant, so a `match` outside lockcheck needs a
+/// `_` arm (and gets one such change, not one per family).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FaultKind {
     /// Kill the master of group `master` and promote its first replica after `failover_detect_ms`.
     Failover {
@@ -111,6 +116,12 @@ pub enum FaultKind {
         /// The client (from 0) that dies.
         client: u32,
     },
+    /// The server ends a client's session while the client lives on (`pg_terminate_backend`):
+    /// whatever the session held goes at once, and the client learns it on its next request.
+    Terminate {
+        /// Whose session: a named client, or whoever holds the lock when the fault fires.
+        client: ClientRef,
+    },
 }
 
 /// One `kind = "..."` of the scenario format: its name, the keys it takes besides `kind`, `on`,
@@ -133,6 +144,7 @@ pub const WRITTEN: &[Written] = &[
     clock::WALL_JUMP,
     clock::DRIFT,
     crash::WRITTEN,
+    terminate::WRITTEN,
 ];
 
 /// The fault kinds' names, as written in scenario files.
@@ -144,6 +156,7 @@ pub const FAULT_KINDS: &[&str] = &[
     clock::WALL_JUMP.name,
     clock::DRIFT.name,
     crash::WRITTEN.name,
+    terminate::WRITTEN.name,
 ];
 
 /// The scenario format's entry for `kind = "<name>"`.
@@ -162,6 +175,7 @@ impl FaultKind {
             FaultKind::ClockJump { .. } => clock::JUMP.name,
             FaultKind::WallClockJump { .. } => clock::WALL_JUMP.name,
             FaultKind::ClockDrift { .. } => clock::DRIFT.name,
+            FaultKind::Terminate { .. } => terminate::WRITTEN.name,
         }
     }
 
@@ -187,6 +201,7 @@ impl FaultKind {
                 restart_after_ms,
             } => crash::write_server(node, *restart_after_ms, t),
             FaultKind::ClientCrash { client } => crash::write_client(*client, t),
+            FaultKind::Terminate { client } => terminate::write(client, t),
         }
     }
 
@@ -201,6 +216,7 @@ impl FaultKind {
             }
             FaultKind::ServerPause { .. } => server_pause::label(at),
             FaultKind::ClientCrash { .. } => crash::client_label(at),
+            FaultKind::Terminate { .. } => terminate::label(at),
             FaultKind::Crash { node, .. } => crash::server_label(node),
             FaultKind::Partition { .. } => partition::label(),
             FaultKind::ClockJump { .. } => clock::jump_label(false),
@@ -214,7 +230,7 @@ impl FaultKind {
     pub fn aims_at_client(&self) -> bool {
         matches!(
             self,
-            FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }
+            FaultKind::Pause { .. } | FaultKind::ClientCrash { .. } | FaultKind::Terminate { .. }
         )
     }
 
@@ -224,6 +240,7 @@ impl FaultKind {
         match self {
             FaultKind::Pause { client: c, .. } => pause::is_for(c, client),
             FaultKind::ClientCrash { client: c } => *c == client,
+            FaultKind::Terminate { client: c } => pause::is_for(c, client),
             _ => true,
         }
     }
@@ -247,6 +264,7 @@ impl FaultKind {
         match self {
             FaultKind::Pause { .. } => Some(pause::ambiguous_at(point, clients)),
             FaultKind::ClientCrash { .. } => None,
+            FaultKind::Terminate { .. } => Some(pause::ambiguous_at(point, clients)),
             _ => Some(format!(
                 "`on = \"{point}\"` with no `client`: this fault fires when the first of the {clients} clients reaches this point of the lock's own, holder or not, whichever that is in this run; add `client = N` to aim it at one client's point"
             )),
@@ -274,6 +292,7 @@ impl FaultKind {
                 restart_after_ms,
             } => crash::fire_server(n, node, *restart_after_ms),
             FaultKind::ClientCrash { client } => crash::fire_client(n, at, *client),
+            FaultKind::Terminate { client } => terminate::fire(n, at, client),
         }
     }
 }

@@ -93,4 +93,11 @@ pub trait Nemesis {
         let _ = (node, for_ms);
         Err(Refused::Lacking)
     }
+
+    /// Ends `victim`'s server session while the client lives on (`pg_terminate_backend`): what
+    /// the session held goes now; the client learns it on its next request.
+    fn end_session(&self, at: &Occasion<'_>, victim: &ClientRef) -> Result<(), Refused> {
+        let _ = (at, victim);
+        Err(Refused::Lacking)
+    }
 }

@@ -70,6 +70,13 @@ pub trait BackendDecl: Debug + Send + Sync {
     /// Why explore cannot draw fault kind `kind` for `s`, or `None` when it can.
     fn not_drawable(&self, kind: &str, s: &Scenario) -> Option<String>;
 
+    /// Whether the server ends a client's session on its own while the client lives on
+    /// (`kind = "terminate"`: `pg_terminate_backend`), so explore may draw it. No by default:
+    /// a backend that says yes carries it out through `Nemesis::end_session`.
+    fn ends_sessions(&self) -> bool {
+        false
+    }
+
     /// Whether this backend reads its table itself ([`BackendDecl::read_table`]) rather than
     /// through a field of `Scenario` (the older backends' way, kept for their public fields).
     fn reads_own_table(&self) -> bool {

@@ -24,6 +24,7 @@ pub const EXPLORE_FAULTS: &[&str] = &[
     "clock_drift",
     "wall_clock_jump",
     "server_pause",
+    "terminate",
 ];
 
 /// The kinds drawn only when `[explore] faults` lists them. A wall-clock jump matters to a lock
@@ -44,7 +45,14 @@ pub const MAX_FAULTS: usize = 16;
 /// draws only the kinds that apply (a MySQL lock has no Redis node to fail over), and refuses an
 /// `[explore] faults` list that names one that does not.
 pub fn not_applicable(kind: &str, scenario: &Scenario) -> Option<String> {
-    scenario.backend.not_drawable(kind, scenario)
+    let backend = scenario.backend;
+    if kind == "terminate" && !backend.ends_sessions() {
+        return Some(format!(
+            "`terminate` ends a server session the client lives on without; {} has none to end: drop it",
+            backend.name()
+        ));
+    }
+    backend.not_drawable(kind, scenario)
 }
 
 /// How long a scenario's fault-free workload takes at most, when its clients contend: a cycle

@@ -150,5 +150,7 @@ pub fn explore_kind(kind: &FaultKind) -> &'static str {
         FaultKind::ClockDrift { .. } => "clock_drift",
         FaultKind::Crash { .. } => "crash",
         FaultKind::ClientCrash { .. } => "client_crash",
+        FaultKind::Terminate { .. } => "terminate",
+        other => panic!("a fault kind this test does not know: {other:?}"),
     }
 }
