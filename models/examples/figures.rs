@@ -131,6 +131,7 @@ fn proofs(cases: &[Case], bad: &mut u32) {
                 secs,
             } => (states, unique_states, secs),
             Finding::Violated { states, secs, .. } => (states, r.unique_states, secs),
+            Finding::Bounded { .. } => unreachable!("the proofs set no depth limit"),
         };
         println!(
             "| {} | {} ({}) | {} | {} | {} | {} | {:.3} | {:.0} | {} |",

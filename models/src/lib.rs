@@ -57,7 +57,7 @@
 //!     threads: 1,
 //! };
 //! let report = run("lease", &opts).unwrap();
-//! assert_eq!(report.outcome.verdict(), Expectation::Violated);
+//! assert_eq!(report.outcome.verdict(), Some(Expectation::Violated));
 //! assert!(report.matches_expectation());
 //! println!("{}", report.to_text());
 //! // The trace as a scenario the simulator replays.
@@ -81,6 +81,7 @@ mod runner;
 pub mod scenario;
 #[cfg(test)]
 mod test_util;
+mod zk_replay;
 pub mod zk_session;
 
 pub use params::ParamSpec;
@@ -117,7 +118,9 @@ pub struct RunOptions {
     /// Breadth-first for the shortest counterexample, depth-first for exhaustive proofs in less
     /// memory.
     pub strategy: Strategy,
-    /// Stop exploring below this depth (number of steps).
+    /// Check only states at most this many steps from an initial state; deeper ones are not
+    /// explored, and a search that had to leave some out and found nothing is reported as
+    /// [`Finding::Bounded`], not as a proof. `Some(0)`: the initial states only.
     pub max_depth: Option<usize>,
     /// `--param k=v`; unknown names are errors.
     pub params: Vec<(String, String)>,

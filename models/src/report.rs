@@ -102,20 +102,58 @@ pub enum Finding {
         /// States generated before the violation was found.
         states: usize,
     },
+    /// The search was cut at `max_depth` steps (`--max-depth`) and found nothing within them:
+    /// no counterexample of an invariant, no example of a reachability property. Deeper states
+    /// were never checked, so this decides nothing: it is neither [`Finding::Holds`] (a proof)
+    /// nor [`Finding::Violated`] (a vacuous reachability property). Its own variant so that no
+    /// caller can print a cut search as a proof by matching `Holds`.
+    Bounded {
+        /// The depth limit, in steps from an initial state.
+        max_depth: usize,
+        /// States generated, duplicates included (the cut ones too).
+        states: usize,
+        /// Distinct states generated, the first level past the limit included (generated, not
+        /// checked).
+        unique_states: usize,
+        /// Wall time of the check (depends on the machine).
+        secs: f64,
+    },
 }
 
 impl Finding {
-    /// Held or violated, to compare with the model's declared expectation.
-    pub fn verdict(&self) -> Expectation {
+    /// Held or violated, to compare with the model's declared expectation; `None` for a search
+    /// cut by its depth limit ([`Finding::Bounded`]), which decided neither.
+    pub fn verdict(&self) -> Option<Expectation> {
         match self {
-            Finding::Holds { .. } => Expectation::Holds,
-            Finding::Violated { .. } => Expectation::Violated,
+            Finding::Holds { .. } => Some(Expectation::Holds),
+            Finding::Violated { .. } => Some(Expectation::Violated),
+            Finding::Bounded { .. } => None,
         }
     }
     /// Wall time of the check, whichever the finding.
     pub fn secs(&self) -> f64 {
         match self {
-            Finding::Holds { secs, .. } | Finding::Violated { secs, .. } => *secs,
+            Finding::Holds { secs, .. }
+            | Finding::Violated { secs, .. }
+            | Finding::Bounded { secs, .. } => *secs,
+        }
+    }
+
+    /// The headline word of text and HTML reports: `HOLDS`, `VIOLATED`, or for a cut search
+    /// `NO COUNTEREXAMPLE WITHIN DEPTH N (bounded: not a proof)` (a `sometimes` property:
+    /// `NO EXAMPLE WITHIN …`), never `HOLDS` for a search that did not finish.
+    pub fn headline(&self, kind: PropertyKind) -> String {
+        match (self, kind) {
+            (Finding::Bounded { max_depth, .. }, PropertyKind::Always) => {
+                format!("NO COUNTEREXAMPLE WITHIN DEPTH {max_depth} (bounded: not a proof)")
+            }
+            (Finding::Bounded { max_depth, .. }, PropertyKind::Sometimes) => format!(
+                "NO EXAMPLE WITHIN DEPTH {max_depth} (bounded: not a proof that none exists)"
+            ),
+            (f, _) => f
+                .verdict()
+                .map(|v| v.as_str().to_uppercase())
+                .unwrap_or_default(),
         }
     }
 }
@@ -137,9 +175,11 @@ pub struct ModelReport {
     pub strategy: Strategy,
     /// Checker threads used (BFS traces are shortest only on one).
     pub threads: usize,
-    /// `--max-depth`, if one was given.
+    /// `--max-depth`, if one was given: states more than this many steps from an initial state
+    /// are not explored.
     pub max_depth: Option<usize>,
-    /// The deepest level the checker reached.
+    /// Steps from an initial state to the deepest state the checker checked (at most
+    /// `max_depth`).
     pub depth_reached: usize,
     /// The model's declared expectation for this configuration.
     pub expected: Expectation,
@@ -197,9 +237,17 @@ fn steps_json(steps: &[Step]) -> serde_json::Value {
 }
 
 impl ModelReport {
-    /// Whether the checker's verdict is the one the model declares.
+    /// Whether the checker's verdict is the one the model declares: never for a search cut by
+    /// its depth limit, which decided nothing (see [`ModelReport::is_bounded`]).
     pub fn matches_expectation(&self) -> bool {
-        self.outcome.verdict() == self.expected
+        self.outcome.verdict() == Some(self.expected)
+    }
+
+    /// Whether the search was cut by `--max-depth` before it found anything
+    /// ([`Finding::Bounded`]): the result is neither a proof nor a mismatch, and `lockcheck
+    /// model` exits with its own code for it, so CI can tell it from both.
+    pub fn is_bounded(&self) -> bool {
+        matches!(self.outcome, Finding::Bounded { .. })
     }
 
     /// The counterexample, if the outcome is a violation with a trace.
@@ -213,7 +261,6 @@ impl ModelReport {
     /// A human report: verdict first, then the evidence.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        let verdict = self.outcome.verdict();
         let kind = match self.property_kind {
             PropertyKind::Always => "always",
             PropertyKind::Sometimes => "sometimes",
@@ -223,10 +270,12 @@ impl ModelReport {
             "{} {}: {} ({}, expected {}: {})",
             self.model,
             self.property,
-            verdict.as_str().to_uppercase(),
+            self.outcome.headline(self.property_kind),
             kind,
             self.expected.as_str(),
-            if self.matches_expectation() {
+            if self.is_bounded() {
+                "not decided within the bound"
+            } else if self.matches_expectation() {
                 "matches"
             } else {
                 "DOES NOT MATCH"
@@ -264,7 +313,10 @@ impl ModelReport {
                         fmt_count(*unique_states),
                         fmt_count(*states),
                         self.depth_reached,
-                        if self.max_depth.is_some() { " and the depth limit" } else { "" },
+                        match self.max_depth {
+                            Some(d) => format!(" (the whole space: the depth limit {d} was never reached)"),
+                            None => String::new(),
+                        },
                         secs
                     );
                 }
@@ -312,6 +364,28 @@ impl ModelReport {
                     );
                 }
             },
+            Finding::Bounded {
+                max_depth,
+                states,
+                unique_states,
+                secs,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "  no {} within {max_depth} step{} ({} unique states generated, {} with \
+                     duplicates, the level past the limit included), {:.3} s; the search was cut \
+                     there and deeper states were not checked: this is not a proof. Run without \
+                     --max-depth for one (within the model's time bound).",
+                    match self.property_kind {
+                        PropertyKind::Always => "counterexample",
+                        PropertyKind::Sometimes => "example",
+                    },
+                    if *max_depth == 1 { "" } else { "s" },
+                    fmt_count(*unique_states),
+                    fmt_count(*states),
+                    secs
+                );
+            }
         }
         if let Some(note) = &self.scenario_note {
             let _ = writeln!(out, "  scenario: {note}");
@@ -349,6 +423,18 @@ impl ModelReport {
                 "trace_len": trace.len(),
                 "trace": steps_json(trace),
             }),
+            Finding::Bounded {
+                max_depth,
+                states,
+                unique_states,
+                secs,
+            } => json!({
+                "verdict": "bounded",
+                "max_depth": max_depth,
+                "states": states,
+                "unique_states": unique_states,
+                "secs": secs,
+            }),
         };
         json!({
             "model": self.model,
@@ -365,7 +451,8 @@ impl ModelReport {
             "depth_reached": self.depth_reached,
             "tick_ms": self.tick_ms,
             "expected": self.expected.as_str(),
-            "verdict": self.outcome.verdict().as_str(),
+            "verdict": self.outcome.verdict().map_or("bounded", Expectation::as_str),
+            "bounded": self.is_bounded(),
             "matches_expectation": self.matches_expectation(),
             "outcome": outcome,
             "initial": self.initial,

@@ -98,6 +98,31 @@ where
     }
 }
 
+/// stateright's `target_max_depth` for `--max-depth steps`. stateright counts an initial state
+/// as depth 1 and skips (neither checks nor expands) every state whose depth is at least the
+/// target, and its 0 means no limit: passing `steps` through made `--max-depth 1` check nothing
+/// (the initial state was skipped) and `--max-depth 0` search without a limit. A state `steps`
+/// steps from an initial one has depth `steps + 1`, so the first depth to skip is `steps + 2`,
+/// and `--max-depth 0` checks the initial states only, as it says.
+pub(crate) fn stateright_depth(steps: usize) -> usize {
+    steps.saturating_add(2)
+}
+
+/// Whether a search with `--max-depth steps` was cut: stateright records the depth of every
+/// state it takes from its queue, the skipped ones included, so a state past the limit shows as
+/// `reached >= stateright_depth(steps)`; below that the limit never mattered and the search
+/// covered the whole space. That record is exact on one thread only: with several, stateright
+/// updates it with one compare-and-swap that may lose to another thread's and is not retried,
+/// so it can stay below the depth really reached. A bounded search on several threads is
+/// therefore always reported as cut, which may understate a finished search but never
+/// overstates a cut one.
+pub(crate) fn was_cut(max_depth: Option<usize>, reached: usize, threads: usize) -> bool {
+    match max_depth {
+        None => false,
+        Some(steps) => threads > 1 || reached >= stateright_depth(steps),
+    }
+}
+
 /// The thread count a run uses: `requested`, or for `0` every core for DFS
 /// and one for BFS (see [`RunOptions::threads`]).
 pub fn effective_threads(requested: usize, strategy: Strategy) -> usize {
@@ -117,7 +142,7 @@ pub(crate) fn run<M: LockModel>(opts: &RunOptions) -> Result<ModelReport, ModelE
     let threads = effective_threads(opts.threads, opts.strategy);
     let mut builder = model.clone().checker().threads(threads);
     if let Some(d) = opts.max_depth {
-        builder = builder.target_max_depth(d);
+        builder = builder.target_max_depth(stateright_depth(d));
     }
     let start = Instant::now();
     let found = match opts.strategy {
@@ -139,7 +164,21 @@ pub(crate) fn run<M: LockModel>(opts: &RunOptions) -> Result<ModelReport, ModelE
     let mut witness = None;
     let mut scenario = None;
     let mut scenario_note = None;
+    let cut = was_cut(opts.max_depth, found.depth, threads);
+    // Steps from an initial state to the deepest state checked (stateright's depth counts the
+    // initial state as 1, and a cut search records the skipped level past the limit too).
+    let depth_reached = match opts.max_depth {
+        Some(steps) => found.depth.saturating_sub(1).min(steps),
+        None => found.depth.saturating_sub(1),
+    };
     let outcome = match (info.kind, &found.path) {
+        // Nothing found, and states past the limit were never checked: no verdict.
+        (PropertyKind::Always, None) | (PropertyKind::Sometimes, None) if cut => Finding::Bounded {
+            max_depth: opts.max_depth.unwrap_or_default(),
+            states: found.states,
+            unique_states: found.unique,
+            secs,
+        },
         (PropertyKind::Always, None) => Finding::Holds {
             states: found.states,
             unique_states: found.unique,
@@ -179,7 +218,7 @@ pub(crate) fn run<M: LockModel>(opts: &RunOptions) -> Result<ModelReport, ModelE
         strategy: opts.strategy,
         threads,
         max_depth: opts.max_depth,
-        depth_reached: found.depth,
+        depth_reached,
         expected: model.expected(name),
         outcome,
         unique_states: found.unique,
@@ -204,7 +243,7 @@ pub(crate) fn serve<M: LockModel>(opts: &RunOptions, addr: &str) -> Result<(), M
         .checker()
         .threads(effective_threads(opts.threads, Strategy::Dfs));
     if let Some(d) = opts.max_depth {
-        builder = builder.target_max_depth(d);
+        builder = builder.target_max_depth(stateright_depth(d));
     }
     let _checker = builder.serve(addr);
     loop {
@@ -271,4 +310,94 @@ pub(crate) fn property_list<M: LockModel>() -> Vec<(&'static str, PropertyKind, 
         .into_iter()
         .map(|(i, _)| (i.name, i.kind, i.about))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::report::{Expectation, Finding};
+    use crate::test_util::opts;
+    use crate::{run, Strategy};
+
+    /// `--max-depth 1` used to check one state and print HOLDS: a cut search is now its own
+    /// finding, says so in its headline, and matches no expectation.
+    #[test]
+    fn a_search_cut_by_its_depth_limit_is_bounded_not_a_proof() {
+        for strategy in [Strategy::Bfs, Strategy::Dfs] {
+            let mut o = opts("mutual_exclusion", &[("pauses", "0")], strategy);
+            o.max_depth = Some(1);
+            let r = run("zk-session", &o).unwrap();
+            assert!(
+                matches!(r.outcome, Finding::Bounded { max_depth: 1, .. }),
+                "{}",
+                r.to_text()
+            );
+            assert!(r.is_bounded());
+            assert!(!r.matches_expectation());
+            assert_eq!(r.outcome.verdict(), None);
+            assert_eq!(r.depth_reached, 1);
+            let text = r.to_text();
+            assert!(!text.contains("HOLDS"), "{text}");
+            assert!(
+                text.contains("NO COUNTEREXAMPLE WITHIN DEPTH 1 (bounded: not a proof)"),
+                "{text}"
+            );
+            assert_eq!(r.to_json()["verdict"], "bounded");
+            assert_eq!(r.to_json()["bounded"], true);
+        }
+    }
+
+    /// `--max-depth 0` used to mean "no limit"; it now checks the initial states only.
+    #[test]
+    fn max_depth_zero_checks_the_initial_states_only() {
+        let unique = |max_depth: Option<usize>| {
+            let mut o = opts("mutual_exclusion", &[("pauses", "0")], Strategy::Bfs);
+            o.max_depth = max_depth;
+            let r = run("zk-session", &o).unwrap();
+            (r.unique_states, r)
+        };
+        let (zero, r) = unique(Some(0));
+        assert!(r.is_bounded(), "{}", r.to_text());
+        assert_eq!(r.depth_reached, 0);
+        // Unique states count the level generated past the limit: the initial state and its
+        // successors, fewer than one step further, far fewer than the whole space.
+        let (one, _) = unique(Some(1));
+        let (all, r) = unique(None);
+        assert!(!r.is_bounded());
+        assert!(zero < one && one < all, "{zero} {one} {all}");
+        // A reachability property with no example that near is not called vacuous either.
+        let mut o = opts("handover", &[("pauses", "0")], Strategy::Bfs);
+        o.max_depth = Some(0);
+        let r = run("zk-session", &o).unwrap();
+        assert!(r.is_bounded(), "{}", r.to_text());
+        assert!(r.to_text().contains("NO EXAMPLE WITHIN DEPTH 0"));
+    }
+
+    /// A limit the search never reaches leaves a proof a proof (on one thread, where stateright's
+    /// depth record is exact), and a counterexample within the limit is still a violation.
+    #[test]
+    fn a_limit_the_search_never_reaches_still_proves_and_violations_are_found_within_it() {
+        let mut o = opts("mutual_exclusion", &[("pauses", "0")], Strategy::Bfs);
+        o.max_depth = Some(10_000);
+        let r = run("zk-session", &o).unwrap();
+        assert!(
+            matches!(r.outcome, Finding::Holds { .. }),
+            "{}",
+            r.to_text()
+        );
+        assert!(r.matches_expectation());
+        assert!(r.depth_reached < 10_000);
+        let mut o = opts("mutual_exclusion", &[], Strategy::Bfs);
+        o.max_depth = Some(8);
+        let r = run("zk-session", &o).unwrap();
+        assert_eq!(
+            r.outcome.verdict(),
+            Some(Expectation::Violated),
+            "{}",
+            r.to_text()
+        );
+        // Seven steps are one short of the shortest counterexample (eight steps).
+        o.max_depth = Some(7);
+        let r = run("zk-session", &o).unwrap();
+        assert!(r.is_bounded(), "{}", r.to_text());
+    }
 }

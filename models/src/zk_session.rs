@@ -538,14 +538,17 @@ impl LockModel for ZkSession {
         }
     }
 
-    fn scenario(&self, _property: &str, _path: &Path<Self>) -> Result<Scenario, String> {
-        Err(
-            "lockcheck's scenarios have no ZooKeeper table yet, so this trace cannot be \
-             replayed in simulation"
-                .to_string(),
-        )
+    /// Not written: [`Scenario`] is Redis-shaped, with no `[zookeeper]` table; the note names
+    /// the bundled scenario that replays this trace's fault ([`crate::zk_replay`]).
+    fn scenario(&self, _property: &str, path: &Path<Self>) -> Result<Scenario, String> {
+        let paused = path
+            .iter()
+            .any(|(_, a)| matches!(a, Some(ZkAction::Pause(_))));
+        Err(crate::zk_replay::note(paused, self.listener, self.fencing))
     }
 }
+
+pub use crate::zk_replay::bundled_scenario;
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,7 @@
 //! counterexample (BFS) or the size of a bounded proof (DFS), and turn a counterexample into a
 //! scenario file the simulator (and, where the faults exist, real mode) can replay.
 
-use crate::cli::run::{EXIT_BAD_INPUT, EXIT_MATCH, EXIT_MISMATCH};
+use crate::cli::run::{EXIT_BAD_INPUT, EXIT_BOUNDED, EXIT_MATCH, EXIT_MISMATCH};
 use lockcheck_models::{ModelReport, RunOptions, Strategy};
 use std::path::PathBuf;
 
@@ -20,7 +20,9 @@ pub struct ModelCommand {
     /// Depth-first search: less memory, for exhaustive proofs within the bound.
     #[arg(long)]
     pub dfs: bool,
-    /// Stop exploring past this many steps.
+    /// Check only states at most N steps from the start (0: the initial states). A search cut
+    /// there that finds nothing prints "no counterexample within depth N (bounded: not a
+    /// proof)" and exits 3, never HOLDS.
     #[arg(long, value_name = "N")]
     pub max_depth: Option<usize>,
     /// A model parameter, key=value (repeatable); an unknown key lists the valid ones.
@@ -122,7 +124,9 @@ impl ModelCommand {
                 return code;
             }
         }
-        if report.matches_expectation() {
+        if report.is_bounded() {
+            EXIT_BOUNDED
+        } else if report.matches_expectation() {
             EXIT_MATCH
         } else {
             EXIT_MISMATCH
@@ -155,9 +159,16 @@ fn emit(report: &ModelReport, path: &PathBuf) -> Result<(), i32> {
             Ok(())
         }
         None => {
-            let why = report.scenario_note.clone().unwrap_or_else(|| {
-                "the property held: there is no counterexample to replay".into()
-            });
+            let why = report
+                .scenario_note
+                .clone()
+                .unwrap_or_else(|| match report.outcome {
+                    lockcheck_models::Finding::Bounded { max_depth, .. } => format!(
+                        "no counterexample within depth {max_depth} (the search was cut there): \
+                     there is nothing to replay"
+                    ),
+                    _ => "the property held: there is no counterexample to replay".into(),
+                });
             eprintln!("error: no scenario written: {why}");
             Err(EXIT_BAD_INPUT)
         }

@@ -13,6 +13,10 @@ pub const EXIT_MATCH: i32 = 0;
 pub const EXIT_MISMATCH: i32 = 1;
 /// Exit code for bad input or a missing dependency.
 pub const EXIT_BAD_INPUT: i32 = 2;
+/// Exit code of `lockcheck model --max-depth N` when the search was cut at N steps and found
+/// nothing: not 0, since that is no proof, and not 1, since nothing contradicts the model's
+/// expectation either; its own code lets CI tell a bounded search from both.
+pub const EXIT_BOUNDED: i32 = 3;
 
 /// The most seeds one `--seeds` may ask for.
 pub const MAX_SEEDS: u64 = 10_000_000;

@@ -15,7 +15,6 @@ pub fn file_name(report: &ModelReport) -> String {
 
 /// The page of one model-checking run.
 pub fn model_page(report: &ModelReport) -> String {
-    let verdict = report.outcome.verdict();
     let ok = report.matches_expectation();
     let mut body = String::new();
     let _ = writeln!(
@@ -29,9 +28,15 @@ pub fn model_page(report: &ModelReport) -> String {
         body,
         "<p id=\"verdict\" class=\"verdict {}\">{} (expected {}: {})</p>",
         if ok { "pass" } else { "fail" },
-        verdict.as_str().to_uppercase(),
+        esc(&report.outcome.headline(report.property_kind)),
         report.expected.as_str(),
-        if ok { "matches" } else { "DOES NOT MATCH" }
+        if report.is_bounded() {
+            "not decided within the bound"
+        } else if ok {
+            "matches"
+        } else {
+            "DOES NOT MATCH"
+        }
     );
     let params: Vec<String> = report
         .params

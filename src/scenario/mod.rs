@@ -16,6 +16,8 @@ pub mod backend;
 pub mod database;
 pub mod error;
 pub mod etcd;
+#[cfg(test)]
+mod expect_tests;
 pub mod explore;
 pub mod fault;
 pub mod input;
@@ -221,7 +223,7 @@ impl Scenario {
             name: raw.name,
             about: raw.about,
             expect: raw.expect,
-            expect_checks: validate::expect_checks(&ctx, raw.expect_checks)?,
+            expect_checks: validate::expect_checks(&ctx, raw.expect, raw.expect_checks)?,
             seed: raw.seed,
             duration_ms: raw.duration_ms,
             lock: raw.lock,

@@ -1,8 +1,7 @@
 use super::error::line_col;
 use super::*;
-use crate::check::CHECK_NAMES;
 
-const GOOD: &str = r#"
+pub(super) const GOOD: &str = r#"
 name = "t"
 expect = "violation"
 duration_ms = 1000
@@ -233,44 +232,6 @@ fn workload_kind_and_nesting() {
         e.message.contains("`counter`") && e.message.contains("`address-book`"),
         "{e}"
     );
-}
-
-#[test]
-fn every_check_name_is_accepted_in_expect_checks() {
-    for c in CHECK_NAMES {
-        let text = GOOD.replace(
-            "expect = \"violation\"",
-            &format!("expect = \"violation\"\nexpect_checks = {{ {c} = \"safe\" }}"),
-        ) + "[checks]\nmin_throughput = 0.5\n";
-        let s = Scenario::parse("t.toml", &text).unwrap();
-        assert_eq!(s.expected(c), Some(Verdict::Safe));
-    }
-    // The throughput check runs only with a minimum; expecting it without one is an error.
-    let text = GOOD.replace(
-        "expect = \"violation\"",
-        "expect = \"violation\"\nexpect_checks = { throughput = \"safe\" }",
-    );
-    let e = Scenario::parse("t.toml", &text).unwrap_err();
-    assert!(
-        e.message.contains(
-            "`expect_checks` names `throughput`, which runs only when `[checks] min_throughput` is set"
-        ),
-        "{e}"
-    );
-    let text = GOOD.to_string() + "[checks]\nmin_throughput = 1.5\n";
-    let e = Scenario::parse("t.toml", &text).unwrap_err();
-    assert!(e.message.contains("[0, 1]"), "{e}");
-    let text = GOOD.to_string() + "[checks]\nliveness_bound_ms = 250\n";
-    let s = Scenario::parse("t.toml", &text).unwrap();
-    assert_eq!(s.checks.liveness_bound_ms(100), 250);
-    let s = Scenario::parse("t.toml", GOOD).unwrap();
-    assert_eq!(s.checks.liveness_bound_ms(100), 300);
-    let text = GOOD.replace(
-        "expect = \"violation\"",
-        "expect = \"violation\"\nexpect_checks = { damage = \"safe\" }",
-    );
-    let e = Scenario::parse("t.toml", &text).unwrap_err();
-    assert!(e.message.contains("`foreign_release`"), "{e}");
 }
 
 #[test]

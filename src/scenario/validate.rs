@@ -49,9 +49,21 @@ pub(super) fn lock_kind(
     Ok(o.kind)
 }
 
-/// `expect_checks` names only checks lockcheck has.
+/// `expect_checks` names only checks lockcheck has, and says nothing `expect` contradicts.
+///
+/// The one check whose verdict is the run's is mutual exclusion (`check::MUTUAL_EXCLUSION`:
+/// `Outcome::verdict`, the JSON `verdict`), and `expect` is the expectation of that verdict
+/// (`Scenario::expected`). So `expect_checks.mutual_exclusion` states the same thing again, and a
+/// different value is a contradiction: `expect_checks` won silently, and `expect = "safe"` beside
+/// `mutual_exclusion = "violation"` printed "VIOLATION (as expected: expected safe)". Either
+/// direction is refused, at the entry. The other checks' verdicts imply nothing about the run's:
+/// `expect = "safe"` states them safe only where `expect_checks` does not name them (a lock safe
+/// for mutual exclusion may still starve its waiters, and says so with `liveness =
+/// "violation"`), and `expect = "violation"` states nothing of them (docs/checks.md,
+/// "Expectations"), so no other entry can contradict `expect`.
 pub(super) fn expect_checks(
     ctx: &Ctx<'_>,
+    expect: Verdict,
     raw: BTreeMap<Spanned<String>, Verdict>,
 ) -> Result<BTreeMap<String, Verdict>, ScenarioError> {
     let mut expect_checks = BTreeMap::new();
@@ -63,6 +75,19 @@ pub(super) fn expect_checks(
                     "unknown check `{}` in expect_checks, expected one of {}",
                     name.get_ref(),
                     quoted(CHECK_NAMES)
+                ),
+            ));
+        }
+        if name.get_ref() == crate::check::MUTUAL_EXCLUSION && verdict != expect {
+            let (line, _) = super::error::line_col(ctx.text, ctx.spans.at(&["expect"]).start);
+            return Err(ctx.err(
+                name.span(),
+                format!(
+                    "`expect_checks` says `{} = \"{verdict}\"`, but `expect = \"{expect}\"` (line \
+                     {line}) is the expectation of the same verdict, mutual exclusion's (the \
+                     run's): they contradict. Make them agree, or drop this entry (`expect` \
+                     states it)",
+                    name.get_ref()
                 ),
             ));
         }

@@ -121,6 +121,32 @@ fn malformed_scenarios_exit_2_with_location_and_choices() {
     assert!(err.contains("no such scenario"), "{err}");
 }
 
+/// The case: `expect = "safe"` beside `mutual_exclusion = "violation"` ran and printed
+/// "VIOLATION (as expected: expected safe)". It is refused before anything runs, at the entry.
+#[test]
+fn an_expect_that_contradicts_expect_checks_exits_2_at_the_entry() {
+    let good = std::fs::read_to_string("scenarios/gc-pause-lease-expiry.toml").unwrap();
+    assert!(good.contains("expect = \"violation\"\n"), "{good}");
+    let text = good.replacen(
+        "expect = \"violation\"\n",
+        "expect = \"safe\"\nexpect_checks = { mutual_exclusion = \"violation\" }\n",
+        1,
+    );
+    let line = text
+        .lines()
+        .position(|l| l.starts_with("expect_checks"))
+        .unwrap()
+        + 1;
+    let p = temp_scenario("contradiction.toml", &text);
+    let (code, out, err) = lockcheck(&["run", p.to_str().unwrap()]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(out.is_empty(), "nothing runs: {out}");
+    assert!(
+        err.contains(&format!("contradiction.toml:{line}:19: `expect_checks` says `mutual_exclusion = \"violation\"`, but `expect = \"safe\"`")),
+        "{err}"
+    );
+}
+
 #[test]
 fn list_names_locks_faults_and_scenarios() {
     let (code, out, _) = lockcheck(&["list"]);

@@ -7,4 +7,5 @@ mod common;
 mod bounded;
 mod contract;
 mod harness_example;
+mod model_bounds;
 mod table_and_list;

@@ -69,7 +69,27 @@ impl ClientProgram {
             None => None,
         };
         let dir = make_temp_dir("client")?;
-        let mut command = Command::new(&program);
+        // Until the program runs, nothing owns the directory: a start that fails (`command =
+        // [""]`, a program that is not there, libfaketime refused) is an exit-2 refusal, and
+        // it must leave no scratch behind.
+        let started = Self::start(cmd, fake, &program, preload, &dir);
+        if started.is_err() {
+            remove_temp_dir(&dir);
+        }
+        let (child, clock) = started?;
+        Self::adopt(cmd, child, clock, dir)
+    }
+
+    /// Forks the program, its scratch directory `dir` made: [`ClientProgram::spawn`]'s part
+    /// that can fail after the directory exists.
+    fn start(
+        cmd: &ClientCommand,
+        fake: Option<&FakeTime>,
+        program: &Path,
+        preload: Option<String>,
+        dir: &Path,
+    ) -> Result<(Child, Option<JumpableClock>), RealError> {
+        let mut command = Command::new(program);
         command
             .args(&cmd.argv[1..])
             .envs(cmd.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -80,10 +100,10 @@ impl ClientProgram {
             command.current_dir(std::path::absolute(cwd).unwrap_or_else(|_| cwd.clone()));
         }
         let clock = match (fake, preload) {
-            (Some(fake), Some(libs)) => faketime::configure(fake, &libs, &dir, &mut command)?,
+            (Some(fake), Some(libs)) => faketime::configure(fake, &libs, dir, &mut command)?,
             _ => None,
         };
-        let mut child = spawn_from_long_lived_thread(command).map_err(|e| match e {
+        let child = spawn_from_long_lived_thread(command).map_err(|e| match e {
             RealError::Io { source, .. } => RealError::io(
                 format!(
                     "starting the lock client `{}` (from `[lock] command`)",
@@ -93,6 +113,16 @@ impl ClientProgram {
             ),
             other => other,
         })?;
+        Ok((child, clock))
+    }
+
+    /// The running program with its pipes, its stderr forwarded line by line.
+    fn adopt(
+        cmd: &ClientCommand,
+        mut child: Child,
+        clock: Option<JumpableClock>,
+        dir: PathBuf,
+    ) -> Result<(ClientProgram, ChildStdin, ChildStdout), RealError> {
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         let pid = child.id();

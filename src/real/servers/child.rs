@@ -37,7 +37,10 @@ pub(crate) fn free_port() -> Result<u16, RealError> {
 }
 
 /// A fresh temporary directory `lockcheck-<what>-<pid>-<n>-<nanos>` for one child's files,
-/// registered so that a signal removes it ([`remove_temp_dir`] removes it otherwise).
+/// registered so that a signal removes it ([`remove_temp_dir`] removes it otherwise). `<pid>`
+/// is the lockcheck process that owns it: a `SIGKILL` runs no handler, so a killed run's
+/// directories stay behind, and the next run removes those whose owner is dead
+/// ([`sweep_dead_scratch`]).
 pub(crate) fn make_temp_dir(what: &str) -> Result<PathBuf, RealError> {
     make_temp_dir_in(&std::env::temp_dir(), what)
 }
@@ -61,6 +64,12 @@ pub(crate) fn make_memory_temp_dir(what: &str) -> Result<PathBuf, RealError> {
 }
 
 fn make_temp_dir_in(base: &Path, what: &str) -> Result<PathBuf, RealError> {
+    // The first scratch directory of a process is the start of its first real run: the moment
+    // to clear what killed runs left, before this run adds its own.
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        sweep_dead_scratch(&scratch_bases());
+    });
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -75,6 +84,79 @@ fn make_temp_dir_in(base: &Path, what: &str) -> Result<PathBuf, RealError> {
         .map_err(|e| RealError::io(format!("creating {}", dir.display()), e))?;
     cleanup::register_dir(&dir)?;
     Ok(dir)
+}
+
+/// Where lockcheck makes scratch directories: the temp dir, and `/dev/shm`
+/// ([`make_memory_temp_dir`]: a three-member etcd's WALs, 367 MB after one killed run).
+pub(crate) fn scratch_bases() -> Vec<PathBuf> {
+    vec![std::env::temp_dir(), PathBuf::from("/dev/shm")]
+}
+
+/// The owning pid of a lockcheck scratch directory's name, `lockcheck-<what>-<pid>-<n>-<nanos>`
+/// ([`make_temp_dir`]), or `None` for any other name. Strict (a lowercase word, then three
+/// numbers) so that the sweep never takes another directory that merely starts with
+/// `lockcheck-`: `lockcheck-cache` (libfaketime's build), `lockcheck-out-<pid>`, a test's own.
+pub(crate) fn scratch_owner(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix("lockcheck-")?;
+    let mut fields = rest.rsplitn(4, '-');
+    let (nanos, n, pid, what) = (
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+    );
+    let numeric = |f: &str| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit());
+    let word = !what.is_empty() && what.bytes().all(|b| b.is_ascii_lowercase());
+    (word && numeric(nanos) && numeric(n) && numeric(pid))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// Whether process `pid` still runs: `kill(pid, 0)` finds it (or finds it and may not signal
+/// it), and it is not a zombie (a killed process its parent has not reaped yet is as dead as
+/// its scratch). A pid reused by an unrelated process counts as alive: the sweep then keeps a
+/// dead run's directory rather than risk a live one's.
+pub(crate) fn process_alive(pid: u32) -> bool {
+    let Ok(raw) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if raw <= 0 {
+        return false;
+    }
+    // SAFETY: kill(2) with signal 0 sends nothing; it only checks that the process exists.
+    let found = unsafe { libc::kill(raw, 0) } == 0
+        || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    found && proc_state(&format!("/proc/{pid}/stat")) != Some('Z')
+}
+
+/// Removes, in each of `bases`, every lockcheck scratch directory ([`scratch_owner`]) whose
+/// owning process is dead and is not this one: what a `SIGKILL`ed run (or a machine that lost
+/// power) left, which no handler of its own could remove. Returns the directories removed.
+/// A live owner's directories are never touched, so runs side by side (`--jobs`, two terminals,
+/// a test suite's lanes) keep theirs.
+pub(crate) fn sweep_dead_scratch(bases: &[PathBuf]) -> Vec<PathBuf> {
+    let me = std::process::id();
+    let mut removed = Vec::new();
+    for base in bases {
+        let Ok(entries) = std::fs::read_dir(base) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(owner) = name.to_str().and_then(scratch_owner) else {
+                continue;
+            };
+            // Only directories (never a symlink to one elsewhere), and only a dead owner's.
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if !is_dir || owner == me || process_alive(owner) {
+                continue;
+            }
+            if std::fs::remove_dir_all(entry.path()).is_ok() {
+                removed.push(entry.path());
+            }
+        }
+    }
+    removed
 }
 
 /// Removes a directory [`make_temp_dir`] made, and forgets it.
@@ -298,4 +380,74 @@ pub(crate) fn tail_of_file(path: &Path, lines: usize) -> String {
     let mut out = all[all.len().saturating_sub(lines)..].join("\n");
     out.push('\n');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_lockchecks_own_scratch_names_have_an_owner() {
+        assert_eq!(scratch_owner("lockcheck-redis-4242-0-123456"), Some(4242));
+        assert_eq!(scratch_owner("lockcheck-etcd-7-12-0"), Some(7));
+        for other in [
+            "lockcheck-cache",
+            "lockcheck-out-4242",
+            "lockcheck-regressions",
+            "lockcheck-bounded-x-4242",
+            "lockcheck-interrupt-test-servers-4242",
+            "lockcheck-redis-4242-0",
+            "lockcheck-Redis-4242-0-1",
+            "lockcheck--4242-0-1",
+            "lockcheck-redis-42a-0-1",
+            "faketime_shm_4242",
+            "lockcheck-redis-4242-0-1/x",
+        ] {
+            assert_eq!(scratch_owner(other), None, "{other}");
+        }
+    }
+
+    /// The sweep takes a dead owner's directories and nothing else: not a live owner's, not this
+    /// process's, not a file, not a name that is not lockcheck's scratch.
+    #[test]
+    fn the_sweep_removes_only_dead_owners_scratch_directories() {
+        let base =
+            std::env::temp_dir().join(format!("lockcheck-sweep-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let mut c = Command::new("true").spawn().unwrap();
+        let dead = c.id();
+        c.wait().unwrap();
+        // A zombie (exited, not yet reaped) is dead too.
+        let zombie = Command::new("true").spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while proc_state(&format!("/proc/{}/stat", zombie.id())) != Some('Z') {
+            assert!(Instant::now() < deadline, "no zombie");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let me = std::process::id();
+        let parent = std::os::unix::process::parent_id();
+        let dead_dir = base.join(format!("lockcheck-etcd-{dead}-0-1"));
+        let zombie_dir = base.join(format!("lockcheck-client-{}-3-9", zombie.id()));
+        let mine = base.join(format!("lockcheck-redis-{me}-0-1"));
+        let live = base.join(format!("lockcheck-redis-{parent}-0-1"));
+        let file = base.join(format!("lockcheck-redis-{dead}-1-1"));
+        let other = base.join(format!("lockcheck-out-{dead}"));
+        for d in [&dead_dir, &zombie_dir, &mine, &live, &other] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(dead_dir.join("wal"), b"x").unwrap();
+        std::fs::write(&file, b"x").unwrap();
+        let mut removed = sweep_dead_scratch(std::slice::from_ref(&base));
+        removed.sort();
+        let mut zombie = zombie;
+        zombie.wait().unwrap();
+        let kept = [&mine, &live, &file, &other].map(|p| p.exists());
+        let _ = std::fs::remove_dir_all(&base);
+        let mut want = vec![dead_dir, zombie_dir];
+        want.sort();
+        assert_eq!(removed, want);
+        assert_eq!(kept, [true; 4]);
+        assert!(scratch_bases().contains(&PathBuf::from("/dev/shm")));
+    }
 }
