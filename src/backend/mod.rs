@@ -11,6 +11,7 @@
 
 pub mod etcd;
 pub mod mysql;
+pub mod postgres;
 pub mod redis;
 pub mod zookeeper;
 
