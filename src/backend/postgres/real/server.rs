@@ -228,10 +228,18 @@ impl Postgres {
         let child = spawn_from_long_lived_thread(command)?;
         *self.child.lock().unwrap_or_else(|p| p.into_inner()) = Some(child);
         let result = block_on(self.wait_until_ready());
-        if result.is_err() {
-            self.kill();
+        match result {
+            Ok(()) => {
+                if let (Some(id), Some(pid)) = (self.shared_memory_id(), self.pid()) {
+                    mark_shared_memory_for_removal(id, pid);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.kill();
+                Err(e)
+            }
         }
-        result
     }
 
     async fn wait_until_ready(&self) -> Result<(), RealError> {
@@ -420,7 +428,6 @@ impl Postgres {
             return;
         };
         let postmaster = child.id();
-        let shared_memory = self.shared_memory_id();
         // Stopped, the postmaster neither forks nor reaps: every pid listed stays its child.
         signal(postmaster, libc::SIGSTOP);
         let _ = wait_until_stopped(postmaster, "postgres");
@@ -433,14 +440,10 @@ impl Postgres {
             cleanup::deregister(c);
         }
         wait_exited(&children, CHILDREN_TIMEOUT);
-        if let Some(id) = shared_memory {
-            remove_shared_memory(id, postmaster);
-        }
     }
 
     /// The System V shared memory segment id the running server wrote into `postmaster.pid`
-    /// (its 7th line: key and id). PostgreSQL keeps a small one to tell whether an old
-    /// server's processes still run, and a `SIGKILL` leaves it behind.
+    /// (its 7th line: key and id).
     fn shared_memory_id(&self) -> Option<libc::c_int> {
         let text = std::fs::read_to_string(self.data_dir().join("postmaster.pid")).ok()?;
         text.lines().nth(6)?.split_whitespace().nth(1)?.parse().ok()
@@ -454,14 +457,21 @@ impl Postgres {
     }
 }
 
-/// Removes the segment `id` if the postmaster `creator` made it and nothing is attached.
-fn remove_shared_memory(id: libc::c_int, creator: u32) {
+/// Marks the server's System V segment for removal once nothing is attached.
+///
+/// PostgreSQL keeps a small one (56 bytes) only to tell, at its next start, whether processes
+/// of an old server still run (their attach count); it removes it on a clean shutdown, which
+/// lockcheck's servers never get, and the cleanup that kills them on a panic or a signal
+/// cannot know of it: each such run left one behind. Marked `IPC_RMID`, the kernel removes it
+/// when its last process exits, and the check still works: while any old process is attached
+/// the segment is still found by its id with its attach count (Linux), and once none is, it
+/// is gone and the next start makes a new one. Only a segment `creator` made is marked.
+fn mark_shared_memory_for_removal(id: libc::c_int, creator: u32) {
     // SAFETY: shmctl with IPC_STAT writes into a live, zeroed shmid_ds; IPC_RMID takes none.
     unsafe {
         let mut info: libc::shmid_ds = std::mem::zeroed();
         if libc::shmctl(id, libc::IPC_STAT, &mut info) == 0
             && info.shm_cpid == creator as libc::pid_t
-            && info.shm_nattch == 0
         {
             libc::shmctl(id, libc::IPC_RMID, std::ptr::null_mut());
         }
