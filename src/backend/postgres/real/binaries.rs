@@ -48,7 +48,7 @@ fn debian_bin_dirs() -> Vec<PathBuf> {
                 .collect()
         })
         .unwrap_or_default();
-    majors.sort_by(|a, b| b.0.cmp(&a.0));
+    majors.sort_by_key(|m| std::cmp::Reverse(m.0));
     majors.into_iter().map(|(_, dir)| dir).collect()
 }
 

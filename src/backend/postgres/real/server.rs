@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::admin::{block_on, first_value, query_once};
 use super::binaries::{pg_binaries, PgBinaries};
-use super::process_tree::{children_of, signal, wait_exited};
+use super::process_tree::{children_of, exited, signal, wait_exited};
 use super::run_as::RunAs;
 use super::settings::ServerSettings;
 use crate::backend::postgres::seam::PgError;
@@ -429,8 +429,10 @@ impl Postgres {
         };
         let postmaster = child.id();
         // Stopped, the postmaster neither forks nor reaps: every pid listed stays its child.
-        signal(postmaster, libc::SIGSTOP);
-        let _ = wait_until_stopped(postmaster, "postgres");
+        if !exited(postmaster) {
+            signal(postmaster, libc::SIGSTOP);
+            let _ = wait_until_stopped(postmaster, "postgres");
+        }
         let children = children_of(postmaster);
         for &c in &children {
             signal(c, libc::SIGKILL);
