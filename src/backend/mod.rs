@@ -76,8 +76,8 @@ pub static BACKENDS: &[Backend] = &[
     Backend {
         declaration: &postgres::declaration::Postgres,
         locks: postgres::locks,
-        client_programs: None,
-        real_check: postgres::real_check,
+        client_programs: Some(postgres::run_client_programs),
+        real_check: postgres::real::world::real_check,
     },
 ];
 

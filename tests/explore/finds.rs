@@ -239,3 +239,25 @@ fn took_the_reconnect_path(h: &str) -> bool {
             })
     })
 }
+
+/// `pg_terminate_backend` of the holder's session frees its advisory lock under it: explore
+/// finds two holders from the fault-free file, drawing terminations only, shrunk to one.
+#[test]
+fn a_terminated_session_under_a_postgres_advisory_lock() {
+    let (_, result, found) = explore("pg-terminate-no-faults", &options(500, None));
+    let r = found.expect("explore finds the termination");
+    assert_eq!(result.found.unwrap().check, "mutual_exclusion");
+    assert_found(&r, "mutual_exclusion");
+    assert_eq!(fault_kinds(&r), ["terminate"]);
+}
+
+/// Behind PgBouncer in transaction mode the session lock fails with no fault at all: explore
+/// shrinks whatever it drew away.
+#[test]
+fn a_session_advisory_lock_behind_a_transaction_pooler() {
+    let (_, result, found) = explore("pg-pooler-no-faults", &options(200, None));
+    let r = found.expect("explore finds the pooler's two holders");
+    assert_eq!(result.found.unwrap().check, "mutual_exclusion");
+    assert_found(&r, "mutual_exclusion");
+    assert!(fault_kinds(&r).is_empty(), "{:?}", fault_kinds(&r));
+}

@@ -10,13 +10,24 @@
 mod advisory;
 mod bouncer;
 mod cleanup;
+#[path = "../common/mod.rs"]
+mod common;
+mod differential;
 mod errors;
+mod scenarios;
 mod standby;
 
 use lockcheck::backend::postgres::real::{Postgres, RealPgConn, ServerSettings};
 use lockcheck::backend::postgres::seam::{PgClient, PgError, Row};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// One test at a time that runs many real servers or many statements (the scenarios on real
+/// servers, the differential test): two cores shared with them miss no timing then.
+pub fn real_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Every statement's and connect's timeout in these tests.
 pub const TIMEOUT: Duration = Duration::from_secs(10);

@@ -12,8 +12,9 @@ pub mod table;
 pub mod world;
 
 use crate::env::Switch;
+use crate::history::History;
 use crate::lock::{Backend, Lock, LockConfig, LockKind, Origin};
-use crate::real::{ExternalRedis, RealEnv, RealError, RealRunner};
+use crate::real::{no_external, ExternalRedis, RealEnv, RealError, RealRunner};
 use crate::scenario::Scenario;
 use crate::sim::{SimEnv, SimRunner};
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use std::sync::Arc;
 pub use declaration::{Postgres, SERVICE};
 
 /// A PostgreSQL lock's connection: to the simulated deployment or to spawned servers.
-pub type PgConn = Switch<sim::NetPgConn, sim::NetPgConn>;
+pub type PgConn = Switch<sim::NetPgConn, real::route::PgRoute>;
 
 /// The PostgreSQL locks lockcheck ships, each with its runs in both worlds.
 pub fn locks() -> Vec<(LockKind, Arc<SimRunner>, Arc<RealRunner>)> {
@@ -49,21 +50,22 @@ where
             })
         }
     };
-    let real = move |s: &Scenario, _seed: u64, _ext: Option<&ExternalRedis>| {
-        let _ = &make;
-        Err(RealError::Unsupported(format!(
-            "{}: real mode on PostgreSQL is not wired yet",
-            s.name
-        )))
+    let real = move |s: &Scenario, seed: u64, ext: Option<&ExternalRedis>| {
+        no_external(s, ext, "the PostgreSQL locks")?;
+        real::world::run_with(s, seed, |config, conn, env| {
+            make(config, vec![Switch::Real(conn)], Switch::Real(env))
+        })
     };
     let kind = LockKind::of::<L>(name, Backend::on(SERVICE), Origin::Builtin);
     (kind, Arc::new(sim), Arc::new(real))
 }
 
-/// Whether real mode can run a scenario on PostgreSQL.
-pub fn real_check(s: &Scenario) -> Result<(), RealError> {
-    Err(RealError::Unsupported(format!(
-        "{}: real mode on PostgreSQL is not wired yet",
-        s.name
-    )))
+/// Client programs (any language) on PostgreSQL: real mode only, on spawned servers.
+pub fn run_client_programs(
+    s: &Scenario,
+    seed: u64,
+    ext: Option<&ExternalRedis>,
+) -> Result<History, RealError> {
+    no_external(s, ext, "client programs on PostgreSQL")?;
+    real::world::run_client_programs(s, seed)
 }

@@ -203,6 +203,10 @@ impl<N: Nemesis> Nemesis for AtClient<'_, N> {
         self.n.fail_over(master)
     }
 
+    fn end_session(&self, at: &Occasion<'_>, victim: &ClientRef) -> Result<(), Refused> {
+        self.n.end_session(at, victim)
+    }
+
     fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
         self.n.crash_server(node, restart_after_ms)
     }

@@ -12,7 +12,8 @@
 //!   failed transaction: `25P02` until it ends) and their two timeouts, reverted by a rollback;
 //! - the advisory lock table ([`LockTable`]): both key forms, both modes, both scopes,
 //!   stacked holds, `pg_advisory_unlock` answering `f` when nothing is held, `unlock_all`,
-//!   transaction-level holds dropped at commit or rollback (at once in autocommit), session
+//!   transaction-level holds dropped at commit or rollback or when an error aborts the
+//!   transaction (at once in autocommit), session
 //!   holds kept through a rollback (the manual: they "do not honor transaction semantics");
 //! - `DISCARD ALL` (refused inside a transaction block), `pg_terminate_backend`,
 //!   `pg_backend_pid`, sequences with `nextval` (never rolled back; the value is WAL-logged 32
@@ -257,7 +258,10 @@ impl Engine {
         if let Some(s) = self.sessions.get_mut(&session) {
             s.last_active_ms = now_ms;
             if s.tx == Tx::Open && !matches!(e, PgError::Unsupported(_)) {
+                // The error aborts the transaction now (its locks go with it); the block only
+                // waits for the client's ROLLBACK to end.
                 s.tx = Tx::Failed;
+                self.locks.release_scope(session, Scope::Xact);
             }
         }
         self.end_implicit_transaction(session);

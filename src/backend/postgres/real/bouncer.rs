@@ -31,15 +31,7 @@ use crate::real::RealError;
 /// How long PgBouncer may take to answer its first statement.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// When a client gives its server connection back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PoolMode {
-    /// When the client disconnects: a session lock is the client's, as without a pooler.
-    Session,
-    /// At the end of each transaction (each statement outside one): a session lock stays on
-    /// a server connection other clients get next.
-    Transaction,
-}
+pub use crate::backend::postgres::table::PoolMode;
 
 impl PoolMode {
     fn as_ini(self) -> &'static str {

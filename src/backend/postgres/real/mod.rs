@@ -11,10 +11,13 @@ pub(crate) mod admin;
 pub(crate) mod binaries;
 pub mod bouncer;
 pub mod conn;
+pub(crate) mod nemesis;
 pub(crate) mod process_tree;
+pub mod route;
 pub(crate) mod run_as;
 pub mod server;
 pub mod settings;
+pub mod world;
 
 pub use bouncer::{BouncerSettings, PgBouncer, PoolMode};
 pub use conn::RealPgConn;
