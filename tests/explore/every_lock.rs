@@ -30,7 +30,10 @@ fn foreign(s: &Scenario, space: &Space, kind: &FaultKind) -> Option<String> {
         s.lock.kind.backend() == Backend::Etcd,
         s.lock.kind.backend() == Backend::ZooKeeper,
     );
-    let redis = !mysql && !etcd && !zookeeper;
+    let redis = s.lock.service == lockcheck::lock::Service::Redis;
+    // A PostgreSQL deployment fails over when it has a standby to promote.
+    let postgres = s.lock.service == lockcheck::backend::postgres::SERVICE;
+    let standby = postgres && lockcheck::backend::postgres::table::of(s).standby;
     // An etcd cluster or ZooKeeper ensemble fails over when it has more than one member.
     let members = if etcd {
         s.etcd.servers
@@ -41,12 +44,16 @@ fn foreign(s: &Scenario, space: &Space, kind: &FaultKind) -> Option<String> {
         FaultKind::Failover { .. }
             if mysql
                 || (redis && (s.redis.replicas == 0 || s.redis.sentinels > 0))
-                || (!redis && members < 3) =>
+                || ((etcd || zookeeper) && members < 3)
+                || (postgres && !standby) =>
         {
             Some("a failover".into())
         }
-        FaultKind::ClockJump { .. } | FaultKind::ClockDrift { .. } if mysql => {
-            Some("a clock fault on a MySQL lock".into())
+        FaultKind::ClockJump { .. } | FaultKind::ClockDrift { .. } if mysql || postgres => {
+            Some("a clock fault on a MySQL or PostgreSQL lock".into())
+        }
+        FaultKind::Terminate { .. } if !postgres => {
+            Some("a session termination on a service without sessions to end".into())
         }
         FaultKind::ServerPause { .. } if redis => Some("a server pause on Redis".into()),
         FaultKind::Crash { node, .. } if !space.servers.contains(node) => {

@@ -250,14 +250,3 @@ fn a_terminated_session_under_a_postgres_advisory_lock() {
     assert_found(&r, "mutual_exclusion");
     assert_eq!(fault_kinds(&r), ["terminate"]);
 }
-
-/// Behind PgBouncer in transaction mode the session lock fails with no fault at all: explore
-/// shrinks whatever it drew away.
-#[test]
-fn a_session_advisory_lock_behind_a_transaction_pooler() {
-    let (_, result, found) = explore("pg-pooler-no-faults", &options(200, None));
-    let r = found.expect("explore finds the pooler's two holders");
-    assert_eq!(result.found.unwrap().check, "mutual_exclusion");
-    assert_found(&r, "mutual_exclusion");
-    assert!(fault_kinds(&r).is_empty(), "{:?}", fault_kinds(&r));
-}

@@ -170,6 +170,41 @@ pub const GUARD: &[Entry] = &[
         varied: true,
     },
     Entry {
+        lock: "pg-advisory-lock",
+        families: &["pause", "client_crash"],
+        fixture: "pg-advisory-session-pooler-pauses-crashes",
+        check: None,
+        varied: true,
+    },
+    Entry {
+        lock: "pg-advisory-lock",
+        families: &["partition"],
+        fixture: "pg-advisory-partitions",
+        check: Some("mutual_exclusion"),
+        varied: true,
+    },
+    Entry {
+        lock: "pg-advisory-xact-lock",
+        families: &["pause"],
+        fixture: "pg-xact-lock-pooler-pauses",
+        check: None,
+        varied: true,
+    },
+    Entry {
+        lock: "pg-try-advisory-lock",
+        families: &["pause"],
+        fixture: "pg-try-lock-pauses",
+        check: None,
+        varied: true,
+    },
+    Entry {
+        lock: "pg-advisory-lock-fenced",
+        families: &["pause"],
+        fixture: "pg-fenced-pauses",
+        check: None,
+        varied: true,
+    },
+    Entry {
         lock: "etcd-lock-lease-check",
         families: &["pause"],
         fixture: "etcd-lease-check-short-pauses",
@@ -219,6 +254,16 @@ pub struct Exclusion {
 
 /// The claims the guard leaves to the bundled scenarios' own seeds.
 pub const EXCLUDED: &[Exclusion] = &[
+    Exclusion {
+        lock: "pg-advisory-lock-fenced",
+        family: Some("terminate"),
+        why: "a fencing token refuses a terminated holder's write only when it comes after the \
+              next holder's; one that writes first is accepted and the next holder's write \
+              (read before it) then loses its update, so no space of terminations is safe for \
+              the resource by construction. pg-fenced-terminate is the ordering the claim is \
+              about (the terminated holder stalls 500 ms), kept by its own seeds \
+              (tests/postgres/scenarios.rs)",
+    },
     Exclusion {
         lock: "client-program",
         family: None,

@@ -3,7 +3,6 @@
 //! simulation-only; `redisson-watchdog-pause` is its scaled copy.)
 
 use lockcheck::judge::{Mode, Outcome};
-use lockcheck::lock::Backend;
 use lockcheck::scenario::Scenario;
 use std::path::Path;
 
@@ -53,14 +52,10 @@ macro_rules! real {
             for f in lockcheck::cli::run::scenario_files(&dir).unwrap() {
                 // Redlock's scenarios have their own real-mode tests (redlock.rs).
                 let s = Scenario::load(&f).unwrap();
-                // The MySQL locks' real runs are in tests/mysql/scenarios.rs.
-                // The etcd locks' real runs are in tests/etcd/scenarios.rs.
-                // The ZooKeeper locks' real runs are in tests/zookeeper/scenarios.rs.
+                // Every other service's real runs are in its own test folder (tests/mysql,
+                // tests/etcd, tests/zookeeper, tests/postgres: each `scenarios.rs`).
                 if s.lock.kind.name() == "redlock"
-                    || matches!(
-                        s.lock.kind.backend(),
-                        Backend::Database | Backend::Etcd | Backend::ZooKeeper
-                    )
+                    || s.lock.service != lockcheck::lock::Service::Redis
                 {
                     continue;
                 }

@@ -19,7 +19,6 @@
 //! ```
 
 use crate::scenario::{Invalid, Scenario};
-use serde::Deserialize;
 
 /// The primary's node name.
 pub const PRIMARY: &str = "pg-0";
@@ -46,8 +45,7 @@ pub enum PoolMode {
 }
 
 /// Which pooler the clients go through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Pooler {
     /// Clients connect to the server.
     #[default]
@@ -69,9 +67,25 @@ impl Pooler {
     }
 }
 
+/// The keys `[postgres]` takes.
+pub const KEYS: &[&str] = &[
+    "standby",
+    "pooler",
+    "pool_size",
+    "server_lifetime_ms",
+    "server_reset_query_always",
+    "idle_session_timeout_ms",
+    "idle_in_transaction_timeout_ms",
+    "keepalive_idle_s",
+    "keepalive_interval_s",
+    "keepalive_count",
+    "latency_ms",
+    "request_timeout_ms",
+    "failover_detect_ms",
+];
+
 /// `[postgres]`, read by the backend itself (`BackendDecl::read_table`).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PostgresTable {
     /// A streaming standby `pg-1`, promoted by a `failover`.
     pub standby: bool,
@@ -128,17 +142,89 @@ impl PostgresTable {
         (self.keepalive_idle_s + self.keepalive_interval_s * self.keepalive_count) * 1000
     }
 
-    /// Reads the table as written (`None`: the defaults).
+    /// Reads the table as written (`None`: the defaults), key by key, so an error names the
+    /// key it is about (and the format points at it) in plain words.
     pub fn read(table: Option<&toml::Value>) -> Result<PostgresTable, Invalid> {
-        let t: PostgresTable = match table {
-            Some(v) => v
-                .clone()
-                .try_into()
-                .map_err(|e: toml::de::Error| (None, e.message().to_string()))?,
-            None => PostgresTable::default(),
+        let mut t = PostgresTable::default();
+        let Some(table) = table else {
+            return Ok(t);
         };
+        let Some(entries) = table.as_table() else {
+            return Err((None, "`[postgres]` must be a table of keys".into()));
+        };
+        for (key, value) in entries {
+            let Some(&known) = KEYS.iter().find(|k| **k == key.as_str()) else {
+                return Err((
+                    None,
+                    format!(
+                        "unknown key `{}` in `[postgres]`, expected one of {}",
+                        crate::scenario::input::excerpt(key, 40),
+                        KEYS.join(", ")
+                    ),
+                ));
+            };
+            t.set(known, value).map_err(|m| (Some(known), m))?;
+        }
         t.check()?;
         Ok(t)
+    }
+
+    /// Sets key `key` from `value`, or says in plain words what it takes.
+    fn set(&mut self, key: &'static str, value: &toml::Value) -> Result<(), String> {
+        let number = || -> Result<u64, String> {
+            value
+                .as_integer()
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| format!("`{key}` takes a whole number of 0 or more, got {value}"))
+        };
+        let flag = || -> Result<bool, String> {
+            value
+                .as_bool()
+                .ok_or_else(|| format!("`{key}` takes true or false, got {value}"))
+        };
+        match key {
+            "standby" => self.standby = flag()?,
+            "server_reset_query_always" => self.server_reset_query_always = flag()?,
+            "pooler" => {
+                self.pooler = match value.as_str() {
+                    Some("none") => Pooler::None,
+                    Some("session") => Pooler::Session,
+                    Some("transaction") => Pooler::Transaction,
+                    _ => {
+                        return Err(format!(
+                            "`pooler` is \"none\", \"session\" or \"transaction\", got {value}"
+                        ))
+                    }
+                }
+            }
+            "pool_size" => {
+                self.pool_size = u32::try_from(number()?).map_err(|_| {
+                    format!(
+                    "`pool_size = {value}`: PgBouncer's pool here has 1 to 100 server connections"
+                )
+                })?
+            }
+            "server_lifetime_ms" => self.server_lifetime_ms = number()?,
+            "idle_session_timeout_ms" => self.idle_session_timeout_ms = number()?,
+            "idle_in_transaction_timeout_ms" => self.idle_in_transaction_timeout_ms = number()?,
+            "keepalive_idle_s" => self.keepalive_idle_s = number()?,
+            "keepalive_interval_s" => self.keepalive_interval_s = number()?,
+            "keepalive_count" => self.keepalive_count = number()?,
+            "request_timeout_ms" => self.request_timeout_ms = number()?,
+            "failover_detect_ms" => self.failover_detect_ms = number()?,
+            "latency_ms" => {
+                let pair = value.as_array().filter(|a| a.len() == 2).and_then(|a| {
+                    let lo = a[0].as_integer().and_then(|n| u64::try_from(n).ok())?;
+                    let hi = a[1].as_integer().and_then(|n| u64::try_from(n).ok())?;
+                    Some([lo, hi])
+                });
+                self.latency_ms = pair.ok_or_else(|| {
+                    format!("`latency_ms` is a range [low, high] of whole ms, got {value}")
+                })?;
+            }
+            _ => unreachable!("every key of KEYS is set above"),
+        }
+        Ok(())
     }
 
     fn check(&self) -> Result<(), Invalid> {

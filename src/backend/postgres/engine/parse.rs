@@ -113,7 +113,8 @@ pub fn parse(sql: &str) -> Result<Stmt, PgError> {
             let SetExpr::Select(select) = *q.body else {
                 return Err(unsupported("only SELECT <function>(…)"));
             };
-            if select.from.len() > 0 || select.selection.is_some() || select.projection.len() != 1 {
+            if !select.from.is_empty() || select.selection.is_some() || select.projection.len() != 1
+            {
                 return Err(unsupported("only SELECT <function>(…) with one column"));
             }
             let SelectItem::UnnamedExpr(Expr::Function(f)) = &select.projection[0] else {
