@@ -15,6 +15,7 @@
 //! | [`redlock`] | Redlock over 3 or 5 masters | holds with drift inside the allowance; breaks with a clock jump, a pause, or a restart without the delay |
 //! | [`redisson`] | Redisson's hash lock with watchdog renewal | a pause longer than the lease stops the watchdog too |
 //! | [`fencing`] | fencing tokens from `INCR` on a replicated master | the counter goes back on failover and the storage accepts a stale write |
+//! | [`pg_pooler`] | PostgreSQL session advisory locks behind PgBouncer | in transaction mode the next client lent the holder's server connection acquires at once (session locks stack): two holders in two steps; session mode and the transaction-level lock hold |
 //! | [`zk_session`] | ZooKeeper's lock recipe (ephemeral sequential znode, session expiry) | a paused or cut-off holder's session expires and the next waiter holds; a listener closes the partition window, not the pause's; the node's `czxid` as a fencing token keeps the storage safe |
 //!
 //! Every model has the properties `mutual_exclusion` (at most one client in
@@ -73,6 +74,7 @@ pub mod key;
 pub mod lease;
 mod lock_model;
 mod params;
+pub mod pg_pooler;
 pub mod properties;
 pub mod redisson;
 pub mod redlock;
@@ -94,7 +96,7 @@ use std::fmt;
 /// them: the one list of models, so that a new one is added in one place.
 macro_rules! every_model {
     ($then:ident $(, $($args:tt)*)?) => {
-        $then!($($($args)*;)? lease::Lease, failover::Failover, redlock::Redlock, redisson::Redisson, fencing::Fencing, zk_session::ZkSession)
+        $then!($($($args)*;)? lease::Lease, failover::Failover, redlock::Redlock, redisson::Redisson, fencing::Fencing, zk_session::ZkSession, pg_pooler::PgPooler)
     };
 }
 
