@@ -33,12 +33,13 @@ fn require_client_libraries() {
     let node = root().join("clients/node/node_modules/redlock");
     let etcd3 = root().join("clients/node/node_modules/etcd3");
     let kazoo = Command::new(&python)
-        .args(["-c", "import kazoo"])
+        .args(["-c", "import kazoo, psycopg"])
         .status()
         .is_ok_and(|s| s.success());
     assert!(
         python.exists() && node.exists() && etcd3.exists() && kazoo,
         "the client libraries are not installed: run scripts/install-clients.sh ({} with kazoo \
+         and psycopg \
          / {} / {})",
         python.display(),
         node.display(),
@@ -151,7 +152,7 @@ fn every_client_library_scenario_reaches_its_expected_verdict() {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 17, "{files:?}");
+    assert_eq!(files.len(), 20, "{files:?}");
     let mut wrong = Vec::new();
     for f in &files {
         let s = Scenario::load(f).unwrap();
@@ -198,6 +199,8 @@ fn every_client_library_scenario_reaches_its_expected_verdict() {
         } else if name.ends_with("-clock-jump") {
             assert!(has("redis-0 clock jumped"), "{name}: {faults:?}");
             assert!(has("redis-1 clock jumped"), "{name}: {faults:?}");
+        } else if name.ends_with("-terminate") {
+            assert!(has("pg_terminate_backend"), "{name}: {faults:?}");
         } else if name.ends_with("-partition") {
             assert!(has("forwarders hold every byte"), "{name}: {faults:?}");
             assert!(has("partition healed"), "{name}: {faults:?}");
