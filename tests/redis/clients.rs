@@ -32,12 +32,13 @@ fn require_client_libraries() {
     let python = root().join(".venv-clients/bin/python");
     let node = root().join("clients/node/node_modules/redlock");
     let etcd3 = root().join("clients/node/node_modules/etcd3");
+    let advisory = root().join("clients/node/node_modules/advisory-lock");
     let kazoo = Command::new(&python)
         .args(["-c", "import kazoo, psycopg"])
         .status()
         .is_ok_and(|s| s.success());
     assert!(
-        python.exists() && node.exists() && etcd3.exists() && kazoo,
+        python.exists() && node.exists() && etcd3.exists() && advisory.exists() && kazoo,
         "the client libraries are not installed: run scripts/install-clients.sh ({} with kazoo \
          and psycopg \
          / {} / {})",
@@ -152,7 +153,7 @@ fn every_client_library_scenario_reaches_its_expected_verdict() {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 20, "{files:?}");
+    assert_eq!(files.len(), 22, "{files:?}");
     let mut wrong = Vec::new();
     for f in &files {
         let s = Scenario::load(f).unwrap();
