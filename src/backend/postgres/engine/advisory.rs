@@ -191,14 +191,6 @@ impl LockTable {
         v
     }
 
-    /// Every (key, session, mode, scope, count) hold, in key order: what `pg_locks` shows.
-    pub fn holds(&self) -> Vec<(Key, SessionId, Mode, Scope, u32)> {
-        self.held
-            .iter()
-            .flat_map(|(k, h)| h.iter().map(move |((s, m, sc), n)| (*k, *s, *m, *sc, *n)))
-            .collect()
-    }
-
     /// The sessions `session`'s wait waits for: holders of a conflicting mode and conflicting
     /// waiters ahead of it (the edges of the wait-for graph the deadlock check walks).
     pub fn waits_for(&self, session: SessionId) -> Vec<SessionId> {

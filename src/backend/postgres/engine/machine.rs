@@ -29,7 +29,7 @@
 //! backend), other lock types, savepoints, `SET LOCAL`, and the order PostgreSQL wakes waiters
 //! in beyond first come first served.
 
-use crate::backend::postgres::engine::advisory::{Key, LockTable, Mode, Request, Scope, SessionId};
+use crate::backend::postgres::engine::advisory::{Key, LockTable, Request, Scope, SessionId};
 use crate::backend::postgres::engine::parse::{parse, Stmt};
 use crate::backend::postgres::seam::{
     PgError, Row, ADMIN_SHUTDOWN, DEADLOCK_DETECTED, IDLE_IN_TRANSACTION_TIMEOUT,
@@ -165,11 +165,6 @@ impl Engine {
         }
     }
 
-    /// The server's settings.
-    pub fn settings(&self) -> Settings {
-        self.settings
-    }
-
     /// Opens a session (a new connection; a new backend process).
     pub fn connect(&mut self, now_ms: u64) -> SessionId {
         self.next_session += 1;
@@ -206,11 +201,6 @@ impl Engine {
     /// The sessions holding advisory lock `key`.
     pub fn holders(&self, key: Key) -> Vec<SessionId> {
         self.locks.holders(key)
-    }
-
-    /// Every advisory hold: (key, session, mode, scope, count).
-    pub fn holds(&self) -> Vec<(Key, SessionId, Mode, Scope, u32)> {
-        self.locks.holds()
     }
 
     /// Whether the session is inside a transaction block (open or failed).
@@ -516,8 +506,7 @@ impl Engine {
                 _ => None,
             };
             let error = error.or_else(|| {
-                let check = w.deadlock_check_ms.filter(|at| *at <= now_ms)?;
-                let _ = check;
+                w.deadlock_check_ms.filter(|at| *at <= now_ms)?;
                 self.sessions
                     .get_mut(&session)?
                     .waiting
@@ -605,11 +594,6 @@ impl Engine {
             (limit > 0).then_some(s.last_active_ms + limit)
         });
         waits.chain(idle).min()
-    }
-
-    /// Whether an answer is waiting for `wake` to hand it out.
-    pub fn has_pending(&self) -> bool {
-        !self.pending.is_empty()
     }
 }
 

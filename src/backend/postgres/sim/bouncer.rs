@@ -360,11 +360,6 @@ impl PooledConn {
         }
     }
 
-    /// The server session lent to this client now.
-    pub(super) fn session(&self) -> Option<crate::backend::postgres::engine::SessionId> {
-        self.lent.as_ref().map(|c| c.session.id())
-    }
-
     async fn to_bouncer(&self, from: usize, to: usize) {
         madsim::time::sleep(self.bouncer.pg.net.latency()).await;
         if !self.bouncer.pg.net.reachable(from, to) {

@@ -57,15 +57,6 @@ impl NetPgConn {
             route: Route::Pooled(PooledConn::new(bouncer, client, node, timeout)),
         }
     }
-
-    /// The server session this client's statements run on now, if it has one (straight to the
-    /// server: its own; through a pooler: the server connection lent to it).
-    pub fn session(&self) -> Option<crate::backend::postgres::engine::SessionId> {
-        match &self.route {
-            Route::Direct(d) => d.conn.as_ref().map(|(s, _)| s.id()),
-            Route::Pooled(p) => p.session(),
-        }
-    }
 }
 
 impl PgClient for NetPgConn {
