@@ -1,15 +1,15 @@
-//! A lock of your own under lockcheck's harness: the GET-then-SET lock of docs/own-lock.md,
-//! written as a user writes it in their own crate.
-//!
-//! ```text
-//! cargo build --release --example check_then_set
-//! target/release/examples/check_then_set explore examples/check_then_set.toml --out found.toml
-//! target/release/examples/check_then_set run found.toml
-//! ```
-//!
-//! The binary has every command of `lockcheck` (`run`, `explore`, `table`, `list`, `--real`,
-//! `--seeds`, `--jobs`, `--junit`, `--report`), and its scenarios say
-//! `[lock] kind = "check-then-set"`.
+// A lock of your own under lockcheck's harness: the GET-then-SET lock of docs/own-lock.md,
+// written as a user writes it in their own crate.
+//
+// ```text
+// cargo build --release --example check_then_set
+// target/release/examples/check_then_set explore examples/check_then_set.toml --out found.toml
+// target/release/examples/check_then_set run found.toml
+// ```
+//
+// The binary has every command of `lockcheck` (`run`, `explore`, `table`, `list`, `--real`,
+// `--seeds`, `--jobs`, `--junit`, `--report`), and its scenarios say
+// `[lock] kind = "check-then-set"`.
 
 use lockcheck::redis::{self, aio::ConnectionLike};
 use lockcheck::{Env, Guard, Lock, LockConfig, LockError};

@@ -1,9 +1,9 @@
-//! Your own Rust lock, unchanged, in simulation and on real `redis-server` processes.
-//!
-//! `cargo run --release --example own_lock_both_ways` runs the lock below under two scenarios
-//! (no faults; a GC pause three leases long) with `lockcheck::sim::run_with` and with
-//! `lockcheck::backend::redis::real::world::run_with`, and prints the four verdicts. Real mode needs
-//! `redis-server` (`apt-get install redis-server`); lockcheck starts and stops its own servers.
+// Your own Rust lock, unchanged, in simulation and on real `redis-server` processes.
+//
+// `cargo run --release --example own_lock_both_ways` runs the lock below under two scenarios
+// (no faults; a GC pause three leases long) with `lockcheck::sim::run_with` and with
+// `lockcheck::backend::redis::real::world::run_with`, and prints the four verdicts. Real mode needs
+// `redis-server` (`apt-get install redis-server`); lockcheck starts and stops its own servers.
 
 use lockcheck::env::Env;
 use lockcheck::judge::{Mode, Outcome};

@@ -264,3 +264,13 @@ pub use redis;
 /// The connection and environment a lock registered with the harness gets.
 pub use registry::{Conn, Db, NodeEnv, Registry};
 pub use scenario::{Scenario, ScenarioError};
+
+/// The Rust blocks of `docs/own-lock.md`, compiled as doc tests (`cargo test --doc`, part of the
+/// README's test command): a public item a user's code copied from them uses that disappears or
+/// changes fails the suite, whatever `CHANGELOG.md` says. Lines starting `# ` in those blocks are
+/// the context each needs (hidden in the book, as mdBook hides them). The README's one Rust block
+/// is the first of them (`tests/docs.rs` holds it to that); the examples they include are built
+/// by `cargo test` too.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/own-lock.md")]
+pub struct OwnLockBlocks;

@@ -58,6 +58,13 @@ pub trait FaultPoints: Clone + Send + Sync + 'static {
         let _ = (client, open);
         std::future::ready(())
     }
+
+    /// The faults still waiting for their named point when the run ends: no client reached it
+    /// (after its `after_ms`). The run's history names each (`never fired: …`), so a reader,
+    /// and `explore`, can tell a fault that did nothing from one that did. By default none.
+    fn never_fired(&self) -> Vec<crate::fault::Fault> {
+        Vec::new()
+    }
 }
 
 /// No faults.

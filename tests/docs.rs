@@ -207,6 +207,41 @@ fn the_readme_is_a_front_door() {
     );
 }
 
+/// The visible lines of each ```` ```rust ```` block of `text` (mdBook's hidden `# ` lines left
+/// out), in order.
+fn rust_blocks(text: &str) -> Vec<Vec<String>> {
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<String>> = None;
+    for line in text.lines() {
+        match current.as_mut() {
+            None if line.starts_with("```rust") => current = Some(Vec::new()),
+            None => {}
+            Some(_) if line.starts_with("```") => blocks.extend(current.take()),
+            Some(_) if line.starts_with("# ") || line == "#" => {}
+            Some(block) => block.push(line.to_string()),
+        }
+    }
+    blocks
+}
+
+/// The README's Rust code is not compiled where it stands (it shows no context, being the front
+/// door), so it must be the book's first block of `docs/own-lock.md`, which is compiled as a doc
+/// test (`OwnLockBlocks` in `src/lib.rs`): a user who copies it gets code that builds.
+#[test]
+fn the_readmes_rust_is_the_compiled_book_block() {
+    let readme = rust_blocks(&std::fs::read_to_string(repo().join("README.md")).unwrap());
+    let book = rust_blocks(&std::fs::read_to_string(repo().join("docs/own-lock.md")).unwrap());
+    assert!(!readme.is_empty(), "the README shows a Rust block");
+    for block in &readme {
+        assert!(
+            book.contains(block),
+            "README block not in docs/own-lock.md, where it would be compiled:\n{}",
+            block.join("\n")
+        );
+    }
+    assert!(book.len() >= 4, "docs/own-lock.md has its Rust blocks");
+}
+
 /// The link checker itself: what it must catch, and what it must let through.
 #[test]
 fn the_link_checker_sees_links_headings_and_code() {

@@ -9,7 +9,30 @@ stdout carries protocol lines only.
 import importlib
 import json
 import os
+import select
 import sys
+import time
+
+
+def _sleep_through_select():
+    """Under lockcheck's libfaketime (a client clock fault: LD_PRELOAD with
+    FAKETIME_DONT_FAKE_MONOTONIC=1), Python 3.11+'s time.sleep fails with EINVAL: it sleeps with
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME), whose deadline libfaketime 0.9.10 mistranslates
+    when it leaves the monotonic clock alone. select() sleeps for the same relative time and is
+    left alone, so time.sleep is replaced by it before the library is imported (its
+    `from time import sleep` then gets this one too)."""
+    if "faketime" not in os.environ.get("LD_PRELOAD", ""):
+        return
+
+    def sleep(seconds):
+        if seconds < 0:
+            raise ValueError("sleep length must be non-negative")
+        select.select([], [], [], seconds)
+
+    time.sleep = sleep
+
+
+_sleep_through_select()
 
 
 def require(module, package):

@@ -4,7 +4,10 @@
 //! When the servers watched the lock entry (`LockEntriesWatched`: always in simulation), the
 //! check judges from what the servers did: each `EntryRemoved` names the client whose command
 //! removed an entry and the client that created it (else the client granted that owner token).
-//! A removal of another client's entry is a foreign release, on any number of masters. Without
+//! A removal of another client's entry is a foreign release, on any number of masters. An entry
+//! that went without the servers saying whose command removed it (`EntryGone` with
+//! `GoneCause::NotSaid`: real etcd's watch) could have been one: with such a removal and no
+//! foreign one seen, the check does not judge. Without
 //! the servers' word (real mode) the check falls back to inferring the owner from the order of
 //! grants and releases, as below, which can blame the wrong pair when grants race.
 //!
@@ -21,7 +24,7 @@
 
 use super::{grants, CheckResult, Checker, Declaration, GrantIndex, Reads};
 use crate::check::Verdict;
-use crate::history::{fmt_ms, EventKind, History};
+use crate::history::{fmt_ms, EventKind, GoneCause, History};
 use std::collections::BTreeMap;
 
 /// The foreign-release checker.
@@ -75,7 +78,41 @@ impl Checker for ForeignRelease {
             .iter()
             .any(|e| matches!(e.kind, EventKind::LockEntriesWatched { .. }));
         if watched {
-            return verdict(observed(history), true);
+            let found = observed(history);
+            // An observer that saw entries go without learning whose command removed them
+            // (`GoneCause::NotSaid`) cannot vouch that none of those was a foreign release.
+            let unsaid = history
+                .events
+                .iter()
+                .filter(|e| {
+                    matches!(
+                        e.kind,
+                        EventKind::EntryGone {
+                            cause: GoneCause::NotSaid,
+                            ..
+                        }
+                    )
+                })
+                .count();
+            if found.is_empty() && unsaid > 0 {
+                return CheckResult {
+                    verdict: Verdict::NotJudged,
+                    summary: format!(
+                        "{unsaid} lock entr{} went without the servers saying whose command \
+                         removed {} (an expiry, or another client's delete); no removal they \
+                         did attribute was foreign",
+                        if unsaid == 1 { "y" } else { "ies" },
+                        if unsaid == 1 { "it" } else { "them" },
+                    ),
+                    evidence: serde_json::json!({
+                        "judged": false,
+                        "foreign_releases": 0,
+                        "removals_not_attributed": unsaid,
+                    }),
+                    timeline: Vec::new(),
+                };
+            }
+            return verdict(found, true);
         }
         if !self.answers_report_deletion {
             return CheckResult {
@@ -486,6 +523,43 @@ mod tests {
         assert_eq!(r.evidence["releases"][0]["client"], 0);
         assert_eq!(r.evidence["releases"][0]["owner"], 2);
         assert_eq!(r.evidence["releases"][0]["owner_granted_us"], 1_200_000);
+    }
+
+    /// An expiry the servers name is nobody's release; a removal an observer saw without
+    /// learning whose command it was (etcd's watch) could have been a foreign one: while one
+    /// is in the history and no foreign release was seen, the check does not judge.
+    #[test]
+    fn removals_the_servers_did_not_attribute_leave_it_unjudged() {
+        let gone = |cause| {
+            ev(
+                500,
+                "server-0",
+                EventKind::EntryGone {
+                    owner: "a".into(),
+                    owner_client: Some(0),
+                    cause,
+                },
+            )
+        };
+        let h = |cause| History {
+            events: vec![
+                watching(),
+                granted(0, "client-0", "a"),
+                gone(cause),
+                granted(1_000, "client-1", "b"),
+                removed(2_000, 1, "b", Some(1)),
+            ],
+        };
+        let r = ForeignRelease::for_masters(1).check(&h(GoneCause::Expired));
+        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+        let r = ForeignRelease::for_masters(1).check(&h(GoneCause::NotSaid));
+        assert_eq!(r.verdict, Verdict::NotJudged, "{}", r.summary);
+        assert_eq!(r.evidence["removals_not_attributed"], 1);
+        // A foreign removal the servers did see is a violation all the same.
+        let mut foreign = h(GoneCause::NotSaid);
+        foreign.events.push(removed(2_500, 0, "c", Some(2)));
+        let r = ForeignRelease::for_masters(1).check(&foreign);
+        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
     }
 
     #[test]

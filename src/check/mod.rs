@@ -153,6 +153,17 @@ pub(crate) fn acquired(token: Option<u64>) -> crate::history::EventKind {
     }
 }
 
+/// An acquisition of the owner token `owner`, without a fencing token (for observer tests).
+#[cfg(test)]
+pub(crate) fn acquired_as(owner: &str) -> crate::history::EventKind {
+    crate::history::EventKind::Acquired {
+        owner: owner.into(),
+        fencing_token: None,
+        acquired_at_ms: 0,
+        valid_until_ms: 0,
+    }
+}
+
 #[cfg(test)]
 mod names {
     use super::*;

@@ -29,9 +29,14 @@
 //! late removal counted, as before. On several independent masters (Redlock) "released" means a
 //! majority of them removed the entry. Without the servers' word (`LockEntriesWatched` absent:
 //! real mode with the witness off) the check does not judge.
+//!
+//! An entry that went without a client's command (`EntryGone`: its lease or session expired, or
+//! a real-mode observer saw it go without learning whose command it was, as etcd's watch) is no
+//! removal by anyone's release: a release that answers "released" after its entry went that way
+//! is a lie (npm etcd3's and kazoo's `release()`), and its evidence names when the entry went.
 
 use super::{CheckResult, Checker, Declaration, Reads, Verdict};
-use crate::history::{fmt_ms, EventKind, History};
+use crate::history::{fmt_ms, EventKind, GoneCause, History};
 use std::collections::BTreeMap;
 
 /// The release-truth checker, for a lock on `masters` independent masters.
@@ -64,6 +69,10 @@ struct Open {
     /// Removals of its own entry placed (by a real-mode witness) before its `Exit`, since its
     /// grant: each counts for the release if within the witness's placement bound of `Exit`.
     early: Vec<u64>,
+    /// When its current grant's entry went without a client's removal (an expiry, or a removal
+    /// the servers did not attribute), and why: the evidence of a release that answered
+    /// "released" for an entry already gone.
+    gone: Option<(u64, GoneCause)>,
 }
 
 impl Release {
@@ -114,6 +123,24 @@ impl Checker for Release {
             None => {}
         };
         for e in &history.events {
+            if let EventKind::EntryGone {
+                owner,
+                owner_client,
+                cause,
+            } = &e.kind
+            {
+                let whose = owner_client.or_else(|| {
+                    open.iter()
+                        .find(|(_, o)| o.owner.as_deref() == Some(owner))
+                        .map(|(c, _)| *c)
+                });
+                if let Some(o) = whose.and_then(|c| open.get_mut(&c)) {
+                    if o.owner.as_deref() == Some(owner) {
+                        o.gone = Some((e.at_us, *cause));
+                    }
+                }
+                continue;
+            }
             if let EventKind::EntryRemoved {
                 by_client,
                 owner,
@@ -158,6 +185,7 @@ impl Checker for Release {
                 EventKind::Acquired { owner, .. } => {
                     o.owner = Some(owner.clone());
                     o.early.clear();
+                    o.gone = None;
                 }
                 EventKind::Exit => {
                     o.releasing = true;
@@ -250,6 +278,15 @@ fn judge(c: u32, o: &mut Open, need: u32) -> Option<Finding> {
         format!("removed its entry on {} server(s)", o.own)
     } else if !o.foreign.is_empty() {
         format!("removed the entry of client {:?}, not its own", o.foreign)
+    } else if let Some((gone_us, cause)) = o.gone {
+        let how = match cause {
+            GoneCause::Expired => "its lease or session expired and the servers removed it",
+            _ => "the servers do not say how",
+        };
+        format!(
+            "removed no entry: its entry had gone at {} ms ({how})",
+            fmt_ms(gone_us)
+        )
     } else {
         "removed no entry".to_string()
     };
@@ -259,6 +296,8 @@ fn judge(c: u32, o: &mut Open, need: u32) -> Option<Finding> {
         "said_released": deleted,
         "own_removed": o.own,
         "foreign_removed": o.foreign,
+        "entry_gone_us": o.gone.map(|(t, _)| t),
+        "entry_gone_cause": o.gone.map(|(_, c)| c.name()),
         "servers_did": did,
     });
     Some(if lie {
@@ -369,6 +408,45 @@ mod tests {
         assert_eq!(with_bound(500, 160), Verdict::Safe);
         assert_eq!(with_bound(500, 501), Verdict::Violation);
         assert_eq!(with_bound(0, 1), Verdict::Violation);
+    }
+
+    /// etcd3's and kazoo's release answer "released" for an entry their lease's or session's
+    /// expiry removed before they released: the servers removed it (`EntryGone`), but no client's
+    /// command did, so the answer is a lie, and the evidence says when the entry went.
+    #[test]
+    fn released_after_its_entry_expired_is_a_lie_that_names_the_expiry() {
+        let gone = |owner_client| {
+            ev(
+                1_500,
+                "zookeeper-0",
+                EventKind::EntryGone {
+                    owner: "o".into(),
+                    owner_client,
+                    cause: GoneCause::Expired,
+                },
+            )
+        };
+        let answered = |owner_client, deleted| {
+            let h = history(vec![
+                ev(1_000, "client-0", acquired(None)),
+                gone(owner_client),
+                ev(6_000, "client-0", EventKind::Exit),
+                ev(6_400, "client-0", EventKind::Released { deleted }),
+            ]);
+            Release { masters: 1 }.check(&h)
+        };
+        for owner_client in [Some(0), None] {
+            let r = answered(owner_client, true);
+            assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
+            let lie = &r.timeline[0];
+            assert!(lie.contains("had gone at 1.500 ms"), "{lie}");
+            assert!(lie.contains("expired"), "{lie}");
+            assert_eq!(r.evidence["mismatches"][0]["entry_gone_cause"], "expired");
+        }
+        // Its answer "not released" is the truth: no finding.
+        let r = answered(Some(0), false);
+        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
+        assert_eq!(r.evidence["unknown"].as_array().map(Vec::len), Some(0));
     }
 
     #[test]

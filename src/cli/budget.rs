@@ -35,8 +35,9 @@ pub fn check(
     let at_once = (jobs as u64).clamp(1, runs.max(1));
     let memory = estimate::memory_estimate(scenario).saturating_mul(at_once);
     let one_s = if real {
-        // A real run lasts its own time, whatever the machine.
-        estimate::run_ms(scenario) as f64 / 1000.0
+        // A real run lasts its own time, whatever the machine, and its servers' spawn: at most
+        // its duration and the grace period, where it is cut (`real::run_end`).
+        estimate::real_most_ms(scenario) as f64 / 1000.0
     } else {
         estimate::time_estimate_s(scenario)
     };

@@ -137,7 +137,7 @@ pub fn explore_command(path: &Path, opts: &ExploreOptions) -> i32 {
     if let (Some(limit), true) = (opts.time_limit, opts.real) {
         // Every case is cut at the deadline and judged up to there (`world::cut`), but a real
         // case that cannot fit at all would judge only its servers' start: refused.
-        let case_s = crate::world::estimate::run_ms(&base) as f64 / 1000.0;
+        let case_s = crate::world::estimate::real_most_ms(&base) as f64 / 1000.0;
         if case_s > limit.as_secs_f64() {
             return fail(format!(
                 "{}: one case of this space is estimated to take about {} (about {} events and \

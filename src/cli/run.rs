@@ -139,7 +139,7 @@ pub fn run_scenario(
     let mut agg = SeedsAggregate::default();
     let mut error = None;
     let mut violating = 0;
-    super::run_progress::watched(scenario, runs, || {
+    super::run_progress::watched(scenario, runs, real, || {
         run_ordered(
             &indices,
             opts.threads(),

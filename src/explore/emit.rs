@@ -21,6 +21,20 @@ pub fn found_scenario(
     rate: Option<Rate>,
     moved_from: Option<&Path>,
 ) -> Result<String, String> {
+    found_scenario_replayed(input, found, rate, moved_from, None)
+}
+
+/// [`found_scenario`] for a file run `rate.runs` times on real servers, `by_check` counting the
+/// runs that violated each check: it expects what most of its runs showed (the check searched
+/// for stays violated: that is the finding, with its rate in `about`), not what the search's one
+/// run showed, since a real run is not a function of its seed.
+pub fn found_scenario_replayed(
+    input: &str,
+    found: &Found,
+    rate: Option<Rate>,
+    moved_from: Option<&Path>,
+    by_check: Option<&super::real::ByCheck>,
+) -> Result<String, String> {
     let mut doc: DocumentMut = input
         .parse()
         .map_err(|e| format!("cannot re-read the scenario to write the finding: {e}"))?;
@@ -31,14 +45,25 @@ pub fn found_scenario(
     let name = format!("{}-found", s.name);
     doc["name"] = value(name);
     doc["about"] = value(about(found, rate));
-    let me = found.outcome.checks[MUTUAL_EXCLUSION].verdict;
+    // What a check is expected to give: in the found run, or in most runs of the file.
+    let violated = |name: &str| match (by_check, rate) {
+        (Some(by), Some(r)) if r.runs > 0 => {
+            name == found.check || 2 * by.get(name).copied().unwrap_or(0) > r.runs
+        }
+        _ => found.outcome.checks[name].verdict == Verdict::Violation,
+    };
+    let me = if violated(MUTUAL_EXCLUSION) {
+        Verdict::Violation
+    } else {
+        Verdict::Safe
+    };
     doc["expect"] = value(me.to_string());
     // Every check the case violated is stated, the one searched for among them: under
     // `expect = "safe"` an unstated check is expected safe (`Scenario::expected`), so a finding
     // that broke two checks must say so of both to replay as expected.
     let mut checks = InlineTable::new();
-    for (name, result) in &found.outcome.checks {
-        if name != MUTUAL_EXCLUSION && result.verdict == Verdict::Violation {
+    for name in found.outcome.checks.keys() {
+        if name != MUTUAL_EXCLUSION && violated(name) {
             checks.insert(name, Verdict::Violation.to_string().into());
         }
     }
@@ -73,11 +98,55 @@ pub fn found_scenario(
     if !s.faults.is_empty() {
         let mut faults = ArrayOfTables::new();
         for f in &s.faults {
-            faults.push(fault_table(f));
+            let mut table = fault_table(f);
+            if let (Some(by), Some(r)) = (by_check, rate) {
+                let idle = by.get(&crate::world::never_fired(f)).copied().unwrap_or(0);
+                if idle > 0 {
+                    table
+                        .decor_mut()
+                        .set_prefix(never_fired_note(found, idle, r));
+                }
+            }
+            faults.push(table);
         }
         doc.insert("faults", Item::ArrayOfTables(faults));
     }
     Ok(doc.to_string())
+}
+
+/// The comment above a fault that never fired in `idle` of the file's runs (`rate`): why it is
+/// still in the file. The shrink's last pass drops every fault the violation does not need at
+/// the margin, so one that stayed without firing changed the runs anyway: on real servers a
+/// world prepares for some faults before any client runs, and that shifts the run's timing.
+fn never_fired_note(found: &Found, idle: u32, rate: Rate) -> String {
+    let kept = if found.cut_short || found.run_cut {
+        "the search ran out of time before it tried the case without it"
+    } else {
+        "the search kept it because without it the case violated less often than the margin; \
+         a real world prepares for some faults before any client runs (a failover holds \
+         replication back, a clock fault starts the client under libfaketime, a partition \
+         routes it through a proxy), and that changes the run's timing even when the fault \
+         itself never fires"
+    };
+    let mut note = format!(
+        "This fault never fired in {idle} of the {} runs of this file (no client reached its \
+         point by the run's end); {kept}.",
+        rate.runs
+    );
+    // Wrapped as TOML comments of at most 100 columns.
+    let mut out = String::from("\n");
+    while !note.is_empty() {
+        let cut = if note.len() <= 96 {
+            note.len()
+        } else {
+            note[..96].rfind(' ').unwrap_or(96)
+        };
+        out.push_str("# ");
+        out.push_str(note[..cut].trim_end());
+        out.push('\n');
+        note = note[cut..].trim_start().to_string();
+    }
+    out
 }
 
 /// The `about` line: what the search found, in which case, and the seed; on real servers, how

@@ -97,6 +97,9 @@ fn write_and_read(locks: &Registry, text: &str, out: &Path) -> Result<Scenario, 
     Ok(scenario)
 }
 
+/// How many times at least a real finding's file is run to state its rate.
+pub const MIN_FILE_RUNS: u32 = 5;
+
 /// Writes the finding to `out` and replays the written file (its lock built by `locks`), which
 /// must give the found trace. On real servers, where no run gives a trace twice, the file is run
 /// `runs` times (`jobs` at once) instead, each cut at `deadline` (`--time-limit`), and its
@@ -123,12 +126,16 @@ pub fn write_and_replay(
         let (rate, first) = if deadline.is_some_and(|d| Instant::now() >= d) {
             (None, None)
         } else {
-            let (rate, first) = real::rate(&runner, &scenario, &found.check, runs, &|_| {})?;
-            ((rate.runs > 0).then_some(rate), first)
+            // At least five runs, whatever `--runs` confirmed with: the rate the file states is
+            // a measurement a reader replays against.
+            let replays = runs.max(MIN_FILE_RUNS);
+            let (rate, first, by_check) =
+                real::rate_by_check(&runner, &scenario, &found.check, replays, &|_| {})?;
+            ((rate.runs > 0).then_some((rate, by_check)), first)
         };
         // Out of time (`--time-limit`) before a run of the file was judged: the file is written
         // as found, its `about` saying it was not yet run from the file.
-        let Some(rate) = rate else {
+        let Some((rate, by_check)) = rate else {
             return Ok(Replayed {
                 outcome: SeedsOutcome::aggregate(&scenario, vec![found.outcome.clone()]),
                 text: first_text,
@@ -136,7 +143,8 @@ pub fn write_and_replay(
                 rate: None,
             });
         };
-        let text = emit::found_scenario(input_text, found, Some(rate), moved)?;
+        let text =
+            emit::found_scenario_replayed(input_text, found, Some(rate), moved, Some(&by_check))?;
         let scenario = write_and_read(locks, &text, out)?;
         // The report shows a run of the file that violated; if none did, the search's own run.
         let shown = first.unwrap_or_else(|| found.outcome.clone());

@@ -25,6 +25,9 @@
 
 use crate::check::Verdict;
 use crate::exec::run_ordered;
+use crate::explore::strategy::Case;
+use crate::fault::FaultKind;
+use crate::history::EventKind;
 use crate::judge::{Mode, Outcome};
 use crate::real::RealError;
 use crate::registry::Registry;
@@ -170,6 +173,7 @@ enum Stopped {
 /// for even when the verdict no longer needs it, and a real run is seconds. `tick` is called
 /// after each run with the count so far. A run cut at `deadline` counts only if it violated
 /// (what it judged is a prefix of the run), and ends the series: no time is left for another.
+/// It also counts, for every check, the judged runs that violated it.
 fn tally(
     runner: &Runner,
     scenario: &Scenario,
@@ -177,10 +181,25 @@ fn tally(
     runs: u32,
     done: &dyn Fn(Rate) -> bool,
     tick: &dyn Fn(Rate),
-) -> Result<(Rate, Option<Outcome>), Stopped> {
+) -> Result<(Rate, Option<Outcome>, ByCheck), Stopped> {
     let mut rate = Rate {
         violated: 0,
         runs: 0,
+    };
+    let mut by_check = ByCheck::new();
+    let mut count = |o: &Outcome| {
+        for (name, result) in &o.checks {
+            if result.verdict == Verdict::Violation {
+                *by_check.entry(name.clone()).or_default() += 1;
+            }
+        }
+        for e in &o.history.events {
+            if let EventKind::Fault { what } = &e.kind {
+                if what.starts_with(NEVER_FIRED) {
+                    *by_check.entry(what.clone()).or_default() += 1;
+                }
+            }
+        }
     };
     let mut first = None;
     let mut stopped = None;
@@ -195,6 +214,7 @@ fn tally(
             |_, run| match run {
                 RealRun::Judged(o) => {
                     rate.runs += 1;
+                    count(&o);
                     if violates(&o, check) {
                         rate.violated += 1;
                         first.get_or_insert(*o);
@@ -206,6 +226,7 @@ fn tally(
                     cut = true;
                     if violates(&o, check) {
                         rate.runs += 1;
+                        count(&o);
                         rate.violated += 1;
                         first.get_or_insert(*o);
                         tick(rate);
@@ -226,8 +247,16 @@ fn tally(
             return Err(s);
         }
     }
-    Ok((rate, first))
+    Ok((rate, first, by_check))
 }
+
+/// For each check, how many of a file's runs violated it (a check no run violated is absent);
+/// and, keyed by the history's note of a fault that never fired (`never fired: …`, from
+/// [`crate::world::never_fired`]), in how many runs it did not fire.
+pub type ByCheck = std::collections::BTreeMap<String, u32>;
+
+/// How the history's note of a fault that never fired begins.
+pub const NEVER_FIRED: &str = "never fired: ";
 
 /// Whether `scenario` keeps the violation of `check` by `margin`: runs it in rounds of `jobs`
 /// until the margin is reached (returns the rate so far and a violating run) or out of reach
@@ -240,7 +269,7 @@ pub fn decide(
 ) -> Result<Option<(Rate, Outcome)>, String> {
     let done = |r: Rate| margin.reached(r) || margin.out_of_reach(r);
     match tally(runner, scenario, check, margin.runs, &done, &|_| {}) {
-        Ok((r, Some(first))) if margin.reached(r) => Ok(Some((r, first))),
+        Ok((r, Some(first), _)) if margin.reached(r) => Ok(Some((r, first))),
         Ok(_) | Err(Stopped::Unsupported(_)) => Ok(None),
         Err(Stopped::Failed(m)) => Err(m),
     }
@@ -256,6 +285,20 @@ pub fn rate(
     runs: u32,
     tick: &dyn Fn(Rate),
 ) -> Result<(Rate, Option<Outcome>), String> {
+    rate_by_check(runner, scenario, check, runs, tick).map(|(rate, first, _)| (rate, first))
+}
+
+/// [`rate`], with how many of the runs violated each check: what a found file states it expects
+/// is what its runs showed ([`crate::explore::emit::found_scenario_replayed`]), so `lockcheck run`
+/// on it says "as expected" as often as the file's rate says, not "NOT AS EXPECTED" for a check
+/// that broke only in the search's own run.
+pub fn rate_by_check(
+    runner: &Runner,
+    scenario: &Scenario,
+    check: &str,
+    runs: u32,
+    tick: &dyn Fn(Rate),
+) -> Result<(Rate, Option<Outcome>, ByCheck), String> {
     tally(runner, scenario, check, runs, &|_| false, tick).map_err(|s| match s {
         Stopped::Unsupported(m) | Stopped::Failed(m) => m,
     })
@@ -284,9 +327,78 @@ pub fn settle(
     Ok(None)
 }
 
+/// How close to the lease a shrunk client pause is "at its edge": a fifth of the lease, and at
+/// least 20 ms. proptest's binary search ends a pause's length at the shortest that still
+/// violated once, which for a lease lock is a hair past the lease: there the wall clock's phase
+/// (when the server's expiry timer runs, when the paused process is scheduled again) decides,
+/// and a finding that violated 3 of 3 while shrinking replayed 1 of 5 from its file.
+pub fn edge_ms(lease_ms: u64) -> u64 {
+    (lease_ms / 5).max(20)
+}
+
+/// `case` with every client pause that ends at the lease's edge ([`edge_ms`] either side of
+/// `lease_ms`) lengthened to twice the edge past the lease, within the space's longest pause
+/// (`longest_ms`); `None` when no pause is at the edge. The search keeps it only if it violates
+/// at the margin ([`decide`]), so a pause the violation needs short (one that must end before
+/// the lease does) stays as it was.
+pub fn off_the_edge(case: &Case, lease_ms: u64, longest_ms: u64) -> Option<Case> {
+    let edge = edge_ms(lease_ms);
+    let wide = (lease_ms + 2 * edge).min(longest_ms);
+    let mut moved = case.clone();
+    let mut any = false;
+    for (_, fault) in &mut moved.faults {
+        if let FaultKind::Pause { for_ms, .. } = fault {
+            if for_ms.abs_diff(lease_ms) <= edge && *for_ms < wide {
+                *for_ms = wide;
+                any = true;
+            }
+        }
+    }
+    any.then_some(moved)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pause_at_the_leases_edge_is_moved_off_it_and_no_other() {
+        use crate::explore::strategy::When;
+        let pause = |for_ms| {
+            (
+                When::At(0),
+                FaultKind::Pause {
+                    client: crate::fault::ClientRef::Holder,
+                    for_ms,
+                },
+            )
+        };
+        let case = |faults| Case {
+            faults,
+            clients: 2,
+            cycles: 2,
+            hold_ms: [10, 20],
+            seed: 1,
+            nested: 0,
+        };
+        let lengths = |c: &Case| -> Vec<u64> {
+            c.faults
+                .iter()
+                .map(|(_, f)| f.clone().pause_ms_mut().map_or(0, |ms| *ms))
+                .collect()
+        };
+        // A 300 ms lease: the edge is 60 ms either side; 310 ms and 250 ms are at it, 200 ms and
+        // 900 ms are not.
+        let moved = off_the_edge(&case(vec![pause(310), pause(200), pause(250)]), 300, 2000);
+        assert_eq!(lengths(&moved.unwrap()), vec![420, 200, 420]);
+        assert!(off_the_edge(&case(vec![pause(200), pause(900)]), 300, 2000).is_none());
+        // Never past the space's longest pause, and never shorter than it was.
+        let capped = off_the_edge(&case(vec![pause(305)]), 300, 350).unwrap();
+        assert_eq!(lengths(&capped), vec![350]);
+        assert!(off_the_edge(&case(vec![pause(355)]), 300, 350).is_none());
+        // A short lease still gets 20 ms either side.
+        assert_eq!(edge_ms(50), 20);
+    }
 
     #[test]
     fn a_margin_decides_as_soon_as_the_evidence_allows() {

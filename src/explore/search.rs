@@ -534,6 +534,24 @@ fn found_case(
             }
         }
     };
+    // On real servers, a pause the shrink left at the lease's edge is moved off it when the
+    // violation holds there at the margin: a finding's file should replay at the rate it states.
+    let (case, outcome) = match opts.mode {
+        SearchMode::Real { .. } if !budget.spent() => {
+            match real::off_the_edge(&case, base.lock.lease_ms(), space.pause_ms[1]) {
+                Some(wider) => {
+                    let runner = budget.runner(opts);
+                    let scenario = wider.scenario(base, space);
+                    match real::decide(&runner, &scenario, &check, margin)? {
+                        Some((_, o)) => (wider, o),
+                        None => (case, outcome),
+                    }
+                }
+                None => (case, outcome),
+            }
+        }
+        _ => (case, outcome),
+    };
     Ok(Found {
         index,
         check,

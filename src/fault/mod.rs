@@ -245,6 +245,16 @@ impl FaultKind {
         }
     }
 
+    /// Whether the fault moves a node's clock (a jump, a wall-clock jump or a drift).
+    pub fn moves_a_clock(&self) -> bool {
+        matches!(
+            self,
+            FaultKind::ClockJump { .. }
+                | FaultKind::WallClockJump { .. }
+                | FaultKind::ClockDrift { .. }
+        )
+    }
+
     /// Whether firing this fault kills a client (the one whose point set it off).
     pub fn crashes_a_client(&self) -> bool {
         matches!(self, FaultKind::ClientCrash { .. })

@@ -166,6 +166,18 @@ pub enum EventKind {
         /// The client whose command created that entry, when the server saw it created.
         owner_client: Option<u32>,
     },
+    /// A lock entry went without a client's command removing it (its lease or session
+    /// expired), or an observer saw it go but the servers do not say whose command removed it.
+    /// Not a removal by a client: the release check never counts it as one, so a library that
+    /// answers "released" for an entry that went this way before its release is caught.
+    EntryGone {
+        /// The holder token of the entry that went (as the client that was granted it knows it).
+        owner: String,
+        /// The client that created it (was granted it), when known.
+        owner_client: Option<u32>,
+        /// Why it went, as far as the servers say.
+        cause: GoneCause,
+    },
     /// Address book at the end of the run, read from the storage.
     AddressBookState {
         /// The user whose book was read.
@@ -175,6 +187,28 @@ pub enum EventKind {
         /// How many of them are marked default (the invariant: exactly one when any exist).
         defaults: u64,
     },
+}
+
+/// Why a lock entry went without a client's removal ([`EventKind::EntryGone`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum GoneCause {
+    /// The servers expired it: its lease ran out (etcd), its session expired (ZooKeeper).
+    Expired,
+    /// An observer of real servers saw it go and cannot tell by whose command or why (etcd's
+    /// watch does not say whether a lease expired, was revoked, or a client deleted the key).
+    NotSaid,
+}
+
+impl GoneCause {
+    /// The cause in words (the history's text form, the reports).
+    pub fn name(self) -> &'static str {
+        match self {
+            GoneCause::Expired => "expired",
+            GoneCause::NotSaid => "not-said",
+        }
+    }
 }
 
 /// One event.
@@ -326,6 +360,14 @@ fn render_event(e: &Event) -> String {
             owner,
             owner_client,
         } => format!("entry-removed by=client-{by_client} owner={owner} created_by={owner_client:?}"),
+        EventKind::EntryGone {
+            owner,
+            owner_client,
+            cause,
+        } => format!(
+            "entry-gone cause={} owner={owner} created_by={owner_client:?}",
+            cause.name()
+        ),
         EventKind::AddressBookState {
             user,
             addresses,
@@ -402,6 +444,19 @@ impl Recorder {
         let mut rec = self.inner.lock().unwrap();
         let node = rec.names.get(node);
         rec.history.events.push(Event { at_us, node, kind });
+    }
+
+    /// Records that the servers watch the lock entries of `key` ([`EventKind::LockEntriesWatched`],
+    /// from `servers`): 0 for `placed_within_us` is simulation's exact placement, so a real-mode
+    /// observer's bound is at least 1 µs.
+    pub fn record_entries_watched(&self, key: &str, placed_within_us: u64) {
+        self.record(
+            "servers",
+            EventKind::LockEntriesWatched {
+                key: key.to_string(),
+                placed_within_us,
+            },
+        );
     }
 
     /// Inserts an event of `node` stamped `at_us`, after every event stamped at or before it: for

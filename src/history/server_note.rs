@@ -60,6 +60,8 @@ pub enum ServerNote<'a> {
     Restarted(&'a str),
     /// It won an election: it leads, and whoever led before does not.
     Leads(&'a str),
+    /// It stopped leading for want of a quorum: it runs on, as a follower of nobody yet.
+    SteppedDown(&'a str),
     /// It was promoted to master: by a failover, or by the sentinels (`+switch-master old ->
     /// new`, which each sentinel announces: a master promoted again stays one).
     Promoted(&'a str),
@@ -107,6 +109,8 @@ impl<'a> ServerNote<'a> {
             ServerNote::Restarted(node)
         } else if word(" leads") || word(" elected leader") {
             ServerNote::Leads(node)
+        } else if rest.starts_with(" steps down") {
+            ServerNote::SteppedDown(node)
         } else if word(" promoted to master") {
             ServerNote::Promoted(node)
         } else if word(" demoted to a replica") {
@@ -169,6 +173,16 @@ mod tests {
                 "etcd-1 elected leader (every lease extended by an election timeout)",
                 Some(Leads("etcd-1")),
             ),
+            (
+                "zookeeper-0 (the leader) steps down: 1 of 3 servers run and reach it, no quorum",
+                Some(SteppedDown("zookeeper-0")),
+            ),
+            (
+                "etcd-0 (the leader) steps down: 1 of 3 members run, no quorum",
+                Some(SteppedDown("etcd-0")),
+            ),
+            ("no ZooKeeper leader elected: at most 1 of 3 servers run", None),
+            ("no etcd leader: a majority of members is down", None),
             (
                 "redis-0-replica-0 promoted to master of group 0",
                 Some(Promoted("redis-0-replica-0")),

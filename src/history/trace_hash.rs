@@ -186,6 +186,16 @@ impl Encoder {
                 self.str(owner);
                 self.opt(owner_client.map(u64::from));
             }
+            EventKind::EntryGone {
+                owner,
+                owner_client,
+                cause,
+            } => {
+                self.tag(23);
+                self.str(owner);
+                self.opt(owner_client.map(u64::from));
+                self.str(cause.name());
+            }
             EventKind::Renewed { valid_until_ms } => {
                 self.tag(20);
                 self.u64(*valid_until_ms);

@@ -9,9 +9,9 @@
 use super::client_programs::client_program::Programs;
 use super::client_programs::client_program_launch::{Launch, LaunchedPrograms};
 use super::nemesis::client_stops::ClientTasks;
-use super::{
-    ClientProgramLock, ConnectionTimeouts, Gate, RealEnv, RealError, Route, RoutedConnection,
-};
+use super::run_end::settle_by;
+pub use super::run_end::wait_for_live_clients;
+use super::{ClientProgramLock, ConnectionTimeouts, RealEnv, RealError, Route, RoutedConnection};
 use crate::env::PointHook;
 use crate::history::Recorder;
 use crate::lock::{Lock, LockConfig};
@@ -153,24 +153,29 @@ where
         Store::new(RoutedConnection::new(self.storage.clone(), timeouts))
     }
 
-    /// A client's run is a task its crash can abort.
-    fn spawn_client(&mut self, _c: u32, run: ClientRun) {
-        let task = tokio::spawn(run);
+    /// A client's run is a task its crash can abort. A client held back from its start (a
+    /// late start: [`ClientTasks::hold_back_late_starters`]) waits behind its closed gate
+    /// before its first step; a running task's gate stops it only where it looks at it.
+    fn spawn_client(&mut self, c: u32, run: ClientRun) {
+        let gate = self.clients.gates[c as usize].clone();
+        let task = tokio::spawn(async move {
+            gate.wait_open().await;
+            run.await
+        });
         self.clients.tasks.lock().unwrap().push(task.abort_handle());
         self.tasks.push(task);
     }
 
     /// Crashed clients never finish: stop waiting once every live one has; then stop the rest.
-    async fn wait_clients(&mut self, limit: Duration) {
-        wait_for_live_clients(&self.tasks, &self.clients.gates, limit).await;
-        for t in &self.tasks {
-            t.abort();
-        }
+    async fn wait_clients(&mut self, end: Duration) {
+        wait_for_live_clients(&self.rec, &self.tasks, &self.clients.gates, end).await;
     }
 
-    /// Lets a server restart or election in progress finish before the history is read.
-    async fn settle(&self) {
-        self.nemesis.settle().await;
+    /// Lets a server restart or election in progress finish before the history is read, by the
+    /// run's end.
+    async fn settle(&self, end: Duration) {
+        let what = "the nemesis's server faults (a restart, a pause, an election)";
+        settle_by(&self.rec, end, self.nemesis.settle(), what).await;
     }
 }
 
@@ -225,18 +230,4 @@ pub(crate) fn block_on_runtime<T>(
     let out = rt.block_on(drive);
     rt.shutdown_timeout(Duration::from_secs(2));
     out
-}
-
-/// Waits, at most `limit`, until every client task has finished or its gate says it crashed.
-pub async fn wait_for_live_clients(tasks: &[JoinHandle<()>], gates: &[Gate], limit: Duration) {
-    let all = async {
-        while !tasks
-            .iter()
-            .zip(gates)
-            .all(|(t, g)| t.is_finished() || g.is_dead())
-        {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    let _ = tokio::time::timeout(limit, all).await;
 }

@@ -38,6 +38,7 @@ pub mod external_redis;
 pub(crate) mod master_finder;
 pub mod nemesis;
 pub mod observers;
+pub mod run_end;
 pub mod servers;
 
 /// Paths that moved into `crate::backend`, kept for users' code (see `lib.rs`).

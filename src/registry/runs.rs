@@ -52,9 +52,10 @@ impl Registry {
         (self.registered(s).sim)(s, seed)
     }
 
-    /// Runs `s` on spawned servers, whichever its lock kind.
+    /// Runs `s` on spawned servers, whichever its lock kind; a run past twice its estimate is
+    /// cut there ([`crate::real::run_end::within_twice_estimate`]).
     pub fn run_real(&self, s: &Scenario, seed: u64) -> Result<History, RealError> {
-        (self.registered(s).real)(s, seed, None)
+        crate::real::run_end::within_twice_estimate(s, || (self.registered(s).real)(s, seed, None))
     }
 
     /// Runs `s` against servers lockcheck did not start

@@ -161,6 +161,10 @@ fn server_note(note: ServerNote<'_>, what: &str, at: u64, roles: &mut Roles, to:
             }
             roles.set(n, Some(Role::Leader), at, titled(Role::Leader), to);
         }
+        // A leader without a quorum leads no more; it runs on, and an election may pick it again.
+        ServerNote::SteppedDown(n) => {
+            roles.set(n, Some(Role::Follower), at, titled(Role::Follower), to)
+        }
         // The old master stays master on its lane until it is demoted: while it is cut off from
         // whoever promoted another, two masters at once are the split brain the page must show.
         ServerNote::Promoted(n) => roles.set(n, Some(Role::Master), at, titled(Role::Master), to),

@@ -57,6 +57,22 @@ pub trait BackendDecl: Debug + Send + Sync {
     /// ZooKeeper session's timeout, a MySQL lock's transaction); `None`: `ttl_ms` does.
     fn lease_ms(&self, s: &Scenario) -> Option<u64>;
 
+    /// How long one request to this service waits before its client gives up, in ms: what a
+    /// run's grace period is made of (`world::grace_ms`), with the lock's wait and lease. By
+    /// default the scenario's `[redis] request_timeout_ms`, as every world's grace once was.
+    fn request_timeout_ms(&self, s: &Scenario) -> u64 {
+        s.redis.request_timeout_ms
+    }
+
+    /// About how long real mode takes, in ms of wall time, to spawn a deployment of `s`, start
+    /// its clients and take it down again: what a real run costs besides its own time (the
+    /// up-front estimates, `world::estimate::real_run_ms` and `real_most_ms`). Measured on a 2-core machine and
+    /// rounded up (docs/cli.md, "Commands"). By default 2 s, between a `redis-server`'s and a
+    /// MariaDB's.
+    fn real_spawn_ms(&self, _s: &Scenario) -> u64 {
+        2_000
+    }
+
     /// Whether this service's worlds can carry fault `f` out; `Err` says why not, so a verdict
     /// is never vacuous.
     fn check_fault(&self, s: &Scenario, f: &Fault) -> Result<(), String>;

@@ -234,6 +234,12 @@ impl ClientFaults {
     /// Cuts the links between `nodes` and `from` (everyone else when empty) in `direction` for
     /// `for_ms`; `how` completes the note.
     pub fn partition(&self, cut: &Cut<'_>, how: &str) {
+        self.partition_then(cut, how, || {});
+    }
+
+    /// [`Self::partition`], then `healed` once the links are healed (in the same task, so a
+    /// service that looks at its links then sees them whole: an ensemble's quorum).
+    pub fn partition_then(&self, cut: &Cut<'_>, how: &str, healed: impl FnOnce() + Send + 'static) {
         let Cut {
             nodes,
             from,
@@ -251,6 +257,7 @@ impl ClientFaults {
                 me.net.heal(a, b);
             }
             me.note("partition healed".to_string());
+            healed();
         });
     }
 }

@@ -11,6 +11,7 @@ pub mod client_faults;
 pub mod client_nodes;
 pub mod clock;
 pub mod draw;
+pub mod entries;
 mod env;
 pub mod network;
 pub mod service_nemesis;

@@ -68,6 +68,10 @@ where
     S: Clone + Send + Sync + 'static,
     Self: Nemesis,
 {
+    fn never_fired(&self) -> Vec<crate::fault::Fault> {
+        self.pending.pending()
+    }
+
     async fn reached(&self, client: u32, point: &'static str) {
         let fired = due(&self.pending, &self.faults.rec, client, point);
         for kind in &fired {

@@ -77,6 +77,15 @@ pub fn set_deadline(deadline: Option<Instant>) {
     });
 }
 
+/// The deadline set on this thread, if any (one already passed reads as now): so that a
+/// tighter deadline of its own (the real-mode backstop, `real::run_end`) can be set for one run
+/// and this one put back after it.
+pub fn deadline() -> Option<Instant> {
+    let ns = CUT.with(|c| c.borrow().deadline)?;
+    let left = ns.saturating_sub(kernel_now_ns());
+    Some(Instant::now() + Duration::from_nanos(left.min(u64::MAX as u128) as u64))
+}
+
 /// Whether the last run on this thread was cut at the deadline; resets the flag.
 pub fn take_cut() -> bool {
     CUT.with(|c| std::mem::take(&mut c.borrow_mut().cut))

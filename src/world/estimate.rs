@@ -39,6 +39,47 @@ pub fn run_ms(scenario: &Scenario) -> u64 {
         .saturating_add(grace_ms(scenario, scenario.redis.request_timeout_ms))
 }
 
+/// The grace period of a run of `scenario` on its own backend (`world::grace_ms` with the
+/// backend's request timeout): how long after `duration_ms` a run still waits for its clients
+/// and its nemesis, and where a real run is cut whatever its servers do (`real::run_end`).
+pub fn run_grace_ms(scenario: &Scenario) -> u64 {
+    grace_ms(scenario, scenario.backend().request_timeout_ms(scenario))
+}
+
+/// How long one real run of `scenario` can take at most, in ms of wall time: spawning its
+/// servers (a measured constant per backend, `BackendDecl::real_spawn_ms`), then at most its
+/// duration and the grace period, where the run is cut (`real::run_end`) whatever its servers
+/// do. What the budget holds a real run to, the length of its progress bar, and, doubled, where
+/// the backstop cuts one that still gets past it (`real::run_end::within_twice_estimate`).
+pub fn real_most_ms(scenario: &Scenario) -> u64 {
+    scenario
+        .backend()
+        .real_spawn_ms(scenario)
+        .saturating_add(scenario.duration_ms)
+        .saturating_add(run_grace_ms(scenario))
+}
+
+/// About how long one real run of `scenario` takes, in ms of wall time: spawning its servers,
+/// then its clients' cycles at a perfect lock (one critical section at a time, at the shortest
+/// hold; or each client's own cycles at the mean hold and think, if longer), or its whole duration if they cannot all be done by then. The
+/// grace period is not counted: only a run whose clients get stuck waits it out, and that one is
+/// still within 10x of this (measured: `tests/*/ends.rs`). [`real_most_ms`] is the bound.
+pub fn real_run_ms(scenario: &Scenario) -> u64 {
+    let w = &scenario.workload;
+    let mean = |[lo, hi]: [u64; 2]| (lo + hi) / 2;
+    let cycles = u64::from(w.cycles);
+    // Holds one after the other at their shortest: a wide `hold_ms` draws some short ones, and
+    // a run whose lock fails to exclude overlaps them.
+    let one_at_a_time = u64::from(w.clients)
+        .saturating_mul(cycles)
+        .saturating_mul(w.hold_ms[0]);
+    let each_its_own = cycles.saturating_mul(mean(w.hold_ms) + mean(w.think_ms));
+    scenario
+        .backend()
+        .real_spawn_ms(scenario)
+        .saturating_add(scenario.duration_ms.min(one_at_a_time.max(each_its_own)))
+}
+
 /// How long, in ms summed over the clients, the lock can be held: every cycle the workload could
 /// complete held for the longest critical section, but no client holding for longer than the run.
 fn held_ms(scenario: &Scenario) -> u64 {
@@ -105,4 +146,67 @@ pub fn expected_steps(scenario: &Scenario) -> u64 {
 /// [`STEPS_PER_SECOND`].
 pub fn time_estimate_s(scenario: &Scenario) -> f64 {
     expected_steps(scenario) as f64 / STEPS_PER_SECOND as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{real_most_ms, real_run_ms};
+    use crate::scenario::Scenario;
+    use std::path::Path;
+
+    /// The least wall time a real run of `s` can take, without running it: its servers' spawn
+    /// (at least half the measured constant, which rounds the measurements up by less than
+    /// that), then its own time until its duration ends or its clients have run every cycle,
+    /// each holding the lock at least `hold_ms[0]`.
+    fn real_floor_ms(s: &Scenario) -> u64 {
+        let spawn = s.backend().real_spawn_ms(s) / 2;
+        let w = &s.workload;
+        let cycles = u64::from(w.cycles).saturating_mul(w.hold_ms[0] + w.think_ms[0]);
+        spawn + s.duration_ms.min(cycles)
+    }
+
+    /// Every scenario file under `dir`, recursively, that loads as one (spaces and broken
+    /// inputs of the test suite do not).
+    fn scenarios(dir: &Path, out: &mut Vec<Scenario>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                scenarios(&path, out);
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                if let Ok(s) = Scenario::load(&path) {
+                    out.push(s);
+                }
+            }
+        }
+    }
+
+    /// The up-front estimate of a real run (what it can take at most) is within 10x of what it
+    /// can take at least, for the bundled scenarios and the scenario files of the test suite:
+    /// so within 10x of whatever it measures (the real-mode tests measure some, `tests/*/ends.rs`).
+    #[test]
+    fn real_estimates_are_within_ten_times_of_a_run() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut all = Vec::new();
+        scenarios(&root.join("scenarios"), &mut all);
+        let bundled = all.len();
+        scenarios(&root.join("tests"), &mut all);
+        assert!(
+            bundled > 50 && all.len() > bundled,
+            "{bundled} of {}",
+            all.len()
+        );
+        let far: Vec<String> = all
+            .iter()
+            .filter(|s| real_run_ms(s) > 10 * real_floor_ms(s) || real_run_ms(s) > real_most_ms(s))
+            .map(|s| {
+                format!(
+                    "{}: estimate {} ms, at least {} ms",
+                    s.path.as_ref().unwrap().display(),
+                    real_run_ms(s),
+                    real_floor_ms(s)
+                )
+            })
+            .collect();
+        assert!(far.is_empty(), "{}", far.join("\n"));
+    }
 }

@@ -61,10 +61,17 @@ pub trait World {
     fn store(&mut self, id: u64) -> Store<Self::StoreConn>;
     /// Starts client `c`'s run.
     fn spawn_client(&mut self, c: u32, run: ClientRun);
-    /// Waits until every client has finished (or can never finish: crashed), at most `limit`.
-    fn wait_clients(&mut self, limit: Duration) -> impl Future<Output = ()>;
-    /// Lets in-flight faults finish recording before the final state is read.
-    fn settle(&self) -> impl Future<Output = ()> {
+    /// Waits until every client has finished (or can never finish: crashed), at most until `end`
+    /// on the run's clock (its duration plus the grace period; a simulated world's wait starts
+    /// at its time 0, so there it is a limit from now).
+    fn wait_clients(&mut self, end: Duration) -> impl Future<Output = ()>;
+    /// Lets in-flight faults finish recording before the final state is read, but not past
+    /// `end` on the run's clock (`duration_ms` plus the grace period): a real world's nemesis
+    /// may be waiting on a server that never comes back (a restart due after the run, a pause
+    /// longer than the run), and a run must end whatever its servers do. A simulated world has
+    /// nothing under way once its clients are done.
+    fn settle(&self, end: Duration) -> impl Future<Output = ()> {
+        let _ = end;
         async {}
     }
 }
@@ -99,9 +106,23 @@ pub fn point_hook<N: FaultPoints>(nemesis: N, rec: Recorder, client: u32) -> Poi
     })
 }
 
+/// How the history names a fault that never fired: its family and the point it waited for.
+pub fn never_fired(fault: &crate::fault::Fault) -> String {
+    match fault.trigger.point() {
+        Some((point, 0)) => format!("never fired: {} on \"{point}\"", fault.kind.name()),
+        Some((point, after_ms)) => format!(
+            "never fired: {} on \"{point}\" after {after_ms} ms",
+            fault.kind.name()
+        ),
+        None => format!("never fired: {} at its time", fault.kind.name()),
+    }
+}
+
 /// Runs the scenario's clients in `world`, each with the lock `make_lock` builds for it (client
 /// index, lock settings, its connections, its environment), waits for them (at most `grace`
-/// after the scenario's duration), then records the protected resource's final state. Returns the
+/// after the scenario's duration), lets the faults under way finish (by the same deadline:
+/// `duration_ms + grace` is the one end of a run, whatever its clients and servers do), then
+/// records the protected resource's final state. Returns the
 /// checker's store, from which a world may read more (the simulated counter's totals).
 pub async fn run_clients<W, L, F>(
     world: &mut W,
@@ -130,10 +151,20 @@ where
         world.spawn_client(c, Box::pin(run));
     }
     // A wall-clock deadline (`explore --time-limit`) ends the wait as the grace period does.
-    let wait = world.wait_clients(Duration::from_millis(scenario.duration_ms) + grace);
+    let end = Duration::from_millis(scenario.duration_ms) + grace;
+    let wait = world.wait_clients(end);
     futures::future::select(std::pin::pin!(wait), cut::signal()).await;
     rec.record("run", EventKind::RunEnd);
-    world.settle().await;
+    for fault in nemesis.never_fired() {
+        rec.record(
+            "nemesis",
+            EventKind::Fault {
+                what: never_fired(&fault),
+            },
+        );
+    }
+    // A simulated world's settle is ready at once, so the signal is never polled there.
+    futures::future::select(std::pin::pin!(world.settle(end)), cut::signal()).await;
     let mut store = world.store(0);
     record_final_state(scenario.workload.kind, &mut store, &rec).await;
     store

@@ -11,7 +11,8 @@ use lockcheck::Verdict;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crate::common::{bundled, judge_sim, real_servers_one_at_a_time};
+use crate::common::SaysReleased;
+use crate::common::{assert_release_truth_judged, bundled, judge_sim, real_servers_one_at_a_time};
 
 const SCENARIOS: [&str; 6] = [
     "etcd-lock-no-faults",
@@ -169,4 +170,29 @@ fn every_etcd_scenario_holds_on_spawned_etcd_members() {
         assert_ne!(o.verdict(), Verdict::NotJudged, "{name}");
     }
     assert_eq!(lockcheck::real::registered_children(), before);
+}
+
+/// The simulated cluster records each removal of a lock entry with its cause: a client's delete
+/// or revocation (`EntryRemoved`), the leader's expiry loop (`EntryGone`). So the release check
+/// judges the etcd locks: the built-in mutex answers truthfully (a release after its lease expired
+/// deleted nothing and says so), and a lock that answers "released" whatever happened (npm
+/// etcd3's) is caught after the expiry, with the expiry in its evidence. Before, the release
+/// check did not judge etcd runs at all.
+#[test]
+fn a_release_after_the_lease_expired_is_judged_in_simulation() {
+    let s = bundled("etcd-lock-jepsen-pause");
+    for seed in [s.seed, 2, 3] {
+        let run = lockcheck::backend::etcd::sim::world::run_with(&s, seed, |config, conn, env| {
+            SaysReleased(EtcdMutex::<_, _, PLAIN>::new(config, vec![conn], env))
+        });
+        let planted = Outcome::judge(&s, Mode::Sim, seed, run.history);
+        assert_release_truth_judged(&judge_sim(&s, seed), &planted);
+    }
+}
+
+/// A named client's pause at `at_ms = 0` is a late start on real etcd too.
+#[test]
+fn a_client_starts_late_on_spawned_etcd_members() {
+    let _turn = real_servers_one_at_a_time();
+    crate::common::assert_a_real_client_starts_late("etcd-lock-no-faults", 800);
 }

@@ -10,6 +10,7 @@ mod finds;
 mod guard;
 mod harness;
 mod minimal;
+mod never_fired;
 mod pairs;
 mod parallel;
 mod renewal;

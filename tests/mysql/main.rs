@@ -5,6 +5,7 @@
 mod common;
 
 mod differential;
+mod ends;
 mod engine;
 mod locks;
 mod scenarios;

@@ -212,7 +212,7 @@ fn assert_stuck_by_its_own_insert(o: &Outcome) {
         .history
         .events
         .iter()
-        .position(|e| format!("{:?}", e.kind).contains("mysql-0 paused for 3000 ms"))
+        .position(|e| format!("{:?}", e.kind).contains("mysql-0 paused for 2000 ms"))
         .unwrap_or_else(|| panic!("no pause in {faults:?}"));
     assert!(
         faults.iter().any(|f| f.contains("mysql-0 resumed")),

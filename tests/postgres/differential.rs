@@ -259,6 +259,15 @@ impl Real {
             return Answer::Terminated(done);
         };
         let out = answer(self.sessions[s].simple_query(&sql).await);
+        if matches!(out, Answer::Error(_)) {
+            // PostgreSQL flushes an error to the client before it aborts the transaction
+            // (`PostgresMain` reports, then `AbortCurrentTransaction` releases the locks), so
+            // the answer can reach us while the aborted block still holds its
+            // transaction-level locks, and another session's next statement races the
+            // release. An empty query on the same session is answered only after the backend
+            // is back at its main loop: the release is done, and nothing else changes.
+            self.sessions[s].simple_query("").await.unwrap();
+        }
         if out == Answer::Gone {
             let (c, pid) = open().await;
             self.sessions[s] = c;

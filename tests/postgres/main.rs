@@ -13,9 +13,12 @@ mod cleanup;
 #[path = "../common/mod.rs"]
 mod common;
 mod differential;
+mod ends;
 mod errors;
 mod scenarios;
 mod standby;
+mod stranded;
+mod table;
 
 use lockcheck::backend::postgres::real::{Postgres, RealPgConn, ServerSettings};
 use lockcheck::backend::postgres::seam::{PgClient, PgError, Row};

@@ -153,7 +153,7 @@ fn every_client_library_scenario_reaches_its_expected_verdict() {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 22, "{files:?}");
+    assert_eq!(files.len(), 23, "{files:?}");
     let mut wrong = Vec::new();
     for f in &files {
         let s = Scenario::load(f).unwrap();
@@ -197,6 +197,10 @@ fn every_client_library_scenario_reaches_its_expected_verdict() {
                 !has("promoted"),
                 "{name}: lockcheck promotes nothing: {faults:?}"
             );
+        } else if name.ends_with("-clock-jump") && s.lock.service != lockcheck::lock::Service::Redis
+        {
+            // A client program's own clock, on a service that times leases on its servers.
+            assert!(has("program clock jumped by"), "{name}: {faults:?}");
         } else if name.ends_with("-clock-jump") {
             assert!(has("redis-0 clock jumped"), "{name}: {faults:?}");
             assert!(has("redis-1 clock jumped"), "{name}: {faults:?}");
@@ -269,6 +273,49 @@ fn a_server_clock_jump_does_not_turn_correct_releases_into_lies() {
             o.history.render()
         );
         assert!(sections(&o) > 0);
+    }
+}
+
+/// npm etcd3's and kazoo's `release()` answer "released" for an entry their lease's or session's
+/// expiry already removed (etcd3 ignores "lease not found", kazoo `NoNodeError`): on real servers
+/// the observers (etcd: revision reads and a replaying watch; ZooKeeper: the transaction logs)
+/// see the entry go at the expiry, and no removal in the release, so the release check calls it
+/// a lie, and judges the no-fault runs safe. The verdict does not hang on the machine's timing:
+/// the pause is three lease TTLs and the partition three session timeouts, so the expiry comes
+/// seconds before the release, far outside the observers' placement bounds (milliseconds). Before,
+/// release truth was not judged on etcd or ZooKeeper at all.
+#[test]
+fn etcd3_and_kazoo_releases_after_their_expiry_are_judged_lies() {
+    require_client_libraries();
+    let _serial = serial();
+    for (file, want) in [
+        ("etcd3-lock-pause", Verdict::Violation),
+        ("kazoo-lock-partition", Verdict::Violation),
+        ("etcd3-lock-no-faults", Verdict::Safe),
+        ("kazoo-lock-no-faults", Verdict::Safe),
+    ] {
+        let s = Scenario::load(&root().join(format!("scenarios/clients/{file}.toml"))).unwrap();
+        let o = run_real(s.clone(), &format!("release-{file}"));
+        let release = &o.checks["release"];
+        assert_eq!(
+            release.verdict,
+            want,
+            "{file}: {}\n{}",
+            release.summary,
+            o.history.render()
+        );
+        assert_eq!(s.held_to("release", release.verdict), Some(want), "{file}");
+        if want == Verdict::Violation {
+            let lies = release.evidence["mismatches"].as_array().unwrap();
+            // The paused or cut-off holder (whichever client acquired first): its entry went
+            // (the expiry) before its release answered.
+            assert!(
+                lies.iter().all(|l| l["entry_gone_us"]
+                    .as_u64()
+                    .is_some_and(|gone| Some(gone) < l["at_us"].as_u64())),
+                "{file}: {lies:?}"
+            );
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! Real-mode tests, one binary: lockcheck's own `redis-server` processes (spawning, cleanup on
 //! every exit path, the failover recipe, libfaketime), every lock's scripts against real Redis,
-//! the bundled scenarios on real servers, Redlock's clock faults, black-box client programs, and
-//! Redis Sentinel (real sentinels decide the failovers), a request that runs while its client is
-//! stopped, and `explore --real`.
+//! the bundled scenarios on real servers, Redlock's clock faults, black-box client programs,
+//! Redis Sentinel (real sentinels decide the failovers), Redis Cluster (its own promotions), a
+//! request that runs while its client is stopped, and `explore --real`.
 //!
 //! Needs `redis-server`, `faketime` and a C compiler, and for `clients` the pinned client
 //! libraries (`scripts/install-clients.sh`); `.ci/run` installs all of them. A missing one fails
@@ -12,6 +12,9 @@
 mod common;
 
 mod clients;
+mod cluster;
+mod cluster_client;
+mod cluster_partition;
 mod differential_locks;
 mod explore;
 mod foreign_release;

@@ -235,6 +235,20 @@ fn crash_restart_empty_and_delayed_restart_on_real_servers() {
     let restarted = fault_at(&o, "redis-1 restarted empty").expect("B came back");
     let ov = &o.checks["mutual_exclusion"].evidence["overlaps"][0];
     assert!(us(&ov["second"]["acquired_us"]) >= restarted);
+    // The witness quiesced B before its kill and followed the new process before any client
+    // was routed to it: it still vouches, and sees removals on the restarted B.
+    assert_ne!(
+        o.checks["release"].verdict,
+        Verdict::NotJudged,
+        "{}",
+        o.checks["release"].summary
+    );
+    let removed_on_new_b = o.history.events.iter().any(|e| {
+        e.node == "redis-1"
+            && e.at_us > restarted
+            && matches!(e.kind, lockcheck::history::EventKind::EntryRemoved { .. })
+    });
+    assert!(removed_on_new_b, "{}", o.history.render());
 
     let o = run_real("redlock-crash-delayed-restart");
     assert_eq!(o.verdict(), Verdict::Safe, "{}", o.history.render());

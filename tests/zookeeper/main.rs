@@ -1,10 +1,15 @@
 //! ZooKeeper: the servers lockcheck spawns (standalone and a three-server ensemble), their
 //! cleanup on every exit path, and the refusal when ZooKeeper or Java is not installed; the
 //! bundled ZooKeeper scenarios in simulation; followers that answer reads behind their leader
-//! (CURATOR-604).
+//! (CURATOR-604); an ensemble without a quorum serves nobody, in both worlds.
+
+#[path = "../common/mod.rs"]
+mod common;
 
 mod differential;
+mod ends;
 mod followers;
+mod quorum;
 mod scenarios;
 mod servers;
 

@@ -6,6 +6,8 @@
 use lockcheck::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
+
+use crate::common::{assert_release_truth_judged, SaysReleased};
 use std::path::Path;
 
 const SCENARIOS: [&str; 7] = [
@@ -159,4 +161,31 @@ fn every_zookeeper_scenario_holds_on_spawned_zookeeper_servers() {
         }
     }
     assert_eq!(lockcheck::real::registered_children(), before);
+}
+
+/// The simulated ZooKeeper records each removal of a lock node with its cause: a client's delete
+/// or the close of its own session (`EntryRemoved`), the session tracker's expiry (`EntryGone`).
+/// So the release check judges the recipe: it answers truthfully (its delete after the expiry
+/// found no node and says so), and a lock that answers "released" whatever happened (kazoo's
+/// `release()` ignores `NoNodeError`) is caught after the expiry, with the expiry in its
+/// evidence. Before, the release check did not judge ZooKeeper runs at all.
+#[test]
+fn a_release_after_the_session_expired_is_judged_in_simulation() {
+    use lockcheck::backend::zookeeper::lock::{Plain, ZkRecipe};
+    let s = scenario("zk-curator-206-pause");
+    for seed in [s.seed, 2, 3] {
+        let run =
+            lockcheck::backend::zookeeper::sim::world::run_with(&s, seed, |config, conn, env| {
+                SaysReleased(ZkRecipe::<_, _, Plain>::new(config, vec![conn], env))
+            });
+        let planted = Outcome::judge(&s, Mode::Sim, seed, run.history);
+        assert_release_truth_judged(&sim("zk-curator-206-pause", seed), &planted);
+    }
+}
+
+/// A named client's pause at `at_ms = 0` is a late start on real ZooKeeper too.
+#[test]
+fn a_client_starts_late_on_spawned_zookeeper_servers() {
+    let _turn = crate::zookeeper_turn();
+    crate::common::assert_a_real_client_starts_late("zk-recipe-no-faults", 800);
 }

@@ -16,6 +16,9 @@ pub const SERVICE: Service = Service::named("etcd");
 #[derive(Debug)]
 pub struct Etcd;
 
+/// Measured real-mode spawn cost (`BackendDecl::real_spawn_ms`), rounded up.
+const ETCD_SPAWN_MS: u64 = 2_000;
+
 impl BackendDecl for Etcd {
     fn service(&self) -> Service {
         SERVICE
@@ -45,6 +48,15 @@ impl BackendDecl for Etcd {
 
     fn validate(&self, s: &Scenario, has_table: bool) -> Result<(), Invalid> {
         validate(s, has_table)
+    }
+
+    fn request_timeout_ms(&self, s: &Scenario) -> u64 {
+        s.etcd.request_timeout_ms
+    }
+
+    /// Its members and their first election.
+    fn real_spawn_ms(&self, _s: &Scenario) -> u64 {
+        ETCD_SPAWN_MS
     }
 
     fn lease_ms(&self, _s: &Scenario) -> Option<u64> {

@@ -17,6 +17,9 @@ pub const SERVICE: Service = Service::named("mysql");
 #[derive(Debug)]
 pub struct Mysql;
 
+/// Measured real-mode spawn cost (`BackendDecl::real_spawn_ms`), rounded up.
+const MARIADB_SPAWN_MS: u64 = 4_000;
+
 impl BackendDecl for Mysql {
     fn service(&self) -> Service {
         SERVICE
@@ -44,6 +47,15 @@ impl BackendDecl for Mysql {
 
     /// The time scale the liveness bound is three of: the cleanup lease when there is a
     /// cleanup job, else how long a waiter waits inside the server before it hears 1205.
+    fn request_timeout_ms(&self, s: &Scenario) -> u64 {
+        crate::scenario::database::request_timeout(s).as_millis() as u64
+    }
+
+    /// A fresh data directory (`mariadb-install-db`) and the server's start.
+    fn real_spawn_ms(&self, _s: &Scenario) -> u64 {
+        MARIADB_SPAWN_MS
+    }
+
     fn lease_ms(&self, s: &Scenario) -> Option<u64> {
         let o = s.lock.mysql_options();
         Some(

@@ -20,6 +20,9 @@ pub const SERVICE: Service = Service::named("postgres");
 #[derive(Debug)]
 pub struct Postgres;
 
+/// Measured real-mode spawn cost per server (`BackendDecl::real_spawn_ms`), rounded up.
+const PG_SPAWN_MS: u64 = 1_500;
+
 impl BackendDecl for Postgres {
     fn service(&self) -> Service {
         SERVICE
@@ -71,7 +74,8 @@ impl BackendDecl for Postgres {
                 ),
             ));
         }
-        if !s.clocks.is_perfect() {
+        // A client program may keep time of its own (its clock is libfaketime's in real mode).
+        if !s.clocks.is_perfect() && !s.lock.kind.is_client_program() {
             return Err((
                 Some("clocks"),
                 "the PostgreSQL locks keep no time of their own (the server's session holds the lock): `[clocks]` is not supported with them".into(),
@@ -81,6 +85,15 @@ impl BackendDecl for Postgres {
     }
 
     /// The time scale the liveness bound is three of: how long a client waits to acquire.
+    fn request_timeout_ms(&self, s: &Scenario) -> u64 {
+        table(s).request_timeout_ms
+    }
+
+    /// `initdb` and the server's start; a standby's base backup and start besides.
+    fn real_spawn_ms(&self, s: &Scenario) -> u64 {
+        PG_SPAWN_MS + if table(s).standby { PG_SPAWN_MS } else { 0 }
+    }
+
     fn lease_ms(&self, s: &Scenario) -> Option<u64> {
         Some(s.lock.wait_ms.max(1))
     }
@@ -97,8 +110,17 @@ impl BackendDecl for Postgres {
             FaultKind::Failover { .. } => Err(
                 "a `failover` promotes the standby: set `[postgres] standby = true`".into(),
             ),
+            // A client program's own clock (libfaketime in the program, real mode): a lock
+            // program that judges a lease on it meets the fault its design depends on.
+            FaultKind::ClockJump { node, .. }
+            | FaultKind::WallClockJump { node, .. }
+            | FaultKind::ClockDrift { node, .. }
+                if s.lock.kind.is_client_program() && node.starts_with("client-") =>
+            {
+                Ok(())
+            }
             _ => Err(format!(
-                "`kind = \"{}\"` is not modelled for the PostgreSQL locks; they take client `pause`, client `crash`, `terminate`, `partition`, `crash` of `{PRIMARY}`, `{STANDBY}` or `{BOUNCER}` (with `restart_after_ms`) and `failover` (with a standby)",
+                "`kind = \"{}\"` is not modelled for the PostgreSQL locks; they take client `pause`, client `crash`, `terminate`, `partition`, `crash` of `{PRIMARY}`, `{STANDBY}` or `{BOUNCER}` (with `restart_after_ms`), `failover` (with a standby) and, for client programs, clock faults on clients",
                 f.kind.name()
             )),
         }

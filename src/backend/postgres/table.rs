@@ -16,7 +16,15 @@
 //! latency_ms = [1, 3]
 //! request_timeout_ms = 5000    # how long a client waits for an answer
 //! failover_detect_ms = 1000    # from the primary's death to the standby's promotion
+//! app_transactions = [[100, 3000]] # the application's other traffic: [at_ms, for_ms] each
 //! ```
+//!
+//! `app_transactions` is the rest of the application sharing the pool: each is a transaction
+//! (`BEGIN` at `at_ms`, `COMMIT` `for_ms` later) from a connection that is not a lock client.
+//! Behind PgBouncer in transaction mode it keeps one server connection lent for its whole
+//! length, which decides which connection the lock clients are lent meanwhile: what makes a
+//! lock stranded on an idle server connection, rather than inherited by the next client lent
+//! it, a matter of construction instead of timing.
 
 use crate::scenario::{Invalid, Scenario};
 
@@ -82,6 +90,7 @@ pub const KEYS: &[&str] = &[
     "latency_ms",
     "request_timeout_ms",
     "failover_detect_ms",
+    "app_transactions",
 ];
 
 /// `[postgres]`, read by the backend itself (`BackendDecl::read_table`).
@@ -113,6 +122,9 @@ pub struct PostgresTable {
     pub request_timeout_ms: u64,
     /// From the primary's death to the standby's promotion, in a `failover`.
     pub failover_detect_ms: u64,
+    /// The application's other transactions through the pooler, `(at_ms, for_ms)` each, in
+    /// the order written.
+    pub app_transactions: Vec<(u64, u64)>,
 }
 
 impl Default for PostgresTable {
@@ -132,6 +144,7 @@ impl Default for PostgresTable {
             latency_ms: [1, 3],
             request_timeout_ms: 5000,
             failover_detect_ms: 1000,
+            app_transactions: Vec::new(),
         }
     }
 }
@@ -222,6 +235,24 @@ impl PostgresTable {
                     format!("`latency_ms` is a range [low, high] of whole ms, got {value}")
                 })?;
             }
+            "app_transactions" => {
+                let windows = value.as_array().and_then(|a| {
+                    a.iter()
+                        .map(|w| {
+                            let w = w.as_array().filter(|w| w.len() == 2)?;
+                            let at = w[0].as_integer().and_then(|n| u64::try_from(n).ok())?;
+                            let len = w[1].as_integer().and_then(|n| u64::try_from(n).ok())?;
+                            Some((at, len))
+                        })
+                        .collect::<Option<Vec<_>>>()
+                });
+                self.app_transactions = windows.ok_or_else(|| {
+                    format!(
+                        "`app_transactions` is a list of [at_ms, for_ms] pairs of whole ms, got {}",
+                        crate::scenario::input::excerpt(&value.to_string(), 60)
+                    )
+                })?;
+            }
             _ => unreachable!("every key of KEYS is set above"),
         }
         Ok(())
@@ -262,7 +293,29 @@ impl PostgresTable {
                 "`keepalive_idle_s`, `keepalive_interval_s` and `keepalive_count` must be at least 1 (the server's settings take whole seconds)".into(),
             ));
         }
+        if self.pooler == Pooler::None && !self.app_transactions.is_empty() {
+            return Err((
+                Some("app_transactions"),
+                "`app_transactions` share PgBouncer's pool with the lock clients: set `pooler = \"session\"` or `\"transaction\"` (without a pooler they take no connection from anyone)".into(),
+            ));
+        }
+        if self.app_transactions.len() > 16 {
+            return Err((
+                Some("app_transactions"),
+                "`app_transactions` takes at most 16 transactions".into(),
+            ));
+        }
         const DAY_MS: u64 = 86_400_000;
+        if let Some((at, len)) = self
+            .app_transactions
+            .iter()
+            .find(|(at, len)| *at > DAY_MS || *len > DAY_MS || *len == 0)
+        {
+            return Err((
+                Some("app_transactions"),
+                format!("`app_transactions`: [{at}, {len}] needs 0 <= at_ms <= a day and 1 <= for_ms <= a day"),
+            ));
+        }
         for (key, v) in [
             ("idle_session_timeout_ms", self.idle_session_timeout_ms),
             (

@@ -15,6 +15,10 @@ pub const SERVICE: Service = Service::named("redis");
 #[derive(Debug)]
 pub struct Redis;
 
+/// Measured real-mode spawn costs (`BackendDecl::real_spawn_ms`), rounded up.
+const REDIS_SPAWN_MS: u64 = 500;
+const SENTINEL_SPAWN_MS: u64 = 3_000;
+
 impl BackendDecl for Redis {
     fn service(&self) -> Service {
         SERVICE
@@ -64,6 +68,21 @@ impl BackendDecl for Redis {
             ));
         }
         Ok(())
+    }
+
+    fn request_timeout_ms(&self, s: &Scenario) -> u64 {
+        s.redis.request_timeout_ms
+    }
+
+    /// A `redis-server` starts in milliseconds; sentinels agree on their masters in about a
+    /// second.
+    fn real_spawn_ms(&self, s: &Scenario) -> u64 {
+        REDIS_SPAWN_MS
+            + if s.redis.sentinels > 0 {
+                SENTINEL_SPAWN_MS
+            } else {
+                0
+            }
     }
 
     fn lease_ms(&self, _s: &Scenario) -> Option<u64> {

@@ -16,6 +16,11 @@ pub const SERVICE: Service = Service::named("zookeeper");
 #[derive(Debug)]
 pub struct ZooKeeper;
 
+/// Measured real-mode spawn costs (`BackendDecl::real_spawn_ms`), rounded up: a three-server
+/// ensemble took about 4 s on a 2-core machine, a standalone server about 2 s.
+const ZK_SPAWN_MS: u64 = 1_000;
+const ZK_SPAWN_PER_SERVER_MS: u64 = 1_200;
+
 impl BackendDecl for ZooKeeper {
     fn service(&self) -> Service {
         SERVICE
@@ -53,6 +58,15 @@ impl BackendDecl for ZooKeeper {
     }
 
     /// A ZooKeeper lock's node lives as long as its session: the session timeout is its lease.
+    fn request_timeout_ms(&self, s: &Scenario) -> u64 {
+        s.zookeeper.session_timeout_ms
+    }
+
+    /// A JVM per server, and an ensemble's first election.
+    fn real_spawn_ms(&self, s: &Scenario) -> u64 {
+        ZK_SPAWN_MS + ZK_SPAWN_PER_SERVER_MS * u64::from(s.zookeeper.servers)
+    }
+
     fn lease_ms(&self, s: &Scenario) -> Option<u64> {
         Some(s.zookeeper.session_timeout_ms)
     }
@@ -204,7 +218,31 @@ fn check_fault(f: &Fault, z: &ZooKeeperSpec) -> Result<(), String> {
             f.kind.name()
         ));
     }
+    if z.connect == ZkConnect::Followers && separates_servers(&f.kind, z.servers) {
+        return Err(
+            "a partition between servers with `[zookeeper] connect = \"followers\"` is not \
+             modelled: it may take the leader's quorum, and a follower's resynchronisation with \
+             a new leader is not simulated; cut clients off instead"
+                .into(),
+        );
+    }
     Ok(())
+}
+
+/// Whether `fault` is a partition that cuts some of the `servers` off from others (rather than
+/// clients from servers): one that can take the leader's quorum.
+fn separates_servers(fault: &FaultKind, servers: u32) -> bool {
+    let FaultKind::Partition { nodes, from, .. } = fault else {
+        return false;
+    };
+    let server = |n: &String| is_server(n, servers);
+    let here = nodes.iter().filter(|n| server(n)).count() as u32;
+    let there = if from.is_empty() {
+        servers - here
+    } else {
+        from.iter().filter(|n| server(n)).count() as u32
+    };
+    here > 0 && there > 0
 }
 
 /// Whether a ZooKeeper world of `servers` servers (`zookeeper-<i>`) and its clients can carry
@@ -213,11 +251,7 @@ fn check_fault(f: &Fault, z: &ZooKeeperSpec) -> Result<(), String> {
 /// sessions expire on) or a client's. `Err` says why not; the scenario refuses the others at
 /// parse time, so a ZooKeeper verdict is never vacuous.
 fn on_zookeeper(fault: &FaultKind, servers: u32) -> Result<(), String> {
-    let server = |n: &str| {
-        n.strip_prefix("zookeeper-")
-            .and_then(|i| i.parse::<u32>().ok())
-            .is_some_and(|i| i < servers)
-    };
+    let server = |n: &str| is_server(n, servers);
     match fault {
         FaultKind::Pause { .. } | FaultKind::ClientCrash { .. } => Ok(()),
         FaultKind::Partition { .. } => Ok(()),
@@ -237,4 +271,11 @@ fn on_zookeeper(fault: &FaultKind, servers: u32) -> Result<(), String> {
             fault.name()
         )),
     }
+}
+
+/// Whether `node` names one of the `servers` servers (`zookeeper-<i>`).
+fn is_server(node: &str, servers: u32) -> bool {
+    node.strip_prefix("zookeeper-")
+        .and_then(|i| i.parse::<u32>().ok())
+        .is_some_and(|i| i < servers)
 }

@@ -69,6 +69,36 @@ pub(crate) fn client_clocks(
     Ok(out)
 }
 
+/// Each client program's clock where only client programs' clocks are faked (etcd, ZooKeeper,
+/// PostgreSQL): its `[clocks]` start offset, drawn from `seed` in the simulator's ranges and
+/// order (not its numbers), and its libfaketime setting ([`client_clocks`]). A `[clocks]` entry
+/// on any other node was refused before (`check_consensus`).
+pub(crate) fn program_clocks(
+    s: &Scenario,
+    seed: u64,
+) -> Result<Vec<(i64, Option<FakeTime>)>, RealError> {
+    use rand::{Rng, SeedableRng};
+    let mut starts = vec![(0i64, 0i64); s.workload.clients as usize];
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    for start in crate::schedule::clocks::draw(&s.clocks, &s.node_names(), |[lo, hi]| {
+        rng.gen_range(lo..=hi)
+    }) {
+        let c = start
+            .node
+            .strip_prefix("client-")
+            .and_then(|c| c.parse::<usize>().ok());
+        if let Some(slot) = c.and_then(|c| starts.get_mut(c)) {
+            *slot = (start.offset_ms, start.drift_ppm);
+        }
+    }
+    let fakes = client_clocks(s, &starts)?;
+    Ok(starts
+        .iter()
+        .map(|&(offset, _)| offset)
+        .zip(fakes)
+        .collect())
+}
+
 /// The client protocol's environment for client `c`: what every program gets (its id, the lock
 /// key, the wait and retry bounds), then `service`, the variables of the service it speaks to
 /// (where its forwarders are, the lease or session timeout), which each world gives.
@@ -136,12 +166,15 @@ pub(crate) struct Launch {
 }
 
 impl Launch {
-    /// A program on a true clock, speaking to a service through `service`'s variables.
-    pub(crate) fn on_true_time(service: Vec<(String, String)>) -> Launch {
+    /// A program on the clock [`program_clocks`] gave it (start offset, libfaketime setting).
+    pub(crate) fn on_clock(
+        service: Vec<(String, String)>,
+        (offset_ms, fake): (i64, Option<FakeTime>),
+    ) -> Launch {
         Launch {
             service,
-            fake: None,
-            offset_ms: 0,
+            fake,
+            offset_ms,
         }
     }
 }

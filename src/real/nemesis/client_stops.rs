@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::firing::fire_noting;
-use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
+use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused, Trigger};
 use crate::history::{EventKind, Recorder};
 use crate::real::client_programs::client_program::{ClientProgram, Programs};
 use crate::real::Gate;
@@ -134,6 +134,90 @@ impl ClientTasks {
 
     fn program(&self, client: u32) -> Option<&ClientProgram> {
         self.programs.get(client as usize)?.as_deref()
+    }
+
+    /// A clock fault on `node` where the clients are programs: a jump (`jump_by_ms`) moves the
+    /// program's libfaketime clock, which it was started on for this (`program_clocks`); a drift
+    /// is the rate that clock has run at from the start. Refused for any other node.
+    pub(crate) fn program_clock(
+        &self,
+        node: &str,
+        jump_by_ms: Option<i64>,
+        drift_ppm: i64,
+    ) -> Result<(), Refused> {
+        let client = node
+            .strip_prefix("client-")
+            .and_then(|c| c.parse::<u32>().ok());
+        let Some(p) = client.and_then(|c| self.program(c)) else {
+            return Err(Refused::Lacking);
+        };
+        let what = match jump_by_ms {
+            Some(by) => match p.jump_clock(by) {
+                Ok(()) => format!("{node} program clock jumped by {by} ms (libfaketime)"),
+                Err(e) => format!("{node} program clock jump failed: {e}"),
+            },
+            None => format!(
+                "{node} clock drift set to {drift_ppm} ppm (libfaketime rate from the start)"
+            ),
+        };
+        self.rec.record("nemesis", EventKind::Fault { what });
+        Ok(())
+    }
+
+    /// Closes the gate of every client `s` starts late (a pause of a named client at
+    /// `at_ms = 0`), before any client task starts, so none of them takes a step first; the
+    /// timed fault then opens it ([`ClientTasks::start_late`]).
+    pub(crate) fn hold_back_late_starters(&self, s: &crate::scenario::Scenario) {
+        for f in &s.faults {
+            if let (
+                FaultKind::Pause {
+                    client: ClientRef::Index(c),
+                    ..
+                },
+                Trigger::At(0),
+            ) = (&f.kind, &f.trigger)
+            {
+                if let Some(gate) = self.gates.get(*c as usize) {
+                    gate.close();
+                }
+            }
+        }
+    }
+
+    /// Client `victim` (a named one) starts `for_ms` late: its gate, closed before it started
+    /// ([`ClientTasks::hold_back_late_starters`]), opens `for_ms` from now. A task world runs
+    /// only this timed client pause (its `real_check` refuses a pause at any other time): a running task stops where it looks at its gate, which is
+    /// at its sleeps, so a pause at a time would not stop one waiting for an answer; at its
+    /// named points (`on = ...`) it stops at once.
+    /// The holder cannot start late: nobody holds the lock before the clients start.
+    pub(crate) fn start_late(&self, victim: &ClientRef, for_ms: u64) -> Result<(), Refused> {
+        let ClientRef::Index(client) = *victim else {
+            return Err(Refused::Lacking);
+        };
+        let Some(gate) = self.gates.get(client as usize).cloned() else {
+            return Err(Refused::Because(format!("no client-{client} here")));
+        };
+        gate.close();
+        self.rec.record(
+            "nemesis",
+            EventKind::Fault {
+                what: format!("client-{client} starts late: held back {for_ms} ms"),
+            },
+        );
+        let rec = self.rec.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(for_ms)).await;
+            if !gate.is_dead() {
+                gate.open();
+                rec.record(
+                    "nemesis",
+                    EventKind::Fault {
+                        what: format!("client-{client} starts"),
+                    },
+                );
+            }
+        });
+        Ok(())
     }
 
     /// If `crashed` ([`Stops::crashed`]), `client` dies at `point`: records it (`how` the

@@ -13,6 +13,14 @@ pub(crate) fn note(rec: &Recorder, what: String) {
     rec.record("nemesis", EventKind::Fault { what });
 }
 
+/// Whether a server crashed now, to restart `restart_after_ms` later, comes back before the
+/// scenario's `duration_ms` ends: a restart due after that is not carried out (the crash is for
+/// good), so that a run with a majority crashed for good ends instead of waiting for its
+/// restart. In simulation such a restart falls after the clients are done, too.
+pub(crate) fn restarts_in_run(rec: &Recorder, restart_after_ms: u64, duration_ms: u64) -> bool {
+    (rec.now_us() / 1000).saturating_add(restart_after_ms) < duration_ms
+}
+
 /// Carries out one fault through `n` (a world's nemesis, or its view from a client's point);
 /// what has no recipe there, the history says.
 pub(crate) fn fire_noting<N: Nemesis>(rec: &Recorder, kind: &FaultKind, n: &N, at: &Occasion<'_>) {

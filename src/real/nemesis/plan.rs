@@ -76,13 +76,7 @@ pub(crate) fn check_consensus(
     service: &str,
     cut_check: Option<CutCheck>,
 ) -> Result<(), RealError> {
-    if !s.clocks.is_perfect() {
-        return Err(unsupported(format!(
-            "`{}` sets [clocks]: real mode starts {servers} and clients with true clocks; run it \
-             in simulation (without --real)",
-            s.name
-        )));
-    }
+    program_clocks_only(s, servers)?;
     for f in &s.faults {
         let recipes = ConsensusRecipes {
             s,
@@ -95,8 +89,49 @@ pub(crate) fn check_consensus(
             Err(Refused::Lacking) => {
                 return Err(unsupported(format!(
                     "fault {} has no real-mode recipe for a lock on {service} (client pauses and crashes fire \
-                     at a client's point, `on = ...`; clock faults have none); run it in \
+                     at a client's point, `on = ...`, or at `at_ms = 0` for a named client's late \
+                     start; clock faults have none); run it in \
                      simulation",
+                    crate::fault::fault_table(f).into_inline_table()
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where real mode fakes the clocks of client programs only (etcd, ZooKeeper, PostgreSQL): a
+/// client program's clock runs under libfaketime, so `[clocks]` may set clients' clocks when
+/// every client is a program, and a clock fault may move a program's clock (a drift from the
+/// start only). `servers` names the service's servers in the message.
+pub(crate) fn program_clocks_only(s: &Scenario, servers: &str) -> Result<(), RealError> {
+    let programs_only = s.lock.kind.is_client_program()
+        && s.clocks
+            .applies_to(&s.node_names())
+            .iter()
+            .all(|n| client_index(s, n).is_some());
+    if !s.clocks.is_perfect() && !programs_only {
+        return Err(unsupported(format!(
+            "`{}` sets [clocks] on {servers} or on lockcheck's own clients: real mode fakes the \
+             clocks of client programs only (`nodes = [\"client-0\", ...]` with \
+             `kind = \"client-program\"`); run it in simulation (without --real)",
+            s.name
+        )));
+    }
+    for f in s.faults.iter().filter(|f| f.kind.moves_a_clock()) {
+        let recipes = ConsensusRecipes {
+            s,
+            trigger: &f.trigger,
+            cut_check: None,
+        };
+        match ask(&recipes, f) {
+            Ok(()) => {}
+            Err(Refused::Because(why)) => return Err(unsupported(why)),
+            Err(Refused::Lacking) => {
+                return Err(unsupported(format!(
+                    "fault {} has no real-mode recipe: real mode moves the clocks of client \
+                     programs only (libfaketime), not of {servers} or of lockcheck's own \
+                     clients; run it in simulation",
                     crate::fault::fault_table(f).into_inline_table()
                 )))
             }

@@ -170,9 +170,11 @@ impl Nemesis for MysqlRecipes<'_> {
 /// What the recipes on spawned etcd members or ZooKeeper servers can do: a client's pause or
 /// crash at its named point, a server's crash and restart, and a partition of clients from the
 /// servers, at any time; for ZooKeeper also a server's pause (`SIGSTOP`) and an ensemble leader's
-/// failover, and its partitions must cut both ways (its `cut_check`). Clock faults
-/// have no recipe yet: etcd's lease expiry reads Go's monotonic clock and ZooKeeper's session
-/// expiry the JVM's `System.nanoTime`, which libfaketime does not move by default.
+/// failover, and its partitions must cut both ways (its `cut_check`). A client program's clock
+/// runs under libfaketime (as on Redis): a jump at any time, a drift as its rate from the start.
+/// Servers' clocks and lockcheck's own clients' have no recipe: etcd's lease expiry reads Go's
+/// monotonic clock and ZooKeeper's session expiry the JVM's `System.nanoTime`, which libfaketime
+/// does not move by default, and an in-process client's lock reads no clock the service trusts.
 pub(crate) struct ConsensusRecipes<'a> {
     pub(crate) s: &'a Scenario,
     pub(crate) trigger: &'a Trigger,
@@ -197,15 +199,28 @@ impl ConsensusRecipes<'_> {
         }
         .at_a_point()
     }
+
+    /// Whether `node` is a client that is a program, whose clock libfaketime runs.
+    fn program_clock(&self, node: &str) -> Result<(), Refused> {
+        self.declared(
+            self.s.lock.kind.is_client_program()
+                && super::plan::client_index(self.s, node).is_some(),
+        )
+    }
 }
 
 impl Nemesis for ConsensusRecipes<'_> {
+    /// At a client's point, or a named client's late start (`at_ms = 0`: its task is held
+    /// before its first step, `ClientTasks::start_late`).
     fn pause_client(
         &self,
         _at: &Occasion<'_>,
-        _victim: &ClientRef,
+        victim: &ClientRef,
         _for_ms: u64,
     ) -> Result<(), Refused> {
+        if *self.trigger == Trigger::At(0) && matches!(victim, ClientRef::Index(_)) {
+            return Ok(());
+        }
         self.at_a_point()
     }
 
@@ -232,6 +247,24 @@ impl Nemesis for ConsensusRecipes<'_> {
     /// The scenario allows a failover of an ensemble only.
     fn fail_over(&self, _master: u32) -> Result<(), Refused> {
         self.declared(self.s.backend().failover() == FailoverShape::Leader)
+    }
+
+    /// A client program's libfaketime clock reads its offset from a file: it jumps whenever.
+    fn jump_clock(&self, node: &str, _by_ms: i64, _wall_only: bool) -> Result<(), Refused> {
+        self.program_clock(node)
+    }
+
+    /// A client program's libfaketime rate is fixed when it starts, so only a drift from the
+    /// start is what the file says.
+    fn drift_clock(&self, node: &str, _ppm: i64) -> Result<(), Refused> {
+        self.program_clock(node)?;
+        if *self.trigger != Trigger::At(0) {
+            return Err(Refused::Because(format!(
+                "a clock drift of {node} after the start: a client program's libfaketime rate \
+                 is fixed when it starts; fire it with `at_ms = 0`"
+            )));
+        }
+        Ok(())
     }
 }
 

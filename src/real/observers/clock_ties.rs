@@ -15,7 +15,7 @@
 //! their distance (a few hundred microseconds) plus their own uncertainty.
 
 use crate::history::Recorder;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -31,6 +31,9 @@ pub(super) enum Marker {
     Before(u32),
     /// Sent just after that change.
     After(u32),
+    /// Sent just before the nemesis kills the server, once its clients' writes are paused
+    /// ([`ClockTies::quiesce`]): the stream ends after it, and nothing it did is missing.
+    Down,
     /// Sent when the run is over: once the witness reads it, it has read everything before it.
     End,
 }
@@ -44,6 +47,7 @@ impl Marker {
             Marker::Start => format!("{PREFIX}start"),
             Marker::Before(n) => format!("{PREFIX}before-{n}"),
             Marker::After(n) => format!("{PREFIX}after-{n}"),
+            Marker::Down => format!("{PREFIX}down"),
             Marker::End => format!("{PREFIX}end"),
         }
     }
@@ -53,6 +57,7 @@ impl Marker {
         let rest = std::str::from_utf8(arg).ok()?.strip_prefix(PREFIX)?;
         match rest {
             "start" => Some(Marker::Start),
+            "down" => Some(Marker::Down),
             "end" => Some(Marker::End),
             _ => {
                 let (which, n) = rest.split_once('-')?;
@@ -78,14 +83,10 @@ pub(super) struct Tie {
 /// Sends `ECHO <marker>` to the server on `port` and waits for the answer. `None`: the server
 /// could not be reached.
 fn send_marker(port: u16, marker: Marker, rec: &Recorder) -> Option<Tie> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
     let text = marker.text();
     let cmd = format!("*2\r\n$4\r\nECHO\r\n${}\r\n{text}\r\n", text.len());
     let sent = rec.now_us();
-    s.write_all(cmd.as_bytes()).ok()?;
-    let mut line = String::new();
-    BufReader::new(s).read_line(&mut line).ok()?;
+    round_trip(port, &cmd)?;
     let answered = rec.now_us();
     Some(Tie {
         at_us: sent + (answered - sent) / 2,
@@ -93,33 +94,82 @@ fn send_marker(port: u16, marker: Marker, rec: &Recorder) -> Option<Tie> {
     })
 }
 
+/// Sends one command (`cmd`, in RESP) to the server on `port` and reads its one-line answer.
+fn round_trip(port: u16, cmd: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    s.write_all(cmd.as_bytes()).ok()?;
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).ok()?;
+    Some(line)
+}
+
+/// How long the nemesis waits for the witness to read a server's `Down` marker before it kills
+/// the server anyway (and the witness then does not vouch for the run).
+const DOWN_READ_WAIT: Duration = Duration::from_secs(2);
+
+/// How long a quiesced server's clients' writes are held (`CLIENT PAUSE … WRITE`): longer than
+/// the wait for the marker, so none slips in before the kill.
+const QUIESCE_PAUSE_MS: u64 = 10_000;
+
 /// The ties sent to the watched servers: shared by the witness (start and end) and the nemesis
-/// (around each clock change).
+/// (around each clock change, before each kill). Keyed by stream: a server the nemesis
+/// restarted is a new process with a stream of its own, and its node name then means the newest.
 #[derive(Clone)]
 pub struct ClockTies {
-    ports: Arc<BTreeMap<String, u16>>,
+    /// Stream -> port.
+    ports: Arc<Mutex<BTreeMap<String, u16>>>,
+    /// Node name -> its current stream.
+    current: Arc<Mutex<BTreeMap<String, String>>>,
     rec: Recorder,
     sent: Arc<Mutex<BTreeMap<(String, Marker), Tie>>>,
-    /// Servers whose clock changed without both ties: their placement is not known.
+    /// Markers the witness has read, by stream.
+    read: Arc<Mutex<BTreeSet<(String, Marker)>>>,
+    /// Why the witness cannot vouch for some server's stream (a clock changed without both of
+    /// its ties, a kill before the witness read everything, a restart it could not follow).
     untied: Arc<Mutex<Vec<String>>>,
     changes: Arc<AtomicU32>,
 }
 
 impl ClockTies {
-    /// Ties for the servers `(name, port)` on 127.0.0.1.
+    /// Ties for the servers `(name, port)` on 127.0.0.1, each its own first stream.
     pub(super) fn new(servers: &[(String, u16)], rec: &Recorder) -> ClockTies {
         ClockTies {
-            ports: Arc::new(servers.iter().cloned().collect()),
+            ports: Arc::new(Mutex::new(servers.iter().cloned().collect())),
+            current: Arc::new(Mutex::new(
+                servers
+                    .iter()
+                    .map(|(n, _)| (n.clone(), n.clone()))
+                    .collect(),
+            )),
             rec: rec.clone(),
             sent: Arc::default(),
+            read: Arc::default(),
             untied: Arc::default(),
             changes: Arc::default(),
         }
     }
 
-    /// Sends `marker` to `server` and keeps its tie. Returns whether the server answered.
-    pub(super) fn send(&self, server: &str, marker: Marker) -> bool {
-        let Some(&port) = self.ports.get(server) else {
+    /// A new stream of node `node` (a restarted server) on `port`: from now on the node's name
+    /// means this one.
+    pub(super) fn add(&self, node: &str, stream: &str, port: u16) {
+        self.ports.lock().unwrap().insert(stream.to_string(), port);
+        self.current
+            .lock()
+            .unwrap()
+            .insert(node.to_string(), stream.to_string());
+    }
+
+    /// The current stream of node `node`, if the witness watches it.
+    fn stream_of(&self, node: &str) -> Option<(String, u16)> {
+        let stream = self.current.lock().unwrap().get(node)?.clone();
+        let port = *self.ports.lock().unwrap().get(&stream)?;
+        Some((stream, port))
+    }
+
+    /// Sends `marker` to `stream` and keeps its tie. Returns whether the server answered.
+    pub(super) fn send(&self, stream: &str, marker: Marker) -> bool {
+        let Some(port) = self.ports.lock().unwrap().get(stream).copied() else {
             return false;
         };
         let Some(tie) = send_marker(port, marker, &self.rec) else {
@@ -128,23 +178,69 @@ impl ClockTies {
         self.sent
             .lock()
             .unwrap()
-            .insert((server.to_string(), marker), tie);
+            .insert((stream.to_string(), marker), tie);
         true
+    }
+
+    /// The witness read `marker` in `stream`.
+    pub(super) fn mark_read(&self, stream: &str, marker: Marker) {
+        self.read
+            .lock()
+            .unwrap()
+            .insert((stream.to_string(), marker));
+    }
+
+    /// The witness cannot vouch for the run, and why.
+    pub(super) fn refuse(&self, why: String) {
+        self.untied.lock().unwrap().push(why);
+    }
+
+    /// Readies node `node` to be killed so that the witness misses nothing it did: its clients'
+    /// writes are held (`CLIENT PAUSE … WRITE`; those sent from now on are never executed, as
+    /// if the server had died now), a `Down` marker follows the last of them, and this returns
+    /// once the witness has read it (at most [`DOWN_READ_WAIT`]). Why: `SIGKILL` drops what the
+    /// server had executed but not yet written to its `MONITOR` stream, and a release whose
+    /// reply left before its line did would read as a lie. A node the witness does not watch is
+    /// left as it is.
+    pub fn quiesce(&self, node: &str) {
+        let Some((stream, port)) = self.stream_of(node) else {
+            return;
+        };
+        let pause = QUIESCE_PAUSE_MS.to_string();
+        let cmd = format!(
+            "*4\r\n$6\r\nCLIENT\r\n$5\r\nPAUSE\r\n${}\r\n{pause}\r\n$5\r\nWRITE\r\n",
+            pause.len()
+        );
+        let paused = round_trip(port, &cmd).is_some_and(|l| l.starts_with("+OK"));
+        let sent = paused && self.send(&stream, Marker::Down);
+        let deadline = std::time::Instant::now() + DOWN_READ_WAIT;
+        let key = (stream.clone(), Marker::Down);
+        while sent && std::time::Instant::now() < deadline {
+            if self.read.lock().unwrap().contains(&key) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.refuse(format!(
+            "{node}: killed before the witness had read everything it did"
+        ));
     }
 
     /// Runs `change`, which moves `server`'s clock, between two ties of that server, so that the
     /// witness maps the server's time on each side of the change by its own clock. A server the
     /// witness does not watch is changed as it is.
     pub fn around<T>(&self, server: &str, change: impl FnOnce() -> T) -> T {
-        if !self.ports.contains_key(server) {
+        let Some((stream, _)) = self.stream_of(server) else {
             return change();
-        }
+        };
         let n = self.changes.fetch_add(1, Ordering::Relaxed);
-        let before = self.send(server, Marker::Before(n));
+        let before = self.send(&stream, Marker::Before(n));
         let out = change();
-        let after = self.send(server, Marker::After(n));
+        let after = self.send(&stream, Marker::After(n));
         if !(before && after) {
-            self.untied.lock().unwrap().push(server.to_string());
+            self.refuse(format!(
+                "{server}: its clock changed and the witness could not tie it again"
+            ));
         }
         out
     }
@@ -160,7 +256,7 @@ impl ClockTies {
             .collect()
     }
 
-    /// The servers whose clock changed without both of its ties.
+    /// Why the witness cannot vouch for some stream (empty: it can).
     pub(super) fn untied(&self) -> Vec<String> {
         self.untied.lock().unwrap().clone()
     }
@@ -217,6 +313,7 @@ mod tests {
             Marker::Start,
             Marker::Before(0),
             Marker::After(7),
+            Marker::Down,
             Marker::End,
         ] {
             assert_eq!(Marker::parse(m.text().as_bytes()), Some(m));

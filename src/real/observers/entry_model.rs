@@ -1,22 +1,79 @@
-//! The lock entry on one server, replayed from the commands its `MONITOR` stream shows: who
-//! created it, its value, when it expires on the server's clock, and each removal of a live entry
-//! by a client's command (a `DEL`, a script's `DEL`, `UNLINK`, `GETDEL`, an overwriting `SET`, an
-//! `EXPIRE` into the past), attributed to the connection that sent it and compared with the
-//! entry's owner at that moment. Expiry is not a removal: no client did it. A script's own
+//! The lock entries on one server, replayed from the commands its `MONITOR` stream shows: who
+//! created each, its value, when it expires on the server's clock, and each removal of a live
+//! entry by a client's command (a `DEL`, a script's `DEL`, `UNLINK`, `GETDEL`, an overwriting
+//! `SET`, an `EXPIRE` into the past), attributed to the connection that sent it and compared with
+//! the entry's owner at that moment. Expiry is not a removal: no client did it. A script's own
 //! commands (`[0 lua]`) are the client's whose `EVAL`/`EVALSHA` ran the script.
+//!
+//! Which keys are lock entries is learned from the locks themselves ([`LockKeys`]): the
+//! scenario's `[lock] key`, and every key a client's command creates with `SET … NX` or `SETNX`,
+//! the one shape every string lock's acquire has. A library nobody here wrote adds its own
+//! prefix to the name it is given (`lock:<name>`, `lock.<name>`, `mutex:<name>`), so following
+//! the configured name alone would leave every one of its entries unwatched and its releases not
+//! judged. Learning from `NX` rather than from "any key a client touches" keeps out what is not
+//! an entry: a fencing counter (`INCR`) or a library's bookkeeping is not created with `NX`, and
+//! a command the model does not know on a learned key still stops the witness from vouching,
+//! as it always did on the configured one. A replica's stream shows what its master sent it
+//! (`SET … PXAT`, without the `NX`: the master rewrites what it propagates), so the keys are
+//! learned once for all the watched servers and a replica follows the keys its master's clients
+//! created.
 //!
 //! This is the servers' truth the foreign-release and release checks judge from in real mode
 //! (`docs/checks.md`): a client program's answer says only what the program said; whether its
 //! command deleted someone's entry is what this model saw the server do.
 
 use crate::history::{EventKind, Recorder};
-use crate::real::observers::clock_ties::{place, Marker, Seen, Tie};
+use crate::real::observers::clock_ties::{place, ClockTies, Marker, Seen, Tie};
 use crate::real::observers::connection_names::ConnectionNames;
 use crate::real::observers::monitor_line::{parse_line, Line};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The keys that hold lock entries: the configured key, and those the clients' `SET … NX`
+/// created on any watched server (shared by every server's model, so a replica follows what its
+/// master's clients created).
+#[derive(Clone, Debug)]
+pub(crate) struct LockKeys {
+    configured: Vec<u8>,
+    learned: Arc<Mutex<BTreeSet<Vec<u8>>>>,
+}
+
+impl LockKeys {
+    /// The lock's configured key (`[lock] key`), with nothing learned yet.
+    pub(crate) fn new(configured: &str) -> LockKeys {
+        LockKeys {
+            configured: configured.as_bytes().to_vec(),
+            learned: Arc::default(),
+        }
+    }
+
+    /// Whether `key` holds lock entries.
+    fn holds(&self, key: &[u8]) -> bool {
+        key == self.configured.as_slice() || self.learned.lock().unwrap().contains(key)
+    }
+
+    fn learn(&self, key: &[u8]) {
+        if key != self.configured.as_slice() {
+            self.learned.lock().unwrap().insert(key.to_vec());
+        }
+    }
+
+    /// Every key followed, the configured one first, for the history's note.
+    pub(crate) fn describe(&self) -> String {
+        let mut keys = vec![String::from_utf8_lossy(&self.configured).into_owned()];
+        keys.extend(
+            self.learned
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|k| String::from_utf8_lossy(k).into_owned()),
+        );
+        keys.join(", ")
+    }
+}
 
 /// A removal as the witness read it: the server's time (µs), the run's time when read, and the
 /// event.
@@ -65,10 +122,10 @@ impl Followed {
     }
 }
 
-/// The lock entry on one server, as the commands it executed left it.
+/// The lock entries on one server, as the commands it executed left them.
 pub(super) struct Model {
     server: String,
-    key: Vec<u8>,
+    keys: LockKeys,
     rec: Recorder,
     /// Connection address -> client index (from `CLIENT SETNAME client-<c>`).
     clients: BTreeMap<String, u32>,
@@ -76,7 +133,8 @@ pub(super) struct Model {
     names: ConnectionNames,
     /// The client whose script is running (the last `EVAL`/`EVALSHA`/`FCALL`).
     scripting: Option<u32>,
-    entry: Option<Entry>,
+    /// The live entry under each lock key (as far as the commands seen tell).
+    entries: BTreeMap<Vec<u8>, Entry>,
     /// What the stream has given so far.
     followed: Followed,
     /// The server's time of the command being applied (µs).
@@ -93,32 +151,40 @@ struct Entry {
 impl Model {
     pub(super) fn new(
         server: String,
-        key: Vec<u8>,
+        keys: LockKeys,
         rec: Recorder,
         names: ConnectionNames,
     ) -> Model {
         Model {
             server,
-            key,
+            keys,
             rec,
             clients: BTreeMap::new(),
             names,
             scripting: None,
-            entry: None,
+            entries: BTreeMap::new(),
             followed: Followed::default(),
             now_us: 0,
         }
     }
 
-    /// Reads the stream until the end marker (or `stop`, or the server goes away).
+    /// Reads the stream until the end marker (or `stop`, or the server goes away), telling
+    /// `ties` which markers of `stream` it read. A server that goes away after its `Down` marker
+    /// (the nemesis quiesced it, then killed it) has shown everything it did.
     pub(super) fn follow(
         &mut self,
         mut reader: BufReader<TcpStream>,
         stop: &AtomicBool,
+        ties: &ClockTies,
+        stream: &str,
     ) -> Result<Followed, String> {
         let mut buf = Vec::new();
+        let down = |f: &Followed| f.seen.last().is_some_and(|s| s.marker == Marker::Down);
         loop {
             match reader.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) if down(&self.followed) => {
+                    return Ok(std::mem::take(&mut self.followed))
+                }
                 Ok(0) => {
                     return Err(format!(
                         "{}: the server closed its MONITOR stream",
@@ -142,6 +208,7 @@ impl Model {
                         .then(|| line.args.get(1).and_then(|a| Marker::parse(a)))
                         .flatten();
                     if let Some(marker) = marker {
+                        ties.mark_read(stream, marker);
                         self.followed.seen.push(Seen {
                             marker,
                             server_us: line.at_us,
@@ -201,25 +268,44 @@ impl Model {
             self.scripting = client;
             return Ok(());
         }
-        if !args.contains(&self.key) {
+        // A client's `SET … NX` or `SETNX` is a lock's acquire: its key holds lock entries.
+        let nx = match cmd.as_str() {
+            "setnx" => true,
+            "set" => args.iter().skip(2).any(|a| a.eq_ignore_ascii_case(b"nx")),
+            _ => false,
+        };
+        if let (true, Some(_), Some(key)) = (nx, client, args.first()) {
+            self.keys.learn(key);
+        }
+        let touched: Vec<Vec<u8>> = args
+            .iter()
+            .filter(|a| self.keys.holds(a))
+            .cloned()
+            .collect();
+        if touched.is_empty() {
             return Ok(());
         }
         let now_ms = line.at_us.div_euclid(1000);
-        if self
-            .entry
-            .as_ref()
-            .is_some_and(|e| e.expires_ms.is_some_and(|x| now_ms > x))
-        {
-            self.entry = None;
+        for key in &touched {
+            let expired = self
+                .entries
+                .get(key)
+                .is_some_and(|e| e.expires_ms.is_some_and(|x| now_ms > x));
+            if expired {
+                self.entries.remove(key);
+            }
         }
-        let on_key = args.first() == Some(&self.key);
+        // The command's own key, if it is a lock key (`SET key …`, `EXPIRE key …`).
+        let key = args.first().filter(|k| self.keys.holds(k)).cloned();
         let num =
             |i: usize| -> Option<i64> { std::str::from_utf8(args.get(i)?).ok()?.parse().ok() };
-        match cmd.as_str() {
-            "get" | "exists" | "ttl" | "pttl" | "type" | "expiretime" | "pexpiretime"
-            | "strlen" | "mget" => {}
-            "set" if on_key => {
-                let mut nx = false;
+        match (cmd.as_str(), key) {
+            (
+                "get" | "exists" | "ttl" | "pttl" | "type" | "expiretime" | "pexpiretime"
+                | "strlen" | "mget",
+                _,
+            ) => {}
+            ("set", Some(key)) => {
                 let mut xx = false;
                 let mut keepttl = false;
                 let mut expires = None;
@@ -227,9 +313,8 @@ impl Model {
                 while i < args.len() {
                     let opt = String::from_utf8_lossy(&args[i]).to_ascii_lowercase();
                     match opt.as_str() {
-                        "nx" => nx = true,
+                        "nx" | "get" => {}
                         "xx" => xx = true,
-                        "get" => {}
                         "keepttl" => keepttl = true,
                         "ex" | "px" | "exat" | "pxat" => {
                             let n = num(i + 1).ok_or_else(|| self.unknown(line))?;
@@ -245,24 +330,26 @@ impl Model {
                     }
                     i += 1;
                 }
-                if (nx && self.entry.is_some()) || (xx && self.entry.is_none()) {
+                let live = self.entries.contains_key(&key);
+                if (nx && live) || (xx && !live) {
                     return Ok(());
                 }
                 if keepttl {
-                    expires = self.entry.as_ref().and_then(|e| e.expires_ms);
+                    expires = self.entries.get(&key).and_then(|e| e.expires_ms);
                 }
-                self.replace(client, args.get(1).cloned(), expires);
+                self.replace(&key, client, args.get(1).cloned(), expires);
             }
-            "setnx" if on_key && self.entry.is_none() => {
-                self.replace(client, args.get(1).cloned(), None)
+            ("setnx", Some(key)) => {
+                if !self.entries.contains_key(&key) {
+                    self.replace(&key, client, args.get(1).cloned(), None)
+                }
             }
-            "setnx" if on_key => {}
-            "setex" | "psetex" if on_key => {
+            ("setex" | "psetex", Some(key)) => {
                 let n = num(1).ok_or_else(|| self.unknown(line))?;
                 let ms = if cmd == "setex" { n * 1000 } else { n };
-                self.replace(client, args.get(2).cloned(), Some(now_ms + ms));
+                self.replace(&key, client, args.get(2).cloned(), Some(now_ms + ms));
             }
-            "expire" | "pexpire" | "expireat" | "pexpireat" if on_key => {
+            ("expire" | "pexpire" | "expireat" | "pexpireat", Some(key)) => {
                 let n = num(1).ok_or_else(|| self.unknown(line))?;
                 let at = match cmd.as_str() {
                     "expire" => now_ms + n * 1000,
@@ -270,31 +357,39 @@ impl Model {
                     "expireat" => n * 1000,
                     _ => n,
                 };
-                if self.entry.is_some() {
-                    if at <= now_ms {
-                        // An expiry in the past deletes the key at once.
-                        self.replace(client, None, None);
-                    } else if let Some(e) = &mut self.entry {
-                        e.expires_ms = Some(at);
-                    }
+                if at <= now_ms {
+                    // An expiry in the past deletes the key at once.
+                    self.replace(&key, client, None, None);
+                } else if let Some(e) = self.entries.get_mut(&key) {
+                    e.expires_ms = Some(at);
                 }
             }
-            "persist" if on_key => {
-                if let Some(e) = &mut self.entry {
+            ("persist", Some(key)) => {
+                if let Some(e) = self.entries.get_mut(&key) {
                     e.expires_ms = None;
                 }
             }
-            "del" | "unlink" => self.replace(client, None, None),
-            "getdel" if on_key => self.replace(client, None, None),
+            ("del" | "unlink", _) => {
+                for key in &touched {
+                    self.replace(key, client, None, None);
+                }
+            }
+            ("getdel", Some(key)) => self.replace(&key, client, None, None),
             _ => return Err(self.unknown(line)),
         }
         Ok(())
     }
 
-    /// `client` replaced the entry with `value` (`None`: removed it); records the removal of a
-    /// live entry with another value.
-    fn replace(&mut self, client: Option<u32>, value: Option<Vec<u8>>, expires_ms: Option<i64>) {
-        if let (Some(old), Some(by)) = (&self.entry, client) {
+    /// `client` replaced the entry under `key` with `value` (`None`: removed it); records the
+    /// removal of a live entry with another value.
+    fn replace(
+        &mut self,
+        key: &[u8],
+        client: Option<u32>,
+        value: Option<Vec<u8>>,
+        expires_ms: Option<i64>,
+    ) {
+        if let (Some(old), Some(by)) = (self.entries.get(key), client) {
             if value.as_ref() != Some(&old.value) {
                 self.followed.removals.push(Removal {
                     server_us: self.now_us,
@@ -307,14 +402,20 @@ impl Model {
                 });
             }
         }
-        if value.is_some() {
-            self.followed.created += 1;
+        match value {
+            Some(value) => {
+                self.followed.created += 1;
+                let entry = Entry {
+                    value,
+                    creator: client,
+                    expires_ms,
+                };
+                self.entries.insert(key.to_vec(), entry);
+            }
+            None => {
+                self.entries.remove(key);
+            }
         }
-        self.entry = value.map(|value| Entry {
-            value,
-            creator: client,
-            expires_ms,
-        });
     }
 
     fn unknown(&self, line: &Line) -> String {
@@ -359,7 +460,7 @@ mod tests {
         let rec = Recorder::real();
         let mut m = Model::new(
             "redis-0".into(),
-            b"lock".to_vec(),
+            LockKeys::new("lock"),
             rec.clone(),
             ConnectionNames::default(),
         );
@@ -390,6 +491,44 @@ mod tests {
         // A command on the key the model does not know: the witness stops vouching.
         assert!(m
             .apply(&line(r#"3.0 [0 127.0.0.1:1] "hset" "lock" "f" "1""#))
+            .is_err());
+    }
+
+    /// A library that adds its own prefix (`lock:<name>`): its keys are learned from its
+    /// clients' `SET … NX`, and a replica follows them from its master's rewritten `SET … PXAT`.
+    /// A key no client set with `NX` (a fencing counter) is not an entry, whatever is done to it.
+    #[test]
+    fn keys_a_library_prefixes_are_learned_from_its_nx_sets_and_shared_with_a_replica() {
+        let keys = LockKeys::new("name");
+        let names = ConnectionNames::default;
+        let mut master = Model::new("redis-0".into(), keys.clone(), Recorder::real(), names());
+        let mut replica = Model::new("replica".into(), keys.clone(), Recorder::real(), names());
+        for l in [
+            r#"1.000000 [0 127.0.0.1:1] "client" "setname" "client-0""#,
+            r#"1.000001 [0 127.0.0.1:2] "client" "setname" "client-1""#,
+            r#"1.000100 [0 127.0.0.1:1] "incr" "name:fence""#,
+            r#"1.001000 [0 127.0.0.1:1] "set" "lock:name" "a" "PX" "1000" "NX""#,
+            // client 1 wakes from a pause and deletes client 0's entry.
+            r#"1.500000 [0 127.0.0.1:2] "del" "lock:name""#,
+            r#"1.600000 [0 127.0.0.1:2] "set" "lock:name" "b" "PX" "1000" "NX""#,
+        ] {
+            master.apply(&line(l)).unwrap();
+        }
+        assert_eq!(removals(&master), [(1, "a".to_string(), Some(0))]);
+        assert_eq!(keys.describe(), "name, lock:name");
+        // The replica saw the master's propagation, then was promoted; client 0's late DEL there
+        // removes client 1's entry.
+        for l in [
+            r#"1.600100 [0 127.0.0.1:6379] "SET" "lock:name" "b" "PXAT" "2600""#,
+            r#"1.700000 [0 127.0.0.1:3] "client" "setname" "client-0""#,
+            r#"1.800000 [0 127.0.0.1:3] "del" "lock:name""#,
+        ] {
+            replica.apply(&line(l)).unwrap();
+        }
+        assert_eq!(removals(&replica), [(0, "b".to_string(), None)]);
+        // A command the model does not know on a learned key stops the witness vouching.
+        assert!(master
+            .apply(&line(r#"2.0 [0 127.0.0.1:1] "hset" "lock:name" "f" "1""#))
             .is_err());
     }
 
@@ -454,7 +593,12 @@ mod tests {
         let names = ConnectionNames::default();
         names.register("127.0.0.1:7".into(), 1);
         names.register("127.0.0.1:8".into(), 0);
-        let mut m = Model::new("redis-0".into(), b"lock".to_vec(), Recorder::real(), names);
+        let mut m = Model::new(
+            "redis-0".into(),
+            LockKeys::new("lock"),
+            Recorder::real(),
+            names,
+        );
         for l in [
             r#"1.000000 [0 127.0.0.1:7] "set" "lock" "b" "PX" "1000" "NX""#,
             // client 0 woke from a pause: its plain DEL removes client 1's entry.
@@ -477,7 +621,12 @@ mod tests {
     fn a_reused_address_is_attributed_by_the_name_read_before_its_commands() {
         let names = ConnectionNames::default();
         names.register("127.0.0.1:5".into(), 1);
-        let mut m = Model::new("redis-0".into(), b"lock".to_vec(), Recorder::real(), names);
+        let mut m = Model::new(
+            "redis-0".into(),
+            LockKeys::new("lock"),
+            Recorder::real(),
+            names,
+        );
         for l in [
             r#"1.000000 [0 127.0.0.1:5] "client" "setname" "client-0""#,
             r#"1.000100 [0 127.0.0.1:5] "set" "lock" "a" "PX" "1000" "NX""#,

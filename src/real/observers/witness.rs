@@ -36,11 +36,11 @@
 use crate::history::{EventKind, Recorder};
 use crate::real::observers::clock_ties::{ClockTies, Marker};
 use crate::real::observers::connection_names::ConnectionNames;
-use crate::real::observers::entry_model::{Followed, Model};
+use crate::real::observers::entry_model::{Followed, LockKeys, Model};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -49,20 +49,30 @@ pub fn client_connection_name(client: u32) -> String {
     format!("client-{client}")
 }
 
-/// One watched server: its name and the thread following its `MONITOR` stream.
-type Watched = (String, JoinHandle<Result<Followed, String>>);
+/// One watched stream: its id (for the ties), the node it is of (the lane its removals go on),
+/// and the thread following it.
+struct Watched {
+    stream: String,
+    node: String,
+    thread: JoinHandle<Result<Followed, String>>,
+}
 
-/// Watches the lock entry on a set of servers (one thread and one `MONITOR` connection each).
+/// Watches the lock entries on a set of servers (one thread and one `MONITOR` connection each).
+/// Cloned into the nemesis, which quiesces a server before it kills it and has a restarted one
+/// followed before clients reach it ([`Witness::quiesce`], [`Witness::attach`]).
+#[derive(Clone)]
 pub struct Witness {
-    key: String,
+    keys: LockKeys,
     rec: Recorder,
-    servers: Vec<Watched>,
+    names: ConnectionNames,
+    streams: Arc<Mutex<Vec<Watched>>>,
     stop: Arc<AtomicBool>,
     ties: ClockTies,
 }
 
 impl Witness {
-    /// Starts watching `key` on each `(name, port)` server on 127.0.0.1. Returns once every
+    /// Starts watching the lock entries (`key` and those the clients create with `NX`:
+    /// `entry_model.rs`) on each `(name, port)` server on 127.0.0.1. Returns once every
     /// `MONITOR` is in place, so no client command is missed.
     /// `names`: the client programs' forwarded connections (empty for in-process clients, which
     /// name theirs).
@@ -72,44 +82,53 @@ impl Witness {
         rec: &Recorder,
         names: &ConnectionNames,
     ) -> Result<Witness, String> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let ties = ClockTies::new(servers, rec);
-        let mut threads = Vec::new();
-        for (name, port) in servers {
-            let mut stream = TcpStream::connect(("127.0.0.1", *port))
-                .map_err(|e| format!("{name}: MONITOR connection: {e}"))?;
-            stream
-                .write_all(b"MONITOR\r\n")
-                .map_err(|e| format!("{name}: MONITOR: {e}"))?;
-            stream
-                .set_read_timeout(Some(Duration::from_millis(100)))
-                .map_err(|e| format!("{name}: {e}"))?;
-            let mut reader = BufReader::new(stream);
-            let mut ok = String::new();
-            reader
-                .read_line(&mut ok)
-                .map_err(|e| format!("{name}: MONITOR reply: {e}"))?;
-            if ok.trim_end() != "+OK" {
-                return Err(format!("{name}: MONITOR answered {ok:?}"));
-            }
-            let mut model = Model::new(
-                name.clone(),
-                key.as_bytes().to_vec(),
-                rec.clone(),
-                names.clone(),
-            );
-            let stop = stop.clone();
-            let thread = std::thread::spawn(move || model.follow(reader, &stop));
-            ties.send(name, Marker::Start);
-            threads.push((name.clone(), thread));
-        }
-        Ok(Witness {
-            key: key.to_string(),
+        let w = Witness {
+            keys: LockKeys::new(key),
             rec: rec.clone(),
-            servers: threads,
-            stop,
-            ties,
-        })
+            names: names.clone(),
+            streams: Arc::default(),
+            stop: Arc::new(AtomicBool::new(false)),
+            ties: ClockTies::new(servers, rec),
+        };
+        for (name, port) in servers {
+            w.follow(name, name, *port)?;
+        }
+        Ok(w)
+    }
+
+    /// Puts a `MONITOR` on `port` and follows it as stream `stream` of node `node`.
+    fn follow(&self, node: &str, stream: &str, port: u16) -> Result<(), String> {
+        let mut conn = TcpStream::connect(("127.0.0.1", port))
+            .map_err(|e| format!("{node}: MONITOR connection: {e}"))?;
+        conn.write_all(b"MONITOR\r\n")
+            .map_err(|e| format!("{node}: MONITOR: {e}"))?;
+        conn.set_read_timeout(Some(Duration::from_millis(100)))
+            .map_err(|e| format!("{node}: {e}"))?;
+        let mut reader = BufReader::new(conn);
+        let mut ok = String::new();
+        reader
+            .read_line(&mut ok)
+            .map_err(|e| format!("{node}: MONITOR reply: {e}"))?;
+        if ok.trim_end() != "+OK" {
+            return Err(format!("{node}: MONITOR answered {ok:?}"));
+        }
+        let mut model = Model::new(
+            node.to_string(),
+            self.keys.clone(),
+            self.rec.clone(),
+            self.names.clone(),
+        );
+        let stop = self.stop.clone();
+        let ties = self.ties.clone();
+        let id = stream.to_string();
+        let thread = std::thread::spawn(move || model.follow(reader, &stop, &ties, &id));
+        self.ties.send(stream, Marker::Start);
+        self.streams.lock().unwrap().push(Watched {
+            stream: stream.to_string(),
+            node: node.to_string(),
+            thread,
+        });
+        Ok(())
     }
 
     /// The handle the nemesis changes a watched server's clock through
@@ -119,26 +138,49 @@ impl Witness {
         self.ties.clone()
     }
 
+    /// Readies watched node `node` for a kill: its clients' writes held and everything it did
+    /// read ([`ClockTies::quiesce`]). Call it just before the kill.
+    pub fn quiesce(&self, node: &str) {
+        self.ties.quiesce(node);
+    }
+
+    /// Follows node `node` again, now a new process on `port` (a restart: lockcheck's servers
+    /// start empty, so the model starts empty too). Call it before any client is routed there:
+    /// a command before the `MONITOR` would be missed. If it cannot, the witness does not vouch
+    /// for the run.
+    pub fn attach(&self, node: &str, port: u16) {
+        let n = self
+            .streams
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|w| w.node == node)
+            .count();
+        let stream = format!("{node}#{n}");
+        self.ties.add(node, &stream, port);
+        if let Err(why) = self.follow(node, &stream, port) {
+            self.ties.refuse(format!("{node} after its restart: {why}"));
+        }
+    }
+
     /// Stops watching once every server's stream has been read up to now. Records
-    /// [`EventKind::LockEntriesWatched`] when every server's commands on the key were understood
-    /// to the end; otherwise returns why not (and records nothing).
+    /// [`EventKind::LockEntriesWatched`] when every server's commands on the lock keys were
+    /// understood to the end; otherwise returns why not (and records nothing).
     pub fn finish(self) -> Result<(), String> {
+        let streams = std::mem::take(&mut *self.streams.lock().unwrap());
         // The marker goes through the server like any command: once the witness reads it, it
         // has read every command before it. A dead server has nothing more to say.
-        for (name, _) in &self.servers {
-            self.ties.send(name, Marker::End);
+        for w in &streams {
+            if !w.thread.is_finished() {
+                self.ties.send(&w.stream, Marker::End);
+            }
         }
         let deadline = Instant::now() + Duration::from_secs(2);
-        while Instant::now() < deadline && self.servers.iter().any(|(_, t)| !t.is_finished()) {
+        while Instant::now() < deadline && streams.iter().any(|w| !w.thread.is_finished()) {
             std::thread::sleep(Duration::from_millis(10));
         }
         self.stop.store(true, Ordering::Relaxed);
-        let mut why: Vec<String> = self
-            .ties
-            .untied()
-            .into_iter()
-            .map(|s| format!("{s}: its clock changed and the witness could not tie it again"))
-            .collect();
+        let mut why = self.ties.untied();
         let mut removals = Vec::new();
         let mut created = 0u64;
         // A removal is placed between two ties by the server's clock, so it is off by no more
@@ -146,32 +188,31 @@ impl Witness {
         // length of the bracket around a clock change it fell in. The release-truth check allows
         // that much (`docs/checks.md`).
         let mut within_us = 0u64;
-        for (name, t) in self.servers {
-            match t.join() {
+        for w in streams {
+            match w.thread.join() {
                 Ok(Ok(followed)) => {
                     created += followed.created;
-                    let ties = self.ties.of(&name);
+                    let ties = self.ties.of(&w.stream);
                     within_us = ties.values().map(|t| t.within_us).fold(within_us, u64::max);
                     let (timed, bound) = followed.timed(&ties);
                     within_us = within_us.max(bound);
-                    removals.push((name, timed))
+                    removals.push((w.node, timed))
                 }
                 Ok(Err(e)) => why.push(e),
-                Err(_) => why.push(format!("{name}: the witness thread panicked")),
+                Err(_) => why.push(format!("{}: the witness thread panicked", w.node)),
             }
         }
         if !why.is_empty() {
             return Err(why.join("; "));
         }
         // Removals are judged against the entries the witness saw created: a lock that keeps
-        // its entries under another key (pottery's Redlock prefixes `redlock:`) leaves the
-        // watched key untouched, and "no removal" would then read as every release lying.
+        // its entries in a shape the witness does not learn (a hash, a key it never sets with
+        // `NX`) leaves nothing followed, and "no removal" would then read as every release lying.
         if created == 0 {
             return Err(format!(
-                "no command created an entry under `{}` on any server: the lock keeps its \
-                 entries under another key (set `[lock] key` to the key it writes), or none was \
-                 granted",
-                self.key
+                "no command created a lock entry on any server (a string set with NX, or `{}`): \
+                 the lock keeps its entries in another shape, or none was granted",
+                self.keys.describe()
             ));
         }
         for (server, timed) in removals {
@@ -182,7 +223,7 @@ impl Witness {
         self.rec.record(
             "servers",
             EventKind::LockEntriesWatched {
-                key: self.key,
+                key: self.keys.describe(),
                 // Never 0 in real mode: 0 is simulation's exact placement.
                 placed_within_us: within_us.max(1),
             },

@@ -19,10 +19,19 @@ use crate::real::RealError;
 /// never sends a command to it.
 const RESERVED_PORT: u16 = 6379;
 
+/// How long a port handed out by [`free_port`] is not handed out again: long enough for the
+/// server it was picked for to bind it.
+const HANDED_OUT_FOR: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Picks a free port by binding port 0. The listener is closed before the server
 /// binds, so another program can take the port in between: `spawn` retries, and
-/// checks the pid of whoever answers.
+/// checks the pid of whoever answers. Nor does the kernel remember a port once its listener is
+/// closed, so picking the ports of one ensemble one after another could give the same port twice
+/// (seen: ZooKeeper refusing "Client and election port must be different!"): a port handed out
+/// in this process is not handed out again for [`HANDED_OUT_FOR`].
 pub(crate) fn free_port() -> Result<u16, RealError> {
+    static HANDED_OUT: std::sync::Mutex<Vec<(u16, std::time::Instant)>> =
+        std::sync::Mutex::new(Vec::new());
     loop {
         let listener = TcpListener::bind("127.0.0.1:0")
             .map_err(|e| RealError::io("finding a free port on 127.0.0.1", e))?;
@@ -30,9 +39,16 @@ pub(crate) fn free_port() -> Result<u16, RealError> {
             .local_addr()
             .map_err(|e| RealError::io("finding a free port on 127.0.0.1", e))?
             .port();
-        if port != RESERVED_PORT {
-            return Ok(port);
+        if port == RESERVED_PORT {
+            continue;
         }
+        let mut handed = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+        handed.retain(|(_, at)| at.elapsed() < HANDED_OUT_FOR);
+        if handed.iter().any(|(p, _)| *p == port) {
+            continue;
+        }
+        handed.push((port, std::time::Instant::now()));
+        return Ok(port);
     }
 }
 
@@ -385,6 +401,15 @@ pub(crate) fn tail_of_file(path: &Path, lines: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The ports of one ensemble, picked one after another, are all different.
+    #[test]
+    fn free_port_does_not_hand_out_a_port_twice() {
+        let ports: Vec<u16> = (0..200).map(|_| free_port().unwrap()).collect();
+        let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), ports.len(), "{ports:?}");
+        assert!(!ports.contains(&RESERVED_PORT));
+    }
 
     #[test]
     fn only_lockchecks_own_scratch_names_have_an_owner() {

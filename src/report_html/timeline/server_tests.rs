@@ -137,6 +137,46 @@ fn an_ensemble_lane_per_server_with_its_roles_its_expiry_and_its_faults() {
     );
 }
 
+/// An ensemble losing its quorum: both followers crash, the leader that still runs steps down
+/// and follows nobody; nobody is elected, and its lane shows it a follower from then on.
+#[test]
+fn a_leader_without_a_quorum_steps_down_to_a_follower_on_its_lane() {
+    let s = scenario("kind = \"zk-recipe\"", "[zookeeper]\nservers = 3");
+    let h = notes(
+        &[
+            (
+                100,
+                "zookeeper-1 crashed (a follower: its clients move to another server)",
+            ),
+            (
+                200,
+                "zookeeper-2 crashed (a follower: its clients move to another server)",
+            ),
+            (
+                200,
+                "zookeeper-0 (the leader) steps down: 1 of 3 servers run and reach it, no quorum \
+                 (ZAB commits nothing without a majority); the ensemble serves nobody and elects \
+                 a new leader",
+            ),
+            (
+                700,
+                "no ZooKeeper leader elected: at most 1 of 3 servers run and reach each other, no \
+                 quorum (the ensemble serves nobody)",
+            ),
+        ],
+        1500,
+    );
+    let t = build(&s, &h);
+    assert_eq!(
+        roles(&t, "zookeeper-0"),
+        [("leader", 0, 200), ("follower", 200, 1500)]
+    );
+    assert_eq!(
+        roles(&t, "zookeeper-2"),
+        [("follower", 0, 200), ("killed", 200, 1500)]
+    );
+}
+
 /// A three-member cluster: the leader crashes, a member is elected, the leader revokes an
 /// expired lease (the note names no member), the old leader rejoins as a follower and a second
 /// election moves the lead again: each revocation sits on the lane of the leader of its time.

@@ -5,7 +5,10 @@
 #   checked: a compare-and-delete script, answering "released" whatever it returned (as
 #            `redis-semaphore` does: its release does not say whether its delete found the key).
 # Either way the answer is only what the program says; what it deleted is the servers' to tell.
+# An optional second argument is a prefix the "library" puts before the name it is given, as
+# most Redis lock libraries do (`lock:<name>`): the witness must learn the key from its commands.
 mode=$1
+key="${2:-}$LOCKCHECK_KEY"
 url=${LOCKCHECK_REDIS_URLS%%,*}
 cli() { redis-cli -u "$url" "$@"; }
 n=0
@@ -20,7 +23,7 @@ while read -r line; do
         deadline=$(($(date +%s%3N) + LOCKCHECK_WAIT_MS))
         result=failed
         while [ "$(date +%s%3N)" -lt "$deadline" ]; do
-            if [ "$(cli SET "$LOCKCHECK_KEY" "$owner" PX "$LOCKCHECK_TTL_MS" NX)" = OK ]; then
+            if [ "$(cli SET "$key" "$owner" PX "$LOCKCHECK_TTL_MS" NX)" = OK ]; then
                 result=acquired
                 break
             fi
@@ -34,9 +37,9 @@ while read -r line; do
         ;;
     release)
         if [ "$mode" = plain ]; then
-            echo "DEL returned $(cli DEL "$LOCKCHECK_KEY")" >&2
+            echo "DEL returned $(cli DEL "$key")" >&2
         else
-            cli EVAL "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end" 1 "$LOCKCHECK_KEY" "$owner" >/dev/null
+            cli EVAL "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end" 1 "$key" "$owner" >/dev/null
         fi
         echo "{\"id\": $id, \"result\": \"released\"}"
         ;;

@@ -140,6 +140,19 @@ impl EtcdEngine {
         self.leases.values().map(|l| l.expires_at_ms).min()
     }
 
+    /// The lock entries of the lock `key`: the key itself (a lock that puts its one key, npm
+    /// etcd3's) and every key under `key/` (`concurrency.Mutex`'s queue), each with its create
+    /// revision (a key deleted and put again is another entry), in key order.
+    pub fn entries(&self, key: &str) -> Vec<(String, Revision)> {
+        let under = format!("{key}/");
+        let end = format!("{key}0");
+        self.kvs
+            .range(key.to_string()..end)
+            .filter(|(k, _)| k.as_str() == key || k.starts_with(&under))
+            .map(|(k, kv)| (k.clone(), kv.create_revision))
+            .collect()
+    }
+
     /// `Range`: the keys asked for, with the current revision.
     pub fn range(&self, request: &RangeRequest) -> RangeResponse {
         RangeResponse {

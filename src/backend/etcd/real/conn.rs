@@ -82,11 +82,11 @@ fn refusal(message: &str) -> EtcdError {
     }
 }
 
-fn b64(text: &str) -> String {
+pub(super) fn b64(text: &str) -> String {
     B64.encode(text.as_bytes())
 }
 
-fn unb64(v: &Value) -> String {
+pub(super) fn unb64(v: &Value) -> String {
     v.as_str()
         .and_then(|s| B64.decode(s).ok())
         .map(|b| String::from_utf8_lossy(&b).into_owned())
@@ -94,7 +94,7 @@ fn unb64(v: &Value) -> String {
 }
 
 /// A proto3 JSON 64-bit number: a string, or absent for 0.
-fn int(v: &Value) -> i64 {
+pub(super) fn int(v: &Value) -> i64 {
     match v {
         Value::String(s) => s.parse().unwrap_or(0),
         Value::Number(n) => n.as_i64().unwrap_or(0),

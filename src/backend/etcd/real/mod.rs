@@ -4,6 +4,7 @@
 pub mod conn;
 pub mod gateway;
 pub mod nemesis;
+pub mod observer;
 pub mod server;
 pub mod world;
 

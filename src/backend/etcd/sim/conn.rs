@@ -25,18 +25,22 @@ pub struct NetEtcdConn {
     etcd: SimEtcd,
     /// The client's node index.
     node: usize,
+    /// The client's index (`client-<c>`).
+    client: u32,
     /// The member this client talks to now.
     member: usize,
     timeout: Duration,
 }
 
 impl NetEtcdConn {
-    /// A connection from node `node` with a request timeout, starting at member `first`.
-    pub(super) fn new(etcd: SimEtcd, node: usize, first: usize, timeout: Duration) -> NetEtcdConn {
-        let member = first % etcd.members();
+    /// Client `client`'s connection from node `node` with a request timeout, starting at member
+    /// `client mod members`.
+    pub(super) fn new(etcd: SimEtcd, node: usize, client: u32, timeout: Duration) -> NetEtcdConn {
+        let member = client as usize % etcd.members();
         NetEtcdConn {
             etcd,
             node,
+            client,
             member,
             timeout,
         }
@@ -66,7 +70,7 @@ impl NetEtcdConn {
         if via_follower {
             madsim::time::sleep(self.etcd.net.latency()).await;
         }
-        let r = self.etcd.on_leader(f).await;
+        let r = self.etcd.on_leader(self.client, f).await;
         if via_follower {
             madsim::time::sleep(self.etcd.net.latency()).await;
         }

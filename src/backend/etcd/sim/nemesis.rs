@@ -94,12 +94,21 @@ impl Nemesis for ServiceNemesis<EtcdDeployment> {
                 "crash of {node} skipped: it is not running"
             )));
         }
-        let led = self.service.etcd.crash(m);
+        let (led, stepped_down) = self.service.etcd.crash(m);
         self.note(format!(
             "{node} crashed{}",
             if led { " (it was the leader)" } else { "" }
         ));
-        if led {
+        if let Some(leader) = stepped_down {
+            self.note(format!(
+                "{} (the leader) steps down: {} of {} members run, no quorum (raft commits \
+                 nothing, CheckQuorum); no request completes",
+                member_name(leader),
+                self.service.etcd.running(),
+                self.service.etcd.members()
+            ));
+        }
+        if led || stepped_down.is_some() {
             self.elect_later();
         }
         let me = self.clone();

@@ -5,7 +5,8 @@
 //!
 //! Raft itself is not simulated: every request is linearized at the leader at the instant it
 //! arrives there. What the locks can see of raft is kept: no request completes while there is
-//! no leader (a majority must be up); a leader crash starts an election that takes one election
+//! no leader (a majority must be up: a crash that leaves a majority down makes the leader step
+//! down, and no election is won until a majority runs again); a leader crash starts an election that takes one election
 //! timeout plus a random part of another (raft's randomized timeout); the new leader extends
 //! every lease (`Lessor.Promote`); lease expiry runs on the leader's clock every 500 ms.
 
@@ -17,6 +18,7 @@ use tokio::sync::Notify;
 use crate::backend::etcd::engine::{EtcdEngine, EXPIRY_LOOP_MS};
 use crate::history::{EventKind, Recorder};
 use crate::sim::clock::Clocks;
+use crate::sim::entries::{Entry, EntryCreators};
 use crate::sim::network::Network;
 
 /// One member: whether it runs, and its incarnation (bumped by each crash, so an answer from
@@ -34,6 +36,10 @@ struct Cluster {
     /// An election is under way (one is scheduled and not yet decided).
     electing: bool,
     requests: u64,
+    /// The lock whose entries the cluster watches ([`SimEtcd::watch_lock_entries`]).
+    lock_key: Option<String>,
+    /// Which client's request created each lock entry (key, create revision) still there.
+    creators: EntryCreators,
 }
 
 /// The simulated etcd cluster, shared by its clients and the nemesis. Members are the nodes
@@ -73,6 +79,8 @@ impl SimEtcd {
                 leader: Some(0),
                 electing: false,
                 requests: 0,
+                lock_key: None,
+                creators: EntryCreators::default(),
             })),
             changed: Arc::new(Notify::new()),
             net,
@@ -107,9 +115,46 @@ impl SimEtcd {
         self.rec.record("nemesis", EventKind::Fault { what });
     }
 
-    /// Waits until there is a leader, then runs `f` on the key space at the leader's monotonic
-    /// time. Returns the leader too, so the caller knows which member answered.
-    pub(super) async fn on_leader<R>(&self, f: impl Fn(&mut EtcdEngine, u64) -> R) -> R {
+    /// Makes the cluster compare the entries of the lock `key` ([`EtcdEngine::entries`]: the
+    /// key itself and the keys under `key/`) before and after each request and each expiry
+    /// loop, and record what went and why: an [`EventKind::EntryRemoved`] when a client's
+    /// request removed an entry (a delete, a transaction's delete, a revocation of its lease by
+    /// a client), an [`EventKind::EntryGone`] when the leader's expiry loop revoked its lease.
+    /// Who removed whose entry is then what the cluster did. Clients are the nodes after the
+    /// members (`Scenario::node_names`).
+    pub(super) fn watch_lock_entries(&self, key: &str) {
+        let mut c = self.cluster.lock().unwrap();
+        c.lock_key = Some(key.to_string());
+        c.creators = EntryCreators::start(&self.rec, key);
+    }
+
+    /// Records the lock entries that went between `before` and now (removed by client `by`'s
+    /// request, or expired when `by` is `None`) and remembers who created the new ones.
+    fn record_entry_changes(
+        &self,
+        c: &mut Cluster,
+        leader: usize,
+        by: Option<u32>,
+        before: &[Entry],
+    ) {
+        let after = Self::entries(c);
+        if after.as_slice() != before {
+            c.creators
+                .record_changes(&self.rec, &member_name(leader), by, before, &after);
+        }
+    }
+
+    /// The lock entries now, if the cluster watches them.
+    fn entries(c: &Cluster) -> Vec<Entry> {
+        c.lock_key
+            .as_ref()
+            .map(|k| c.engine.entries(k))
+            .unwrap_or_default()
+    }
+
+    /// Waits until there is a leader, then runs `f`, client `by`'s request, on the key space at
+    /// the leader's monotonic time.
+    pub(super) async fn on_leader<R>(&self, by: u32, f: impl Fn(&mut EtcdEngine, u64) -> R) -> R {
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
@@ -119,7 +164,9 @@ impl SimEtcd {
                 if let Some(leader) = c.leader {
                     let now = self.clocks.monotonic_ms(leader);
                     c.requests += 1;
+                    let before = Self::entries(&c);
                     let r = f(&mut c.engine, now);
+                    self.record_entry_changes(&mut c, leader, Some(by), &before);
                     drop(c);
                     self.changed.notify_waiters();
                     return r;
@@ -152,7 +199,10 @@ impl SimEtcd {
                 match c.leader {
                     Some(leader) => {
                         let now = self.clocks.monotonic_ms(leader);
-                        c.engine.expire(now)
+                        let before = Self::entries(&c);
+                        let revoked = c.engine.expire(now);
+                        self.record_entry_changes(&mut c, leader, None, &before);
+                        revoked
                     }
                     None => Vec::new(),
                 }
@@ -169,8 +219,12 @@ impl SimEtcd {
     }
 
     /// Member `m` crashes. If it led, the cluster has no leader until an election, which
-    /// `elect` (called by the nemesis after the election delay) decides.
-    pub(super) fn crash(&self, m: usize) -> bool {
+    /// `elect` (called by the nemesis after the election delay) decides. If it leaves a
+    /// majority of the members down, the leader that still runs steps down too: raft commits
+    /// nothing without a quorum's acknowledgements, and etcd's leader (`CheckQuorum`) gives up
+    /// leading once it has not heard from a quorum for an election timeout; the simulated one
+    /// stops at once. Returns whether `m` led, and the leader that stepped down, if one did.
+    pub(super) fn crash(&self, m: usize) -> (bool, Option<usize>) {
         let mut c = self.cluster.lock().unwrap();
         c.members[m].down = true;
         c.members[m].incarnation += 1;
@@ -178,9 +232,19 @@ impl SimEtcd {
         if led {
             c.leader = None;
         }
+        let stepped_down = c.leader.filter(|_| !quorum(&c.members));
+        if stepped_down.is_some() {
+            c.leader = None;
+        }
         drop(c);
         self.changed.notify_waiters();
-        led
+        (led, stepped_down)
+    }
+
+    /// How many members run.
+    pub(super) fn running(&self) -> usize {
+        let c = self.cluster.lock().unwrap();
+        c.members.iter().filter(|m| !m.down).count()
     }
 
     /// Member `m` starts again (its data survived: raft's log and the key space are the
@@ -215,12 +279,12 @@ impl SimEtcd {
         if c.leader.is_some() {
             return c.leader;
         }
+        if !quorum(&c.members) {
+            return None;
+        }
         let up: Vec<usize> = (0..c.members.len())
             .filter(|&m| !c.members[m].down)
             .collect();
-        if up.len() * 2 <= c.members.len() {
-            return None;
-        }
         let leader = up[(pick % up.len() as u64) as usize];
         let now = self.clocks.monotonic_ms(leader);
         c.engine.promote(now, self.election_ms);
@@ -229,4 +293,10 @@ impl SimEtcd {
         self.changed.notify_waiters();
         Some(leader)
     }
+}
+
+/// Whether a strict majority of `members` runs: raft's quorum, without which no entry commits
+/// and no candidate wins an election.
+fn quorum(members: &[Member]) -> bool {
+    members.iter().filter(|m| !m.down).count() * 2 > members.len()
 }

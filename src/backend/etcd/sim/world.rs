@@ -11,7 +11,9 @@
 //!   member; if it led, no request completes until a new leader is elected (an election timeout
 //!   and a random part of another), and the new leader extends every lease by an election
 //!   timeout: an election alone expires no lease. It restarts after `restart_after_ms` with its
-//!   data.
+//!   data. With a majority of the members down, nobody leads (the leader steps down, no
+//!   election is won) and no request completes: no lease is granted, kept alive or revoked,
+//!   no key is written, until a restart gives the cluster a majority again.
 //! - Clocks: lease expiry runs on the leader's monotonic clock (jumps of the whole clock and
 //!   drift move it; a wall-clock-only jump does not).
 
@@ -61,6 +63,7 @@ where
         clocks.clone(),
         rec.clone(),
     );
+    etcd.watch_lock_entries(&scenario.lock.key);
     let handle = Handle::current();
     let server = handle.create_node().name("etcd").build();
     server.spawn(etcd.clone().expiry_loop());
@@ -80,9 +83,7 @@ where
     // Each client starts at member `c mod members`, as clients spread over their endpoints.
     let connect = {
         let etcd = etcd.clone();
-        move |c: u32, index: usize, _env: &SimEnv| {
-            NetEtcdConn::new(etcd.clone(), index, c as usize, timeout)
-        }
+        move |c: u32, index: usize, _env: &SimEnv| NetEtcdConn::new(etcd.clone(), index, c, timeout)
     };
     let mut world = ServiceWorld {
         clocks,

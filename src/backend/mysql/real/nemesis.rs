@@ -7,6 +7,7 @@
 //! before anything is spawned.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use crate::fault::partition::describe_partition;
 use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
 use crate::real::nemesis::cut_proxy::CutProxy;
+use crate::real::nemesis::firing::restarts_in_run;
 use crate::scenario::database::SERVER;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
@@ -34,6 +36,9 @@ pub(crate) struct MysqlNemesis {
     pub(crate) proxies: Arc<Vec<CutProxy>>,
     /// The clients' gates and tasks.
     pub(crate) clients: ClientTasks,
+    /// The server was crashed with its restart due after the run: it stays down, and settling
+    /// does not wait for it.
+    pub(crate) down_for_good: Arc<AtomicBool>,
 }
 
 impl MysqlNemesis {
@@ -52,9 +57,9 @@ impl MysqlNemesis {
         }
     }
 
-    /// Waits for a server restart in progress.
+    /// Waits for a server restart in progress (not for a server down for good).
     pub(crate) async fn settle(&self) {
-        while self.db.pid().is_none() {
+        while self.db.pid().is_none() && !self.down_for_good.load(Ordering::SeqCst) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -168,11 +173,25 @@ impl Nemesis for MysqlNemesis {
         let me = self.clone();
         let node = node.to_string();
         let after = Duration::from_millis(restart_after_ms);
+        let restarts = restarts_in_run(&self.rec, restart_after_ms, self.scenario.duration_ms);
+        if !restarts {
+            self.down_for_good.store(true, Ordering::SeqCst);
+        }
         tokio::spawn(async move {
             let db = me.db.clone();
             let pid = db.pid();
             let _ = tokio::task::spawn_blocking(move || db.kill()).await;
-            me.note(format!("{node} killed (SIGKILL, pid {pid:?})"));
+            me.note(format!(
+                "{node} killed (SIGKILL, pid {pid:?}){}",
+                if restarts {
+                    ""
+                } else {
+                    "; it stays down (its restart would come after the run's end)"
+                }
+            ));
+            if !restarts {
+                return;
+            }
             tokio::time::sleep(after).await;
             let db = me.db.clone();
             match tokio::task::spawn_blocking(move || db.restart()).await {
@@ -239,6 +258,10 @@ impl Nemesis for AtClient<'_> {
 }
 
 impl FaultPoints for MysqlNemesis {
+    fn never_fired(&self) -> Vec<crate::fault::Fault> {
+        self.pending.pending()
+    }
+
     async fn reached(&self, client: u32, point: &'static str) {
         let due = due(&self.pending, &self.rec, client, point);
         self.fire_at_client(client, point, due).await;

@@ -30,6 +30,7 @@ use crate::real::client_tasks::wait_for_live_clients;
 use crate::real::nemesis::client_stops::ClientTasks;
 use crate::real::nemesis::cut_proxy::CutProxy;
 use crate::real::nemesis::plan::check_mysql;
+use crate::real::run_end::settle_by;
 use crate::real::RealEnv;
 use crate::real::RealError;
 use crate::real::{ConnectionTimeouts, RedisServer, Route, RoutedConnection, ServerOptions};
@@ -138,6 +139,7 @@ where
         scenario: Arc::new(scenario.clone()),
         proxies: Arc::new(proxies),
         clients: ClientTasks::new(rec.clone(), scenario.workload.clients),
+        down_for_good: Default::default(),
     };
     nemesis.start_timed();
     // Set-up, before the workload's clock matters: a server that has just started (or a
@@ -170,7 +172,7 @@ where
         tasks: Vec::new(),
         cleanup_job,
     };
-    let grace = Duration::from_millis(world::grace_ms(scenario, timeout.as_millis() as u64));
+    let grace = Duration::from_millis(world::estimate::run_grace_ms(scenario));
     world::run_clients(&mut world, scenario, grace, |_, config, conn, env| {
         make_lock(config, conn, env)
     })
@@ -234,19 +236,17 @@ impl world::World for SqlRealWorld {
     }
 
     /// Crashed clients never finish: stop waiting once every live one has; then stop the rest.
-    async fn wait_clients(&mut self, limit: Duration) {
-        wait_for_live_clients(&self.tasks, &self.nemesis.clients.gates, limit).await;
-        for t in &self.tasks {
-            t.abort();
-        }
+    async fn wait_clients(&mut self, end: Duration) {
+        wait_for_live_clients(&self.rec, &self.tasks, &self.nemesis.clients.gates, end).await;
         if let Some(job) = &self.cleanup_job {
             job.abort();
         }
     }
 
-    /// Lets a server restart in progress finish before the history is read.
-    async fn settle(&self) {
-        self.nemesis.settle().await;
+    /// Lets a server restart in progress finish before the history is read, by the run's end.
+    async fn settle(&self, end: Duration) {
+        let what = "the restart of mysql-0";
+        settle_by(&self.rec, end, self.nemesis.settle(), what).await;
     }
 }
 

@@ -13,7 +13,8 @@
 //! - the advisory lock table ([`LockTable`]): both key forms, both modes, both scopes,
 //!   stacked holds, `pg_advisory_unlock` answering `f` when nothing is held, `unlock_all`,
 //!   transaction-level holds dropped at commit or rollback or when an error aborts the
-//!   transaction (at once in autocommit), session
+//!   transaction (at once in autocommit; the real server sends the error a moment before it
+//!   releases, which the engine does not model: it only delays another client's grant), session
 //!   holds kept through a rollback (the manual: they "do not honor transaction semantics");
 //! - `DISCARD ALL` (refused inside a transaction block), `pg_terminate_backend`,
 //!   `pg_backend_pid`, sequences with `nextval` (never rolled back; the value is WAL-logged 32

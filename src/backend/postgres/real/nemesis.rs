@@ -24,7 +24,7 @@ use crate::history::Recorder;
 use crate::real::client_tasks::Settle;
 use crate::real::nemesis::client_stops::{ClientTasks, Stopping};
 use crate::real::nemesis::cut_proxy::CutProxy;
-use crate::real::nemesis::firing::{note, start_timed};
+use crate::real::nemesis::firing::{note, restarts_in_run, start_timed};
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
 use crate::world::points::due;
@@ -50,6 +50,8 @@ pub(crate) struct PgRealNemesis {
     pub(crate) failover_detect_ms: u64,
     /// A crash or a failover is under way.
     pub(crate) busy: Arc<AtomicBool>,
+    /// The scenario's `duration_ms`: a crash whose restart falls after it is for good.
+    pub(crate) duration_ms: u64,
 }
 
 impl PgRealNemesis {
@@ -106,6 +108,26 @@ impl PgRealNemesis {
 }
 
 impl Nemesis for PgRealNemesis {
+    /// A named client held back from its start (`at_ms = 0`); a pause at a client's point is
+    /// [`FaultPoints::reached`]'s.
+    fn pause_client(
+        &self,
+        _at: &Occasion<'_>,
+        victim: &ClientRef,
+        for_ms: u64,
+    ) -> Result<(), Refused> {
+        self.clients.start_late(victim, for_ms)
+    }
+
+    /// A client program's clock: its libfaketime clock ([`ClientTasks::program_clock`]).
+    fn jump_clock(&self, node: &str, by_ms: i64, _wall_only: bool) -> Result<(), Refused> {
+        self.clients.program_clock(node, Some(by_ms), 0)
+    }
+
+    fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
+        self.clients.program_clock(node, None, ppm)
+    }
+
     fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
         let Cut {
             nodes,
@@ -179,14 +201,25 @@ impl Nemesis for PgRealNemesis {
         let me = self.clone();
         let node = node.to_string();
         let after = Duration::from_millis(restart_after_ms);
-        self.busy.store(true, Ordering::SeqCst);
+        let restarts = restarts_in_run(&self.rec, restart_after_ms, self.duration_ms);
+        if restarts {
+            self.busy.store(true, Ordering::SeqCst);
+        }
         tokio::spawn(async move {
             let servers = me.servers.clone();
             let pid = servers[i].pid();
             let _ = tokio::task::spawn_blocking(move || servers[i].kill()).await;
             me.note(format!(
-                "{node} killed (SIGKILL, pid {pid:?}): every session and advisory lock on it is gone"
+                "{node} killed (SIGKILL, pid {pid:?}): every session and advisory lock on it is gone{}",
+                if restarts {
+                    ""
+                } else {
+                    "; it stays down (its restart would come after the run's end)"
+                }
             ));
+            if !restarts {
+                return;
+            }
             tokio::time::sleep(after).await;
             let servers = me.servers.clone();
             match tokio::task::spawn_blocking(move || servers[i].restart()).await {
@@ -243,6 +276,10 @@ impl Settle for PgRealNemesis {
 }
 
 impl FaultPoints for PgRealNemesis {
+    fn never_fired(&self) -> Vec<crate::fault::Fault> {
+        self.pending.pending()
+    }
+
     async fn reached(&self, client: u32, point: &'static str) {
         let fired = due(&self.pending, &self.rec, client, point);
         if !fired.is_empty() {

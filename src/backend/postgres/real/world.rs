@@ -11,14 +11,16 @@ use crate::backend::postgres::real::{
     BouncerSettings, PgBouncer, Postgres, RealPgConn, ServerSettings,
 };
 use crate::backend::postgres::table::{of as table, Pooler, BOUNCER, PRIMARY, STANDBY};
-use crate::backend::postgres::world::prepare;
-use crate::fault::{FaultKind, Trigger};
-use crate::history::{History, Recorder};
+use crate::backend::postgres::world::{prepare, run_app_transaction};
+use crate::fault::{ClientRef, FaultKind, Trigger};
+use crate::history::{EventKind, History, Recorder};
 use crate::lock::{Lock, LockConfig};
-use crate::real::client_programs::client_program_launch::Launch;
+use crate::real::client_programs::client_program_launch::{program_clocks, Launch};
 use crate::real::client_tasks::{block_on_runtime, run_task_clients, Clients, NoBuilder};
 use crate::real::nemesis::client_stops::ClientTasks;
 use crate::real::nemesis::cut_proxy::CutProxy;
+use crate::real::nemesis::plan::program_clocks_only;
+use crate::real::servers::faketime::FakeTime;
 use crate::real::{ClientProgramLock, RealEnv, RealError, RedisServer, ServerOptions};
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
@@ -28,26 +30,32 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Runs a PostgreSQL scenario on spawned servers, building each client's lock with `make_lock`.
-pub fn run_with<L, F>(scenario: &Scenario, _seed: u64, make_lock: F) -> Result<History, RealError>
+pub fn run_with<L, F>(scenario: &Scenario, seed: u64, make_lock: F) -> Result<History, RealError>
 where
     L: Lock + 'static,
     F: Fn(LockConfig, PgRoute, RealEnv) -> L,
 {
-    run_inner(scenario, Clients::InProcess(make_lock))
+    run_inner(scenario, seed, Clients::InProcess(make_lock))
 }
 
 /// Runs a scenario of client programs (`kind = "client-program"` with `[postgres]`): each
 /// program gets the connection string of its own forwarder (`LOCKCHECK_POSTGRES_URL`).
-pub fn run_client_programs(scenario: &Scenario, _seed: u64) -> Result<History, RealError> {
-    run_inner::<ClientProgramLock<RealEnv>, NoBuilder<PgRoute>>(scenario, Clients::Programs)
+pub fn run_client_programs(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
+    run_inner::<ClientProgramLock<RealEnv>, NoBuilder<PgRoute>>(scenario, seed, Clients::Programs)
 }
 
-fn run_inner<L, F>(scenario: &Scenario, clients: Clients<F>) -> Result<History, RealError>
+fn run_inner<L, F>(
+    scenario: &Scenario,
+    seed: u64,
+    clients: Clients<F>,
+) -> Result<History, RealError>
 where
     L: Lock + 'static,
     F: Fn(LockConfig, PgRoute, RealEnv) -> L,
 {
     real_check(scenario)?;
+    // Each client program's clock (libfaketime), decided before anything is spawned.
+    let clocks = program_clocks(scenario, seed)?;
     crate::real::install_signal_handlers();
     let t = table(scenario);
     let settings = ServerSettings {
@@ -84,6 +92,7 @@ where
         bouncer.as_ref().map(|b| b.port()),
         storage.url(),
         clients,
+        clocks,
     ));
     drop(storage);
     drop(bouncer);
@@ -104,6 +113,7 @@ async fn drive<L, F>(
     bouncer_port: Option<u16>,
     storage_url: String,
     clients: Clients<F>,
+    clocks: Vec<(i64, Option<FakeTime>)>,
 ) -> Result<History, RealError>
 where
     L: Lock + 'static,
@@ -131,23 +141,27 @@ where
     let clients = clients.launch(scenario, || {
         (0..scenario.workload.clients)
             .map(|c| {
-                Launch::on_true_time(vec![
-                    (
-                        "LOCKCHECK_POSTGRES_URL".to_string(),
-                        conninfo(proxies[c as usize][0].port(), c),
-                    ),
-                    ("LOCKCHECK_KEY".to_string(), scenario.lock.key.clone()),
-                    (
-                        "LOCKCHECK_ADVISORY_KEY".to_string(),
-                        advisory_key(&scenario.lock.key).to_string(),
-                    ),
-                ])
+                Launch::on_clock(
+                    vec![
+                        (
+                            "LOCKCHECK_POSTGRES_URL".to_string(),
+                            conninfo(proxies[c as usize][0].port(), c),
+                        ),
+                        ("LOCKCHECK_KEY".to_string(), scenario.lock.key.clone()),
+                        (
+                            "LOCKCHECK_ADVISORY_KEY".to_string(),
+                            advisory_key(&scenario.lock.key).to_string(),
+                        ),
+                    ],
+                    clocks[c as usize].clone(),
+                )
             })
             .collect()
     })?;
     let rec = Recorder::real();
     let tasks =
         ClientTasks::new(rec.clone(), scenario.workload.clients).with_programs(clients.programs());
+    tasks.hold_back_late_starters(scenario);
     let nemesis = PgRealNemesis {
         pending: Schedule::new(scenario.faults.clone()),
         rec: rec.clone(),
@@ -158,8 +172,32 @@ where
         key: advisory_key(&scenario.lock.key),
         failover_detect_ms: t.failover_detect_ms,
         busy: Arc::new(AtomicBool::new(false)),
+        duration_ms: scenario.duration_ms,
     };
     nemesis.start_timed();
+    if let Some(port) = bouncer_port {
+        for (i, window) in t.app_transactions.iter().enumerate() {
+            let (rec, window) = (rec.clone(), *window);
+            let info = format!(
+                "host=127.0.0.1 port={port} user=postgres dbname=lockcheck application_name=lockcheck-app-{}",
+                i + 1
+            );
+            tokio::spawn(async move {
+                match RealPgConn::connect(&info, timeout).await {
+                    Ok(conn) => run_app_transaction(i, window, conn, RealEnv::default(), rec).await,
+                    Err(e) => rec.record(
+                        "nemesis",
+                        EventKind::Fault {
+                            what: format!(
+                                "application transaction {} could not connect to pgbouncer: {e}",
+                                i + 1
+                            ),
+                        },
+                    ),
+                }
+            });
+        }
+    }
     let connect = move |c: u32, _: &RealEnv| {
         let targets = proxies[c as usize]
             .iter()
@@ -167,7 +205,7 @@ where
             .collect();
         PgRoute::new(targets, primary.clone(), timeout)
     };
-    let grace = Duration::from_millis(world::grace_ms(scenario, t.request_timeout_ms));
+    let grace = Duration::from_millis(world::estimate::run_grace_ms(scenario));
     let world = (rec.clone(), nemesis, tasks, storage_url);
     run_task_clients(world, scenario, grace, clients, connect).await;
     Ok(rec.snapshot())
@@ -178,6 +216,7 @@ where
 /// PgBouncer's crash and a failover behind PgBouncer have none yet (it would have to be
 /// respawned on its port, or repointed at the promoted standby).
 pub fn real_check(s: &Scenario) -> Result<(), RealError> {
+    program_clocks_only(s, "the PostgreSQL servers")?;
     let t = table(s);
     for f in &s.faults {
         let refuse = |why: &str| {
@@ -187,10 +226,15 @@ pub fn real_check(s: &Scenario) -> Result<(), RealError> {
             )))
         };
         match &f.kind {
+            // A named client's pause at 0 is a late start: it is held back before its task runs.
+            FaultKind::Pause {
+                client: ClientRef::Index(_),
+                ..
+            } if f.trigger == Trigger::At(0) => {}
             FaultKind::Pause { .. } | FaultKind::ClientCrash { .. }
                 if matches!(f.trigger, Trigger::At(_)) =>
             {
-                return refuse("a client pause or crash fires at a client's point (`on = ...`)")
+                return refuse("a client pause or crash fires at a client's point (`on = ...`), or at `at_ms = 0` for a named client's late start")
             }
             FaultKind::Crash { node, .. } if node == BOUNCER => {
                 return refuse("PgBouncer's crash is simulated only")

@@ -9,7 +9,7 @@ use crate::backend::postgres::sim::conn::NetPgConn;
 use crate::backend::postgres::sim::nemesis::{PgDeployment, PgNemesis};
 use crate::backend::postgres::sim::server::{SimPg, BOUNCER, PRIMARY, STANDBY};
 use crate::backend::postgres::table::of as table;
-use crate::backend::postgres::world::prepare;
+use crate::backend::postgres::world::{app_client_number, prepare, run_app_transaction};
 use crate::lock::{Lock, LockConfig};
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
@@ -89,6 +89,16 @@ where
         b.madsim_node.set(node.id()).expect("one pooler node");
         (b, node)
     });
+    let timeout = Duration::from_millis(t.request_timeout_ms);
+    if let Some((b, node)) = &bouncer {
+        // The application's other transactions run beside the pooler: their own few hops are
+        // not what they are for, the server connection they keep lent is.
+        for (i, window) in t.app_transactions.iter().enumerate() {
+            let conn = NetPgConn::pooled(b.clone(), app_client_number(i), b.node, timeout);
+            let env = SimEnv::new(clocks.clone(), b.node);
+            node.spawn(run_app_transaction(i, *window, conn, env, rec.clone()));
+        }
+    }
 
     let client_nodes = ClientNodes::create(scenario.workload.clients);
     let nemesis = PgNemesis::new(
@@ -103,7 +113,6 @@ where
         "the PostgreSQL locks",
     );
     nemesis.start();
-    let timeout = Duration::from_millis(t.request_timeout_ms);
     let connect = {
         let pg = pg.clone();
         let bouncer = bouncer.as_ref().map(|(b, _)| b.clone());

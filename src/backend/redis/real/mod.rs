@@ -1,9 +1,13 @@
 //! Real Redis: the spawned `redis-server` deployments (a master with replicas, the failover rig,
-//! Sentinel with its link proxies), their admin commands and nemesis, servers lockcheck did not start (`--redis`), and
-//! the world that assembles a run.
+//! Sentinel with its link proxies, Redis Cluster with its faults), their admin commands and
+//! nemesis, servers lockcheck did not start (`--redis`), and the world that assembles a run.
 
 pub mod admin;
 pub mod blackhole;
+pub mod cluster;
+pub mod cluster_faults;
+pub mod cluster_nodes;
+pub mod cluster_partition;
 pub mod external;
 pub mod failover;
 pub mod link_proxy;
@@ -15,4 +19,7 @@ pub mod world;
 
 pub use admin::{client_kill_replicas, info_replication, promote, wait_role_master};
 pub use blackhole::BlackHole;
+pub use cluster::{ClusterOptions, ClusterRole, RedisCluster};
+pub use cluster_faults::ManualFailover;
+pub use cluster_nodes::{NodeLine, SlotRange};
 pub use failover::{FailoverPhase, FailoverRig, FailoverTimings};

@@ -46,11 +46,12 @@ use crate::history::{EventKind, Recorder};
 use crate::real::client_programs::client_program::Programs;
 use crate::real::connection::Route;
 use crate::real::nemesis::client_stops::{kill_program, signal_program};
+use crate::real::nemesis::firing::restarts_in_run;
 use crate::real::nemesis::plan::{
     client_cuts, client_index, master_index, sentinel_links, server_index,
 };
 use crate::real::nemesis::recipes::FailsOver;
-use crate::real::observers::clock_ties::ClockTies;
+use crate::real::observers::witness::Witness;
 use crate::real::servers::redis_server::{RedisServer, ServerOptions};
 use crate::real::RealError;
 use crate::real::{Gate, RealEnv};
@@ -112,9 +113,10 @@ pub(crate) struct RealNemesis {
     /// The servers, sentinels and link proxies of a Sentinel run: partitions cut its links and
     /// crashes kill its servers; the sentinels decide the rest.
     pub(crate) sentinel: Option<Arc<SentinelDeployment>>,
-    /// The witness's ties to the watched servers' clocks: a clock jump is made between two, so
-    /// that the witness places each removal by the clock the server ran on then.
-    pub(crate) clock_ties: Option<ClockTies>,
+    /// The `MONITOR` witness, if it runs: a clock jump is made between two of its ties (so that
+    /// it places each removal by the clock the server ran on then), a watched server is quiesced
+    /// before it is killed, and a restarted one is followed before clients are routed to it.
+    pub(crate) witness: Option<Witness>,
 }
 
 impl RealNemesis {
@@ -158,6 +160,10 @@ impl RealNemesis {
     fn restarted(&self, m: usize, node: &str, server: RedisServer) {
         let url = server.url();
         let port = server.port();
+        // Followed before any client can reach it, so the witness misses none of its commands.
+        if let Some(w) = &self.witness {
+            w.attach(node, port);
+        }
         *self.groups[m].lock().unwrap() = Group::Single(server);
         let cuts = self.cuts.lock().unwrap();
         for (c, routes) in self.routes.iter().enumerate() {
@@ -199,6 +205,13 @@ impl RealNemesis {
         start: impl FnOnce() -> Result<T, RealError> + Send + 'static,
         started: impl FnOnce(&RealNemesis, &str, T) + Send + 'static,
     ) {
+        if !restarts_in_run(&self.rec, after_ms, self.scenario.duration_ms) {
+            // As on the other backends: a restart due after the run is not carried out.
+            self.note(format!(
+                "{node} stays down (its restart would come after the run's end)"
+            ));
+            return;
+        }
         let me = self.clone();
         let node = node.to_string();
         tokio::spawn(async move {
@@ -267,6 +280,9 @@ impl RealNemesis {
             self.note(format!("failover of redis-{m}: it has no replica"));
             return;
         };
+        if let Some(w) = &self.witness {
+            w.quiesce(&format!("redis-{m}"));
+        }
         rig.original_master().kill();
         self.note(format!("redis-{m} killed (SIGKILL)"));
         std::thread::sleep(self.detect);
@@ -375,8 +391,8 @@ impl Nemesis for RealNemesis {
         let Group::Single(server) = &*g else {
             return Err(Refused::Lacking);
         };
-        let jumped = match &self.clock_ties {
-            Some(ties) => ties.around(node, || server.jump_clock(by_ms)),
+        let jumped = match &self.witness {
+            Some(w) => w.clock_ties().around(node, || server.jump_clock(by_ms)),
             None => server.jump_clock(by_ms),
         };
         match jumped {
@@ -457,6 +473,9 @@ impl Nemesis for RealNemesis {
             return Err(Refused::Lacking);
         };
         if let Group::Single(server) = &*self.groups[m].lock().unwrap() {
+            if let Some(w) = &self.witness {
+                w.quiesce(node);
+            }
             server.kill();
         }
         self.note(format!("{node} killed (SIGKILL)"));
@@ -534,6 +553,10 @@ impl Nemesis for AtClient<'_> {
 }
 
 impl FaultPoints for RealNemesis {
+    fn never_fired(&self) -> Vec<crate::fault::Fault> {
+        self.schedule.pending()
+    }
+
     async fn reached(&self, client: u32, point: &'static str) {
         let now_ms = self.rec.now_us() / 1000;
         let due = self.schedule.take_at_point(now_ms, client, point);

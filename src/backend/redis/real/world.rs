@@ -33,6 +33,7 @@ use crate::real::nemesis::proxy::RouteProxy;
 use crate::real::observers::connection_names::ConnectionNames;
 use crate::real::observers::sentinel_events::{self, Namer};
 use crate::real::observers::witness::{client_connection_name, Witness};
+use crate::real::run_end::settle_by;
 use crate::real::servers::faketime::FakeTime;
 use crate::real::servers::redis_server::{RedisServer, ServerOptions};
 use crate::real::RealError;
@@ -293,7 +294,7 @@ where
             .map(|_| Gate::default())
             .collect(),
         sentinel: sentinel.clone(),
-        clock_ties: witness.as_ref().map(Witness::clock_ties),
+        witness: witness.clone(),
     };
     nemesis.hold_back_replication()?;
     let timeouts = ConnectionTimeouts {
@@ -410,24 +411,23 @@ fn watch_entries(
     rec: &Recorder,
     names: &ConnectionNames,
 ) -> Option<Witness> {
-    if !witness_wanted()
-        || external
-        || scenario.redis.replicas > 0
-        || scenario.lock.kind.name() == redisson::NAME
-    {
+    if !witness_wanted() || external || scenario.lock.kind.name() == redisson::NAME {
         return None;
     }
-    let servers: Vec<(String, u16)> = groups
-        .iter()
-        .enumerate()
-        .filter_map(|(m, g)| match &*g.lock().unwrap() {
-            Group::Single(server) => Some((format!("redis-{m}"), server.port())),
-            _ => None,
-        })
-        .collect();
-    // A group the witness cannot follow would leave its removals unseen: no word at all then.
-    if servers.len() != groups.len() {
-        return None;
+    // Each master, and each replica a failover may promote: a replica's stream shows what its
+    // master sent it, so its entries are known when clients come to it.
+    let mut servers: Vec<(String, u16)> = Vec::new();
+    for (m, g) in groups.iter().enumerate() {
+        match &*g.lock().unwrap() {
+            Group::Single(server) => servers.push((format!("redis-{m}"), server.port())),
+            Group::Replicated(rig) => {
+                servers.push((format!("redis-{m}"), rig.original_master().port()));
+                servers.push((format!("redis-{m}-replica-0"), rig.replica().port()));
+            }
+            // A group the witness cannot follow would leave its removals unseen: no word at
+            // all then.
+            Group::External(_) | Group::Sentinel(_) => return None,
+        }
     }
     match Witness::start(&servers, &scenario.lock.key, rec, names) {
         Ok(w) => Some(w),
@@ -537,13 +537,15 @@ impl world::World for RealWorld {
     }
 
     /// Crashed clients never finish: stop waiting once every live one has.
-    async fn wait_clients(&mut self, limit: Duration) {
-        wait_for_live_clients(&self.tasks, &self.nemesis.gates, limit).await;
+    async fn wait_clients(&mut self, end: Duration) {
+        wait_for_live_clients(&self.rec, &self.tasks, &self.nemesis.gates, end).await;
     }
 
-    /// Lets an in-flight failover finish recording before the history is read.
-    async fn settle(&self) {
-        self.nemesis.settle().await;
+    /// Lets an in-flight failover finish recording before the history is read, by the run's
+    /// end.
+    async fn settle(&self, end: Duration) {
+        let what = "a failover";
+        settle_by(&self.rec, end, self.nemesis.settle(), what).await;
     }
 }
 
@@ -555,7 +557,7 @@ where
     F: FnMut(u32, LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
 {
     world.nemesis.start_timed();
-    let grace = world::grace_ms(scenario, scenario.redis.request_timeout_ms);
+    let grace = world::estimate::run_grace_ms(scenario);
     world::run_clients(
         &mut world,
         scenario,

@@ -168,6 +168,10 @@ impl Nemesis for SimNemesis {
 }
 
 impl FaultPoints for SimNemesis {
+    fn never_fired(&self) -> Vec<crate::fault::Fault> {
+        self.schedule.pending()
+    }
+
     async fn reached(&self, client: u32, point: &'static str) {
         let now_ms = self.faults.rec.now_us() / 1000;
         let due = self.schedule.take_at_point(now_ms, client, point);

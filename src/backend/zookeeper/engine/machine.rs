@@ -423,6 +423,12 @@ impl ZkEngine {
         self.tree.take_fired()
     }
 
+    /// The lock entries under the lock directory `dir`: its children (full paths) with the zxid
+    /// that created each, in name order.
+    pub fn entries(&self, dir: &str) -> Vec<(String, i64)> {
+        self.tree.children_created(dir)
+    }
+
     /// Every node's path and `Stat`, in path order.
     pub fn dump(&self) -> Vec<(String, Stat)> {
         self.tree.dump()

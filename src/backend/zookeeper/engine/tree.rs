@@ -291,6 +291,22 @@ impl Tree {
         Ok(children)
     }
 
+    /// The children of `dir` (full paths) with the zxid that created each, in name order;
+    /// none if `dir` does not exist.
+    pub fn children_created(&self, dir: &str) -> Vec<(String, i64)> {
+        let Some(node) = self.nodes.get(dir) else {
+            return Vec::new();
+        };
+        node.children
+            .iter()
+            .filter_map(|c| {
+                let path = format!("{dir}/{c}");
+                let czxid = self.nodes.get(&path)?.stat.czxid;
+                Some((path, czxid))
+            })
+            .collect()
+    }
+
     /// The ephemeral nodes `session` owns, deepest first (the order a close deletes them in).
     pub fn ephemerals_of(&self, session: i64) -> Vec<String> {
         let mut owned: Vec<String> = self

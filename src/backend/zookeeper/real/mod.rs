@@ -6,6 +6,7 @@ pub mod cuts;
 pub mod lag_link;
 pub mod nemesis;
 pub mod server;
+pub mod txn_log;
 pub mod world;
 
 pub use conn::RealZkClient;

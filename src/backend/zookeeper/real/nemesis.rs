@@ -13,7 +13,8 @@
 //!
 //! A partition holds the forwarders between the cut clients and servers (both ways). A crash of
 //! `zookeeper-<i>` is a `SIGKILL` and, after `restart_after_ms`, a start on the same data
-//! directory (its sessions and znodes are in its snapshot and transaction log); a failover kills
+//! directory (its sessions and znodes are in its snapshot and transaction log; a restart due
+//! after the scenario's `duration_ms` is not carried out: the crash is for good); a failover kills
 //! the leader and lets the other two elect one. `zookeeper-0` names the server leading when the
 //! run starts (the world's `order`), as in simulation. Which faults have a recipe at all is
 //! `recipes.rs`'s, decided before anything is spawned.
@@ -26,12 +27,12 @@ use tokio::sync::watch;
 use crate::backend::zookeeper::real::cuts::zookeeper_cuts;
 use crate::backend::zookeeper::real::server::ZooKeeper;
 use crate::fault::partition::describe_partition;
-use crate::fault::{Cut, Nemesis, Refused};
+use crate::fault::{ClientRef, Cut, Nemesis, Occasion, Refused};
 use crate::history::Recorder;
 use crate::real::client_tasks::Settle;
 use crate::real::nemesis::client_stops::{ClientTasks, Stopping};
 use crate::real::nemesis::cut_proxy::CutProxy;
-use crate::real::nemesis::firing::{note, start_timed};
+use crate::real::nemesis::firing::{note, restarts_in_run, start_timed};
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;
@@ -134,6 +135,26 @@ impl ZkNemesis {
 
 /// What spawned ZooKeeper servers and the clients' forwarders can do at any time.
 impl Nemesis for ZkNemesis {
+    /// A named client held back from its start (`at_ms = 0`); a pause at a client's point is
+    /// [`FaultPoints::reached`]'s.
+    fn pause_client(
+        &self,
+        _at: &Occasion<'_>,
+        victim: &ClientRef,
+        for_ms: u64,
+    ) -> Result<(), Refused> {
+        self.clients.start_late(victim, for_ms)
+    }
+
+    /// A client program's clock: its libfaketime clock ([`ClientTasks::program_clock`]).
+    fn jump_clock(&self, node: &str, by_ms: i64, _wall_only: bool) -> Result<(), Refused> {
+        self.clients.program_clock(node, Some(by_ms), 0)
+    }
+
+    fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
+        self.clients.program_clock(node, None, ppm)
+    }
+
     fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
         let cuts =
             zookeeper_cuts(&self.scenario, cut).map_err(|e| Refused::Because(e.to_string()))?;
@@ -161,14 +182,23 @@ impl Nemesis for ZkNemesis {
         let me = self.clone();
         let node = node.to_string();
         let after = Duration::from_millis(restart_after_ms);
+        let restarts = restarts_in_run(&self.rec, restart_after_ms, self.scenario.duration_ms);
         tokio::spawn(async move {
             let _busy = busy;
             let zk = me.zk.clone();
             let pid = zk.pid(s);
             let _ = tokio::task::spawn_blocking(move || zk.kill(s)).await;
             me.note(format!(
-                "{node} killed (SIGKILL, pid {pid:?}); its sessions and znodes are on its disk"
+                "{node} killed (SIGKILL, pid {pid:?}); its sessions and znodes are on its disk{}",
+                if restarts {
+                    ""
+                } else {
+                    "; it stays down (its restart would come after the run's end)"
+                }
             ));
+            if !restarts {
+                return;
+            }
             tokio::time::sleep(after).await;
             let zk = me.zk.clone();
             match tokio::task::spawn_blocking(move || zk.restart(s)).await {
@@ -263,6 +293,10 @@ impl Settle for ZkNemesis {
 }
 
 impl FaultPoints for ZkNemesis {
+    fn never_fired(&self) -> Vec<crate::fault::Fault> {
+        self.pending.pending()
+    }
+
     async fn reached(&self, client: u32, point: &'static str) {
         let fired = due(&self.pending, &self.rec, client, point);
         if fired.is_empty() {

@@ -271,11 +271,16 @@ impl ZooKeeper {
                 ""
             };
             // initLimit/syncLimit are in ticks: generous, so a loaded machine does not make a
-            // follower drop out of the ensemble on its own (only a fault should).
+            // follower drop out of the ensemble on its own (only a fault should). At least 5 s
+            // and 2 s whatever the tick: with a 1 ms tick, 50 ticks is less than a JVM takes to
+            // sync a follower, and a three-server ensemble never formed (the spawn waited its
+            // whole minute, then failed).
+            let init_limit = 50.max(5_000u64.div_ceil(u64::from(opts.tick_ms.max(1))));
+            let sync_limit = 20.max(2_000u64.div_ceil(u64::from(opts.tick_ms.max(1))));
             let config = format!(
                 "tickTime={tick}\n\
-                 initLimit=50\n\
-                 syncLimit=20\n\
+                 initLimit={init_limit}\n\
+                 syncLimit={sync_limit}\n\
                  dataDir={data}\n\
                  clientPort={client}\n\
                  clientPortAddress=127.0.0.1\n\

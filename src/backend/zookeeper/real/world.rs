@@ -44,15 +44,17 @@ use tokio::sync::watch;
 use crate::backend::zookeeper::lock::lock_dir;
 use crate::backend::zookeeper::real::nemesis::ZkNemesis;
 use crate::backend::zookeeper::real::server::{ZooKeeper, ZooKeeperOptions};
+use crate::backend::zookeeper::real::txn_log::{self, WallTie};
 use crate::backend::zookeeper::real::RealZkClient;
 use crate::env::Env;
 use crate::history::{History, Recorder};
 use crate::lock::{Lock, LockConfig};
-use crate::real::client_programs::client_program_launch::{vars, Launch};
+use crate::real::client_programs::client_program_launch::{program_clocks, vars, Launch};
 use crate::real::client_tasks::{block_on_runtime, run_task_clients, Clients, NoBuilder};
 use crate::real::nemesis::client_stops::ClientTasks;
 use crate::real::nemesis::cut_proxy::CutProxy;
 use crate::real::nemesis::plan::check_consensus;
+use crate::real::servers::faketime::FakeTime;
 use crate::real::{ClientProgramLock, RealEnv, RealError};
 use crate::real::{RedisServer, ServerOptions};
 use crate::scenario::zookeeper::ZkConnect;
@@ -65,28 +67,38 @@ const LEADER_WAIT: Duration = Duration::from_secs(20);
 
 /// Runs a ZooKeeper scenario on spawned ZooKeeper servers and returns the history, building each
 /// client's lock with `make_lock` (on the client's one session).
-pub fn run_with<L, F>(scenario: &Scenario, _seed: u64, make_lock: F) -> Result<History, RealError>
+pub fn run_with<L, F>(scenario: &Scenario, seed: u64, make_lock: F) -> Result<History, RealError>
 where
     L: Lock + 'static,
     F: Fn(LockConfig, RealZkClient, RealEnv) -> L,
 {
-    run_inner(scenario, Clients::InProcess(make_lock))
+    run_inner(scenario, seed, Clients::InProcess(make_lock))
 }
 
 /// Runs a scenario of client programs (`kind = "client-program"` with `[zookeeper]`) on spawned
 /// ZooKeeper servers: each program gets its own forwarders' addresses (`LOCKCHECK_ZK_SERVERS`)
 /// and its session timeout (`LOCKCHECK_SESSION_TIMEOUT_MS`), and is stopped (`SIGSTOP`) with its
 /// forwarders held for a pause, killed for a crash.
-pub fn run_client_programs(scenario: &Scenario, _seed: u64) -> Result<History, RealError> {
-    run_inner::<ClientProgramLock<RealEnv>, NoBuilder<RealZkClient>>(scenario, Clients::Programs)
+pub fn run_client_programs(scenario: &Scenario, seed: u64) -> Result<History, RealError> {
+    run_inner::<ClientProgramLock<RealEnv>, NoBuilder<RealZkClient>>(
+        scenario,
+        seed,
+        Clients::Programs,
+    )
 }
 
-fn run_inner<L, F>(scenario: &Scenario, clients: Clients<F>) -> Result<History, RealError>
+fn run_inner<L, F>(
+    scenario: &Scenario,
+    seed: u64,
+    clients: Clients<F>,
+) -> Result<History, RealError>
 where
     L: Lock + 'static,
     F: Fn(LockConfig, RealZkClient, RealEnv) -> L,
 {
     real_check(scenario)?;
+    // Each client program's clock (libfaketime), decided before anything is spawned.
+    let clocks = program_clocks(scenario, seed)?;
     crate::real::install_signal_handlers();
     let spec = &scenario.zookeeper;
     let zk = Arc::new(ZooKeeper::spawn(ZooKeeperOptions {
@@ -102,7 +114,14 @@ where
     })?);
     let order = Arc::new(leader_first(&zk)?);
     let storage = RedisServer::spawn(ServerOptions::default())?;
-    let history = block_on_runtime(drive(scenario, zk.clone(), order, storage.url(), clients));
+    let history = block_on_runtime(drive(
+        scenario,
+        zk.clone(),
+        order,
+        storage.url(),
+        clients,
+        clocks,
+    ));
     drop(storage);
     drop(zk);
     history
@@ -146,15 +165,24 @@ fn hosts(scenario: &Scenario, order: &[usize], c: usize, proxies: &[CutProxy]) -
 /// library takes one); the lock's znode path, which lockcheck's own ZooKeeper lock uses too
 /// (`LOCKCHECK_KEY`); and the session timeout the scenario sets (`LOCKCHECK_SESSION_TIMEOUT_MS`:
 /// the lock's lease, since its node lives as long as its session).
-fn program_env(scenario: &Scenario, order: &[usize], c: usize, proxies: &[CutProxy]) -> Launch {
-    Launch::on_true_time(vars([
-        ("LOCKCHECK_ZK_SERVERS", hosts(scenario, order, c, proxies)),
-        ("LOCKCHECK_KEY", lock_dir(&scenario.lock.key)),
-        (
-            "LOCKCHECK_SESSION_TIMEOUT_MS",
-            scenario.zookeeper.session_timeout_ms.to_string(),
-        ),
-    ]))
+fn program_env(
+    scenario: &Scenario,
+    order: &[usize],
+    c: usize,
+    proxies: &[CutProxy],
+    clock: (i64, Option<FakeTime>),
+) -> Launch {
+    Launch::on_clock(
+        vars([
+            ("LOCKCHECK_ZK_SERVERS", hosts(scenario, order, c, proxies)),
+            ("LOCKCHECK_KEY", lock_dir(&scenario.lock.key)),
+            (
+                "LOCKCHECK_SESSION_TIMEOUT_MS",
+                scenario.zookeeper.session_timeout_ms.to_string(),
+            ),
+        ]),
+        clock,
+    )
 }
 
 async fn drive<L, F>(
@@ -163,6 +191,7 @@ async fn drive<L, F>(
     order: Arc<Vec<usize>>,
     storage_url: String,
     clients: Clients<F>,
+    clocks: Vec<(i64, Option<FakeTime>)>,
 ) -> Result<History, RealError>
 where
     L: Lock + 'static,
@@ -175,7 +204,7 @@ where
         proxies
             .iter()
             .enumerate()
-            .map(|(c, p)| program_env(scenario, &order, c, p))
+            .map(|(c, p)| program_env(scenario, &order, c, p, clocks[c].clone()))
             .collect()
     })?;
     // True time 0: every server is up and every client program answered.
@@ -185,8 +214,13 @@ where
             .map(|_| Arc::new(AtomicBool::new(false)))
             .collect(),
     );
+    // The servers' transaction logs are read once the run is over (`txn_log.rs`), their stamps
+    // placed by this tie of the wall clock to the run's.
+    let tie = WallTie::now(&rec);
+    let deployment = zk.clone();
     let tasks =
         ClientTasks::new(rec.clone(), scenario.workload.clients).with_programs(clients.programs());
+    tasks.hold_back_late_starters(scenario);
     let nemesis = ZkNemesis {
         pending: Schedule::new(scenario.faults.clone()),
         scenario: Arc::new(scenario.clone()),
@@ -212,12 +246,16 @@ where
         )
         .resumed_by(resumed[c as usize].clone())
     };
-    let grace = Duration::from_millis(world::grace_ms(
-        scenario,
-        scenario.zookeeper.session_timeout_ms,
-    ));
+    let grace = Duration::from_millis(world::estimate::run_grace_ms(scenario));
     let world = (rec.clone(), nemesis, tasks, storage_url);
     run_task_clients(world, scenario, grace, clients, connect).await;
+    let dir = lock_dir(&scenario.lock.key);
+    if let Err(why) = txn_log::observe(&rec, deployment.dir(), deployment.len(), &dir, tie) {
+        eprintln!(
+            "note: release and foreign_release are judged without the servers' word (the \
+             ZooKeeper transaction logs: {why})"
+        );
+    }
     Ok(rec.snapshot())
 }
 

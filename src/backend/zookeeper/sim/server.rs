@@ -27,11 +27,12 @@
 use crate::backend::zookeeper::engine::{Follower, Request, Response, ZkConfig, ZkEngine};
 use crate::history::{EventKind, Recorder};
 use crate::sim::clock::Clocks;
+use crate::sim::entries::{Entry, EntryCreators};
 use crate::sim::network::Network;
 use crate::zookeeper::{ZkError, ZkEvent};
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -68,8 +69,13 @@ impl Reads {
 /// What the service is doing.
 #[derive(Default)]
 struct ServiceState {
-    /// Crashed (standalone) or electing a leader (ensemble): requests are refused.
+    /// Crashed (standalone), or without a leader (ensemble: electing, or waiting for a quorum):
+    /// requests are refused.
     down: bool,
+    /// An ensemble's election is under way (scheduled, not yet decided).
+    electing: bool,
+    /// The servers of an ensemble that crashed and have not restarted (node indices).
+    crashed: BTreeSet<usize>,
     /// Requests the service answered.
     requests: u64,
 }
@@ -96,6 +102,16 @@ pub struct SimZk {
     followers: Arc<Mutex<BTreeMap<usize, Follower>>>,
     /// When the service started: the followers' lag is counted in true time from here.
     epoch: madsim::time::Instant,
+    /// The lock directory whose children (the lock entries) the service watches
+    /// ([`SimZk::watch_lock_entries`]), and which client's request created each child still
+    /// there (path, czxid).
+    watched: Arc<Mutex<Option<Watched>>>,
+}
+
+/// The lock entries a [`SimZk`] watches: the lock directory, and each entry's creator.
+struct Watched {
+    dir: String,
+    creators: EntryCreators,
 }
 
 impl SimZk {
@@ -131,7 +147,54 @@ impl SimZk {
             reads,
             followers: Arc::new(Mutex::new(followers)),
             epoch: madsim::time::Instant::now(),
+            watched: Arc::default(),
         }
+    }
+
+    /// Makes the service compare the children of the lock directory `dir` (the lock entries:
+    /// one ephemeral sequential node per contender) before and after each request and each
+    /// expiry of sessions, and record what went and why: an [`EventKind::EntryRemoved`] when a
+    /// client's request removed an entry (a `delete`, or the close of its own session), an
+    /// [`EventKind::EntryGone`] when the session tracker expired the session that owned it.
+    /// Clients are the nodes after the servers (`Scenario::node_names`).
+    pub(super) fn watch_lock_entries(&self, dir: &str) {
+        *self.watched.lock().unwrap() = Some(Watched {
+            dir: dir.to_string(),
+            creators: EntryCreators::start(&self.rec, dir),
+        });
+    }
+
+    /// The lock entries now (none unless the service watches them).
+    fn entries(&self, engine: &ZkEngine) -> Vec<Entry> {
+        match &*self.watched.lock().unwrap() {
+            Some(w) => engine.entries(&w.dir),
+            None => Vec::new(),
+        }
+    }
+
+    /// Records the lock entries that went between `before` and now (removed by client `by`'s
+    /// request, or with their expired session when `by` is `None`) and remembers who created
+    /// the new ones.
+    fn record_entry_changes(&self, engine: &ZkEngine, by: Option<u32>, before: &[Entry]) {
+        let mut watched = self.watched.lock().unwrap();
+        let Some(w) = watched.as_mut() else { return };
+        let after = engine.entries(&w.dir);
+        if after.as_slice() != before {
+            let server = format!("zookeeper-{}", self.leader());
+            w.creators
+                .record_changes(&self.rec, &server, by, before, &after);
+        }
+    }
+
+    /// The client whose session `session` is (`client-<c>` is the node after the servers').
+    fn client_of(&self, session: i64) -> Option<u32> {
+        let node = self
+            .clients
+            .lock()
+            .unwrap()
+            .get(&session)
+            .map(|(n, _)| *n)?;
+        node.checked_sub(self.servers as usize).map(|c| c as u32)
     }
 
     /// The server client `c` is connected to (`None`: the leader, whichever it is).
@@ -229,6 +292,56 @@ impl SimZk {
         !self.state.lock().unwrap().down
     }
 
+    /// Whether server `s` of an ensemble runs (has not crashed, or has restarted).
+    pub(super) fn server_runs(&self, s: usize) -> bool {
+        !self.state.lock().unwrap().crashed.contains(&s)
+    }
+
+    /// Server `s` of an ensemble crashes (`false`) or runs again (`true`).
+    pub(super) fn set_server_runs(&self, s: usize, runs: bool) {
+        let mut state = self.state.lock().unwrap();
+        if runs {
+            state.crashed.remove(&s);
+        } else {
+            state.crashed.insert(s);
+        }
+    }
+
+    /// How many servers of the ensemble run and reach server `s` both ways, `s` included (none
+    /// if `s` is down): the followers it could lead. ZAB's leader counts the followers synced
+    /// with it (`Leader.lead`: a quorum of the ensemble's votes) and a follower talks only to
+    /// its leader, so a quorum is a majority around one server, over links that work both ways
+    /// (a TCP connection needs both).
+    pub(super) fn reach_of(&self, s: usize) -> usize {
+        if !self.server_runs(s) {
+            return 0;
+        }
+        (0..self.servers as usize)
+            .filter(|&o| {
+                o == s
+                    || (self.server_runs(o) && self.net.reachable(s, o) && self.net.reachable(o, s))
+            })
+            .count()
+    }
+
+    /// Whether server `s` has a quorum around it: a strict majority of the ensemble's servers
+    /// (ZooKeeper's `QuorumMaj`: more than half of the voting members). Without one, ZAB
+    /// commits no proposal (a write, a session's creation or close) and elects no leader.
+    pub(super) fn has_quorum(&self, s: usize) -> bool {
+        self.reach_of(s) * 2 > self.servers as usize
+    }
+
+    /// Marks an election as under way, unless one is: `false` if one already is.
+    pub(super) fn start_election(&self) -> bool {
+        let mut state = self.state.lock().unwrap();
+        !std::mem::replace(&mut state.electing, true)
+    }
+
+    /// An election is decided (a leader, or none for want of a quorum).
+    pub(super) fn end_election(&self) {
+        self.state.lock().unwrap().electing = false;
+    }
+
     pub(super) fn paused(&self) -> bool {
         *self.paused.borrow()
     }
@@ -320,10 +433,18 @@ impl SimZk {
     /// are sent to their clients.
     pub(super) fn request(&self, session: i64, request: Request) -> Result<Response, ZkError> {
         let now = self.now_ms();
+        let by = self.client_of(session);
         let (out, expired, fired) = {
             let mut engine = self.engine.lock().unwrap();
+            let before = self.entries(&engine);
             let expired = engine.expire_due(now);
+            self.record_entry_changes(&engine, None, &before);
+            let before = self.entries(&engine);
             let out = engine.request(now, session, request);
+            // A session the server does not know (expired) changed nothing.
+            if let Some(by) = by {
+                self.record_entry_changes(&engine, Some(by), &before);
+            }
             (out, expired, engine.take_notifications())
         };
         self.state.lock().unwrap().requests += 1;
@@ -347,7 +468,10 @@ impl SimZk {
             let now = self.now_ms();
             let (expired, fired) = {
                 let mut engine = self.engine.lock().unwrap();
-                (engine.expire_due(now), engine.take_notifications())
+                let before = self.entries(&engine);
+                let expired = engine.expire_due(now);
+                self.record_entry_changes(&engine, None, &before);
+                (expired, engine.take_notifications())
             };
             self.expired(&expired);
             self.send(self.leader(), fired);

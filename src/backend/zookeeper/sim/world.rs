@@ -67,6 +67,9 @@ where
         z.servers,
         reads,
     );
+    zk.watch_lock_entries(&crate::backend::zookeeper::lock::lock_dir(
+        &scenario.lock.key,
+    ));
     let handle = Handle::current();
     // The service's node: its session tracker and its outgoing watch events run there.
     let service = handle.create_node().name("zookeeper").build();
