@@ -268,7 +268,7 @@ pub const EXCLUDED: &[Exclusion] = &[
         lock: "client-program",
         family: None,
         why: "a client program runs on spawned servers only, and explore searches in simulation; \
-              its bundled scenarios (scenarios/clients) run on real servers in tests/redis",
+              its bundled scenarios (scenarios/clients) run on real servers in tests/client_programs",
     },
     Exclusion {
         lock: "etcd-lock",

@@ -1,17 +1,16 @@
 //! Real-mode tests, one binary: lockcheck's own `redis-server` processes (spawning, cleanup on
 //! every exit path, the failover recipe, libfaketime), every lock's scripts against real Redis,
-//! the bundled scenarios on real servers, Redlock's clock faults, black-box client programs,
-//! Redis Sentinel (real sentinels decide the failovers), Redis Cluster (its own promotions), a
-//! request that runs while its client is stopped, and `explore --real`.
+//! the bundled scenarios on real servers, Redlock's clock faults, Redis Sentinel (real sentinels
+//! decide the failovers), Redis Cluster (its own promotions, and the simulated cluster checked
+//! against it), a request that runs while its client is stopped, and `explore --real`. The
+//! client-library scenarios are `tests/client_programs`, a binary of their own.
 //!
-//! Needs `redis-server`, `faketime` and a C compiler, and for `clients` the pinned client
-//! libraries (`scripts/install-clients.sh`); `.ci/run` installs all of them. A missing one fails
-//! its test with the install command; nothing here skips silently.
+//! Needs `redis-server`, `faketime` and a C compiler; `.ci/run` installs them. A missing one
+//! fails its test with the install command; nothing here skips silently.
 
 #[path = "../common/mod.rs"]
 mod common;
 
-mod clients;
 mod cluster;
 mod cluster_client;
 mod cluster_partition;
