@@ -298,9 +298,26 @@ impl Bus {
 mod tests {
     use crate::backend::redis::real::cluster::ClusterRole;
     use crate::backend::redis::real::cluster_faults::ManualFailover;
-    use crate::backend::redis::sim::cluster_mode::bus::{Bus, BusConfig, BusEvent, Reach};
+    use crate::backend::redis::sim::cluster_mode::bus::{
+        Bus, BusConfig, BusEvent, BusRecord, Reach,
+    };
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
+
+    /// (new master, its epoch, the master it replaced) of every promotion, in order.
+    fn promotions(events: &[BusRecord]) -> Vec<(usize, u64, usize)> {
+        events
+            .iter()
+            .filter_map(|e| match e.event {
+                BusEvent::Promoted {
+                    node,
+                    epoch,
+                    replaced,
+                } => Some((node, epoch, replaced)),
+                _ => None,
+            })
+            .collect()
+    }
 
     fn formed(seed: u64) -> (Bus, Reach) {
         let mut b = Bus::new(BusConfig::default(), &mut SmallRng::seed_from_u64(seed));
@@ -315,17 +332,7 @@ mod tests {
         reach.crash(0);
         b.advance(3000, &reach);
         let events = b.advance(6000, &reach);
-        let promoted: Vec<_> = events
-            .iter()
-            .filter_map(|e| match e.event {
-                BusEvent::Promoted {
-                    node,
-                    epoch,
-                    replaced,
-                } => Some((node, epoch, replaced)),
-                _ => None,
-            })
-            .collect();
+        let promoted = promotions(&events);
         assert_eq!(promoted, [(3, 4, 0)], "{events:?}");
         let votes = events
             .iter()
@@ -389,6 +396,32 @@ mod tests {
         let events = b.advance(3600, &reach);
         assert_eq!(b.role(3), ClusterRole::Master, "{events:?}");
         assert_eq!(b.master_of_slot(0), Some(3));
+    }
+
+    #[test]
+    fn the_replica_with_the_most_data_ranks_first_and_wins() {
+        let config = BusConfig {
+            replicas: 2,
+            ..BusConfig::default()
+        };
+        let mut b = Bus::new(config, &mut SmallRng::seed_from_u64(15));
+        let mut reach = Reach::all(b.len());
+        // Master 0's replicas are 3 and 4; 4 has applied more. Gossip spreads the offsets.
+        b.set_offset(3, 50);
+        b.set_offset(4, 100);
+        b.advance(3000, &reach);
+        reach.crash(0);
+        b.advance(3000, &reach);
+        let events = b.advance(8000, &reach);
+        let promoted: Vec<usize> = promotions(&events).iter().map(|p| p.0).collect();
+        assert_eq!(promoted, [4], "rank 0 goes first: {events:?}");
+        assert!(
+            events
+                .iter()
+                .all(|e| !matches!(e.event, BusEvent::ElectionStarted { node: 3, .. })),
+            "rank 1 waits a second more and by then follows the winner"
+        );
+        assert_eq!(b.role(3), ClusterRole::Replica { of: 4 });
     }
 
     #[test]

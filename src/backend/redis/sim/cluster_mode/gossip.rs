@@ -415,6 +415,14 @@ mod tests {
         Bus::new(BusConfig::default(), &mut SmallRng::seed_from_u64(seed))
     }
 
+    /// A bus past its formation (every state ok at 3 s), every node up.
+    fn formed(seed: u64) -> (Bus, Reach) {
+        let mut b = bus(seed);
+        let reach = Reach::all(b.len());
+        b.advance(3000, &reach);
+        (b, reach)
+    }
+
     #[test]
     fn a_formed_cluster_turns_ok_after_the_writable_delay_and_stays_quiet() {
         let mut b = bus(1);
@@ -436,9 +444,7 @@ mod tests {
 
     #[test]
     fn a_crashed_master_is_suspected_then_failed_by_every_node() {
-        let mut b = bus(2);
-        let mut reach = Reach::all(b.len());
-        b.advance(3000, &reach);
+        let (mut b, mut reach) = formed(2);
         reach.crash(1);
         let events = b.advance(3000, &reach);
         assert!(events.is_empty());
@@ -459,10 +465,40 @@ mod tests {
     }
 
     #[test]
-    fn an_isolated_master_stops_serving_and_the_majority_keeps_serving() {
-        let mut b = bus(3);
-        let mut reach = Reach::all(b.len());
+    fn a_replica_promoted_within_2_s_of_its_start_serves_only_from_then() {
+        // docs/redis-cluster.md: a replica restarted a moment before its master's crash was
+        // promoted, then answered CLUSTERDOWN until its start + 2 s.
+        let (mut b, mut reach) = formed(4);
+        reach.crash(3);
         b.advance(3000, &reach);
+        reach.restart(3);
+        b.advance(3200, &reach);
+        reach.crash(0);
+        b.advance(3300, &reach);
+        let events = b.advance(8000, &reach);
+        let promoted = events
+            .iter()
+            .find(|e| matches!(e.event, BusEvent::Promoted { node: 3, .. }))
+            .expect("promoted")
+            .at_ms;
+        assert!(
+            promoted < 3200 + 2000,
+            "promoted at {promoted}: the case to test"
+        );
+        let ok = events
+            .iter()
+            .find(|e| e.at_ms >= promoted && e.event == BusEvent::State { node: 3, ok: true })
+            .expect("ok in the end")
+            .at_ms;
+        assert!(
+            (3200 + 2000..3200 + 2000 + 100).contains(&ok),
+            "ok at {ok}, at the first cron after its start + 2 s"
+        );
+    }
+
+    #[test]
+    fn an_isolated_master_stops_serving_and_the_majority_keeps_serving() {
+        let (mut b, mut reach) = formed(3);
         reach.partition(&[0]);
         b.advance(3000, &reach);
         b.advance(3400, &reach);
