@@ -25,11 +25,12 @@
 
 use crate::backend::redis::real::cluster::ClusterRole;
 use crate::backend::redis::real::cluster_nodes::SlotRange;
+use crate::backend::redis::sim::cluster_mode::reach::Reach;
 use crate::backend::redis::sim::cluster_mode::redirect::NodeView;
 use crate::backend::redis::sim::cluster_mode::slot_map::SlotMap;
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// How often each node runs its cron (`clusterCron`, from `serverCron` at `hz 10`).
 pub const CRON_MS: u64 = 100;
@@ -59,58 +60,6 @@ impl Default for BusConfig {
             node_timeout_ms: 500,
             latency_ms: 1,
         }
-    }
-}
-
-/// Which nodes run and which pairs of nodes can talk.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reach {
-    alive: Vec<bool>,
-    /// Cut links, each as (smaller node, larger node): cut both ways.
-    cut: BTreeSet<(usize, usize)>,
-}
-
-impl Reach {
-    /// `nodes` nodes, all running, every link up.
-    pub fn all(nodes: usize) -> Reach {
-        Reach {
-            alive: vec![true; nodes],
-            cut: BTreeSet::new(),
-        }
-    }
-
-    /// Node `node` crashes (or stays down).
-    pub fn crash(&mut self, node: usize) {
-        self.alive[node] = false;
-    }
-
-    /// Node `node` runs again.
-    pub fn restart(&mut self, node: usize) {
-        self.alive[node] = true;
-    }
-
-    /// Cuts every link between `side` and the other nodes, both ways.
-    pub fn partition(&mut self, side: &[usize]) {
-        for &a in side {
-            for b in (0..self.alive.len()).filter(|b| !side.contains(b)) {
-                self.cut.insert((a.min(b), a.max(b)));
-            }
-        }
-    }
-
-    /// Every link up again.
-    pub fn heal(&mut self) {
-        self.cut.clear();
-    }
-
-    /// Whether node `node` runs.
-    pub fn alive(&self, node: usize) -> bool {
-        self.alive[node]
-    }
-
-    /// Whether a message from `a` reaches `b` now: both run and the link is not cut.
-    pub fn can_talk(&self, a: usize, b: usize) -> bool {
-        self.alive[a] && self.alive[b] && !self.cut.contains(&(a.min(b), a.max(b)))
     }
 }
 
@@ -425,11 +374,11 @@ impl Bus {
     /// Returns what happened, in order.
     pub fn advance(&mut self, now_ms: u64, reach: &Reach) -> Vec<BusRecord> {
         assert!(now_ms >= self.now, "time runs forward");
-        assert_eq!(reach.alive.len(), self.nodes.len(), "one entry per node");
+        assert_eq!(reach.nodes(), self.nodes.len(), "one entry per node");
         self.run_until(now_ms, false);
         self.now = now_ms;
         for node in 0..self.nodes.len() {
-            match (self.nodes[node].alive, reach.alive[node]) {
+            match (self.nodes[node].alive, reach.alive(node)) {
                 (true, false) => self.crash(node),
                 (false, true) => self.restart(node),
                 _ => {}

@@ -298,9 +298,8 @@ impl Bus {
 mod tests {
     use crate::backend::redis::real::cluster::ClusterRole;
     use crate::backend::redis::real::cluster_faults::ManualFailover;
-    use crate::backend::redis::sim::cluster_mode::bus::{
-        Bus, BusConfig, BusEvent, BusRecord, Reach,
-    };
+    use crate::backend::redis::sim::cluster_mode::bus::{Bus, BusConfig, BusEvent, BusRecord};
+    use crate::backend::redis::sim::cluster_mode::reach::Reach;
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
 

@@ -407,7 +407,8 @@ impl Bus {
 
 #[cfg(test)]
 mod tests {
-    use crate::backend::redis::sim::cluster_mode::bus::{Bus, BusConfig, BusEvent, Reach};
+    use crate::backend::redis::sim::cluster_mode::bus::{Bus, BusConfig, BusEvent};
+    use crate::backend::redis::sim::cluster_mode::reach::Reach;
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
 
