@@ -1,8 +1,10 @@
 //! The simulated Redis: masters and their replicas with asynchronous replication and failover
-//! (`cluster/`), Sentinel (`sentinel.rs`), the client connection and pub/sub, the nemesis and the
-//! world that assembles a run.
+//! (`cluster/`), Redis Cluster's slots, redirects and bus (`cluster_mode/`, not in a world yet),
+//! Sentinel (`sentinel.rs`), the client connection and pub/sub, the nemesis and the world that
+//! assembles a run.
 
 pub mod cluster;
+pub mod cluster_mode;
 pub mod connection;
 pub mod nemesis;
 pub mod sentinel;
