@@ -1,4 +1,4 @@
-//! The simulated Redis Cluster (`backend::redis::sim::cluster_mode`) against what real Redis
+//! The simulated Redis Cluster (`backend::redis::engine::cluster`) against what real Redis
 //! Cluster does:
 //! - its bus's crash-to-`FAIL` and `FAIL`-to-promotion times over 200 seeds fall in the ranges
 //!   measured on real `redis-server` 7.0.15 (docs/redis-cluster.md), at node timeouts 500 and
@@ -12,11 +12,11 @@
 //!   answer `redirect.rs` decides, string for string, and a crashed master's slots answer
 //!   `CLUSTERDOWN` between `FAIL` and the promotion in both.
 
-use lockcheck::backend::redis::real::cluster_nodes::initial_slots;
-use lockcheck::backend::redis::real::{ClusterOptions, ClusterRole, RedisCluster};
-use lockcheck::backend::redis::sim::cluster_mode::{
+use lockcheck::backend::redis::engine::cluster::{
     decide, key_slot, Bus, BusConfig, BusEvent, BusRecord, ClientFlags, Decision, Reach, SetSlot,
 };
+use lockcheck::backend::redis::real::cluster_nodes::initial_slots;
+use lockcheck::backend::redis::real::{ClusterOptions, ClusterRole, RedisCluster};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 use rand::rngs::SmallRng;

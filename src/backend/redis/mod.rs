@@ -8,6 +8,7 @@
 //! `src/real/connection.rs`, `src/sim/storage.rs`).
 
 pub mod declaration;
+pub mod engine;
 pub mod real;
 pub mod sim;
 pub mod switch;

@@ -27,6 +27,7 @@
 //! replica after a failover would otherwise take one from another master with more, and a test
 //! that crashes a master must find the replicas where it put them.
 
+pub use crate::backend::redis::engine::cluster::topology::ClusterRole;
 use crate::backend::redis::real::cluster_nodes::{
     initial_slots, parse_cluster_nodes, NodeLine, SlotRange, SLOTS,
 };
@@ -71,18 +72,6 @@ impl Default for ClusterOptions {
             partitionable: false,
         }
     }
-}
-
-/// A node's role, by node index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClusterRole {
-    /// It serves slots (or could: a master may own none).
-    Master,
-    /// It replicates the master with this node index.
-    Replica {
-        /// The master's node index.
-        of: usize,
-    },
 }
 
 /// A Redis Cluster that lockcheck started and owns. Nodes are numbered: masters `0..masters`

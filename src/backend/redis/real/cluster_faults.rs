@@ -11,25 +11,10 @@
 //!
 //! Network partitions, which need the nodes behind link proxies, are `cluster_partition.rs`'s.
 
+pub use crate::backend::redis::engine::cluster::topology::ManualFailover;
 use crate::backend::redis::real::cluster::{ClusterRole, RedisCluster};
 use crate::real::RealError;
 use std::time::Duration;
-
-/// The forms of `CLUSTER FAILOVER`, sent to a replica (Redis documentation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ManualFailover {
-    /// `CLUSTER FAILOVER`: the replica asks its master to stop its clients, waits until it has
-    /// replicated everything the master acknowledged, then is elected: no acknowledged write is
-    /// lost. Needs the master reachable.
-    Coordinated,
-    /// `CLUSTER FAILOVER FORCE`: no handshake with the master (it may be down); the replica is
-    /// still elected by a majority of masters. Writes not yet replicated are lost.
-    Force,
-    /// `CLUSTER FAILOVER TAKEOVER`: no handshake and no election; the replica bumps the epoch
-    /// alone and claims the slots. Writes not yet replicated are lost, and with the old master
-    /// alive and unaware both serve the slots until it hears of the newer epoch.
-    Takeover,
-}
 
 impl RedisCluster {
     /// `SIGKILL`s node `node` (a crash: no shutdown, no final write). Whether it was running.

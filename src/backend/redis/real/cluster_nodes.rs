@@ -13,34 +13,7 @@
 //! `nofailover`, `noflags`), and a slot is `N`, `A-B`, or a slot in migration in brackets
 //! (`[N->-id]`, `[N-<-id]`), which is not owned by the migration and is skipped here.
 
-/// The number of hash slots of every Redis Cluster.
-pub const SLOTS: u16 = 16384;
-
-/// An inclusive range of hash slots, `first..=last`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SlotRange {
-    /// The first slot of the range.
-    pub first: u16,
-    /// The last slot of the range (inclusive).
-    pub last: u16,
-}
-
-impl SlotRange {
-    /// Whether `slot` lies in the range.
-    pub fn contains(&self, slot: u16) -> bool {
-        (self.first..=self.last).contains(&slot)
-    }
-
-    /// How many slots it holds.
-    pub fn len(&self) -> usize {
-        usize::from(self.last - self.first) + 1
-    }
-
-    /// Never true: a range holds at least its first slot (for clippy's `len` rule).
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-}
+pub use crate::backend::redis::engine::cluster::topology::{initial_slots, SlotRange, SLOTS};
 
 /// One line of a `CLUSTER NODES` reply: one node as the asked node sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,15 +131,6 @@ fn parse_slots(s: &str) -> Option<SlotRange> {
         }
     };
     (first <= last && last < SLOTS).then_some(SlotRange { first, last })
-}
-
-/// The slots of master `m` of `masters` when the cluster is formed: `SLOTS` split evenly in
-/// order, the remainder to the last ones (as `redis-cli --cluster create` splits them).
-pub fn initial_slots(m: usize, masters: usize) -> SlotRange {
-    let per = f64::from(SLOTS) / masters as f64;
-    let first = (m as f64 * per).round() as u16;
-    let last = (((m + 1) as f64 * per).round() as u16) - 1;
-    SlotRange { first, last }
 }
 
 #[cfg(test)]

@@ -1,10 +1,8 @@
 //! The simulated Redis: masters and their replicas with asynchronous replication and failover
-//! (`cluster/`), Redis Cluster's slots, redirects and bus (`cluster_mode/`, not in a world yet),
-//! Sentinel (`sentinel.rs`), the client connection and pub/sub, the nemesis and the world that
-//! assembles a run.
+//! (`cluster/`), Sentinel (`sentinel.rs`), the client connection and pub/sub, the nemesis and the
+//! world that assembles a run. Redis Cluster's machines are `backend::redis::engine::cluster`.
 
 pub mod cluster;
-pub mod cluster_mode;
 pub mod connection;
 pub mod nemesis;
 pub mod sentinel;

@@ -26,8 +26,8 @@
 //! refuses to fail over), `cluster-replica-no-failover`, and epoch collisions between two
 //! masters with one configuration epoch (the deployment gives each master its own).
 
-use crate::backend::redis::real::cluster_faults::ManualFailover;
-use crate::backend::redis::sim::cluster_mode::bus::{Body, Bus, BusEvent, Header, ManualState};
+use crate::backend::redis::engine::cluster::bus::{Body, Bus, BusEvent, Header, ManualState};
+use crate::backend::redis::engine::cluster::topology::ManualFailover;
 use rand::RngCore;
 
 /// How long a manual failover may take (`CLUSTER_MF_TIMEOUT`).
@@ -296,10 +296,10 @@ impl Bus {
 
 #[cfg(test)]
 mod tests {
-    use crate::backend::redis::real::cluster::ClusterRole;
-    use crate::backend::redis::real::cluster_faults::ManualFailover;
-    use crate::backend::redis::sim::cluster_mode::bus::{Bus, BusConfig, BusEvent, BusRecord};
-    use crate::backend::redis::sim::cluster_mode::reach::Reach;
+    use crate::backend::redis::engine::cluster::bus::{Bus, BusConfig, BusEvent, BusRecord};
+    use crate::backend::redis::engine::cluster::reach::Reach;
+    use crate::backend::redis::engine::cluster::topology::ClusterRole;
+    use crate::backend::redis::engine::cluster::topology::ManualFailover;
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
 

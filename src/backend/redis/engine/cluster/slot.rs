@@ -13,7 +13,7 @@
 //! `{}{a}` hashes the whole key (its first tag is empty).
 
 /// The number of hash slots (the spec: "16384 hash slots"), the real deployment's constant.
-pub use crate::backend::redis::real::cluster_nodes::SLOTS;
+pub use crate::backend::redis::engine::cluster::topology::SLOTS;
 
 /// CRC16-XMODEM, the table built at compile time (the spec's reference code uses a table too).
 const TABLE: [u16; 256] = {

@@ -11,7 +11,7 @@
 //!
 //! Deterministic: owners are a vector by slot, epochs and migrations `BTreeMap`s.
 
-use crate::backend::redis::real::cluster_nodes::{initial_slots, SlotRange, SLOTS};
+use crate::backend::redis::engine::cluster::topology::{initial_slots, SlotRange, SLOTS};
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 

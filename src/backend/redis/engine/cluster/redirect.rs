@@ -17,8 +17,8 @@
 //! the same. Commands inside `MULTI` are not modelled (lockcheck's locks send none in cluster
 //! mode).
 
-use crate::backend::redis::sim::cluster_mode::slot::key_slot;
-use crate::backend::redis::sim::cluster_mode::slot_map::SlotMap;
+use crate::backend::redis::engine::cluster::slot::key_slot;
+use crate::backend::redis::engine::cluster::slot_map::SlotMap;
 
 /// What a node does with a command, before executing it.
 #[derive(Clone, Debug, PartialEq, Eq)]

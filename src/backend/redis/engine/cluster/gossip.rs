@@ -29,7 +29,7 @@
 //!   only 2 s after its start and, after being in the minority, only after the node timeout
 //!   (clamped to 0.5–5 s) so that it hears of a failover first.
 
-use crate::backend::redis::sim::cluster_mode::bus::{
+use crate::backend::redis::engine::cluster::bus::{
     Body, Bus, BusEvent, Header, Message, Pending, WRITABLE_DELAY_MS,
 };
 use rand::RngCore;
@@ -292,7 +292,7 @@ impl Bus {
         me: usize,
         from: usize,
         epoch: u64,
-        claimed: &[crate::backend::redis::real::SlotRange],
+        claimed: &[crate::backend::redis::engine::cluster::topology::SlotRange],
     ) {
         let my_master = self.nodes[me].peers[me].replica_of.unwrap_or(me);
         let had = self.nodes[me].map.count_of(my_master);
@@ -407,8 +407,8 @@ impl Bus {
 
 #[cfg(test)]
 mod tests {
-    use crate::backend::redis::sim::cluster_mode::bus::{Bus, BusConfig, BusEvent};
-    use crate::backend::redis::sim::cluster_mode::reach::Reach;
+    use crate::backend::redis::engine::cluster::bus::{Bus, BusConfig, BusEvent};
+    use crate::backend::redis::engine::cluster::reach::Reach;
     use rand::rngs::SmallRng;
     use rand::SeedableRng;
 

@@ -2,6 +2,8 @@
 //! executes a command, and the cluster bus that detects failures and promotes replicas, each a
 //! pure deterministic machine with time passed in.
 //!
+//! - `topology.rs`: the slots, a master's initial share, a node's role, the manual failovers:
+//!   the vocabulary the spawned cluster (`real/cluster.rs`) shares.
 //! - `slot.rs`: a key's hash slot (CRC16 with hash tags), as `CLUSTER KEYSLOT`.
 //! - `slot_map.rs`: one node's map of slot owners, configuration epochs and migrations.
 //! - `redirect.rs`: serve, `MOVED`, `ASK`, `CROSSSLOT`, `TRYAGAIN` or `CLUSTERDOWN`.
@@ -21,9 +23,11 @@ pub mod reach;
 pub mod redirect;
 pub mod slot;
 pub mod slot_map;
+pub mod topology;
 
 pub use bus::{Bus, BusConfig, BusEvent, BusRecord, SetSlot};
 pub use reach::Reach;
 pub use redirect::{command_keys, decide, ClientFlags, Decision, NodeView};
 pub use slot::key_slot;
 pub use slot_map::SlotMap;
+pub use topology::{initial_slots, ClusterRole, ManualFailover, SlotRange, SLOTS};

@@ -23,11 +23,11 @@
 //! Nodes are numbered as [`RedisCluster`](crate::backend::redis::real::RedisCluster) numbers
 //! them: masters `0..masters`, then master 0's replicas, master 1's, ...
 
-use crate::backend::redis::real::cluster::ClusterRole;
-use crate::backend::redis::real::cluster_nodes::SlotRange;
-use crate::backend::redis::sim::cluster_mode::reach::Reach;
-use crate::backend::redis::sim::cluster_mode::redirect::NodeView;
-use crate::backend::redis::sim::cluster_mode::slot_map::SlotMap;
+use crate::backend::redis::engine::cluster::reach::Reach;
+use crate::backend::redis::engine::cluster::redirect::NodeView;
+use crate::backend::redis::engine::cluster::slot_map::SlotMap;
+use crate::backend::redis::engine::cluster::topology::ClusterRole;
+use crate::backend::redis::engine::cluster::topology::SlotRange;
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 use std::collections::BTreeMap;
