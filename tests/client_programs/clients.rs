@@ -7,6 +7,7 @@
 //!
 //! Needs the pinned client libraries: `scripts/install-clients.sh` (`.ci/run` runs it).
 
+use crate::common::fault_lines;
 use lockcheck::history::EventKind;
 use lockcheck::judge::{Mode, Outcome};
 use lockcheck::real::{ClientCommand, ClientProgram, FakeTime, RedisServer, ServerOptions};
@@ -92,17 +93,6 @@ fn eventually(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
     }
 }
 
-fn fault_lines(o: &Outcome) -> Vec<String> {
-    o.history
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Fault { what } => Some(what.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Each grant's fencing token, in the order granted.
 fn grant_tokens(o: &Outcome) -> Vec<Option<u64>> {
     o.history
@@ -162,7 +152,7 @@ fn every_client_library_scenario_reaches_its_expected_verdict() {
         // depend on how the machine schedules the programs (see the clock-jump scenarios'
         // comment on why their jumps are timed rather than fired at `acquired`).
         let o = run_real(s.clone(), &name);
-        let faults = fault_lines(&o);
+        let faults = fault_lines(&o.history);
         println!(
             "{name}: {} ({} sections) {faults:?}",
             o.verdict(),
@@ -258,11 +248,11 @@ fn a_server_clock_jump_does_not_turn_correct_releases_into_lies() {
         let s = inline_scenario("redis-py-lock-no-faults.toml", &[], extra);
         let o = run_real(s, &format!("clock-jump-{round}"));
         assert!(
-            fault_lines(&o)
+            fault_lines(&o.history)
                 .iter()
                 .any(|l| l.contains("redis-0 clock jumped by 145 ms")),
             "{:?}",
-            fault_lines(&o)
+            fault_lines(&o.history)
         );
         let release = &o.checks["release"];
         assert_eq!(
@@ -332,7 +322,7 @@ fn a_crashed_client_program_is_sigkilled_and_its_lease_expires() {
         "\n[[faults]]\nkind = \"crash\"\nnode = \"client-0\"\non = \"acquired\"\n",
     );
     let o = run_real(s, "crash");
-    let faults = fault_lines(&o);
+    let faults = fault_lines(&o.history);
     assert!(
         faults
             .iter()

@@ -42,6 +42,19 @@ pub fn lockcheck(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// The nemesis's fault lines of a history (`EventKind::Fault`'s text), in order: what a test
+/// reads to check that a fault really fired, and how.
+pub fn fault_lines(history: &lockcheck::history::History) -> Vec<String> {
+    history
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            lockcheck::history::EventKind::Fault { what } => Some(what.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Serializes the tests of one binary that spawn real servers. Real runs are timing-sensitive on
 /// a 2-core machine, and a test that counts the process's live children (none may outlive a
 /// run) can only do so while no other real run is in flight.

@@ -1,6 +1,7 @@
 //! Every bundled scenario reaches its expected verdict on real `redis-server` processes too, and
 //! real mode fails cleanly (exit 2, the package to install) when it cannot run.
 
+use crate::common::fault_lines;
 use lockcheck::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
@@ -24,22 +25,11 @@ fn run_real(name: &str) -> Outcome {
     Outcome::judge(&s, Mode::Real, 1, history)
 }
 
-fn fault_lines(o: &Outcome) -> Vec<String> {
-    o.history
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            lockcheck::history::EventKind::Fault { what } => Some(what.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 #[test]
 fn failover_lock_loss_on_real_servers() {
     let o = run_real("failover-lock-loss.toml");
     assert_eq!(o.verdict(), Verdict::Violation, "{}", o.history.render());
-    let f = fault_lines(&o);
+    let f = fault_lines(&o.history);
     assert!(f.iter().any(|l| l.contains("redis-0 killed")), "{f:?}");
     assert!(f.iter().any(|l| l.contains("promoted")), "{f:?}");
 }
@@ -145,7 +135,7 @@ fn a_client_paused_during_its_redlock_acquire_on_real_servers() {
             o.history.render()
         );
         assert_eq!(o.verdict(), expected, "{name}\n{}", o.history.render());
-        let f = fault_lines(&o);
+        let f = fault_lines(&o.history);
         assert!(
             f.iter()
                 .any(|l| l.starts_with("client-0 paused for 4000 ms (timed")),

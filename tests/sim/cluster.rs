@@ -210,7 +210,6 @@ fn scripts_run_through_redis_script_with_the_noscript_fallback() {
 /// `redis-server` with a `SIGSTOP`ped client process: `tests/redis/pause_on_the_wire.rs`.
 #[test]
 fn a_request_on_the_wire_runs_at_arrival_while_its_client_is_paused() {
-    use lockcheck::history::EventKind;
     use lockcheck::scenario::ClientRef;
     use lockcheck::sim::client_faults::ClientFaults;
     sim(|| async {
@@ -264,15 +263,7 @@ fn a_request_on_the_wire_runs_at_arrival_while_its_client_is_paused() {
         let (r, took) = sent.await.unwrap();
         assert_eq!(r.unwrap(), Value::Okay);
         assert!(took >= Duration::from_millis(1_000), "{took:?}");
-        let notes: Vec<String> = rec
-            .snapshot()
-            .events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                EventKind::Fault { what } => Some(what.clone()),
-                _ => None,
-            })
-            .collect();
+        let notes = crate::common::fault_lines(&rec.snapshot());
         assert!(
             notes
                 .iter()

@@ -320,15 +320,7 @@ fn redisson_watchdog_keeps_a_long_section_safe_and_waiters_wake_on_pub_sub() {
 #[test]
 fn redisson_loses_its_lock_in_a_failover() {
     for o in expect_all(&scenario("redisson-failover"), 1..=5) {
-        let faults: Vec<String> = o
-            .history
-            .events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                EventKind::Fault { what } => Some(what.clone()),
-                _ => None,
-            })
-            .collect();
+        let faults = crate::common::fault_lines(&o.history);
         assert!(faults.iter().any(|f| f.contains("promoted")), "{faults:?}");
     }
 }

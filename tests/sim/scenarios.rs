@@ -1,22 +1,12 @@
 //! Every bundled scenario reaches its expected verdict in simulation, for the reason it claims.
 
+use crate::common::fault_lines;
 use crate::common::{bundled as scenario, judge_sim as judge};
 use lockcheck::history::EventKind;
 use lockcheck::judge::{Mode, Outcome};
 use lockcheck::scenario::Scenario;
 use lockcheck::Verdict;
 use std::path::Path;
-
-fn faults(o: &Outcome) -> Vec<String> {
-    o.history
-        .events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Fault { what } => Some(what.clone()),
-            _ => None,
-        })
-        .collect()
-}
 
 #[test]
 fn failover_loses_the_lock_to_the_promoted_replica() {
@@ -29,7 +19,7 @@ fn failover_loses_the_lock_to_the_promoted_replica() {
             "seed {seed}\n{}",
             o.history.render()
         );
-        let f = faults(&o);
+        let f = fault_lines(&o.history);
         assert_eq!(f[0], "redis-0 killed", "seed {seed}: {f:?}");
         assert!(f[1].starts_with("redis-0-replica-0 promoted"), "{f:?}");
         // The second holder acquired after the promotion, while the first still held.
@@ -134,7 +124,9 @@ for_ms = 2500
     }
     assert!(c1_failed_before_heal >= 2, "{}", o.history.render());
     assert!(!c1_acquired.is_empty() && c1_acquired.iter().all(|&t| t >= 2_500_000));
-    assert!(faults(&o).iter().any(|f| f == "partition healed"));
+    assert!(fault_lines(&o.history)
+        .iter()
+        .any(|f| f == "partition healed"));
 }
 
 /// The trace hash of every bundled scenario for seeds 1..=4, recomputed through the library,
