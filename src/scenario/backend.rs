@@ -73,6 +73,13 @@ pub trait BackendDecl: Debug + Send + Sync {
         2_000
     }
 
+    /// How many independent masters hold a copy of the lock entry (Redlock's N: a release
+    /// counts as done on a majority of them). By default the scenario's `[redis] masters`, 1
+    /// unless set; Redis says 1 for a Redis Cluster, whose masters each own other slots.
+    fn lock_masters(&self, s: &Scenario) -> u32 {
+        s.redis.masters
+    }
+
     /// Whether this service's worlds can carry fault `f` out; `Err` says why not, so a verdict
     /// is never vacuous.
     fn check_fault(&self, s: &Scenario, f: &Fault) -> Result<(), String>;
@@ -97,6 +104,13 @@ pub trait BackendDecl: Debug + Send + Sync {
     /// through a field of `Scenario` (the older backends' way, kept for their public fields).
     fn reads_own_table(&self) -> bool {
         false
+    }
+
+    /// Where the table it reads itself sits, as a path of keys: its own top-level table by
+    /// default; a backend whose top-level table is still a field of `Scenario` reads a sub-table
+    /// of it instead (Redis reads `[redis.cluster]`).
+    fn own_table_path(&self) -> Vec<&'static str> {
+        vec![self.table()]
     }
 
     /// Reads this backend's table as written (`None`: the file has none) into what its worlds

@@ -197,10 +197,11 @@ impl<'a> Spans<'a> {
         best
     }
 
-    /// Every byte range the top-level table `name` occupies in the file: its header and each of
-    /// its keys with their values (its sub-tables' too), or, written inline (`name = { .. }`),
-    /// the whole line's key and value. Empty when the file has no such table.
-    pub fn table_ranges(&self, name: &str) -> Vec<Range<usize>> {
+    /// Every byte range the table at `path` (`["postgres"]`, `["redis", "cluster"]`) occupies in
+    /// the file: its header and each of its keys with their values (its sub-tables' too), or,
+    /// written inline (`name = { .. }`), the whole line's key and value. Empty when the file has
+    /// no such table.
+    pub fn table_ranges(&self, path: &[&str]) -> Vec<Range<usize>> {
         fn table_parts(t: &toml_edit::Table, out: &mut Vec<Range<usize>>) {
             out.extend(t.span());
             for (k, item) in t.iter() {
@@ -216,7 +217,16 @@ impl<'a> Spans<'a> {
             }
         }
         let mut out = Vec::new();
-        let root = self.doc.as_table();
+        let Some((name, parents)) = path.split_last() else {
+            return out;
+        };
+        let mut root = self.doc.as_table();
+        for key in parents {
+            match root.get(key) {
+                Some(toml_edit::Item::Table(t)) => root = t,
+                _ => return out,
+            }
+        }
         match root.get(name) {
             Some(toml_edit::Item::Table(t)) => table_parts(t, &mut out),
             Some(item) => {

@@ -245,13 +245,18 @@ impl Scenario {
         // The whole file as a table, once, when a backend's own table is in it.
         let whole: Option<toml::Table> = masked.as_ref().and_then(|_| toml::from_str(text).ok());
         for b in catalog.backends.iter().filter(|b| b.reads_own_table()) {
-            let table = whole.as_ref().and_then(|t| t.get(b.table()));
-            let read = b.read_table(table).map_err(|(key, m)| {
-                let at = match key {
-                    Some(k) => ctx.spans.at(&[b.table(), k]),
-                    None => ctx.spans.at(&[b.table()]),
+            let path = b.own_table_path();
+            let table = path.iter().try_fold(None::<&toml::Value>, |at, key| {
+                let next = match at {
+                    None => whole.as_ref().and_then(|t| t.get(*key)),
+                    Some(v) => v.get(*key),
                 };
-                ctx.err(at, m)
+                next.map(Some).ok_or(())
+            });
+            let read = b.read_table(table.ok().flatten()).map_err(|(key, m)| {
+                let mut at = path.clone();
+                at.extend(key);
+                ctx.err(ctx.spans.at(&at), m)
             })?;
             scenario.tables.0.insert(b.table(), read);
         }
@@ -335,7 +340,7 @@ impl Scenario {
     pub fn check_params(&self) -> crate::check::Params {
         crate::check::Params {
             liveness_bound_ms: self.checks.liveness_bound_ms(self.lock.lease_ms()),
-            masters: self.redis.masters,
+            masters: self.backend().lock_masters(self),
             max_refused_writes: self.checks.max_refused_writes,
             min_throughput: self.checks.min_throughput,
             capacity: self.capacity(),

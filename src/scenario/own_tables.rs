@@ -32,7 +32,7 @@ pub(super) fn masked(
 ) -> Option<String> {
     let mut ranges: Vec<Range<usize>> = Vec::new();
     for b in backends.iter().filter(|b| b.reads_own_table()) {
-        ranges.extend(spans.table_ranges(b.table()));
+        ranges.extend(spans.table_ranges(&b.own_table_path()));
     }
     if ranges.is_empty() {
         return None;

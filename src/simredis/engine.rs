@@ -281,6 +281,12 @@ impl Engine {
         out.truncate(n);
     }
 
+    /// Whether key `key` exists at `now_ms` (a Redis Cluster node's question during a slot's
+    /// migration: is the key still here, or must the client ask the target?).
+    pub fn has_key(&self, key: &[u8], now_ms: u64) -> bool {
+        self.db.keys.contains(key) && !self.db.keys.is_expired(key, clock(now_ms))
+    }
+
     /// The absolute expiry of a stored key, in this node's clock (for tests and reports).
     pub fn expire_at(&self, key: &[u8]) -> Option<i64> {
         self.db.keys.expire_at(key)

@@ -77,7 +77,7 @@ mod zsets;
 
 pub use commands::may_write;
 pub use engine::{ClientId, Engine, Executed, Role};
-pub use reply::error_text;
+pub use reply::{error as error_reply, error_text};
 
 /// The error a master with `min-replicas-to-write` answers a write with when too few replicas
 /// are fresh.

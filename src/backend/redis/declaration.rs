@@ -4,9 +4,12 @@
 //! worlds carry out: every family but a server pause, a failover of a master group when it has a
 //! replica and no sentinels decide.
 
+use super::table::{self, ClusterTable};
 use crate::history::Role;
-use crate::lock::Service;
-use crate::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
+use crate::lock::{redlock, Service};
+use crate::scenario::{BackendDecl, FailoverShape, Fault, FaultKind, Invalid, Scenario};
+use std::any::Any;
+use std::sync::Arc;
 
 /// The service this backend is: what its locks' kinds and its scenarios' clients talk to.
 pub const SERVICE: Service = Service::named("redis");
@@ -14,6 +17,10 @@ pub const SERVICE: Service = Service::named("redis");
 /// The Redis backend: one master, master groups with replicas, Sentinel, Redlock's masters.
 #[derive(Debug)]
 pub struct Redis;
+
+/// Why lockcheck's `failover` has no place in a Redis Cluster.
+const CLUSTER_FAILS_OVER: &str = "a Redis Cluster promotes a replica by itself when its masters \
+    agree a master failed: crash or partition the master instead of `failover`";
 
 /// Measured real-mode spawn costs (`BackendDecl::real_spawn_ms`), rounded up.
 const REDIS_SPAWN_MS: u64 = 500;
@@ -67,7 +74,42 @@ impl BackendDecl for Redis {
                 ),
             ));
         }
+        if table::cluster(s).is_some() {
+            ClusterTable::check(s)?;
+            if s.lock.kind.name() == redlock::NAME {
+                return Err((
+                    Some("cluster"),
+                    "Redlock takes independent masters, one connection each; a Redis Cluster \
+                     gives a client one connection to all its masters: drop `[redis.cluster]`"
+                        .into(),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// One in a Redis Cluster: the lock's key lives in one slot, on one master.
+    fn lock_masters(&self, s: &Scenario) -> u32 {
+        match table::cluster(s) {
+            Some(_) => 1,
+            None => s.redis.masters,
+        }
+    }
+
+    /// `[redis.cluster]` is read here; the older keys stay `Scenario::redis`'s.
+    fn reads_own_table(&self) -> bool {
+        true
+    }
+
+    fn own_table_path(&self) -> Vec<&'static str> {
+        table::PATH.to_vec()
+    }
+
+    fn read_table(
+        &self,
+        table: Option<&toml::Value>,
+    ) -> Result<Arc<dyn Any + Send + Sync>, Invalid> {
+        Ok(Arc::new(ClusterTable::read(table)?))
     }
 
     fn request_timeout_ms(&self, s: &Scenario) -> u64 {
@@ -90,8 +132,12 @@ impl BackendDecl for Redis {
     }
 
     /// Every family has a Redis recipe in simulation; the family's own keys already refused
-    /// what a topology cannot have (a failover with sentinels, a master that is not there).
-    fn check_fault(&self, _s: &Scenario, _f: &Fault) -> Result<(), String> {
+    /// what a topology cannot have (a failover with sentinels, a master that is not there). A
+    /// Redis Cluster promotes its replicas itself, so lockcheck's `failover` is refused there.
+    fn check_fault(&self, s: &Scenario, f: &Fault) -> Result<(), String> {
+        if matches!(f.kind, FaultKind::Failover { .. }) && table::cluster(s).is_some() {
+            return Err(CLUSTER_FAILS_OVER.into());
+        }
         Ok(())
     }
 
@@ -111,6 +157,7 @@ impl BackendDecl for Redis {
             "failover" if s.redis.sentinels > 0 => Some(
                 "with `sentinels` the sentinels decide a failover: drop `failover` (explore's `crash`, `pause` and `partition` make them fail over)".into(),
             ),
+            "failover" if table::cluster(s).is_some() => Some(CLUSTER_FAILS_OVER.into()),
             "server_pause" => Some(
                 "`server_pause` is not modelled on Redis: drop it (`pause` stops a client, `partition` cuts a Redis node off)".into(),
             ),

@@ -12,6 +12,7 @@ pub mod engine;
 pub mod real;
 pub mod sim;
 pub mod switch;
+pub mod table;
 
 use crate::env::Switch;
 use crate::history::History;

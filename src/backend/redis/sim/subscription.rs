@@ -53,7 +53,9 @@ impl SimSubscription {
 
 impl Subscription for SimSubscription {
     async fn subscribe(&mut self, channel: &str) -> redis::RedisResult<()> {
-        let server = self.cluster.master_of(self.group);
+        let server = self
+            .cluster
+            .subscription_server(self.node, self.group, channel);
         if self.server != Some(server) {
             // A new server: a new connection, with a fresh inbox.
             self.cluster.drop_subscriber(self.id);

@@ -7,7 +7,7 @@
 //! servers first, then the clients.
 
 use super::cluster::{Cluster, ClusterConfig};
-use super::connection::SimConnection;
+use super::connection::{ClusterClient, SimConnection};
 use super::nemesis::SimNemesis;
 use super::sentinel;
 use crate::env::PointHook;
@@ -56,6 +56,14 @@ where
         net.clone(),
         rec.clone(),
     );
+    let cluster_table = crate::backend::redis::table::cluster(scenario).cloned();
+    if let Some(t) = &cluster_table {
+        cluster.enable_redis_cluster(
+            scenario.redis.masters as usize,
+            scenario.redis.replicas as usize,
+            t.node_timeout_ms,
+        );
+    }
     cluster.start();
     cluster.watch_lock_key(&scenario.lock.key);
     cluster.set_min_replicas(
@@ -78,7 +86,11 @@ where
         )
     });
     let servers = cluster.server_count();
-    let groups = scenario.redis.masters as usize;
+    // A cluster client has one connection to the whole cluster; otherwise one per group.
+    let groups = match cluster_table {
+        Some(_) => 1,
+        None => scenario.redis.masters as usize,
+    };
     let timeout = Duration::from_millis(scenario.redis.request_timeout_ms);
     let storage = storage::Storage::new(net.clone());
 
@@ -107,6 +119,7 @@ where
         groups,
         servers,
         timeout,
+        cluster_client: cluster_table.map(|t| (t.client_retries, t.client_retry_wait_ms)),
     };
     let grace = Duration::from_millis(world::grace_ms(scenario, scenario.redis.request_timeout_ms));
     let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conns, env| {
@@ -149,6 +162,8 @@ struct SimWorld {
     /// Redis servers come first in the node layout, then the clients.
     servers: usize,
     timeout: Duration,
+    /// In a Redis Cluster: each client's retries and retry wait (`[redis.cluster]`).
+    cluster_client: Option<(u32, [u64; 2])>,
 }
 
 impl world::World for SimWorld {
@@ -166,16 +181,24 @@ impl world::World for SimWorld {
     }
 
     fn connections(&mut self, c: u32, _env: &SimEnv) -> Vec<SimConnection> {
+        // A client's connections share what it learned of the slots.
+        let client = self
+            .cluster_client
+            .map(|(retries, wait)| ClusterClient::new(retries, wait));
         (0..self.groups)
             .map(|g| {
-                SimConnection::new(
+                let conn = SimConnection::new(
                     self.cluster.clone(),
                     self.net.clone(),
                     self.servers + c as usize,
                     g,
                     c as u64 + 1,
                     self.timeout,
-                )
+                );
+                match &client {
+                    Some(client) => conn.in_cluster(client.clone()),
+                    None => conn,
+                }
             })
             .collect()
     }

@@ -39,6 +39,11 @@ impl Reach {
         }
     }
 
+    /// Cuts the link between `a` and `b`, both ways.
+    pub fn cut(&mut self, a: usize, b: usize) {
+        self.cut.insert((a.min(b), a.max(b)));
+    }
+
     /// Every link up again.
     pub fn heal(&mut self) {
         self.cut.clear();

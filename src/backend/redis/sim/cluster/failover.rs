@@ -6,7 +6,7 @@
 
 use crate::backend::redis::sim::cluster::{Cluster, Group, State, Stream};
 use crate::history::EventKind;
-use crate::simredis::{Engine, Role};
+use crate::simredis::Role;
 
 impl State {
     /// `REPLICAOF NO ONE` on replica `new` of `group`, as both a nemesis failover
@@ -111,16 +111,7 @@ impl Cluster {
     /// restarts from an empty one and follows the new master's stream from now on).
     pub fn demote(&self, idx: usize) -> String {
         let mut st = self.st();
-        let group = st.servers[idx].group;
-        let master = st.groups[group].master;
-        st.servers[idx].engine = Engine::new(Role::Replica);
-        st.servers[idx].offset = 0;
-        st.servers[idx].applied = 0;
-        st.servers[idx].streams.clear();
-        st.servers[master].streams.insert(idx, Stream::default());
-        if !st.groups[group].replicas.contains(&idx) {
-            st.groups[group].replicas.push(idx);
-        }
+        st.demote_to_replica(idx);
         let name = st.servers[idx].name.clone();
         drop(st);
         self.rec.record(

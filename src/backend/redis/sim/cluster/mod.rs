@@ -7,8 +7,11 @@
 //! master's node: when the master dies its in-flight stream dies with it, which is exactly the
 //! window in which a failover loses a freshly granted lock.
 
+mod cluster_mode;
 mod failover;
 mod replication;
+
+pub use cluster_mode::{request_slot, Redirect};
 
 use crate::history::{EventKind, Recorder};
 use crate::sim::clock::Clocks;
@@ -88,6 +91,10 @@ struct State {
     sentinel_nodes: Vec<usize>,
     /// `min-replicas-to-write` and `min-replicas-max-lag` (ms), when set.
     min_replicas: Option<(u32, u64)>,
+    /// As one Redis Cluster (`[redis.cluster]`): the bus and the redirects.
+    redis_cluster: Option<cluster_mode::ClusterMode>,
+    /// The node that drives the bus, once started.
+    bus_node: Option<NodeId>,
 }
 
 /// Topology parameters: the scenario's `[redis]` table as the cluster needs it.
@@ -137,7 +144,8 @@ impl Cluster {
     /// The madsim nodes of the servers, so a finished run can kill them and free their tasks.
     pub fn madsim_nodes(&self) -> Vec<NodeId> {
         let state = self.st();
-        state.servers.iter().filter_map(|s| s.madsim).collect()
+        let servers = state.servers.iter().filter_map(|s| s.madsim);
+        servers.chain(state.bus_node).collect()
     }
 
     /// Lays out the servers; node indices follow `Scenario::node_names` (masters, each followed by
@@ -176,6 +184,8 @@ impl Cluster {
                 routes: BTreeMap::new(),
                 sentinel_nodes: Vec::new(),
                 min_replicas: None,
+                redis_cluster: None,
+                bus_node: None,
             })),
             clocks,
             net,
@@ -204,6 +214,8 @@ impl Cluster {
                 .build();
             self.st().servers[idx].madsim = Some(node.id());
         }
+        let bus = self.start_bus();
+        self.st().bus_node = bus;
     }
 
     /// The server's own background work: the active-expiry sweep, as `serverCron` does.
@@ -297,13 +309,17 @@ impl Cluster {
             return Err(Unreachable::Partitioned);
         }
         st.commands += 1;
+        let now = self.clocks.now_ms(idx);
+        // A cluster node redirects before it checks anything else (`processCommand`).
+        if let Some(refusal) = Cluster::cluster_refusal(&mut st, idx, conn, args, now) {
+            return Ok(refusal);
+        }
         if st.min_replicas.is_some()
             && crate::simredis::may_write(args)
             && !self.enough_replicas(&st, idx)
         {
             return Ok(crate::simredis::noreplicas());
         }
-        let now = self.clocks.now_ms(idx);
         if args
             .first()
             .is_some_and(|a| a.eq_ignore_ascii_case(b"INFO"))
