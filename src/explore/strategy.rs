@@ -173,7 +173,7 @@ fn fault(space: &Space) -> BoxedStrategy<(When, FaultKind)> {
                 crash::draw_server(&space.servers, space.restart_ms),
             ),
             "client_crash" => arm(at_point(space), crash::draw_client()),
-            "partition" if space.sentinels > 0 => Union::new(vec![
+            "partition" if space.split_brain => Union::new(vec![
                 arm(when(space), partition::draw(space.partition_ms)),
                 arm(
                     when(space),

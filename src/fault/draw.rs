@@ -83,6 +83,7 @@ impl FaultKind {
                 ppm: *ppm,
             },
             FaultKind::Failover { .. }
+            | FaultKind::ClusterFailover { .. }
             | FaultKind::Crash { .. }
             | FaultKind::ServerPause { .. } => self.clone(),
         }

@@ -23,7 +23,6 @@ fn parse(t: &Table<'_>) -> Result<FaultKind, KeyError> {
             "with `sentinels` the sentinels decide a failover: crash, pause or partition the master instead of a `failover` fault",
         ));
     }
-    let master = f.master.as_ref().map(|m| *m.get_ref()).unwrap_or(0);
     if s.failover == FailoverShape::Leader {
         // An ensemble's failover: its leader dies and the others elect a new one (whether the
         // deployment is an ensemble is its backend's check, at the fault's kind).
@@ -38,12 +37,18 @@ fn parse(t: &Table<'_>) -> Result<FaultKind, KeyError> {
         }
         return Ok(FaultKind::Failover { master: 0 });
     }
+    Ok(FaultKind::Failover {
+        master: group_with_replica(t, "a `failover`")?,
+    })
+}
+
+/// The `master` key (0 when left out) of a fault that promotes that group's replica: a group the
+/// scenario has, with a replica. `what` names the fault in the message.
+pub(super) fn group_with_replica(t: &Table<'_>, what: &str) -> Result<u32, KeyError> {
+    let s = t.setting;
+    let master = t.raw.master.as_ref().map(|m| *m.get_ref()).unwrap_or(0);
     if master >= s.masters {
-        let span = f
-            .master
-            .as_ref()
-            .map(|m| m.span())
-            .unwrap_or(t.span.clone());
+        let span = t.raw.master.as_ref().map_or(t.span.clone(), |m| m.span());
         return Err(t.err(
             span,
             format!(
@@ -55,10 +60,10 @@ fn parse(t: &Table<'_>) -> Result<FaultKind, KeyError> {
     if s.replicas == 0 {
         return Err(t.err(
             t.span.clone(),
-            "a `failover` needs a replica to promote: set `[redis] replicas = 1` or more",
+            format!("{what} needs a replica to promote: set `[redis] replicas = 1` or more"),
         ));
     }
-    Ok(FaultKind::Failover { master })
+    Ok(master)
 }
 
 pub(super) fn write(master: u32, t: &mut toml_edit::Table) {

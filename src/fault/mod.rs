@@ -5,12 +5,14 @@
 //!
 //! A family is one file: [`pause`] (a client's stop-the-world pause), [`server_pause`] (a server
 //! process stopped), [`crash`] (a server crash and restart, a client crash), [`failover`],
-//! [`partition`] and [`clock`] (jumps and drift). This module only dispatches: [`FaultKind`] is
+//! [`partition`], [`clock`] (jumps and drift) and [`cluster_failover`] (a Redis Cluster's
+//! manual failover). This module only dispatches: [`FaultKind`] is
 //! the closed set of families' values, and each operation below hands its variant to the family.
 //! A family never asks which world it is in: it calls capabilities, and a world that lacks one
 //! refuses it ([`Refused`]).
 
 pub mod clock;
+pub mod cluster_failover;
 pub mod crash;
 pub mod draw;
 pub mod failover;
@@ -22,6 +24,7 @@ mod table;
 pub mod terminate;
 mod trigger;
 
+pub use cluster_failover::ClusterFailoverForm;
 pub use nemesis::{Nemesis, Occasion, Refused};
 pub use partition::{Cut, Direction};
 pub use pause::ClientRef;
@@ -122,6 +125,14 @@ pub enum FaultKind {
         /// Whose session: a named client, or whoever holds the lock when the fault fires.
         client: ClientRef,
     },
+    /// `CLUSTER FAILOVER [FORCE|TAKEOVER]` to the first replica of master group `master`, in a
+    /// Redis Cluster.
+    ClusterFailover {
+        /// The master group (from 0): `redis-<master>-replica-0` takes its slots.
+        master: u32,
+        /// Which form of the command.
+        form: ClusterFailoverForm,
+    },
 }
 
 /// One `kind = "..."` of the scenario format: its name, the keys it takes besides `kind`, `on`,
@@ -145,6 +156,9 @@ pub const WRITTEN: &[Written] = &[
     clock::DRIFT,
     crash::WRITTEN,
     terminate::WRITTEN,
+    cluster_failover::COORDINATED,
+    cluster_failover::FORCE,
+    cluster_failover::TAKEOVER,
 ];
 
 /// The fault kinds' names, as written in scenario files.
@@ -157,6 +171,9 @@ pub const FAULT_KINDS: &[&str] = &[
     clock::DRIFT.name,
     crash::WRITTEN.name,
     terminate::WRITTEN.name,
+    cluster_failover::COORDINATED.name,
+    cluster_failover::FORCE.name,
+    cluster_failover::TAKEOVER.name,
 ];
 
 /// The scenario format's entry for `kind = "<name>"`.
@@ -176,6 +193,7 @@ impl FaultKind {
             FaultKind::WallClockJump { .. } => clock::WALL_JUMP.name,
             FaultKind::ClockDrift { .. } => clock::DRIFT.name,
             FaultKind::Terminate { .. } => terminate::WRITTEN.name,
+            FaultKind::ClusterFailover { form, .. } => cluster_failover::name(*form),
         }
     }
 
@@ -202,6 +220,7 @@ impl FaultKind {
             } => crash::write_server(node, *restart_after_ms, t),
             FaultKind::ClientCrash { client } => crash::write_client(*client, t),
             FaultKind::Terminate { client } => terminate::write(client, t),
+            FaultKind::ClusterFailover { master, .. } => cluster_failover::write(*master, t),
         }
     }
 
@@ -222,6 +241,7 @@ impl FaultKind {
             FaultKind::ClockJump { .. } => clock::jump_label(false),
             FaultKind::WallClockJump { .. } => clock::jump_label(true),
             FaultKind::ClockDrift { .. } => clock::drift_label(),
+            FaultKind::ClusterFailover { form, .. } => cluster_failover::label(*form),
         }
     }
 
@@ -303,6 +323,9 @@ impl FaultKind {
             } => crash::fire_server(n, node, *restart_after_ms),
             FaultKind::ClientCrash { client } => crash::fire_client(n, at, *client),
             FaultKind::Terminate { client } => terminate::fire(n, at, client),
+            FaultKind::ClusterFailover { master, form } => {
+                cluster_failover::fire(n, *master, *form)
+            }
         }
     }
 }

@@ -94,6 +94,17 @@ pub trait Nemesis {
         Err(Refused::Lacking)
     }
 
+    /// Sends `CLUSTER FAILOVER` in `form` to the first replica of master group `master`, in a
+    /// Redis Cluster; the cluster does the rest.
+    fn cluster_failover(
+        &self,
+        master: u32,
+        form: super::ClusterFailoverForm,
+    ) -> Result<(), Refused> {
+        let _ = (master, form);
+        Err(Refused::Lacking)
+    }
+
     /// Ends `victim`'s server session while the client lives on (`pg_terminate_backend`): what
     /// the session held goes now; the client learns it on its next request.
     fn end_session(&self, at: &Occasion<'_>, victim: &ClientRef) -> Result<(), Refused> {

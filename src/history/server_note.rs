@@ -148,6 +148,15 @@ mod tests {
             ("redis-0 killed (SIGKILL)", Some(Down("redis-0"))),
             ("redis-0 killed", Some(Down("redis-0"))),
             (
+                "redis-1-replica-0 promoted to master of group 1 (cluster election, epoch 4)",
+                Some(Promoted("redis-1-replica-0")),
+            ),
+            (
+                "redis-1 demoted to a replica (follows redis-1-replica-0)",
+                Some(Demoted("redis-1")),
+            ),
+            ("cluster: redis-1 cluster state fail", None),
+            (
                 "etcd-0 crashed (it was the leader)",
                 Some(Down("etcd-0")),
             ),

@@ -80,6 +80,13 @@ pub trait BackendDecl: Debug + Send + Sync {
         s.redis.masters
     }
 
+    /// Whether the deployment promotes a replica by itself when a master stops answering
+    /// (Redis Sentinel, a Redis Cluster), so that a master cut off with some clients keeps
+    /// serving them while the rest promote another: explore then draws such splits too.
+    fn promotes_by_itself(&self, _s: &Scenario) -> bool {
+        false
+    }
+
     /// Whether this service's worlds can carry fault `f` out; `Err` says why not, so a verdict
     /// is never vacuous.
     fn check_fault(&self, s: &Scenario, f: &Fault) -> Result<(), String>;

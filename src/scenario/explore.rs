@@ -198,6 +198,10 @@ pub struct Space {
     /// Redis Sentinel processes watching the masters (`[redis] sentinels`): with any, a
     /// `partition` may also split a master and some clients from the rest.
     pub sentinels: u32,
+    /// Whether the deployment promotes a replica by itself (`BackendDecl::promotes_by_itself`:
+    /// Sentinel, a Redis Cluster): a `partition` may then also split a master and some clients
+    /// from the rest, the split brain its users meet.
+    pub split_brain: bool,
     /// The cluster's servers, the nodes a crash, a partition, a clock fault or a server pause
     /// may hit: the Redis nodes, or the MySQL locks' database server.
     pub servers: Vec<String>,
@@ -295,6 +299,7 @@ impl Space {
             after_ms_given: spec.after_ms,
             masters: scenario.redis.masters,
             sentinels: scenario.redis.sentinels,
+            split_brain: scenario.backend().promotes_by_itself(scenario),
             servers: scenario
                 .node_names()
                 .into_iter()

@@ -3,6 +3,22 @@
 use super::{explore, fault_kinds, options};
 use lockcheck::Verdict;
 
+/// The nemesis's notes in a replayed finding's history, one per line.
+fn fault_notes(r: &lockcheck::explore::Replayed) -> String {
+    let notes: Vec<&str> = r
+        .outcome
+        .shown
+        .history
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            lockcheck::history::EventKind::Fault { what } => Some(what.as_str()),
+            _ => None,
+        })
+        .collect();
+    notes.join("\n")
+}
+
 /// Asserts the replayed finding violates `check` and matches the expectation written into it.
 fn assert_found(r: &lockcheck::explore::Replayed, check: &str) {
     let shown = &r.outcome.shown;
@@ -107,18 +123,7 @@ fn sentinel_lock_loss_split_brain_and_min_replicas_from_no_faults() {
         assert_found(&r, "mutual_exclusion");
         assert_eq!(fault_kinds(&r), [kind], "{fixture}: one fault");
         assert_eq!(r.scenario.workload.clients, 2, "{fixture}");
-        let notes: Vec<&str> = r
-            .outcome
-            .shown
-            .history
-            .events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                lockcheck::history::EventKind::Fault { what } => Some(what.as_str()),
-                _ => None,
-            })
-            .collect();
-        let notes = notes.join("\n");
+        let notes = fault_notes(&r);
         assert!(
             notes.contains("+switch-master"),
             "{fixture}: the sentinels decided\n{notes}"
@@ -131,6 +136,27 @@ fn sentinel_lock_loss_split_brain_and_min_replicas_from_no_faults() {
             assert_eq!(nodes, &["redis-0", "client-0"], "{fixture}");
             assert!(from.is_empty(), "{fixture}: cut off from everyone else");
         }
+    }
+}
+
+/// Redis Cluster from no faults (#43): a crash of the lock key's master, or a partition, right
+/// after a grant that has not reached its replica; the cluster's own election (not lockcheck)
+/// promotes the replica without the entry and the other client takes the lock from it.
+#[test]
+fn cluster_lock_loss_from_a_crash_and_from_a_partition() {
+    for (fixture, kind) in [
+        ("cluster-crash-no-faults", "crash"),
+        ("cluster-split-no-faults", "partition"),
+    ] {
+        let (_, _, found) = explore(fixture, &options(4000, Some("mutual_exclusion")));
+        let r = found.unwrap_or_else(|| panic!("{fixture}: explore finds it"));
+        assert_found(&r, "mutual_exclusion");
+        assert_eq!(fault_kinds(&r), [kind], "{fixture}: one fault");
+        let notes = fault_notes(&r);
+        assert!(
+            notes.contains("redis-1-replica-0 promoted to master of group 1 (cluster election"),
+            "{fixture}: the cluster elected the replica\n{notes}"
+        );
     }
 }
 

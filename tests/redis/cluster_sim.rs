@@ -386,7 +386,7 @@ fn the_simulated_cluster_routes_as_a_real_one() {
     let data = RefCell::new(data);
     let admin = RefCell::new(admin);
     let tally: RefCell<BTreeMap<String, usize>> = RefCell::new(BTreeMap::new());
-    let mut runner = TestRunner::new(crate::common::fixed_seed_config(600));
+    let mut runner = TestRunner::new(crate::common::fixed_seed_config(10_000));
     runner
         .run(&prop::collection::vec(step(), 1..6), |steps| {
             for s in steps {

@@ -14,6 +14,7 @@ mod common;
 mod cluster;
 mod cluster_client;
 mod cluster_partition;
+mod cluster_scenarios;
 mod cluster_sim;
 mod differential_locks;
 mod explore;

@@ -96,6 +96,11 @@ impl BackendDecl for Redis {
         }
     }
 
+    /// With sentinels, or as a Redis Cluster.
+    fn promotes_by_itself(&self, s: &Scenario) -> bool {
+        s.redis.sentinels > 0 || table::cluster(s).is_some()
+    }
+
     /// `[redis.cluster]` is read here; the older keys stay `Scenario::redis`'s.
     fn reads_own_table(&self) -> bool {
         true
@@ -135,8 +140,16 @@ impl BackendDecl for Redis {
     /// what a topology cannot have (a failover with sentinels, a master that is not there). A
     /// Redis Cluster promotes its replicas itself, so lockcheck's `failover` is refused there.
     fn check_fault(&self, s: &Scenario, f: &Fault) -> Result<(), String> {
-        if matches!(f.kind, FaultKind::Failover { .. }) && table::cluster(s).is_some() {
+        let cluster = table::cluster(s).is_some();
+        if matches!(f.kind, FaultKind::Failover { .. }) && cluster {
             return Err(CLUSTER_FAILS_OVER.into());
+        }
+        if matches!(f.kind, FaultKind::ClusterFailover { .. }) && !cluster {
+            return Err(format!(
+                "`{}` sends CLUSTER FAILOVER to a Redis Cluster: add `[redis.cluster]`, or \
+                 use `failover` on master groups",
+                f.kind.name()
+            ));
         }
         Ok(())
     }

@@ -24,25 +24,23 @@
 //! docs/redis-cluster.md says what the simulated cluster models and what it leaves out.
 
 use crate::scenario::{Invalid, Scenario};
-use serde::Deserialize;
 
 /// The scenario table Redis reads itself: `[redis.cluster]`.
 pub const PATH: [&str; 2] = ["redis", "cluster"];
 
+/// The keys `[redis.cluster]` takes.
+pub const KEYS: &[&str] = &["node_timeout_ms", "client_retries", "client_retry_wait_ms"];
+
 /// `[redis.cluster]`, read by the backend itself (`BackendDecl::read_table`).
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterTable {
     /// `cluster-node-timeout`, ms: how long a node goes unanswered before the others suspect it.
-    #[serde(default = "default_node_timeout")]
     pub node_timeout_ms: u64,
     /// How many times a client's request is sent again, for a redirect, a `TRYAGAIN` or
     /// `CLUSTERDOWN`, or no answer in time.
-    #[serde(default = "default_retries")]
     pub client_retries: u32,
     /// The wait before a request refused with `TRYAGAIN` or `CLUSTERDOWN` is sent again,
     /// uniform in [low, high] ms.
-    #[serde(default = "default_retry_wait")]
     pub client_retry_wait_ms: [u64; 2],
 }
 
@@ -75,35 +73,80 @@ pub fn cluster(s: &Scenario) -> Option<&ClusterTable> {
 }
 
 impl ClusterTable {
-    /// Reads `[redis.cluster]` as written (`None`: the file has none).
+    /// Reads `[redis.cluster]` as written (`None`: the file has none); an error names the key
+    /// and says in plain words what it takes.
     pub fn read(table: Option<&toml::Value>) -> Result<Read, Invalid> {
         let Some(table) = table else {
             return Ok(None);
         };
-        let t: ClusterTable = table
-            .clone()
-            .try_into()
-            .map_err(|e: toml::de::Error| (None, format!("`[redis.cluster]`: {}", e.message())))?;
-        if t.node_timeout_ms < 100 {
+        let Some(entries) = table.as_table() else {
+            return Err((None, "`[redis.cluster]` must be a table of keys".into()));
+        };
+        let mut t = ClusterTable::default();
+        for (key, value) in entries {
+            let Some(&known) = KEYS.iter().find(|k| **k == key.as_str()) else {
+                return Err((
+                    None,
+                    format!(
+                        "unknown key `{}` in `[redis.cluster]`, expected one of {}",
+                        crate::scenario::input::excerpt(key, 40),
+                        KEYS.join(", ")
+                    ),
+                ));
+            };
+            t.set(known, value).map_err(|m| (Some(known), m))?;
+        }
+        t.check_ranges().map_err(|(k, m)| (Some(k), m))?;
+        Ok(Some(t))
+    }
+
+    /// Sets key `key` from `value`, or says in plain words what it takes.
+    fn set(&mut self, key: &'static str, value: &toml::Value) -> Result<(), String> {
+        let number = |v: &toml::Value| -> Result<u64, String> {
+            v.as_integer()
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| format!("`{key}` takes a whole number of 0 or more, got {value}"))
+        };
+        match key {
+            "node_timeout_ms" => self.node_timeout_ms = number(value)?,
+            "client_retries" => {
+                self.client_retries = u32::try_from(number(value)?)
+                    .map_err(|_| format!("`{key}` is at most 16, got {value}"))?
+            }
+            _ => {
+                let pair = value
+                    .as_array()
+                    .filter(|a| a.len() == 2)
+                    .ok_or_else(|| format!("`{key}` takes [low, high] in ms, got {value}"))?;
+                self.client_retry_wait_ms = [number(&pair[0])?, number(&pair[1])?];
+            }
+        }
+        Ok(())
+    }
+
+    /// The ranges the keys must keep to.
+    fn check_ranges(&self) -> Result<(), (&'static str, String)> {
+        if self.node_timeout_ms < 100 || self.node_timeout_ms > 60_000 {
             return Err((
-                Some("node_timeout_ms"),
-                "`node_timeout_ms` is at least 100 (the cluster bus pings every 100 ms)".into(),
+                "node_timeout_ms",
+                "`node_timeout_ms` is from 100 (the cluster bus pings every 100 ms) to 60000"
+                    .into(),
             ));
         }
-        let [lo, hi] = t.client_retry_wait_ms;
+        let [lo, hi] = self.client_retry_wait_ms;
         if lo > hi || hi > 60_000 {
             return Err((
-                Some("client_retry_wait_ms"),
+                "client_retry_wait_ms",
                 "`client_retry_wait_ms` is [low, high] with low <= high <= 60000".into(),
             ));
         }
-        if t.client_retries > 16 {
+        if self.client_retries > 16 {
             return Err((
-                Some("client_retries"),
+                "client_retries",
                 "`client_retries` is at most 16 (redis-rs's default)".into(),
             ));
         }
-        Ok(Some(t))
+        Ok(())
     }
 
     /// The `[redis]` keys a cluster cannot have, checked once the whole scenario is read.

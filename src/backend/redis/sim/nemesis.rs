@@ -6,7 +6,9 @@
 //! the nemesis's own node, which no fault touches.
 
 use crate::backend::redis::sim::cluster::Cluster;
-use crate::fault::{ClientRef, Cut, Direction, Fault, FaultKind, Nemesis, Occasion, Refused};
+use crate::fault::{
+    ClientRef, ClusterFailoverForm, Cut, Direction, Fault, FaultKind, Nemesis, Occasion, Refused,
+};
 use crate::history::Recorder;
 use crate::schedule::Schedule;
 use crate::sim::client_faults::{take_effect, ClientFaults};
@@ -158,6 +160,12 @@ impl Nemesis for SimNemesis {
             me.cluster.restart_empty(idx);
         });
         Ok(())
+    }
+
+    fn cluster_failover(&self, master: u32, form: ClusterFailoverForm) -> Result<(), Refused> {
+        self.cluster
+            .manual_failover(master as usize, form)
+            .map_err(Refused::Because)
     }
 
     fn pause_server(&self, node: &str, _for_ms: u64) -> Result<(), Refused> {

@@ -16,8 +16,9 @@
 use super::{Cluster, State};
 use crate::backend::redis::engine::cluster::{
     decide, initial_slots, key_slot, Bus, BusConfig, BusEvent, BusRecord, ClientFlags, ClusterRole,
-    Decision, Reach,
+    Decision, ManualFailover, Reach,
 };
+use crate::fault::ClusterFailoverForm;
 use crate::history::EventKind;
 use crate::simredis::{error_reply, error_text, ClientId};
 use madsim::runtime::Handle;
@@ -157,7 +158,7 @@ impl Cluster {
 
     /// One step of the bus: up to now, with the servers that run, the links that are up and
     /// the replication offsets as they are now; what it decided takes effect here.
-    fn bus_tick(&self) {
+    pub(super) fn bus_tick(&self) {
         let now_ms = self.rec.now_us() / 1000;
         let records = {
             let mut st = self.st();
@@ -255,6 +256,35 @@ impl Cluster {
         if let Some(what) = note {
             self.rec.record("nemesis", EventKind::Fault { what });
         }
+    }
+
+    /// `CLUSTER FAILOVER` in `form`, sent to the first replica of master group `group` as the
+    /// group was laid out (`redis-<group>-replica-0`); the bus carries it out.
+    pub fn manual_failover(&self, group: usize, form: ClusterFailoverForm) -> Result<(), String> {
+        let name = format!("redis-{group}-replica-0");
+        let done = {
+            let mut st = self.st();
+            let st = &mut *st;
+            let Some(mode) = st.redis_cluster.as_mut() else {
+                return Err("CLUSTER FAILOVER: the deployment is no Redis Cluster".into());
+            };
+            let idx = st.servers.iter().position(|s| s.name == name);
+            let how = match form {
+                ClusterFailoverForm::Coordinated => ManualFailover::Coordinated,
+                ClusterFailoverForm::Force => ManualFailover::Force,
+                ClusterFailoverForm::Takeover => ManualFailover::Takeover,
+            };
+            match idx {
+                Some(idx) if st.servers[idx].alive => mode.bus.failover(mode.bus_of[idx], how),
+                _ => Err(format!("{name} is not running")),
+            }
+        };
+        let what = match &done {
+            Ok(()) => format!("CLUSTER FAILOVER{} sent to {name}", form.option()),
+            Err(why) => format!("CLUSTER FAILOVER{} to {name} refused: {why}", form.option()),
+        };
+        self.rec.record("nemesis", EventKind::Fault { what });
+        done
     }
 
     /// What server `idx` does with command `args` from connection `conn` before executing it:

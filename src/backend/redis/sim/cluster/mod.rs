@@ -475,6 +475,8 @@ impl Cluster {
                 what: format!("{name} killed"),
             },
         );
+        // The cluster bus hears of it now, not at its next tick.
+        self.bus_tick();
     }
 
     /// Restarts a crashed server with an empty dataset (no persistence).
@@ -502,6 +504,9 @@ impl Cluster {
                 what: format!("{name} restarted empty"),
             },
         );
+        // A restarted node answers from its own fresh state (cluster state fail, its writable
+        // delay), not from what the bus knew of it before it died.
+        self.bus_tick();
     }
 
     /// Promotes the first live replica of `group` to master (`REPLICAOF NO ONE` by Sentinel) and

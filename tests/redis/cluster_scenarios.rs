@@ -1,0 +1,76 @@
+//! The bundled Redis Cluster scenarios in the simulated world (`[redis.cluster]`): each reaches
+//! its expected verdict on every one of 20 seeds, because each is a construction (a crash or a
+//! partition timed by the workload, not by luck), and the cluster's own promotion, which the
+//! simulation times by its bus, lands within a fifth of the median measured on real clusters.
+
+use crate::common::{bundled, fault_lines, judge_sim};
+use lockcheck::history::EventKind;
+use lockcheck::SeedsOutcome;
+
+/// The bundled cluster scenarios.
+const SCENARIOS: [&str; 7] = [
+    "cluster-manual-failover-safe",
+    "cluster-failover-takeover",
+    "cluster-failover-wait",
+    "cluster-failover-lock-loss",
+    "cluster-minority-master",
+    "cluster-restart-empty-master",
+    "cluster-no-faults",
+];
+
+/// Kill to promotion of the replica, median of 10 runs on real `redis-server` 7.0.15 clusters at
+/// `cluster-node-timeout` 500 ms (docs/redis-cluster.md, "Failover timing", column b).
+const REAL_PROMOTION_MEDIAN_MS: u64 = 1668;
+
+#[test]
+fn every_bundled_cluster_scenario_reaches_its_verdict_on_20_seeds() {
+    for name in SCENARIOS {
+        let s = bundled(name);
+        for seed in 1..=20 {
+            let o = judge_sim(&s, seed);
+            let faults = fault_lines(&o.history).join("\n");
+            let judged = SeedsOutcome::aggregate(&s, vec![o]);
+            assert!(
+                judged.matches_expectation(),
+                "{name} seed {seed}: {}\n{faults}",
+                judged.expectation_text(&s)
+            );
+        }
+    }
+}
+
+/// The failover in `cluster-failover-lock-loss` is the cluster's: the masters mark the master
+/// failed and its replica wins an election; lockcheck only killed the process.
+#[test]
+fn the_simulated_promotion_is_within_a_fifth_of_the_real_median() {
+    let s = bundled("cluster-failover-lock-loss");
+    let mut took: Vec<u64> = (1..=20)
+        .map(|seed| {
+            let o = judge_sim(&s, seed);
+            let at = |what: &str| {
+                o.history
+                    .events
+                    .iter()
+                    .find_map(|e| match &e.kind {
+                        EventKind::Fault { what: w } if w.contains(what) => Some(e.at_us),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| panic!("seed {seed}: no `{what}`"))
+            };
+            let killed = at("redis-1 killed");
+            let promoted = at("redis-1-replica-0 promoted to master of group 1 (cluster election");
+            (promoted - killed) / 1000
+        })
+        .collect();
+    took.sort_unstable();
+    let median = (took[9] + took[10]) / 2;
+    eprintln!("kill to promotion over 20 seeds, ms: {took:?}, median {median}");
+    let (lo, hi) = (
+        REAL_PROMOTION_MEDIAN_MS * 4 / 5,
+        REAL_PROMOTION_MEDIAN_MS * 6 / 5,
+    );
+    assert!(
+        (lo..=hi).contains(&median),
+        "simulated median {median} ms is not within 20 % of the real {REAL_PROMOTION_MEDIAN_MS} ms"
+    );
+}
