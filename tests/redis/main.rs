@@ -15,6 +15,7 @@ mod cluster;
 mod cluster_client;
 mod cluster_partition;
 mod cluster_sim;
+mod cluster_world;
 mod differential_locks;
 mod explore;
 mod foreign_release;

@@ -1,0 +1,246 @@
+//! A scenario with `[redis.cluster]` on a real Redis Cluster (`backend::redis::real::cluster_world`):
+//! every client has one cluster-aware connection; without faults `set-nx-px` keeps the clients
+//! apart and every client gets the lock; a crash of the lock key's master at an acquire is
+//! answered by the cluster's own election, recorded in the history, after which the clients take
+//! the lock on the promoted replica; no node outlives the run; and what real mode cannot do on a
+//! cluster is refused before anything is spawned, with the reason.
+//!
+//! Every cluster here has a 500 ms node timeout.
+
+use crate::cluster::pid_gone;
+use lockcheck::backend::redis::engine::cluster::slot::key_slot;
+use lockcheck::backend::redis::engine::cluster::topology::initial_slots;
+use lockcheck::history::EventKind;
+use lockcheck::{Outcome, Scenario, Verdict};
+use std::time::Instant;
+
+/// A key whose slot master 0 of 3 serves when the cluster forms.
+fn key_on_master_0() -> String {
+    let slots = initial_slots(0, 3);
+    (0..)
+        .map(|i| format!("lock:{{orders-{i}}}"))
+        .find(|k| slots.contains(key_slot(k.as_bytes())))
+        .expect("a key of master 0")
+}
+
+/// A `set-nx-px` scenario on a cluster of 3 masters with a replica each, with `rest` appended
+/// (checks, faults).
+fn scenario(name: &str, duration_ms: u64, clients: u32, rest: &str) -> Scenario {
+    let key = key_on_master_0();
+    let text = format!(
+        r#"name = "{name}"
+about = "set-nx-px on a real Redis Cluster"
+expect = "safe"
+seed = 1
+duration_ms = {duration_ms}
+
+[lock]
+kind = "set-nx-px"
+key = "{key}"
+ttl_ms = 1000
+wait_ms = 10000
+
+[redis]
+masters = 3
+replicas = 1
+request_timeout_ms = 300
+
+[redis.cluster]
+node_timeout_ms = 500
+
+[workload]
+clients = {clients}
+cycles = 100000
+hold_ms = [5, 10]
+think_ms = [5, 10]
+{rest}"#
+    );
+    Scenario::parse(&format!("{name}.toml"), &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn run(s: &Scenario) -> Outcome {
+    let started = Instant::now();
+    let o = crate::common::judge_in(s, true, 1);
+    eprintln!("{}: {:.1} s", s.name, started.elapsed().as_secs_f64());
+    o
+}
+
+/// The true times (µs) of each client's grants.
+fn grants(o: &Outcome) -> Vec<(String, u64)> {
+    o.history
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Acquired { .. }))
+        .map(|e| (e.node.as_str().to_string(), e.at_us))
+        .collect()
+}
+
+/// The true time (µs) of the first nemesis note that starts with `prefix`.
+fn note_at(o: &Outcome, prefix: &str) -> Option<u64> {
+    o.history.events.iter().find_map(|e| match &e.kind {
+        EventKind::Fault { what } if what.starts_with(prefix) => Some(e.at_us),
+        _ => None,
+    })
+}
+
+#[test]
+fn set_nx_px_on_a_real_cluster_is_safe_and_every_client_gets_the_lock() {
+    let _serial = crate::common::real_servers_one_at_a_time();
+    let s = scenario("cluster-no-faults", 1500, 3, "");
+    let o = run(&s);
+    let render = o.history.render();
+    assert_eq!(
+        o.checks["mutual_exclusion"].verdict,
+        Verdict::Safe,
+        "{render}"
+    );
+    let grants = grants(&o);
+    for c in 0..3 {
+        assert!(
+            grants.iter().any(|(n, _)| *n == format!("client-{c}")),
+            "client-{c} never got the lock\n{render}"
+        );
+    }
+    let lines = crate::common::fault_lines(&o.history);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("Redis Cluster: redis-0 pid ")),
+        "the deployment is described: {lines:?}"
+    );
+}
+
+/// The lock key's master is killed at the first acquire and stays down; the cluster's masters
+/// agree it failed and elect its replica (within 2 × node timeout + 2 s, the bound
+/// `tests/redis/cluster.rs` measures), which the history records; the clients then take the lock
+/// on the promoted replica. The run lasts 4.5 s: the promotion's bound (3 s) and 1.5 s more to
+/// acquire, which takes milliseconds once the slot is served.
+#[test]
+fn a_crashed_key_master_is_replaced_by_the_clusters_election_and_clients_lock_again() {
+    let _serial = crate::common::real_servers_one_at_a_time();
+    let faults = r#"
+[checks]
+liveness_bound_ms = 10000
+
+[[faults]]
+kind = "crash"
+node = "redis-0"
+on = "acquired"
+restart_after_ms = 100000000
+"#;
+    let s = scenario("cluster-crash-key-master", 4500, 2, faults);
+    let o = run(&s);
+    let render = o.history.render();
+    let killed = note_at(&o, "redis-0 killed").unwrap_or_else(|| panic!("no kill\n{render}"));
+    let promoted = note_at(
+        &o,
+        "redis-0-replica-0 promoted to master of group 0 (cluster election",
+    )
+    .unwrap_or_else(|| panic!("no promotion recorded\n{render}"));
+    assert!(promoted > killed, "{render}");
+    assert!(
+        promoted - killed <= 3_000_000,
+        "promoted {} ms after the kill\n{render}",
+        (promoted - killed) / 1000
+    );
+    assert!(
+        grants(&o).iter().any(|&(_, at)| at > promoted),
+        "nobody took the lock on the promoted replica\n{render}"
+    );
+    assert!(
+        note_at(&o, "redis-0 stays down").is_some(),
+        "its restart falls after the run\n{render}"
+    );
+}
+
+/// Every pid a note names (`pid 123`).
+fn pids(lines: &[String]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for l in lines {
+        let words: Vec<&str> = l.split([' ', ',', '(', ')']).collect();
+        for w in words.windows(2) {
+            if w[0] == "pid" {
+                if let Ok(p) = w[1].parse() {
+                    out.push(p);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A replica crashed and restarted during the run is a second process for its node; neither it
+/// nor any other node outlives the run.
+#[test]
+fn no_cluster_node_outlives_a_run() {
+    let _serial = crate::common::real_servers_one_at_a_time();
+    let faults = r#"
+[[faults]]
+kind = "crash"
+node = "redis-1-replica-0"
+at_ms = 100
+restart_after_ms = 200
+"#;
+    let s = scenario("cluster-no-orphans", 1000, 2, faults);
+    let o = run(&s);
+    let lines = crate::common::fault_lines(&o.history);
+    let pids = pids(&lines);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("redis-1-replica-0 restarted empty (pid ")),
+        "{lines:?}"
+    );
+    // Six nodes, the restarted one again.
+    assert_eq!(pids.len(), 7, "{lines:?}");
+    for pid in pids {
+        assert!(pid_gone(pid), "pid {pid} outlived the run: {lines:?}");
+    }
+}
+
+#[test]
+fn what_a_cluster_cannot_do_in_real_mode_is_refused_with_the_reason() {
+    let cases = [
+        (
+            r#"
+[[faults]]
+kind = "partition"
+nodes = ["redis-0"]
+at_ms = 100
+for_ms = 100
+"#,
+            "the cluster client connects from 127.0.0.1",
+        ),
+        (
+            r#"
+[[faults]]
+kind = "clock_jump"
+node = "redis-1"
+at_ms = 100
+by_ms = 1000
+"#,
+            "without libfaketime",
+        ),
+    ];
+    for (faults, why) in cases {
+        let s = scenario("cluster-refused", 1000, 2, faults);
+        let e = lockcheck::backend::redis::real::world::real_check(&s)
+            .expect_err("refused before anything is spawned");
+        assert!(e.to_string().contains(why), "{e}");
+    }
+    // A partition among cluster nodes has a recipe.
+    let s = scenario(
+        "cluster-partition",
+        1000,
+        2,
+        r#"
+[[faults]]
+kind = "partition"
+nodes = ["redis-0"]
+from = ["redis-1", "redis-2", "redis-0-replica-0", "redis-1-replica-0", "redis-2-replica-0"]
+at_ms = 100
+for_ms = 100
+"#,
+    );
+    lockcheck::backend::redis::real::world::real_check(&s).unwrap();
+}
