@@ -153,6 +153,56 @@ restart_after_ms = 100000000
     );
 }
 
+/// The other five nodes of a 3 × 1 cluster, as a partition's `from`.
+const ALL_BUT_REDIS_0: &str =
+    r#"["redis-1", "redis-2", "redis-0-replica-0", "redis-1-replica-0", "redis-2-replica-0"]"#;
+
+/// The lock key's master is cut off from every other node for 4 s (the clients still reach it):
+/// the majority elects its replica within the promotion's bound (3 s), and once the cut heals
+/// the old master learns of the newer epoch and follows it, which the history records as the
+/// simulated cluster does; the clients take the lock on the new master. The run lasts 6 s: the
+/// cut, and 1.8 s after the heal for the old master to hear of it (a ping, well under a second).
+#[test]
+fn a_key_master_cut_off_is_replaced_and_follows_the_new_master_after_the_heal() {
+    let _serial = crate::common::real_servers_one_at_a_time();
+    let faults = format!(
+        r#"
+[checks]
+liveness_bound_ms = 10000
+
+[[faults]]
+kind = "partition"
+nodes = ["redis-0"]
+from = {ALL_BUT_REDIS_0}
+at_ms = 200
+for_ms = 4000
+"#
+    );
+    let s = scenario("cluster-partition-key-master", 6000, 2, &faults);
+    let o = run(&s);
+    let render = o.history.render();
+    let cut = note_at(&o, "partition").unwrap_or_else(|| panic!("no cut\n{render}"));
+    let promoted = note_at(
+        &o,
+        "redis-0-replica-0 promoted to master of group 0 (cluster election",
+    )
+    .unwrap_or_else(|| panic!("no promotion recorded\n{render}"));
+    let healed = note_at(&o, "partition healed").unwrap_or_else(|| panic!("no heal\n{render}"));
+    let demoted = note_at(
+        &o,
+        "redis-0 demoted to a replica (follows redis-0-replica-0)",
+    )
+    .unwrap_or_else(|| panic!("the old master never followed the new one\n{render}"));
+    assert!(
+        cut < promoted && promoted < healed && healed < demoted,
+        "{render}"
+    );
+    assert!(
+        grants(&o).iter().any(|&(_, at)| at > promoted),
+        "nobody took the lock on the promoted replica\n{render}"
+    );
+}
+
 /// Every pid a note names (`pid 123`).
 fn pids(lines: &[String]) -> Vec<u32> {
     let mut out = Vec::new();
@@ -233,14 +283,16 @@ by_ms = 1000
         "cluster-partition",
         1000,
         2,
-        r#"
+        &format!(
+            r#"
 [[faults]]
 kind = "partition"
 nodes = ["redis-0"]
-from = ["redis-1", "redis-2", "redis-0-replica-0", "redis-1-replica-0", "redis-2-replica-0"]
+from = {ALL_BUT_REDIS_0}
 at_ms = 100
 for_ms = 100
-"#,
+"#
+        ),
     );
     lockcheck::backend::redis::real::world::real_check(&s).unwrap();
 }
