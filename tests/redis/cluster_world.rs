@@ -26,16 +26,34 @@ fn key_on_master_0() -> String {
 /// A `set-nx-px` scenario on a cluster of 3 masters with a replica each, with `rest` appended
 /// (checks, faults).
 fn scenario(name: &str, duration_ms: u64, clients: u32, rest: &str) -> Scenario {
-    let key = key_on_master_0();
+    scenario_of(
+        "set-nx-px",
+        &key_on_master_0(),
+        name,
+        duration_ms,
+        clients,
+        rest,
+    )
+}
+
+/// A scenario of lock `kind` on `key`, as [`scenario`] otherwise.
+fn scenario_of(
+    kind: &str,
+    key: &str,
+    name: &str,
+    duration_ms: u64,
+    clients: u32,
+    rest: &str,
+) -> Scenario {
     let text = format!(
         r#"name = "{name}"
-about = "set-nx-px on a real Redis Cluster"
+about = "{kind} on a real Redis Cluster"
 expect = "safe"
 seed = 1
 duration_ms = {duration_ms}
 
 [lock]
-kind = "set-nx-px"
+kind = "{kind}"
 key = "{key}"
 ttl_ms = 1000
 wait_ms = 10000
@@ -83,24 +101,29 @@ fn note_at(o: &Outcome, prefix: &str) -> Option<u64> {
     })
 }
 
-#[test]
-fn set_nx_px_on_a_real_cluster_is_safe_and_every_client_gets_the_lock() {
-    let _serial = crate::common::real_servers_one_at_a_time();
-    let s = scenario("cluster-no-faults", 1500, 3, "");
-    let o = run(&s);
+/// Mutual exclusion held and each of the `clients` clients got the lock at least once.
+fn assert_safe_and_every_client_locked(o: &Outcome, clients: u32) {
     let render = o.history.render();
     assert_eq!(
         o.checks["mutual_exclusion"].verdict,
         Verdict::Safe,
         "{render}"
     );
-    let grants = grants(&o);
-    for c in 0..3 {
+    let grants = grants(o);
+    for c in 0..clients {
         assert!(
             grants.iter().any(|(n, _)| *n == format!("client-{c}")),
             "client-{c} never got the lock\n{render}"
         );
     }
+}
+
+#[test]
+fn set_nx_px_on_a_real_cluster_is_safe_and_every_client_gets_the_lock() {
+    let _serial = crate::common::real_servers_one_at_a_time();
+    let s = scenario("cluster-no-faults", 1500, 3, "");
+    let o = run(&s);
+    assert_safe_and_every_client_locked(&o, 3);
     let lines = crate::common::fault_lines(&o.history);
     assert!(
         lines
@@ -108,6 +131,18 @@ fn set_nx_px_on_a_real_cluster_is_safe_and_every_client_gets_the_lock() {
             .any(|l| l.starts_with("Redis Cluster: redis-0 pid ")),
         "the deployment is described: {lines:?}"
     );
+}
+
+/// Redisson's lock on a cluster: its waiters subscribe to the lock's channel on one node and hear
+/// the unlock `PUBLISH`ed on the key's master (the cluster delivers it to every node's
+/// subscribers). The key has no hash tag, so the channel (`redisson_lock__channel:{key}`) hashes
+/// to the key's slot, as the lock's script (which names both) needs in a cluster.
+#[test]
+fn redisson_on_a_real_cluster_is_safe_and_every_client_gets_the_lock() {
+    let _serial = crate::common::real_servers_one_at_a_time();
+    let s = scenario_of("redisson", "orders", "cluster-redisson", 1500, 3, "");
+    let o = run(&s);
+    assert_safe_and_every_client_locked(&o, 3);
 }
 
 /// The lock key's master is killed at the first acquire and stays down; the cluster's masters
