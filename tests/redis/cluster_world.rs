@@ -313,6 +313,11 @@ by_ms = 1000
             .expect_err("refused before anything is spawned");
         assert!(e.to_string().contains(why), "{e}");
     }
+    // Servers lockcheck did not start are never a cluster it can run on.
+    let s = scenario("cluster-external", 1000, 2, "");
+    let ext = lockcheck::real::ExternalRedis::parse("redis://127.0.0.1:1/", None).unwrap();
+    let why = lockcheck::backend::redis::real::external::refusal(&s, &ext).expect("refused");
+    assert!(why.contains("only on nodes it spawns"), "{why}");
     // A partition among cluster nodes has a recipe.
     let s = scenario(
         "cluster-partition",

@@ -149,11 +149,7 @@ where
     real_check(scenario)?;
     if table::cluster(scenario).is_some() {
         if external.is_some() {
-            return Err(RealError::External(format!(
-                "{}: --redis with `[redis.cluster]`: real mode runs a Redis Cluster only on \
-                 nodes it spawns (it crashes, partitions and watches them); drop --redis",
-                scenario.name
-            )));
+            return Err(RealError::External(external::cluster_refusal(scenario)));
         }
         return cluster_world::run(scenario, seed, clients);
     }
