@@ -12,6 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
 use redis::{
     AsyncConnectionConfig, Cmd, ConnectionAddr, IntoConnectionInfo, Pipeline, RedisFuture,
     RedisResult, Value,
@@ -124,6 +126,83 @@ pub struct RoutedConnection {
     finder: Option<Arc<MasterFinder>>,
     /// The one-way latency a scenario sets (`[redis] latency_ms`), when it sets one.
     latency: Option<Latency>,
+    /// In a Redis Cluster run, the cluster-aware connection every request goes through instead
+    /// of the route (which then names only where a subscription goes).
+    cluster: Option<ClusterLink>,
+}
+
+/// A client's retry policy in a Redis Cluster (`[redis.cluster]`), as redis-rs's cluster client
+/// takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterPolicy {
+    /// How often a request is sent again (a redirect, `TRYAGAIN`, `CLUSTERDOWN`, no answer).
+    pub retries: u32,
+    /// The wait before a retry, [low, high] ms.
+    pub retry_wait_ms: [u64; 2],
+}
+
+/// The Redis Cluster client of a run whose nodes include `seeds` (node URLs): `policy`'s retries
+/// and waits, each attempt bounded by `timeouts`. Every [`RoutedConnection::cluster`] made from
+/// it has connections of its own.
+pub fn cluster_client(
+    seeds: &[String],
+    policy: ClusterPolicy,
+    timeouts: ConnectionTimeouts,
+) -> RedisResult<ClusterClient> {
+    let [lo, hi] = policy.retry_wait_ms;
+    // Each attempt has the whole request timeout (redis-rs would otherwise bound all attempts
+    // together by it): a request with no answer in time is sent again, as the simulated cluster
+    // client does.
+    let attempts = policy.retries + 1;
+    let overall = (timeouts.connect + timeouts.response) * attempts
+        + Duration::from_millis(hi) * policy.retries;
+    ClusterClient::builder(seeds.to_vec())
+        .retries(policy.retries)
+        .min_retry_wait(lo)
+        .max_retry_wait(hi)
+        .response_timeout(timeouts.response)
+        .connection_timeout(timeouts.connect)
+        .overall_response_timeout(Some(overall))
+        .build()
+}
+
+/// redis-rs's async Redis Cluster connection, made on the first request (it follows `MOVED` and
+/// `ASK`, refreshes its slot map, and reconnects to the nodes by itself).
+#[derive(Clone)]
+struct ClusterLink {
+    client: ClusterClient,
+    conn: Option<ClusterConnection>,
+}
+
+/// The connection one request goes through.
+enum Conn {
+    Plain(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Plain(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Plain(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
 }
 
 /// A one-way network latency, uniform in `[lo, hi]` ms, put on each request and its reply.
@@ -197,7 +276,27 @@ impl RoutedConnection {
             source: None,
             finder: None,
             latency: None,
+            cluster: None,
         }
+    }
+
+    /// A cluster-aware connection made by `client` ([`cluster_client`]): redis-rs's
+    /// `cluster_async::ClusterConnection`, its own for this connection, made on the first
+    /// request. Its subscriptions go to the node `subscribe_at` names (Redis Cluster delivers a
+    /// `PUBLISH` on any node to the subscribers of every node).
+    pub fn cluster(
+        client: ClusterClient,
+        timeouts: ConnectionTimeouts,
+        subscribe_at: Arc<Route>,
+    ) -> RoutedConnection {
+        let mut conn = RoutedConnection::new(subscribe_at, timeouts);
+        conn.cluster = Some(ClusterLink { client, conn: None });
+        conn
+    }
+
+    /// Whether it is a Redis Cluster client ([`RoutedConnection::cluster`]).
+    pub fn is_cluster(&self) -> bool {
+        self.cluster.is_some()
     }
 
     /// Delays each request and its reply by `latency` (one way each), as the network between the
@@ -243,6 +342,30 @@ impl RoutedConnection {
         self.connection().await.map(|_| ())
     }
 
+    /// The connection the next request goes through: the cluster connection in a Redis Cluster
+    /// run (made on the first request), else the route's.
+    async fn conn(&mut self) -> RedisResult<Conn> {
+        let Some(link) = &mut self.cluster else {
+            return self.connection().await.map(Conn::Plain);
+        };
+        if let Some(conn) = &link.conn {
+            return Ok(Conn::Cluster(conn.clone()));
+        }
+        let conn = tokio::time::timeout(
+            self.timeouts.connect + self.timeouts.response,
+            link.client.get_async_connection(),
+        )
+        .await
+        .map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "connecting to the cluster timed out",
+            )
+        })??;
+        link.conn = Some(conn.clone());
+        Ok(Conn::Cluster(conn))
+    }
+
     /// The multiplexed connection for the route's current generation, connecting
     /// if needed. Returned by value (it is a cheap handle) so a failed request can
     /// clear `self.current` afterwards.
@@ -284,6 +407,10 @@ impl RoutedConnection {
     /// (`WRONGTYPE`, `NOSCRIPT`, ...) leave a perfectly good connection behind. In a Sentinel
     /// run such a failure, or `READONLY` from a demoted master, sends it to the sentinels first.
     async fn after<T>(&mut self, result: RedisResult<T>) -> RedisResult<T> {
+        if self.cluster.is_some() {
+            // The cluster connection reconnects and refreshes its slot map by itself.
+            return result;
+        }
         if let Err(err) = &result {
             let read_only =
                 err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly);
@@ -333,7 +460,7 @@ impl ConnectionLike for RoutedConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
             let sent_at = tokio::time::Instant::now();
-            let result = match (self.connection().await, self.latency) {
+            let result = match (self.conn().await, self.latency) {
                 (Ok(mut conn), None) => conn.req_packed_command(cmd).await,
                 (Ok(mut conn), Some(latency)) => {
                     let cmd = cmd.clone();
@@ -354,7 +481,7 @@ impl ConnectionLike for RoutedConnection {
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
             let sent_at = tokio::time::Instant::now();
-            let result = match (self.connection().await, self.latency) {
+            let result = match (self.conn().await, self.latency) {
                 (Ok(mut conn), None) => conn.req_packed_commands(pipeline, offset, count).await,
                 (Ok(mut conn), Some(latency)) => {
                     let pipeline = pipeline.clone();

@@ -45,7 +45,7 @@ pub mod servers;
 pub use crate::__moved::real::*;
 pub use client_programs::client_program::{ClientCommand, ClientProgram};
 pub use client_programs::client_program_lock::ClientProgramLock;
-pub use connection::{ConnectionTimeouts, Route, RoutedConnection};
+pub use connection::{cluster_client, ClusterPolicy, ConnectionTimeouts, Route, RoutedConnection};
 pub use env::{Gate, RealEnv};
 pub use error::{FailoverPhase, RealError};
 pub use external_redis::ExternalRedis;

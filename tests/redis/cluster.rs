@@ -40,7 +40,8 @@ fn promotion_bound(t: Duration) -> Duration {
     2 * t + Duration::from_millis(1000) + Duration::from_secs(1)
 }
 
-fn pid_gone(pid: u32) -> bool {
+/// Whether process `pid` is gone (or a zombie about to be reaped).
+pub(crate) fn pid_gone(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks whether the pid exists.
     let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
     let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {

@@ -16,6 +16,7 @@ mod cluster_client;
 mod cluster_partition;
 mod cluster_scenarios;
 mod cluster_sim;
+mod cluster_world;
 mod differential_locks;
 mod explore;
 mod foreign_release;

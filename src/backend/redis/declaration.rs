@@ -25,6 +25,8 @@ const CLUSTER_FAILS_OVER: &str = "a Redis Cluster promotes a replica by itself w
 /// Measured real-mode spawn costs (`BackendDecl::real_spawn_ms`), rounded up.
 const REDIS_SPAWN_MS: u64 = 500;
 const SENTINEL_SPAWN_MS: u64 = 3_000;
+/// A Redis Cluster of 3 masters with a replica each forms in about a second (2 cores).
+const CLUSTER_SPAWN_MS: u64 = 1_500;
 
 impl BackendDecl for Redis {
     fn service(&self) -> Service {
@@ -122,11 +124,13 @@ impl BackendDecl for Redis {
     }
 
     /// A `redis-server` starts in milliseconds; sentinels agree on their masters in about a
-    /// second.
+    /// second, and so does a Redis Cluster on its slots and roles.
     fn real_spawn_ms(&self, s: &Scenario) -> u64 {
         REDIS_SPAWN_MS
             + if s.redis.sentinels > 0 {
                 SENTINEL_SPAWN_MS
+            } else if table::cluster(s).is_some() {
+                CLUSTER_SPAWN_MS
             } else {
                 0
             }

@@ -117,13 +117,7 @@ impl RedisCluster {
     /// reach every node). Needs a cluster started with
     /// [`crate::backend::redis::real::ClusterOptions::partitionable`].
     pub fn partition(&self, side: &[usize]) -> Result<(), RealError> {
-        let links = self
-            .links
-            .as_ref()
-            .ok_or_else(|| RealError::InvalidOption {
-                what: "a partition needs a cluster started with ClusterOptions::partitionable"
-                    .into(),
-            })?;
+        let links = self.bus_links()?;
         let mut cut = Vec::new();
         for &a in side {
             for b in (0..self.len()).filter(|b| !side.contains(b)) {
@@ -133,6 +127,20 @@ impl RedisCluster {
         links.net.cut(&cut, true);
         links.cuts.lock().unwrap().push(cut);
         Ok(())
+    }
+
+    /// Cuts (`on`) the directed links `links` (node pairs), or heals them: links cut twice heal
+    /// when both are healed. Needs a partitionable cluster, as [`RedisCluster::partition`].
+    pub fn cut_links(&self, links: &[(usize, usize)], on: bool) -> Result<(), RealError> {
+        self.bus_links()?.net.cut(links, on);
+        Ok(())
+    }
+
+    /// The link proxies, which only a partitionable cluster has.
+    fn bus_links(&self) -> Result<&BusLinks, RealError> {
+        self.links.as_ref().ok_or_else(|| RealError::InvalidOption {
+            what: "a partition needs a cluster started with ClusterOptions::partitionable".into(),
+        })
     }
 
     /// Heals every partition in force.

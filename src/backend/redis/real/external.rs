@@ -7,6 +7,7 @@
 //! prefix and nothing else (`SCAN MATCH <prefix>*`, then `DEL` of what it found). The protected
 //! resource the workload writes to is still lockcheck's own `redis-server`, not the user's.
 
+use crate::backend::redis::table;
 use crate::fault::Refused;
 use crate::real::nemesis::recipes::{ask, ExternalServers};
 use crate::real::RealError;
@@ -20,6 +21,9 @@ pub use crate::real::external_redis::{redact, ExternalRedis};
 
 /// Why `--redis` cannot run `s`, or `None`. Checked before anything connects.
 pub fn refusal(s: &Scenario, ext: &ExternalRedis) -> Option<String> {
+    if table::cluster(s).is_some() {
+        return Some(cluster_refusal(s));
+    }
     let mut faults = Vec::new();
     for f in &s.faults {
         if let Err(Refused::Because(what)) = ask(&ExternalServers, f) {
@@ -62,6 +66,16 @@ pub fn refusal(s: &Scenario, ext: &ExternalRedis) -> Option<String> {
         ));
     }
     None
+}
+
+/// Why `--redis` does not run a scenario with `[redis.cluster]`.
+pub fn cluster_refusal(s: &Scenario) -> String {
+    format!(
+        "`{}` has `[redis.cluster]`: --redis runs against one server per master group, and real \
+         mode runs a Redis Cluster only on nodes it spawns (it crashes, partitions and watches \
+         them); run it with --real instead",
+        s.name
+    )
 }
 
 /// Connects to `url` and checks that it answers `PING`: one line saying what is wrong if not.

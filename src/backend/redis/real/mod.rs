@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod cluster_faults;
 pub mod cluster_nodes;
 pub mod cluster_partition;
+pub mod cluster_world;
 pub mod external;
 pub mod failover;
 pub mod link_proxy;

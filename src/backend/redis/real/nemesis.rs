@@ -38,6 +38,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::backend::redis::real::cluster_world::{self, ClusterRun};
 use crate::backend::redis::real::failover::FailoverRig;
 use crate::backend::redis::real::sentinel_deployment::SentinelDeployment;
 use crate::fault::partition::describe_partition;
@@ -117,9 +118,43 @@ pub(crate) struct RealNemesis {
     /// it places each removal by the clock the server ran on then), a watched server is quiesced
     /// before it is killed, and a restarted one is followed before clients are routed to it.
     pub(crate) witness: Option<Witness>,
+    /// The Redis Cluster of a `[redis.cluster]` run: crashes kill and restart its nodes,
+    /// partitions cut its link proxies, and the cluster promotes by itself
+    /// (`cluster_world.rs`).
+    pub(crate) cluster: Option<Arc<ClusterRun>>,
 }
 
 impl RealNemesis {
+    /// A nemesis for `scenario`'s clients (their environments, and their programs if they are
+    /// programs), recording to `rec`, with no server of its own yet: a world adds its servers
+    /// (master groups, sentinels, a cluster) with struct update syntax.
+    pub(crate) fn for_clients(
+        scenario: &Scenario,
+        rec: Recorder,
+        client_envs: Vec<RealEnv>,
+        processes: Programs,
+    ) -> RealNemesis {
+        RealNemesis {
+            processes,
+            schedule: Schedule::new(scenario.faults.clone()),
+            groups: Arc::default(),
+            rec,
+            detect: Duration::from_millis(scenario.redis.failover_detect_ms),
+            scenario: Arc::new(scenario.clone()),
+            routes: Arc::new(vec![Vec::new(); scenario.workload.clients as usize]),
+            blackhole: String::new(),
+            server_opts: Arc::default(),
+            client_envs: Arc::new(client_envs),
+            cuts: Arc::default(),
+            gates: (0..scenario.workload.clients)
+                .map(|_| Gate::default())
+                .collect(),
+            sentinel: None,
+            witness: None,
+            cluster: None,
+        }
+    }
+
     /// Fires the faults with an absolute time: those at 0 now, the others from timer tasks.
     /// Called as the clients start, and `at_ms` counts from then, as in simulation: the set-up
     /// after true time 0 (the witness's `MONITOR` connections, holding replication back) takes
@@ -198,7 +233,7 @@ impl RealNemesis {
 
     /// Restarts crashed `node` `after_ms` from now: `start` (blocking) brings up its new process,
     /// `started` puts it in place and says so; a failure is noted instead.
-    fn restart_after<T: Send + 'static>(
+    pub(super) fn restart_after<T: Send + 'static>(
         &self,
         node: &str,
         after_ms: u64,
@@ -225,7 +260,7 @@ impl RealNemesis {
     }
 
     /// Heals a partition `for_ms` from now with `heal`, and says so.
-    fn heal_after(&self, for_ms: u64, heal: impl FnOnce(&RealNemesis) + Send + 'static) {
+    pub(super) fn heal_after(&self, for_ms: u64, heal: impl FnOnce(&RealNemesis) + Send + 'static) {
         let me = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(for_ms)).await;
@@ -234,7 +269,7 @@ impl RealNemesis {
         });
     }
 
-    fn note(&self, what: String) {
+    pub(super) fn note(&self, what: String) {
         self.rec.record("nemesis", EventKind::Fault { what });
     }
 
@@ -275,7 +310,11 @@ impl RealNemesis {
 
     /// Kills master `m`, waits `failover_detect_ms`, promotes its replica and reroutes clients.
     fn kill_and_promote(&self, m: usize) {
-        let mut g = self.groups[m].lock().unwrap();
+        let Some(g) = self.groups.get(m) else {
+            self.note(format!("failover of redis-{m}: no such master group here"));
+            return;
+        };
+        let mut g = g.lock().unwrap();
         let Group::Replicated(rig) = &mut *g else {
             self.note(format!("failover of redis-{m}: it has no replica"));
             return;
@@ -384,10 +423,10 @@ impl Nemesis for RealNemesis {
             self.note(format!("{node} {which} jumped by {by_ms} ms"));
             return Ok(());
         }
-        let Some(m) = master_index(&self.scenario, node) else {
+        let Some(g) = master_index(&self.scenario, node).and_then(|m| self.groups.get(m)) else {
             return Err(Refused::Lacking);
         };
-        let g = self.groups[m].lock().unwrap();
+        let g = g.lock().unwrap();
         let Group::Single(server) = &*g else {
             return Err(Refused::Lacking);
         };
@@ -425,6 +464,9 @@ impl Nemesis for RealNemesis {
             direction,
             for_ms,
         } = *cut;
+        if let Some(d) = self.cluster.clone() {
+            return cluster_world::cut(self, d, cut);
+        }
         if let Some(d) = self.sentinel.clone() {
             let Ok(links) = sentinel_links(&self.scenario, nodes, from, direction) else {
                 return Err(Refused::Lacking);
@@ -450,6 +492,9 @@ impl Nemesis for RealNemesis {
     }
 
     fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
+        if let Some(d) = self.cluster.clone() {
+            return cluster_world::crash(self, d, node, restart_after_ms);
+        }
         if let Some(d) = self.sentinel.clone() {
             let Some(idx) = server_index(&self.scenario, node) else {
                 return Err(Refused::Lacking);
@@ -469,7 +514,7 @@ impl Nemesis for RealNemesis {
             );
             return Ok(());
         }
-        let Some(m) = master_index(&self.scenario, node) else {
+        let Some(m) = master_index(&self.scenario, node).filter(|&m| m < self.groups.len()) else {
             return Err(Refused::Lacking);
         };
         if let Group::Single(server) = &*self.groups[m].lock().unwrap() {

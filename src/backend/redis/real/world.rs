@@ -10,6 +10,7 @@
 //! Every process is killed when this returns, on error, on panic and on Ctrl-C.
 
 use crate::backend::redis::real::blackhole::BlackHole;
+use crate::backend::redis::real::cluster_world;
 use crate::backend::redis::real::external::{self, ExternalRedis};
 use crate::backend::redis::real::failover::FailoverRig;
 use crate::backend::redis::real::nemesis::{Group, RealNemesis};
@@ -17,6 +18,7 @@ use crate::backend::redis::real::network::Network;
 use crate::backend::redis::real::sentinel_deployment::{
     master_name, min_replicas_args, SentinelDeployment,
 };
+use crate::backend::redis::table;
 use crate::env::PointHook;
 use crate::history::{EventKind, History, Recorder};
 use crate::lock::redisson;
@@ -36,12 +38,12 @@ use crate::real::observers::witness::{client_connection_name, Witness};
 use crate::real::run_end::settle_by;
 use crate::real::servers::faketime::FakeTime;
 use crate::real::servers::redis_server::{RedisServer, ServerOptions};
+use crate::real::RealEnv;
 use crate::real::RealError;
-use crate::real::{Gate, RealEnv};
 use crate::resource::Store;
 use crate::scenario::{RedisSpec, Scenario};
-use crate::schedule::Schedule;
 use crate::world;
+use redis::cluster::ClusterClient;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -145,13 +147,15 @@ where
     F: Fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
 {
     real_check(scenario)?;
+    if table::cluster(scenario).is_some() {
+        if external.is_some() {
+            return Err(RealError::External(external::cluster_refusal(scenario)));
+        }
+        return cluster_world::run(scenario, seed, clients);
+    }
     let clocks = server_clocks(scenario, seed)?;
     crate::real::servers::cleanup::install_signal_handlers();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| RealError::io("starting the tokio runtime", e))?;
+    let rt = runtime()?;
     // Redis Sentinel: the servers and sentinels, wired through their link proxies (on `rt`).
     let sentinel = match external {
         None if scenario.redis.sentinels > 0 => {
@@ -198,20 +202,7 @@ where
     let blackhole = rt
         .block_on(BlackHole::start())
         .map_err(|e| RealError::io("starting the partition black hole", e))?;
-    let client_envs: Vec<RealEnv> = clocks
-        .clients
-        .iter()
-        .map(|&(offset, ppm)| {
-            let env = RealEnv::default();
-            if offset != 0 {
-                env.jump(offset);
-            }
-            if ppm != 0 {
-                env.set_drift(ppm);
-            }
-            env
-        })
-        .collect();
+    let client_envs = client_envs(&clocks.clients);
     // Client programs: each reaches each master group through its own route-following proxy,
     // which tells the witness the address of each connection it opens.
     let names = ConnectionNames::default();
@@ -279,39 +270,22 @@ where
     }
     let witness = watch_entries(scenario, external.is_some(), &groups, &rec, &names);
     let nemesis = RealNemesis {
-        processes,
         server_opts: Arc::new(server_opts),
-        client_envs: Arc::new(client_envs),
-        schedule: Schedule::new(scenario.faults.clone()),
         groups: groups.clone(),
-        rec: rec.clone(),
-        detect: Duration::from_millis(scenario.redis.failover_detect_ms),
-        scenario: Arc::new(scenario.clone()),
         routes: Arc::new(routes),
         blackhole: blackhole.url(),
-        cuts: Arc::default(),
-        gates: (0..scenario.workload.clients)
-            .map(|_| Gate::default())
-            .collect(),
         sentinel: sentinel.clone(),
         witness: witness.clone(),
+        ..RealNemesis::for_clients(scenario, rec.clone(), client_envs, processes)
     };
     nemesis.hold_back_replication()?;
-    let timeouts = ConnectionTimeouts {
-        connect: Duration::from_millis(scenario.redis.request_timeout_ms),
-        response: Duration::from_millis(scenario.redis.request_timeout_ms),
-    };
+    let timeouts = timeouts(scenario);
     let world = RealWorld {
-        rec: rec.clone(),
-        nemesis: nemesis.clone(),
-        storage: Route::new(storage.url()),
-        timeouts,
-        latency: set_latency(scenario),
-        tasks: Vec::new(),
         finders: sentinel
             .as_deref()
             .map(|d| finders(scenario, d, &nemesis.routes, timeouts))
             .unwrap_or_default(),
+        ..RealWorld::new(scenario, &rec, &nemesis, &storage)
     };
     let history = match clients {
         Clients::InProcess(make) => rt.block_on(drive(scenario, world, |_, config, conns, env| {
@@ -339,6 +313,40 @@ where
     drop(groups);
     drop(storage);
     Ok(history)
+}
+
+/// The two-thread tokio runtime a real run's clients, nemesis and forwarders share.
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, RealError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| RealError::io("starting the tokio runtime", e))
+}
+
+/// Each client's environment, its clock started as `clients[c]` says (offset ms, drift ppm).
+pub(super) fn client_envs(clients: &[(i64, i64)]) -> Vec<RealEnv> {
+    clients
+        .iter()
+        .map(|&(offset, ppm)| {
+            let env = RealEnv::default();
+            if offset != 0 {
+                env.jump(offset);
+            }
+            if ppm != 0 {
+                env.set_drift(ppm);
+            }
+            env
+        })
+        .collect()
+}
+
+/// The bounds on every client connection: the scenario's request timeout.
+pub(super) fn timeouts(scenario: &Scenario) -> ConnectionTimeouts {
+    ConnectionTimeouts {
+        connect: Duration::from_millis(scenario.redis.request_timeout_ms),
+        response: Duration::from_millis(scenario.redis.request_timeout_ms),
+    }
 }
 
 /// Records what the sentinels decide (`sentinel_events.rs`) from now on.
@@ -469,9 +477,10 @@ fn set_latency(scenario: &Scenario) -> Option<Latency> {
 }
 
 /// The real Redis world's side of a run ([`world::World`]): clients are tokio tasks on routed
-/// TCP connections (one route per client per master, which a partition or failover redirects),
-/// the protected resource lives on the storage `redis-server`.
-struct RealWorld {
+/// TCP connections (one route per client per master, which a partition or failover redirects;
+/// in a Redis Cluster one cluster-aware connection each), the protected resource lives on the
+/// storage `redis-server`.
+pub(super) struct RealWorld {
     rec: Recorder,
     nemesis: RealNemesis,
     storage: Arc<Route>,
@@ -483,6 +492,31 @@ struct RealWorld {
     /// In a Sentinel run, `finders[client][group]`: whom each client asks where the master is
     /// (empty otherwise).
     finders: Vec<Vec<Arc<MasterFinder>>>,
+    /// In a Redis Cluster run, the cluster client each client's one connection is made by, and
+    /// where their subscriptions go.
+    pub(super) cluster: Option<(ClusterClient, Arc<Route>)>,
+}
+
+impl RealWorld {
+    /// The world of a run of `scenario` faulted by `nemesis`, its resource on `storage`: routed
+    /// connections to the nemesis's routes, no sentinels, no cluster.
+    pub(super) fn new(
+        scenario: &Scenario,
+        rec: &Recorder,
+        nemesis: &RealNemesis,
+        storage: &RedisServer,
+    ) -> RealWorld {
+        RealWorld {
+            rec: rec.clone(),
+            nemesis: nemesis.clone(),
+            storage: Route::new(storage.url()),
+            timeouts: timeouts(scenario),
+            latency: set_latency(scenario),
+            tasks: Vec::new(),
+            finders: Vec::new(),
+            cluster: None,
+        }
+    }
 }
 
 impl world::World for RealWorld {
@@ -500,6 +534,14 @@ impl world::World for RealWorld {
     }
 
     fn connections(&mut self, c: u32, _env: &RealEnv) -> Vec<RoutedConnection> {
+        if let Some((client, subscribe_at)) = &self.cluster {
+            let conn =
+                RoutedConnection::cluster(client.clone(), self.timeouts, subscribe_at.clone());
+            return vec![match self.latency {
+                Some(latency) => conn.with_latency(latency),
+                None => conn,
+            }];
+        }
         let finders = self.finders.get(c as usize);
         self.nemesis.routes[c as usize]
             .iter()
@@ -551,7 +593,7 @@ impl world::World for RealWorld {
 
 /// Runs the clients in the real world: timed faults first (those at 0 are the starting state, in
 /// place before any client runs), then the one assembly of [`world::run_clients`].
-async fn drive<L, F>(scenario: &Scenario, mut world: RealWorld, make_lock: F) -> History
+pub(super) async fn drive<L, F>(scenario: &Scenario, mut world: RealWorld, make_lock: F) -> History
 where
     L: Lock + 'static,
     F: FnMut(u32, LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
@@ -568,9 +610,13 @@ where
     world.rec.snapshot()
 }
 
-/// Whether real mode can run `s` on spawned `redis-server`s: every fault has a recipe.
+/// Whether real mode can run `s` on spawned `redis-server`s: every fault has a recipe (on a
+/// Redis Cluster, `cluster_world.rs`'s).
 pub fn real_check(s: &Scenario) -> Result<(), RealError> {
-    check_redis(s)
+    match table::cluster(s) {
+        Some(_) => cluster_world::check(s),
+        None => check_redis(s),
+    }
 }
 
 #[cfg(test)]
