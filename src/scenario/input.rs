@@ -342,7 +342,7 @@ pub fn fires_after_end(trigger: &Trigger, duration_ms: u64) -> Option<(&'static 
 /// What `--real` cannot apply of a scenario: the network's latency for client programs (they
 /// connect to the servers themselves, over loopback; lockcheck's in-process clients get it on
 /// each request and reply) and replication lag (a replica either follows at once or is held back
-/// for a failover; with sentinels the link proxies do apply the lag). One line per setting
+/// for a failover; with sentinels or on a Redis Cluster the link proxies do apply the lag). One line per setting
 /// changed from its default.
 pub fn real_mode_warnings(s: &Scenario) -> Vec<String> {
     let d = RedisSpec::default();
@@ -354,7 +354,7 @@ pub fn real_mode_warnings(s: &Scenario) -> Vec<String> {
         ));
     }
     if s.redis.replicas > 0
-        && s.redis.sentinels == 0
+        && !s.backend().promotes_by_itself(s)
         && s.redis.replication_lag_ms != d.replication_lag_ms
     {
         v.push(format!(

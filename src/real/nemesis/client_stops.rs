@@ -287,6 +287,14 @@ impl<N: Nemesis> Nemesis for AtClient<'_, N> {
         self.n.fail_over(master)
     }
 
+    fn cluster_failover(
+        &self,
+        master: u32,
+        form: crate::fault::ClusterFailoverForm,
+    ) -> Result<(), Refused> {
+        self.n.cluster_failover(master, form)
+    }
+
     fn end_session(&self, at: &Occasion<'_>, victim: &ClientRef) -> Result<(), Refused> {
         self.n.end_session(at, victim)
     }

@@ -59,6 +59,10 @@ pub struct ClusterOptions {
     /// Every node behind link proxies, cluster bus included, so that
     /// [`RedisCluster::partition`] can cut links (`cluster_partition.rs`).
     pub partitionable: bool,
+    /// With `partitionable`: each chunk of a replication stream (a master's bytes to a replica
+    /// on its client port) waits a draw from this range, ms; the cluster bus never lags. `[0,
+    /// 0]`: no lag.
+    pub replication_lag_ms: [u64; 2],
 }
 
 impl Default for ClusterOptions {
@@ -70,6 +74,7 @@ impl Default for ClusterOptions {
             node_timeout: Duration::from_millis(500),
             ready_timeout: Duration::from_secs(20),
             partitionable: false,
+            replication_lag_ms: [0, 0],
         }
     }
 }
@@ -112,7 +117,7 @@ impl RedisCluster {
         }
         let mut dirs = Vec::new();
         let links = match options.partitionable {
-            true => Some(BusLinks::start(&names)?),
+            true => Some(BusLinks::start(&names, options.replication_lag_ms)?),
             false => None,
         };
         let mut cluster = RedisCluster {

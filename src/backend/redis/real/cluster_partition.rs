@@ -23,7 +23,11 @@ use std::sync::{Arc, Mutex};
 
 /// The proxies of a partitionable cluster and the cuts in force.
 pub(crate) struct BusLinks {
+    /// The bus proxies' network: cut by partitions, never lagging.
     pub(crate) net: Arc<Network>,
+    /// The client-port proxies' network: cut with the bus, and lagging replication streams
+    /// (`ClusterOptions::replication_lag_ms`).
+    data: Arc<Network>,
     /// Each node's (client, bus) link proxy.
     proxies: BTreeMap<usize, (LinkProxy, LinkProxy)>,
     /// The links each partition in force cut, to heal them.
@@ -33,8 +37,9 @@ pub(crate) struct BusLinks {
 }
 
 impl BusLinks {
-    /// Starts two proxies per node of `names` on a runtime of their own.
-    pub(crate) fn start(names: &[String]) -> Result<BusLinks, RealError> {
+    /// Starts two proxies per node of `names` on a runtime of their own; replication through the
+    /// client-port proxies lags by `lag_ms`.
+    pub(crate) fn start(names: &[String], lag_ms: [u64; 2]) -> Result<BusLinks, RealError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("lockcheck-cluster-links")
@@ -47,11 +52,17 @@ impl BusLinks {
             [0, 0],
             0,
         ));
+        let data = Arc::new(Network::new(
+            names.to_vec(),
+            vec![true; names.len()],
+            lag_ms,
+            0,
+        ));
         let proxies = rt
             .block_on(async {
                 let mut proxies = BTreeMap::new();
                 for node in 0..names.len() {
-                    let client = LinkProxy::start(net.clone(), node).await?;
+                    let client = LinkProxy::start(data.clone(), node).await?;
                     let bus = LinkProxy::start(net.clone(), node).await?;
                     proxies.insert(node, (client, bus));
                 }
@@ -60,6 +71,7 @@ impl BusLinks {
             .map_err(|e| RealError::io("starting the cluster's link proxies", e))?;
         Ok(BusLinks {
             net,
+            data,
             proxies,
             cuts: Mutex::new(Vec::new()),
             rt: Some(rt),
@@ -82,6 +94,12 @@ impl BusLinks {
         ]
         .map(String::from)
         .to_vec()
+    }
+
+    /// Cuts (`on`) or heals the directed `links`, bus and client ports alike.
+    fn cut(&self, links: &[(usize, usize)], on: bool) {
+        self.net.cut(links, on);
+        self.data.cut(links, on);
     }
 
     /// Node `node`'s announced address: its ip, client proxy port and bus proxy port.
@@ -124,7 +142,7 @@ impl RedisCluster {
                 cut.extend([(a, b), (b, a)]);
             }
         }
-        links.net.cut(&cut, true);
+        links.cut(&cut, true);
         links.cuts.lock().unwrap().push(cut);
         Ok(())
     }
@@ -132,7 +150,7 @@ impl RedisCluster {
     /// Cuts (`on`) the directed links `links` (node pairs), or heals them: links cut twice heal
     /// when both are healed. Needs a partitionable cluster, as [`RedisCluster::partition`].
     pub fn cut_links(&self, links: &[(usize, usize)], on: bool) -> Result<(), RealError> {
-        self.bus_links()?.net.cut(links, on);
+        self.bus_links()?.cut(links, on);
         Ok(())
     }
 
@@ -147,7 +165,7 @@ impl RedisCluster {
     pub fn heal(&self) {
         if let Some(links) = &self.links {
             for cut in links.cuts.lock().unwrap().drain(..) {
-                links.net.cut(&cut, false);
+                links.cut(&cut, false);
             }
         }
     }

@@ -29,9 +29,10 @@
 use super::cluster::{ClusterOptions, ClusterRole, RedisCluster};
 use super::nemesis::RealNemesis;
 use super::world::{client_envs, drive, runtime, timeouts, RealWorld};
+use crate::backend::redis::engine::cluster::ManualFailover;
 use crate::backend::redis::table::{self, ClusterTable};
 use crate::fault::partition::describe_partition;
-use crate::fault::{ClientRef, Cut, Nemesis, Occasion, Refused, Trigger};
+use crate::fault::{ClientRef, ClusterFailoverForm, Cut, Nemesis, Occasion, Refused, Trigger};
 use crate::history::{EventKind, History, Recorder};
 use crate::lock::{Lock, LockConfig};
 use crate::real::client_tasks::Clients;
@@ -193,6 +194,10 @@ impl Nemesis for ClusterRecipes<'_> {
         Err(Refused::Because(FAILS_OVER_ITSELF.into()))
     }
 
+    fn cluster_failover(&self, _master: u32, _form: ClusterFailoverForm) -> Result<(), Refused> {
+        Ok(())
+    }
+
     fn crash_server(&self, node: &str, _restart_after_ms: u64) -> Result<(), Refused> {
         match server_index(self.s, node) {
             Some(_) => Ok(()),
@@ -275,7 +280,8 @@ where
         masters: scenario.redis.masters as usize,
         replicas: scenario.redis.replicas as usize,
         node_timeout: Duration::from_millis(t.node_timeout_ms),
-        partitionable: partitions(scenario),
+        partitionable: partitions(scenario) || scenario.redis.replication_lag_ms[1] > 0,
+        replication_lag_ms: scenario.redis.replication_lag_ms,
         ..ClusterOptions::default()
     })?;
     let storage = RedisServer::spawn(ServerOptions::default())?;
@@ -371,6 +377,35 @@ pub(super) fn crash(
         |me, node, pid| me.note(format!("{node} restarted empty (pid {pid})")),
     );
     Ok(())
+}
+
+/// `CLUSTER FAILOVER [FORCE|TAKEOVER]` to `redis-<master>-replica-0`; the cluster does the
+/// rest, and the role watch records the promotion when it happens.
+pub(super) fn manual_failover(
+    n: &RealNemesis,
+    d: Arc<ClusterRun>,
+    master: u32,
+    form: ClusterFailoverForm,
+) -> Result<(), Refused> {
+    let name = format!("redis-{master}-replica-0");
+    let Some(idx) = d.node(&name) else {
+        return Err(Refused::Lacking);
+    };
+    let how = match form {
+        ClusterFailoverForm::Coordinated => ManualFailover::Coordinated,
+        ClusterFailoverForm::Force => ManualFailover::Force,
+        ClusterFailoverForm::Takeover => ManualFailover::Takeover,
+    };
+    match d.cluster.failover(idx, how) {
+        Ok(()) => {
+            n.note(format!("CLUSTER FAILOVER{} sent to {name}", form.option()));
+            Ok(())
+        }
+        Err(e) => Err(Refused::Because(format!(
+            "CLUSTER FAILOVER{} to {name} refused: {e}",
+            form.option()
+        ))),
+    }
 }
 
 /// `partition` of cluster nodes: the cut links' proxies hold what crosses them until it heals.

@@ -42,7 +42,9 @@ use crate::backend::redis::real::cluster_world::{self, ClusterRun};
 use crate::backend::redis::real::failover::FailoverRig;
 use crate::backend::redis::real::sentinel_deployment::SentinelDeployment;
 use crate::fault::partition::describe_partition;
-use crate::fault::{ClientRef, Cut, Fault, FaultKind, Nemesis, Occasion, Refused};
+use crate::fault::{
+    ClientRef, ClusterFailoverForm, Cut, Fault, FaultKind, Nemesis, Occasion, Refused,
+};
 use crate::history::{EventKind, Recorder};
 use crate::real::client_programs::client_program::Programs;
 use crate::real::connection::Route;
@@ -491,6 +493,13 @@ impl Nemesis for RealNemesis {
         Ok(())
     }
 
+    fn cluster_failover(&self, master: u32, form: ClusterFailoverForm) -> Result<(), Refused> {
+        match self.cluster.clone() {
+            Some(d) => cluster_world::manual_failover(self, d, master, form),
+            None => Err(Refused::Lacking),
+        }
+    }
+
     fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
         if let Some(d) = self.cluster.clone() {
             return cluster_world::crash(self, d, node, restart_after_ms);
@@ -578,6 +587,14 @@ impl Nemesis for AtClient<'_> {
 
     fn fail_over(&self, master: u32) -> Result<(), Refused> {
         self.n.fail_over(master)
+    }
+
+    fn cluster_failover(
+        &self,
+        master: u32,
+        form: crate::fault::ClusterFailoverForm,
+    ) -> Result<(), Refused> {
+        self.n.cluster_failover(master, form)
     }
 
     fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
