@@ -85,6 +85,20 @@ fn lease_mode(s: &Scenario) -> Option<&'static str> {
     })
 }
 
+/// A lock's row in the table: its kind, whether it runs with a fixed lease (a lock with a
+/// watchdog), and the deployment when its backend names one apart (`BackendDecl::row_label`:
+/// a Redis Cluster).
+type Row = (LockKind, bool, Option<&'static str>);
+
+/// The row scenario `s` belongs to.
+fn row_of(s: &Scenario) -> Row {
+    (
+        s.lock.kind,
+        lease_mode(s).is_some_and(|m| m == "fixed lease"),
+        s.backend().row_label(s),
+    )
+}
+
 /// The violated checks of an outcome, or "safe".
 fn cell(o: &SeedsOutcome) -> String {
     let violated: Vec<&str> = o
@@ -204,7 +218,7 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
         }
     }
     columns.sort_by_key(|c| (c != "none", c.clone()));
-    let mut grid: BTreeMap<(LockKind, bool, String), Vec<String>> = BTreeMap::new();
+    let mut grid: BTreeMap<(Row, String), Vec<String>> = BTreeMap::new();
     for (s, sim, real) in &rows {
         let mut c = cell(sim);
         if let Some(Ok(r)) = real {
@@ -216,13 +230,7 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
         if s.workload.kind == WorkloadKind::AddressBook {
             c = format!("{c} [address book]");
         }
-        let cells = grid
-            .entry((
-                s.lock.kind,
-                lease_mode(s).is_some_and(|m| m == "fixed lease"),
-                fault_label(s),
-            ))
-            .or_default();
+        let cells = grid.entry((row_of(s), fault_label(s))).or_default();
         if !cells.contains(&c) {
             cells.push(c);
         }
@@ -236,28 +244,40 @@ pub fn table(dir: &Path, opts: &TableOptions) -> Result<String, BadInput> {
         let _ = write!(out, "---|");
     }
     out.push('\n');
+    // Each kind's rows: lease modes in order, then each deployment named apart, first seen first.
+    let mut order: Vec<Row> = Vec::new();
     for k in opts.locks.kinds() {
         for fixed in [false, true] {
-            let Some(mode) = rows
-                .iter()
-                .find(|(s, _, _)| {
-                    s.lock.kind == k && lease_mode(s).is_some_and(|m| m == "fixed lease") == fixed
-                })
-                .map(|(s, _, _)| lease_mode(s))
-            else {
-                continue;
-            };
-            let mode = mode.map(|m| format!(" ({m})")).unwrap_or_default();
-            let _ = write!(out, "| `{}`{mode} |", k.name());
-            for c in &columns {
-                let v = grid
-                    .get(&(k, fixed, c.clone()))
-                    .map(|v| v.join("; "))
-                    .unwrap_or_default();
-                let _ = write!(out, " {v} |");
+            let mut labels: Vec<Option<&'static str>> = vec![None];
+            for (s, _, _) in &rows {
+                let (kind, f, label) = row_of(s);
+                if kind == k && f == fixed && !labels.contains(&label) {
+                    labels.push(label);
+                }
             }
-            out.push('\n');
+            order.extend(labels.into_iter().map(|l| (k, fixed, l)));
         }
+    }
+    for row in order {
+        let (k, _, label) = row;
+        let Some(mode) = rows
+            .iter()
+            .find(|(s, _, _)| row_of(s) == row)
+            .map(|(s, _, _)| lease_mode(s))
+        else {
+            continue;
+        };
+        let mode = mode.map(|m| format!(" ({m})")).unwrap_or_default();
+        let label = label.map(|l| format!(" on {l}")).unwrap_or_default();
+        let _ = write!(out, "| `{}`{mode}{label} |", k.name());
+        for c in &columns {
+            let v = grid
+                .get(&(row, c.clone()))
+                .map(|v| v.join("; "))
+                .unwrap_or_default();
+            let _ = write!(out, " {v} |");
+        }
+        out.push('\n');
     }
 
     let _ = writeln!(out, "\n### Every scenario, every check\n");

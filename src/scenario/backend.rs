@@ -87,6 +87,12 @@ pub trait BackendDecl: Debug + Send + Sync {
         false
     }
 
+    /// The deployment `lockcheck table` names apart in a lock's row ("Redis Cluster"), or
+    /// `None` for the service's usual one.
+    fn row_label(&self, _s: &Scenario) -> Option<&'static str> {
+        None
+    }
+
     /// Whether this service's worlds can carry fault `f` out; `Err` says why not, so a verdict
     /// is never vacuous.
     fn check_fault(&self, s: &Scenario, f: &Fault) -> Result<(), String>;

@@ -74,3 +74,39 @@ fn the_simulated_promotion_is_within_a_fifth_of_the_real_median() {
         "simulated median {median} ms is not within 20 % of the real {REAL_PROMOTION_MEDIAN_MS} ms"
     );
 }
+
+/// What a cluster cannot have is refused with the reason, at the key: lockcheck's `failover` on
+/// a cluster (it promotes by itself), `CLUSTER FAILOVER` without one, Redlock on one, fewer
+/// than three masters, and a key it does not know.
+#[test]
+fn what_a_cluster_cannot_have_is_refused_at_its_key() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios/cluster-manual-failover-safe.toml"),
+    )
+    .unwrap();
+    let refused = |text: &str, says: &str| {
+        let e = lockcheck::Scenario::parse("t", text)
+            .expect_err(says)
+            .to_string();
+        assert!(e.contains(says), "{e}");
+        assert!(e.starts_with("t:"), "a position: {e}");
+    };
+    refused(
+        &text.replace("kind = \"cluster_failover\"", "kind = \"failover\""),
+        "promotes a replica by itself",
+    );
+    refused(
+        &text.replace("[redis.cluster]\nnode_timeout_ms = 500", ""),
+        "add `[redis.cluster]`",
+    );
+    refused(
+        &text.replace("kind = \"set-nx-px\"", "kind = \"redlock\""),
+        "Redlock takes independent masters",
+    );
+    refused(&text.replace("masters = 3", "masters = 2"), "at least 3");
+    refused(
+        &text.replace("node_timeout_ms = 500", "node_timeout = 500"),
+        "unknown key `node_timeout` in `[redis.cluster]`",
+    );
+}

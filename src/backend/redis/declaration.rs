@@ -98,6 +98,11 @@ impl BackendDecl for Redis {
         }
     }
 
+    /// A Redis Cluster's scenarios get rows of their own in `lockcheck table`.
+    fn row_label(&self, s: &Scenario) -> Option<&'static str> {
+        table::cluster(s).map(|_| "Redis Cluster")
+    }
+
     /// With sentinels, or as a Redis Cluster.
     fn promotes_by_itself(&self, s: &Scenario) -> bool {
         s.redis.sentinels > 0 || table::cluster(s).is_some()

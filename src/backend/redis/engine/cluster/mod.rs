@@ -13,8 +13,9 @@
 //!   elections, votes, manual failovers).
 //!
 //! The real counterpart is `backend::redis::real::RedisCluster`; docs/redis-cluster.md ("The
-//! simulated cluster") says what is modelled and compares the timing with real servers.
-//! Nothing here is wired into a world yet.
+//! simulated cluster") says what is modelled and compares the timing with real servers. The
+//! simulated world drives the bus and asks `decide` before every command
+//! (`backend::redis::sim::cluster::cluster_mode`).
 
 pub mod bus;
 mod election;

@@ -6,6 +6,10 @@
 //! own clock. Replication is by effects, with the scenario's lag, in order, from a task on the
 //! master's node: when the master dies its in-flight stream dies with it, which is exactly the
 //! window in which a failover loses a freshly granted lock.
+//!
+//! As one Redis Cluster (`[redis.cluster]`, `cluster_mode.rs`) the groups are its shards: the
+//! cluster bus decides who is master and who owns which slot, and every server redirects a
+//! command it must not serve before executing it.
 
 mod cluster_mode;
 mod failover;
