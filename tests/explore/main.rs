@@ -152,6 +152,9 @@ pub fn explore_kind(kind: &FaultKind) -> &'static str {
         FaultKind::Crash { .. } => "crash",
         FaultKind::ClientCrash { .. } => "client_crash",
         FaultKind::Terminate { .. } => "terminate",
+        // Not drawn by explore (an operator's command, not a fault): the guard's exclusions
+        // say where its claims are kept.
+        FaultKind::ClusterFailover { .. } => "cluster_failover",
         other => panic!("a fault kind this test does not know: {other:?}"),
     }
 }

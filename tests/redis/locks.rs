@@ -59,8 +59,9 @@ macro_rules! real {
                 {
                     continue;
                 }
-                // The Sentinel scenarios' real runs are in tests/redis/sentinel.rs.
-                if s.redis.sentinels > 0 {
+                // The Sentinel scenarios' real runs are in tests/redis/sentinel.rs, the Redis
+                // Cluster's in tests/redis/cluster_scenarios.rs.
+                if s.redis.sentinels > 0 || lockcheck::backend::redis::table::cluster(&s).is_some() {
                     continue;
                 }
                 let stem = f.file_stem().unwrap().to_str().unwrap().to_string();
