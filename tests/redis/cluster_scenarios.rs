@@ -119,29 +119,5 @@ fn what_a_cluster_cannot_have_is_refused_at_its_key() {
 #[test]
 fn every_bundled_cluster_scenario_reaches_its_verdict_on_real_clusters() {
     let _turn = crate::common::real_servers_one_at_a_time();
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-cluster-scenarios");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    for n in SCENARIOS {
-        let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("scenarios")
-            .join(format!("{n}.toml"));
-        std::fs::copy(from, dir.join(format!("{n}.toml"))).unwrap();
-    }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lockcheck"))
-        .args(["run", dir.to_str().unwrap(), "--real", "--jobs", "2"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains(&format!("{} passed, 0 failed", SCENARIOS.len())),
-        "{stdout}"
-    );
-    std::fs::remove_dir_all(&dir).unwrap();
+    crate::scenarios::run_bundled_real(&SCENARIOS, "real-cluster-scenarios", 2);
 }

@@ -149,38 +149,50 @@ fn a_client_paused_during_its_redlock_acquire_on_real_servers() {
 /// failover, a Redlock clock jump under libfaketime, a MariaDB and a ZooKeeper scenario at once.
 #[test]
 fn a_directory_of_real_scenarios_runs_side_by_side_with_jobs() {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("real-side-by-side");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
     let names = [
         "failover-lock-loss",
         "mysql-for-update-no-faults",
         "redlock-kleppmann-clock-jump",
         "zk-recipe-no-faults",
     ];
-    for n in names {
-        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("scenarios")
-            .join(format!("{n}.toml"));
-        std::fs::copy(from, dir.join(format!("{n}.toml"))).unwrap();
-    }
-    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
-        .args(["run", dir.to_str().unwrap(), "--real", "--jobs", "4"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = run_bundled_real(&names, "real-side-by-side", 4);
     let passed: Vec<&str> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix("PASS  "))
         .filter_map(|l| l.split_whitespace().next())
         .collect();
     assert_eq!(passed, names, "{stdout}");
-    assert!(stdout.contains("4 passed, 0 failed"), "{stdout}");
+}
+
+/// Copies the bundled scenarios `names` into a directory of their own (`dir` under the test
+/// target's scratch) and runs it as a user would, `lockcheck run <dir> --real --jobs <jobs>`:
+/// asserts every one passed (exit 0, `N passed, 0 failed`) and returns the output.
+pub fn run_bundled_real(names: &[&str], dir: &str, jobs: u32) -> String {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for n in names {
+        let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(format!("{n}.toml"));
+        std::fs::copy(from, dir.join(format!("{n}.toml"))).unwrap();
+    }
+    let jobs = jobs.to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_lockcheck"))
+        .args(["run", dir.to_str().unwrap(), "--real", "--jobs", &jobs])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("{} passed, 0 failed", names.len())),
+        "{stdout}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
+    stdout
 }
