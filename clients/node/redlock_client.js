@@ -1,7 +1,9 @@
 // lockcheck adapter for node-redlock 4 (with ioredis 4): SET NX PX on every master, a majority
 // within the validity time (driftFactor 0.01); no fencing, no automatic extension. With
 // LOCKCHECK_SENTINELS set (a Sentinel run) each master is one ioredis client that finds it
-// through the sentinels (`new Redis({ sentinels, name })`).
+// through the sentinels (`new Redis({ sentinels, name })`). With LOCKCHECK_REDIS_CLUSTER_NODES
+// set (a Redis Cluster run) redlock gets one ioredis `Cluster` client made from the seed nodes,
+// the setup node-redlock's README shows for a cluster: a quorum of one, on the key's master.
 'use strict';
 const { requireLibrary, serve } = require('./lockcheck_protocol');
 
@@ -15,9 +17,15 @@ const sentinels = (env.LOCKCHECK_SENTINELS || '').split(',').filter(Boolean).map
   const i = a.lastIndexOf(':');
   return { host: a.slice(0, i), port: Number(a.slice(i + 1)) };
 });
-const clients = sentinels.length
-  ? env.LOCKCHECK_SENTINEL_MASTERS.split(',').map((name) => new Redis({ sentinels, name, ...options }))
-  : env.LOCKCHECK_REDIS_URLS.split(',').map((u) => new Redis(u, options));
+const clusterNodes = (env.LOCKCHECK_REDIS_CLUSTER_NODES || '').split(',').filter(Boolean).map((a) => {
+  const i = a.lastIndexOf(':');
+  return { host: a.slice(0, i), port: Number(a.slice(i + 1)) };
+});
+let clients;
+if (clusterNodes.length) clients = [new Redis.Cluster(clusterNodes, { redisOptions: options })];
+else if (sentinels.length) {
+  clients = env.LOCKCHECK_SENTINEL_MASTERS.split(',').map((name) => new Redis({ sentinels, name, ...options }));
+} else clients = env.LOCKCHECK_REDIS_URLS.split(',').map((u) => new Redis(u, options));
 const retryDelay = Number(env.LOCKCHECK_RETRY_MS.split(',')[0]) || 10;
 const redlock = new Redlock(clients, {
   driftFactor: 0.01,

@@ -84,6 +84,7 @@ impl FaultKind {
             },
             FaultKind::Failover { .. }
             | FaultKind::ClusterFailover { .. }
+            | FaultKind::SlotMigration { .. }
             | FaultKind::Crash { .. }
             | FaultKind::ServerPause { .. } => self.clone(),
         }

@@ -5,8 +5,8 @@
 //!
 //! A family is one file: [`pause`] (a client's stop-the-world pause), [`server_pause`] (a server
 //! process stopped), [`crash`] (a server crash and restart, a client crash), [`failover`],
-//! [`partition`], [`clock`] (jumps and drift) and [`cluster_failover`] (a Redis Cluster's
-//! manual failover). This module only dispatches: [`FaultKind`] is
+//! [`partition`], [`clock`] (jumps and drift), [`cluster_failover`] (a Redis Cluster's
+//! manual failover) and [`slot_migration`] (a Redis Cluster's resharding of the lock's slot). This module only dispatches: [`FaultKind`] is
 //! the closed set of families' values, and each operation below hands its variant to the family.
 //! A family never asks which world it is in: it calls capabilities, and a world that lacks one
 //! refuses it ([`Refused`]).
@@ -20,6 +20,7 @@ mod nemesis;
 pub mod partition;
 pub mod pause;
 pub mod server_pause;
+pub mod slot_migration;
 mod table;
 pub mod terminate;
 mod trigger;
@@ -133,6 +134,15 @@ pub enum FaultKind {
         /// Which form of the command.
         form: ClusterFailoverForm,
     },
+    /// The lock key's slot migrates to master group `to` over `for_ms` (Redis Cluster's live
+    /// resharding: `SETSLOT IMPORTING`/`MIGRATING`, `MIGRATE` half-way, `SETSLOT NODE` at the
+    /// end).
+    SlotMigration {
+        /// The master group (from 0) the slot moves to.
+        to: u32,
+        /// How long the migration lasts.
+        for_ms: u64,
+    },
 }
 
 /// One `kind = "..."` of the scenario format: its name, the keys it takes besides `kind`, `on`,
@@ -159,6 +169,7 @@ pub const WRITTEN: &[Written] = &[
     cluster_failover::COORDINATED,
     cluster_failover::FORCE,
     cluster_failover::TAKEOVER,
+    slot_migration::WRITTEN,
 ];
 
 /// The fault kinds' names, as written in scenario files.
@@ -174,6 +185,7 @@ pub const FAULT_KINDS: &[&str] = &[
     cluster_failover::COORDINATED.name,
     cluster_failover::FORCE.name,
     cluster_failover::TAKEOVER.name,
+    slot_migration::WRITTEN.name,
 ];
 
 /// The scenario format's entry for `kind = "<name>"`.
@@ -194,6 +206,7 @@ impl FaultKind {
             FaultKind::ClockDrift { .. } => clock::DRIFT.name,
             FaultKind::Terminate { .. } => terminate::WRITTEN.name,
             FaultKind::ClusterFailover { form, .. } => cluster_failover::name(*form),
+            FaultKind::SlotMigration { .. } => slot_migration::WRITTEN.name,
         }
     }
 
@@ -221,6 +234,7 @@ impl FaultKind {
             FaultKind::ClientCrash { client } => crash::write_client(*client, t),
             FaultKind::Terminate { client } => terminate::write(client, t),
             FaultKind::ClusterFailover { master, .. } => cluster_failover::write(*master, t),
+            FaultKind::SlotMigration { to, for_ms } => slot_migration::write(*to, *for_ms, t),
         }
     }
 
@@ -242,6 +256,7 @@ impl FaultKind {
             FaultKind::WallClockJump { .. } => clock::jump_label(true),
             FaultKind::ClockDrift { .. } => clock::drift_label(),
             FaultKind::ClusterFailover { form, .. } => cluster_failover::label(*form),
+            FaultKind::SlotMigration { to, .. } => slot_migration::label(*to),
         }
     }
 
@@ -326,6 +341,7 @@ impl FaultKind {
             FaultKind::ClusterFailover { master, form } => {
                 cluster_failover::fire(n, *master, *form)
             }
+            FaultKind::SlotMigration { to, for_ms } => slot_migration::fire(n, *to, *for_ms),
         }
     }
 }

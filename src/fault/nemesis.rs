@@ -105,6 +105,14 @@ pub trait Nemesis {
         Err(Refused::Lacking)
     }
 
+    /// Migrates the lock key's slot to master group `to` over `for_ms`, in a Redis Cluster
+    /// (`SETSLOT IMPORTING`/`MIGRATING` now, `MIGRATE` of its keys half-way, `SETSLOT NODE` at
+    /// the end).
+    fn migrate_slot(&self, to: u32, for_ms: u64) -> Result<(), Refused> {
+        let _ = (to, for_ms);
+        Err(Refused::Lacking)
+    }
+
     /// Ends `victim`'s server session while the client lives on (`pg_terminate_backend`): what
     /// the session held goes now; the client learns it on its next request.
     fn end_session(&self, at: &Occasion<'_>, victim: &ClientRef) -> Result<(), Refused> {

@@ -129,6 +129,8 @@ pub struct RoutedConnection {
     /// In a Redis Cluster run, the cluster-aware connection every request goes through instead
     /// of the route (which then names only where a subscription goes).
     cluster: Option<ClusterLink>,
+    /// Every argument equal to the first is sent as the second ([`RoutedConnection::placing_key`]).
+    placed: Option<Arc<(Vec<u8>, Vec<u8>)>>,
 }
 
 /// A client's retry policy in a Redis Cluster (`[redis.cluster]`), as redis-rs's cluster client
@@ -277,6 +279,7 @@ impl RoutedConnection {
             finder: None,
             latency: None,
             cluster: None,
+            placed: None,
         }
     }
 
@@ -292,6 +295,57 @@ impl RoutedConnection {
         let mut conn = RoutedConnection::new(subscribe_at, timeouts);
         conn.cluster = Some(ClusterLink { client, conn: None });
         conn
+    }
+
+    /// The same connection, sending every argument that is `key` as `placed` instead: on a
+    /// Redis Cluster, one of Redlock's instances as a key hash-tagged onto one master, so the
+    /// lock's code is unchanged (the simulated connection does the same).
+    pub fn placing_key(mut self, key: &str, placed: String) -> RoutedConnection {
+        self.placed = Some(Arc::new((key.as_bytes().to_vec(), placed.into_bytes())));
+        self
+    }
+
+    /// `cmd` with the placed key put in, if it names the key.
+    fn placed_cmd(&self, cmd: &Cmd) -> Option<Cmd> {
+        let p = self.placed.as_ref()?;
+        let mut names = false;
+        let mut out = Cmd::new();
+        for arg in cmd.args_iter() {
+            match arg {
+                redis::Arg::Simple(a) if a == p.0.as_slice() => {
+                    names = true;
+                    out.arg(p.1.as_slice());
+                }
+                redis::Arg::Simple(a) => {
+                    out.arg(a);
+                }
+                // A cursor (SCAN's): no lock command sends one; leave such a command alone.
+                _ => return None,
+            }
+        }
+        names.then_some(out)
+    }
+
+    /// `pipeline` with the placed key put in, if a command of it names the key.
+    fn placed_pipeline(&self, pipeline: &Pipeline) -> Option<Pipeline> {
+        self.placed.as_ref()?;
+        let mut out = redis::pipe();
+        if pipeline.is_transaction() {
+            out.atomic();
+        }
+        let mut names = false;
+        for c in pipeline.cmd_iter() {
+            match self.placed_cmd(c) {
+                Some(placed) => {
+                    names = true;
+                    out.add_command(placed);
+                }
+                None => {
+                    out.add_command(c.clone());
+                }
+            }
+        }
+        names.then_some(out)
     }
 
     /// Whether it is a Redis Cluster client ([`RoutedConnection::cluster`]).
@@ -459,6 +513,8 @@ pub(crate) async fn connect_from(
 impl ConnectionLike for RoutedConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
+            let placed = self.placed_cmd(cmd);
+            let cmd = placed.as_ref().unwrap_or(cmd);
             let sent_at = tokio::time::Instant::now();
             let result = match (self.conn().await, self.latency) {
                 (Ok(mut conn), None) => conn.req_packed_command(cmd).await,
@@ -480,6 +536,8 @@ impl ConnectionLike for RoutedConnection {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
+            let placed = self.placed_pipeline(pipeline);
+            let pipeline = placed.as_ref().unwrap_or(pipeline);
             let sent_at = tokio::time::Instant::now();
             let result = match (self.conn().await, self.latency) {
                 (Ok(mut conn), None) => conn.req_packed_commands(pipeline, offset, count).await,

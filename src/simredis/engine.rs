@@ -287,6 +287,18 @@ impl Engine {
         self.db.keys.contains(key) && !self.db.keys.is_expired(key, clock(now_ms))
     }
 
+    /// The live keys at `now_ms` that `keep` accepts, in byte order: a Redis Cluster slot's
+    /// keys, for `MIGRATE` (`migrate.rs`).
+    pub fn live_keys_where(&self, now_ms: u64, keep: impl Fn(&[u8]) -> bool) -> Vec<Vec<u8>> {
+        super::migrate::live_keys_where(&self.db.keys, clock(now_ms), keep)
+    }
+
+    /// The commands that rebuild live key `key` on another node, its remaining time to live
+    /// included (`MIGRATE`'s `DUMP` and `RESTORE`); `None` if it is absent or expired.
+    pub fn rebuild_commands(&self, key: &[u8], now_ms: u64) -> Option<Vec<Vec<Vec<u8>>>> {
+        super::migrate::rebuild_commands(&self.db.keys, key, clock(now_ms))
+    }
+
     /// The absolute expiry of a stored key, in this node's clock (for tests and reports).
     pub fn expire_at(&self, key: &[u8]) -> Option<i64> {
         self.db.keys.expire_at(key)

@@ -122,6 +122,11 @@ impl Keyspace {
         self.version
     }
 
+    /// Every stored key's name, in the map's order (callers that list them sort them).
+    pub fn key_names(&self) -> impl Iterator<Item = &[u8]> {
+        self.map.keys().map(Vec::as_slice)
+    }
+
     /// The raw value, ignoring expiry (callers decide what expiry means for them).
     pub fn get(&self, key: &[u8]) -> Option<&Data> {
         self.map.get(key).map(|e| &e.data)

@@ -62,6 +62,7 @@ mod keys;
 mod keyspace;
 mod lists;
 mod lua;
+mod migrate;
 mod native;
 mod num;
 mod pubsub;

@@ -155,6 +155,7 @@ pub fn explore_kind(kind: &FaultKind) -> &'static str {
         // Not drawn by explore (an operator's command, not a fault): the guard's exclusions
         // say where its claims are kept.
         FaultKind::ClusterFailover { .. } => "cluster_failover",
+        FaultKind::SlotMigration { .. } => "migrate_slot",
         other => panic!("a fault kind this test does not know: {other:?}"),
     }
 }

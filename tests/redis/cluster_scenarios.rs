@@ -9,7 +9,7 @@ use lockcheck::history::EventKind;
 use lockcheck::SeedsOutcome;
 
 /// The bundled cluster scenarios.
-const SCENARIOS: [&str; 7] = [
+const SCENARIOS: [&str; 10] = [
     "cluster-manual-failover-safe",
     "cluster-failover-takeover",
     "cluster-failover-wait",
@@ -17,6 +17,9 @@ const SCENARIOS: [&str; 7] = [
     "cluster-minority-master",
     "cluster-restart-empty-master",
     "cluster-no-faults",
+    "cluster-slot-migration",
+    "cluster-redlock-one-failover",
+    "cluster-redlock-two-failovers",
 ];
 
 /// Kill to promotion of the replica, median of 10 runs on real `redis-server` 7.0.15 clusters at
@@ -77,7 +80,7 @@ fn the_simulated_promotion_is_within_a_fifth_of_the_real_median() {
 }
 
 /// What a cluster cannot have is refused with the reason, at the key: lockcheck's `failover` on
-/// a cluster (it promotes by itself), `CLUSTER FAILOVER` without one, Redlock on one, fewer
+/// a cluster (it promotes by itself), `CLUSTER FAILOVER` or `migrate_slot` without one, fewer
 /// than three masters, and a key it does not know.
 #[test]
 fn what_a_cluster_cannot_have_is_refused_at_its_key() {
@@ -101,11 +104,16 @@ fn what_a_cluster_cannot_have_is_refused_at_its_key() {
         &text.replace("[redis.cluster]\nnode_timeout_ms = 500", ""),
         "add `[redis.cluster]`",
     );
-    refused(
-        &text.replace("kind = \"set-nx-px\"", "kind = \"redlock\""),
-        "Redlock takes independent masters",
-    );
     refused(&text.replace("masters = 3", "masters = 2"), "at least 3");
+    refused(
+        &text
+            .replace("[redis.cluster]\nnode_timeout_ms = 500", "")
+            .replace(
+                "kind = \"cluster_failover\"",
+                "kind = \"migrate_slot\"\nfor_ms = 800",
+            ),
+        "moves a slot between a Redis Cluster's masters: add `[redis.cluster]`",
+    );
     refused(
         &text.replace("node_timeout_ms = 500", "node_timeout = 500"),
         "unknown key `node_timeout` in `[redis.cluster]`",
@@ -120,4 +128,32 @@ fn what_a_cluster_cannot_have_is_refused_at_its_key() {
 fn every_bundled_cluster_scenario_reaches_its_verdict_on_real_clusters() {
     let _turn = crate::common::real_servers_one_at_a_time();
     crate::scenarios::run_bundled_real(&SCENARIOS, "real-cluster-scenarios", 2);
+}
+
+/// `cluster-slot-migration` moves a held lock key: on every seed each migration's `MIGRATE`
+/// finds the key on the source (it was granted as the migration began and is held through it),
+/// the slot is handed over to the target and back, and every release still found its entry
+/// (through `ASK` while the slot migrated, `MOVED` after).
+#[test]
+fn a_slot_migration_moves_the_held_key_and_releases_follow_it() {
+    let s = bundled("cluster-slot-migration");
+    for seed in 1..=20 {
+        let o = judge_sim(&s, seed);
+        let faults = fault_lines(&o.history);
+        let count = |what: &str| faults.iter().filter(|l| l.contains(what)).count();
+        assert_eq!(
+            count("MIGRATE of slot 8718: 1 key(s) moved"),
+            2,
+            "seed {seed}: {faults:?}"
+        );
+        assert_eq!(count("slot 8718 handed to redis-2"), 1, "seed {seed}");
+        assert_eq!(count("slot 8718 handed to redis-1"), 1, "seed {seed}");
+        let release = &o.checks["release"];
+        assert_eq!(
+            release.verdict,
+            lockcheck::Verdict::Safe,
+            "seed {seed}: {}",
+            release.summary
+        );
+    }
 }

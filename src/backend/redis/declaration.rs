@@ -6,7 +6,7 @@
 
 use super::table::{self, ClusterTable};
 use crate::history::Role;
-use crate::lock::{redlock, Service};
+use crate::lock::Service;
 use crate::scenario::{BackendDecl, FailoverShape, Fault, FaultKind, Invalid, Scenario};
 use std::any::Any;
 use std::sync::Arc;
@@ -78,23 +78,16 @@ impl BackendDecl for Redis {
         }
         if table::cluster(s).is_some() {
             ClusterTable::check(s)?;
-            if s.lock.kind.name() == redlock::NAME {
-                return Err((
-                    Some("cluster"),
-                    "Redlock takes independent masters, one connection each; a Redis Cluster \
-                     gives a client one connection to all its masters: drop `[redis.cluster]`"
-                        .into(),
-                ));
-            }
         }
         Ok(())
     }
 
-    /// One in a Redis Cluster: the lock's key lives in one slot, on one master.
+    /// One in a Redis Cluster (the lock's key lives in one slot, on one master), except for
+    /// Redlock, whose instances are the cluster's masters (`table::placed_keys`).
     fn lock_masters(&self, s: &Scenario) -> u32 {
         match table::cluster(s) {
-            Some(_) => 1,
-            None => s.redis.masters,
+            Some(_) if !table::lock_on_every_master(s) => 1,
+            _ => s.redis.masters,
         }
     }
 
@@ -152,6 +145,13 @@ impl BackendDecl for Redis {
         let cluster = table::cluster(s).is_some();
         if matches!(f.kind, FaultKind::Failover { .. }) && cluster {
             return Err(CLUSTER_FAILS_OVER.into());
+        }
+        if matches!(f.kind, FaultKind::SlotMigration { .. }) && !cluster {
+            return Err(
+                "`migrate_slot` moves a slot between a Redis Cluster's masters: add \
+                 `[redis.cluster]`"
+                    .into(),
+            );
         }
         if matches!(f.kind, FaultKind::ClusterFailover { .. }) && !cluster {
             return Err(format!(

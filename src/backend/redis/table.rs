@@ -72,6 +72,28 @@ pub fn cluster(s: &Scenario) -> Option<&ClusterTable> {
     s.table::<Read>(PATH[0]).and_then(Option::as_ref)
 }
 
+/// Whether the scenario's lock takes one instance per master (Redlock), not the one master of
+/// its key's slot.
+pub fn lock_on_every_master(s: &Scenario) -> bool {
+    s.lock.kind.name() == crate::lock::redlock::NAME
+}
+
+/// On a Redis Cluster, for a lock that takes one instance per master (Redlock): the lock key and
+/// the key each master group's connection sends instead, hash-tagged onto that group's master
+/// (`{<n>}key`, `engine::cluster::placed_on_master`). `None` elsewhere.
+pub fn placed_keys(s: &Scenario) -> Option<(String, Vec<String>)> {
+    cluster(s)?;
+    if !lock_on_every_master(s) {
+        return None;
+    }
+    let masters = s.redis.masters as usize;
+    let key = s.lock.key.clone();
+    let placed = (0..masters)
+        .map(|m| crate::backend::redis::engine::cluster::placed_on_master(&key, m, masters))
+        .collect();
+    Some((key, placed))
+}
+
 impl ClusterTable {
     /// Reads `[redis.cluster]` as written (`None`: the file has none); an error names the key
     /// and says in plain words what it takes.

@@ -295,6 +295,10 @@ impl<N: Nemesis> Nemesis for AtClient<'_, N> {
         self.n.cluster_failover(master, form)
     }
 
+    fn migrate_slot(&self, to: u32, for_ms: u64) -> Result<(), Refused> {
+        self.n.migrate_slot(to, for_ms)
+    }
+
     fn end_session(&self, at: &Occasion<'_>, victim: &ClientRef) -> Result<(), Refused> {
         self.n.end_session(at, victim)
     }

@@ -18,8 +18,9 @@
 //!   node's address, so no link proxy can tell its connections apart.
 //! - a client's pause, crash and clock: as on every real Redis world (`nemesis.rs`).
 //! - clocks of cluster nodes are refused (the nodes run without libfaketime); `failover` is
-//!   refused by the scenario already (the cluster fails over by itself); client programs are
-//!   refused (they are handed one URL per master group, not a cluster).
+//!   refused by the scenario already (the cluster fails over by itself).
+//! - client programs are handed the cluster's seed nodes (`LOCKCHECK_REDIS_CLUSTER_NODES`) and
+//!   find the slots' owners themselves, with their own library's cluster client.
 //!
 //! The servers' witness (`MONITOR`) is off in a cluster run: it knows a client by the name of
 //! its connection, and the cluster client opens and reopens its connections to every node
@@ -35,6 +36,9 @@ use crate::fault::partition::describe_partition;
 use crate::fault::{ClientRef, ClusterFailoverForm, Cut, Nemesis, Occasion, Refused, Trigger};
 use crate::history::{EventKind, History, Recorder};
 use crate::lock::{Lock, LockConfig};
+use crate::real::client_programs::client_program_launch::{
+    client_clocks, vars, Launch, LaunchedPrograms,
+};
 use crate::real::client_tasks::Clients;
 use crate::real::nemesis::plan::{client_index, scenario_links, server_clocks, server_index};
 use crate::real::nemesis::recipes::{ask, RedisRecipes};
@@ -103,14 +107,6 @@ const FAILS_OVER_ITSELF: &str = "a Redis Cluster promotes a replica by itself: c
 /// clock is faked, and the clients are lockcheck's own.
 pub(crate) fn check(s: &Scenario) -> Result<(), RealError> {
     let unsupported = RealError::Unsupported;
-    if s.lock.kind.is_client_program() {
-        return Err(unsupported(format!(
-            "`{}`: client programs on a Redis Cluster: a program is handed one URL per master \
-             group (LOCKCHECK_REDIS_URLS), not a cluster; run an in-process lock, or run it in \
-             simulation (without --real)",
-            s.name
-        )));
-    }
     if s.redis.min_replicas_to_write > 0 {
         return Err(unsupported(format!(
             "`{}` sets min-replicas-to-write on a Redis Cluster: real mode starts its nodes \
@@ -198,6 +194,10 @@ impl Nemesis for ClusterRecipes<'_> {
         Ok(())
     }
 
+    fn migrate_slot(&self, _to: u32, _for_ms: u64) -> Result<(), Refused> {
+        Ok(())
+    }
+
     fn crash_server(&self, node: &str, _restart_after_ms: u64) -> Result<(), Refused> {
         match server_index(self.s, node) {
             Some(_) => Ok(()),
@@ -266,12 +266,6 @@ where
     L: Lock + 'static,
     F: Fn(LockConfig, Vec<RoutedConnection>, RealEnv) -> L,
 {
-    let Clients::InProcess(make_lock) = clients else {
-        // `check` refused them, with the reason; this is the same refusal for a direct call.
-        return Err(RealError::Unsupported(
-            "client programs on a Redis Cluster have no real-mode run".into(),
-        ));
-    };
     let t: ClusterTable = table::cluster(scenario).cloned().unwrap_or_default();
     // Only the clients' clocks are set (`check` refused the nodes').
     let clocks = server_clocks(scenario, seed)?;
@@ -297,7 +291,17 @@ where
     let client = cluster_client(&seeds, policy, timeouts(scenario))
         .map_err(|e| RealError::redis("building the cluster client", e))?;
     let rt = runtime()?;
-    // True time 0: the cluster has converged.
+    // Client programs get the cluster's seed nodes and find the rest themselves, as an
+    // application's cluster client does; interpreter start-up is not part of the run.
+    let mut programs = match clients {
+        Clients::InProcess(_) => None,
+        Clients::Programs => Some(launch_programs(scenario, &seeds, &clocks.clients)?),
+    };
+    let processes = programs
+        .as_ref()
+        .map(|p| p.programs.clone())
+        .unwrap_or_default();
+    // True time 0: the cluster has converged and every client program answered.
     let rec = rt.block_on(async { Recorder::real() });
     for note in clocks.notes {
         rec.record("nemesis", EventKind::Fault { what: note });
@@ -316,14 +320,26 @@ where
             scenario,
             rec.clone(),
             client_envs(&clocks.clients),
-            Default::default(),
+            processes.clone(),
         )
     };
     let mut world = RealWorld::new(scenario, &rec, &nemesis, &storage);
     world.cluster = Some((client, d.subscribe_at.clone()));
-    let history = rt.block_on(drive(scenario, world, |_, config, conns, env| {
-        make_lock(config, conns, env)
-    }));
+    let history = match clients {
+        Clients::InProcess(make_lock) => {
+            rt.block_on(drive(scenario, world, |_, config, conns, env| {
+                make_lock(config, conns, env)
+            }))
+        }
+        Clients::Programs => {
+            let mut programs = programs.take().expect("the programs were started above");
+            let rec = rec.clone();
+            rt.block_on(drive(scenario, world, move |c, config, _conns, env| {
+                programs.lock(c, config, env, rec.clone())
+            }))
+        }
+    };
+    LaunchedPrograms::kill_all(&processes);
     watch.stop();
     rt.shutdown_timeout(Duration::from_secs(2));
     // Every node dies now, even if a restart still holds the cluster.
@@ -334,6 +350,40 @@ where
     drop(d);
     drop(storage);
     Ok(history)
+}
+
+/// Starts one client program per client, each handed the cluster's seed nodes
+/// (`LOCKCHECK_REDIS_CLUSTER_NODES`, `host:port` each; `LOCKCHECK_REDIS_URLS` the same as URLs)
+/// and its clock as `[clocks]` says.
+fn launch_programs(
+    s: &Scenario,
+    seeds: &[String],
+    clocks: &[(i64, i64)],
+) -> Result<LaunchedPrograms, RealError> {
+    let nodes: Vec<&str> = seeds
+        .iter()
+        .map(|u| u.trim_start_matches("redis://").trim_end_matches('/'))
+        .collect();
+    let fakes = client_clocks(s, clocks)?;
+    let launches = fakes
+        .into_iter()
+        .enumerate()
+        .map(|(c, fake)| Launch {
+            service: vars([
+                ("LOCKCHECK_REDIS_CLUSTER_NODES", nodes.join(",")),
+                ("LOCKCHECK_REDIS_URLS", seeds.join(",")),
+                ("LOCKCHECK_KEY", s.lock.key.clone()),
+                ("LOCKCHECK_TTL_MS", s.lock.lease_ms().to_string()),
+                (
+                    "LOCKCHECK_REQUEST_TIMEOUT_MS",
+                    s.redis.request_timeout_ms.to_string(),
+                ),
+            ]),
+            fake,
+            offset_ms: clocks[c].0,
+        })
+        .collect();
+    LaunchedPrograms::start(s, launches)
 }
 
 /// Where a client reaches node `n`: its client link proxy in a partitionable cluster (the

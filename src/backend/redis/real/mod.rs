@@ -6,6 +6,7 @@ pub mod admin;
 pub mod blackhole;
 pub mod cluster;
 pub mod cluster_faults;
+pub mod cluster_migration;
 pub mod cluster_nodes;
 pub mod cluster_partition;
 pub mod cluster_world;

@@ -38,6 +38,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::backend::redis::real::cluster_migration;
 use crate::backend::redis::real::cluster_world::{self, ClusterRun};
 use crate::backend::redis::real::failover::FailoverRig;
 use crate::backend::redis::real::sentinel_deployment::SentinelDeployment;
@@ -500,6 +501,13 @@ impl Nemesis for RealNemesis {
         }
     }
 
+    fn migrate_slot(&self, to: u32, for_ms: u64) -> Result<(), Refused> {
+        match self.cluster.clone() {
+            Some(d) => cluster_migration::migrate(self, d, to, for_ms),
+            None => Err(Refused::Lacking),
+        }
+    }
+
     fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
         if let Some(d) = self.cluster.clone() {
             return cluster_world::crash(self, d, node, restart_after_ms);
@@ -595,6 +603,10 @@ impl Nemesis for AtClient<'_> {
         form: crate::fault::ClusterFailoverForm,
     ) -> Result<(), Refused> {
         self.n.cluster_failover(master, form)
+    }
+
+    fn migrate_slot(&self, to: u32, for_ms: u64) -> Result<(), Refused> {
+        self.n.migrate_slot(to, for_ms)
     }
 
     fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {

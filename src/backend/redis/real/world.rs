@@ -535,12 +535,22 @@ impl world::World for RealWorld {
 
     fn connections(&mut self, c: u32, _env: &RealEnv) -> Vec<RoutedConnection> {
         if let Some((client, subscribe_at)) = &self.cluster {
-            let conn =
-                RoutedConnection::cluster(client.clone(), self.timeouts, subscribe_at.clone());
-            return vec![match self.latency {
-                Some(latency) => conn.with_latency(latency),
-                None => conn,
-            }];
+            let conn = || {
+                let conn =
+                    RoutedConnection::cluster(client.clone(), self.timeouts, subscribe_at.clone());
+                match self.latency {
+                    Some(latency) => conn.with_latency(latency),
+                    None => conn,
+                }
+            };
+            // Redlock: one cluster connection per master, each with the key placed on it.
+            return match table::placed_keys(&self.nemesis.scenario) {
+                Some((key, placed)) => placed
+                    .into_iter()
+                    .map(|p| conn().placing_key(&key, p))
+                    .collect(),
+                None => vec![conn()],
+            };
         }
         let finders = self.finders.get(c as usize);
         self.nemesis.routes[c as usize]

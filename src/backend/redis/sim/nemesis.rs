@@ -168,6 +168,21 @@ impl Nemesis for SimNemesis {
             .map_err(Refused::Because)
     }
 
+    fn migrate_slot(&self, to: u32, for_ms: u64) -> Result<(), Refused> {
+        let m = self
+            .cluster
+            .begin_slot_migration(to as usize)
+            .map_err(Refused::Because)?;
+        let me = self.clone();
+        self.later(Duration::from_millis(for_ms / 2), async move {
+            me.cluster.move_slot_keys(m);
+            let rest = Duration::from_millis(for_ms - for_ms / 2);
+            madsim::time::sleep(rest).await;
+            me.cluster.end_slot_migration(m);
+        });
+        Ok(())
+    }
+
     fn pause_server(&self, node: &str, _for_ms: u64) -> Result<(), Refused> {
         Err(Refused::Because(format!(
             "pause of {node}: not modelled for Redis servers"

@@ -66,6 +66,9 @@ where
     }
     cluster.start();
     cluster.watch_lock_key(&scenario.lock.key);
+    if let Some((_, placed)) = crate::backend::redis::table::placed_keys(scenario) {
+        cluster.watch_placed_keys(&placed);
+    }
     cluster.set_min_replicas(
         scenario.redis.min_replicas_to_write,
         scenario.redis.min_replicas_max_lag_s,
@@ -86,9 +89,10 @@ where
         )
     });
     let servers = cluster.server_count();
-    // A cluster client has one connection to the whole cluster; otherwise one per group.
+    // A cluster client has one connection to the whole cluster (Redlock one per master, its
+    // key placed on it); otherwise one per group.
     let groups = match cluster_table {
-        Some(_) => 1,
+        Some(_) => crate::backend::redis::table::placed_keys(scenario).map_or(1, |(_, p)| p.len()),
         None => scenario.redis.masters as usize,
     };
     let timeout = Duration::from_millis(scenario.redis.request_timeout_ms);
@@ -120,6 +124,7 @@ where
         servers,
         timeout,
         cluster_client: cluster_table.map(|t| (t.client_retries, t.client_retry_wait_ms)),
+        placed: crate::backend::redis::table::placed_keys(scenario),
     };
     let grace = Duration::from_millis(world::grace_ms(scenario, scenario.redis.request_timeout_ms));
     let mut store = world::run_clients(&mut world, scenario, grace, |_, config, conns, env| {
@@ -164,6 +169,9 @@ struct SimWorld {
     timeout: Duration,
     /// In a Redis Cluster: each client's retries and retry wait (`[redis.cluster]`).
     cluster_client: Option<(u32, [u64; 2])>,
+    /// On a Redis Cluster with a lock of several masters (Redlock): the lock key as each
+    /// group's connection sends it, placed on that group's master.
+    placed: Option<(String, Vec<String>)>,
 }
 
 impl world::World for SimWorld {
@@ -195,8 +203,12 @@ impl world::World for SimWorld {
                     c as u64 + 1,
                     self.timeout,
                 );
-                match &client {
+                let conn = match &client {
                     Some(client) => conn.in_cluster(client.clone()),
+                    None => conn,
+                };
+                match &self.placed {
+                    Some((key, placed)) => conn.placing_key(key, placed[g].clone()),
                     None => conn,
                 }
             })

@@ -423,6 +423,24 @@ mod tests {
         assert_eq!(b.role(3), ClusterRole::Replica { of: 4 });
     }
 
+    /// Two masters die one after the other: once the first's replica is master, the second's
+    /// replica has a majority of the masters serving slots again and is elected too (as on
+    /// real clusters, where cluster-redlock-two-failovers sees both promotions).
+    #[test]
+    fn a_second_master_crash_after_the_first_promotion_is_failed_over_too() {
+        let (mut b, mut reach) = formed(16);
+        reach.crash(0);
+        b.advance(3000, &reach);
+        let events = b.advance(6000, &reach);
+        assert_eq!(promotions(&events), [(3, 4, 0)], "{events:?}");
+        reach.crash(1);
+        b.advance(6000, &reach);
+        let events = b.advance(16_000, &reach);
+        let promoted: Vec<usize> = promotions(&events).iter().map(|p| p.0).collect();
+        assert_eq!(promoted, [4], "{events:?}");
+        assert_eq!(b.master_of_slot(6000), Some(4));
+    }
+
     #[test]
     fn a_master_votes_once_per_epoch() {
         let (mut b, mut reach) = formed(14);

@@ -29,6 +29,6 @@ pub mod topology;
 pub use bus::{Bus, BusConfig, BusEvent, BusRecord, SetSlot};
 pub use reach::Reach;
 pub use redirect::{command_keys, decide, ClientFlags, Decision, NodeView};
-pub use slot::key_slot;
+pub use slot::{key_slot, placed_on_master};
 pub use slot_map::SlotMap;
 pub use topology::{initial_slots, ClusterRole, ManualFailover, SlotRange, SLOTS};

@@ -59,9 +59,32 @@ pub fn key_slot(key: &[u8]) -> u16 {
     crc16(hashed_part(key)) & (SLOTS - 1)
 }
 
+/// `key` placed in master `m`'s initial slots of `masters`: `{<n>}key` with the smallest
+/// number `n` whose slot is in that share. How Redlock's instances are put on the masters of
+/// one cluster (one key per master, as users who try it do with hash tags).
+pub fn placed_on_master(key: &str, m: usize, masters: usize) -> String {
+    let share = super::topology::initial_slots(m, masters);
+    (0u32..)
+        .map(|n| format!("{{{n}}}{key}"))
+        .find(|k| share.contains(key_slot(k.as_bytes())))
+        .expect("every share of the slots has a decimal tag that hashes into it")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_placed_key_lands_in_its_masters_share() {
+        for masters in 3..=5 {
+            for m in 0..masters {
+                let k = placed_on_master("lock", m, masters);
+                assert!(k.ends_with("}lock"), "{k}");
+                let share = crate::backend::redis::engine::cluster::initial_slots(m, masters);
+                assert!(share.contains(key_slot(k.as_bytes())), "{k} on master {m}");
+            }
+        }
+    }
 
     #[test]
     fn the_crc_is_xmodem_with_the_specs_check_value() {

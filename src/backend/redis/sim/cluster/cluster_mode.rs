@@ -41,13 +41,13 @@ const PORT: u16 = 6379;
 
 /// The cluster part of the deployment's state.
 pub(super) struct ClusterMode {
-    bus: Bus,
+    pub(super) bus: Bus,
     /// The bus's time at the run's time 0: when the cluster had formed.
     formed_ms: u64,
     /// Bus node of each server, by server index.
-    bus_of: Vec<usize>,
+    pub(super) bus_of: Vec<usize>,
     /// Server index of each bus node.
-    server_of: Vec<usize>,
+    pub(super) server_of: Vec<usize>,
     /// Each connection's `ASKING`/`READONLY` flags.
     flags: BTreeMap<ClientId, ClientFlags>,
     /// Nodes whose failure is already in the history (once per failure, not once per master

@@ -13,9 +13,11 @@
 
 mod cluster_mode;
 mod failover;
+mod migration;
 mod replication;
 
 pub use cluster_mode::{request_slot, Redirect};
+pub use migration::SlotMove;
 
 use crate::history::{EventKind, Recorder};
 use crate::sim::clock::Clocks;
@@ -81,6 +83,9 @@ struct State {
     commands: u64,
     /// The lock key whose entries the servers watch (see [`Cluster::watch_lock_key`]).
     lock_key: Option<Vec<u8>>,
+    /// When a lock's key is placed on each master group under its own name (Redlock on a
+    /// Redis Cluster): each group's name of it, watched on that group's servers instead.
+    placed_keys: Option<Vec<Vec<u8>>>,
     /// Per holder token (a string value or a hash field): the client whose command last made it
     /// appear on a server, so a removal names the client that created the entry it removed.
     /// Never iterated (a map with fixed hash keys, so its layout is the same every run); a
@@ -183,6 +188,7 @@ impl Cluster {
                 last_write: BTreeMap::new(),
                 commands: 0,
                 lock_key: None,
+                placed_keys: None,
                 creators: HashMap::default(),
                 holders: Default::default(),
                 routes: BTreeMap::new(),
@@ -260,6 +266,12 @@ impl Cluster {
         );
     }
 
+    /// Watches each master group's own name of the lock key (`placed[g]` on group `g`'s
+    /// servers) instead of one name everywhere: Redlock's instances on a Redis Cluster.
+    pub fn watch_placed_keys(&self, placed: &[String]) {
+        self.st().placed_keys = Some(placed.iter().map(|k| k.as_bytes().to_vec()).collect());
+    }
+
     /// The number of servers (they occupy node indices `0..n`).
     pub fn server_count(&self) -> usize {
         self.st().servers.len()
@@ -330,8 +342,12 @@ impl Cluster {
         {
             return Ok(info_reply(&st, idx));
         }
-        // Lent out for the command (not cloned or allocated: this runs for every command).
-        let key = st.lock_key.take();
+        // Lent out for the command (not cloned or allocated: this runs for every command),
+        // unless the key has a name of its own on each group (then cloned).
+        let group = st.servers[idx].group;
+        let placed = st.placed_keys.as_ref().map(|k| k[group].clone());
+        let lent = placed.is_none();
+        let key = placed.or_else(|| st.lock_key.take());
         let [mut before, mut after] = std::mem::take(&mut st.holders);
         if let Some(k) = &key {
             st.servers[idx]
@@ -350,7 +366,9 @@ impl Cluster {
                 self.record_entry_changes(&mut st, idx, client_node, &before, &after);
             }
         }
-        st.lock_key = key;
+        if lent {
+            st.lock_key = key;
+        }
         st.holders = [before, after];
         if out.wrote {
             let offset = self.replicate(&mut st, idx, out.effects);

@@ -92,7 +92,15 @@ impl SimConnection {
                 kept
             });
             let mut replies = Vec::new();
+            // Given up on mid-flight (a lock's own timeout drops the request), the request
+            // still runs in redis-rs's background task, and a failure there has it ask for the
+            // slot's owner again: so does this, unless the round trip completes.
+            let mut forget = ForgetRoute {
+                client,
+                armed: true,
+            };
             let answer = self.round_trip_to(server, |v| replies.push(v)).await;
+            forget.armed = false;
             if let Some(kept) = kept {
                 self.flight.state.lock().unwrap().pipeline = kept;
                 if !replies.is_empty() {
@@ -101,8 +109,9 @@ impl SimConnection {
             }
             let redirect = match answer {
                 Err(e) => {
-                    // Ask for the slot's owner again before the next request.
-                    client.slots.lock().unwrap().remove(&slot);
+                    // Learn the slot map again before the next request (redis-rs refreshes
+                    // its whole map after a failed request, not one slot).
+                    client.slots.lock().unwrap().clear();
                     if tries >= client.retries {
                         return Err(e);
                     }
@@ -161,4 +170,19 @@ fn to_all_masters(args: &[Vec<u8>]) -> bool {
         || word(0, b"FLUSHALL")
         || word(0, b"FLUSHDB")
         || word(0, b"WAIT")
+}
+
+/// Drops the learned slot map if the round trip it guards is abandoned before it completes
+/// (dropped with the request's future): the next request asks a node for its slot's owner again.
+struct ForgetRoute<'a> {
+    client: &'a ClusterClient,
+    armed: bool,
+}
+
+impl Drop for ForgetRoute<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.client.slots.lock().unwrap().clear();
+        }
+    }
 }

@@ -119,6 +119,7 @@ impl Clone for SimConnection {
             time: self.time.clone(),
             flight: Flight::attached(&self.cluster, &self.net, self.node, self.id),
             cluster_client: self.cluster_client.clone(),
+            placed: self.placed.clone(),
         }
     }
 }
@@ -213,6 +214,8 @@ pub struct SimConnection {
     flight: Arc<Flight>,
     /// In a Redis Cluster: where the client believes each slot is, and its retry policy.
     cluster_client: Option<ClusterClient>,
+    /// Every argument equal to the first is sent as the second ([`SimConnection::placing_key`]).
+    placed: Option<Arc<(Vec<u8>, Vec<u8>)>>,
 }
 
 impl SimConnection {
@@ -237,6 +240,24 @@ impl SimConnection {
             time: TrueTime::start(),
             flight,
             cluster_client: None,
+            placed: None,
+        }
+    }
+
+    /// The same connection, sending every argument that is `key` as `placed` instead: on a
+    /// Redis Cluster, one of Redlock's instances as a key hash-tagged onto one master
+    /// (`engine::cluster::placed_on_master`), so the lock's code is unchanged.
+    pub fn placing_key(mut self, key: &str, placed: String) -> Self {
+        self.placed = Some(Arc::new((key.as_bytes().to_vec(), placed.into_bytes())));
+        self
+    }
+
+    /// `args` with the placed key put in ([`SimConnection::placing_key`]).
+    fn place(&self, args: &mut [Vec<u8>]) {
+        if let Some(p) = &self.placed {
+            for a in args.iter_mut().filter(|a| **a == p.0) {
+                a.clone_from(&p.1);
+            }
         }
     }
 
@@ -565,6 +586,7 @@ impl redis::aio::ConnectionLike for SimConnection {
             let st = &mut *st;
             st.n = crate::sim::wire::fill_args(&mut st.args, cmd);
             st.pipeline = None;
+            self.place(&mut st.args[..st.n]);
         }
         Box::pin(async move {
             let mut out = Value::Nil;
@@ -588,6 +610,10 @@ impl redis::aio::ConnectionLike for SimConnection {
             .chain(pipeline.cmd_iter().map(cmd_args))
             .chain(atomic.then(|| vec![b"EXEC".to_vec()]))
             .collect();
+        let mut cmds = cmds;
+        for c in &mut cmds {
+            self.place(c);
+        }
         let n = cmds.len();
         self.flight.state.lock().unwrap().pipeline = Some(cmds);
         Box::pin(async move {
