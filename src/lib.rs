@@ -242,6 +242,9 @@ pub mod __moved {
     pub mod lock {
         moved_module!(etcd_mutex => backend::etcd::lock);
         moved_module!(zk_recipe => backend::zookeeper::lock);
+        moved_module!(mysql => backend::mysql::lock::database_lock);
+        moved_module!(mysql_for_update => backend::mysql::lock::for_update);
+        moved_module!(mysql_insert_unique => backend::mysql::lock::insert_unique);
     }
     /// What `lockcheck::world` held.
     pub mod world {

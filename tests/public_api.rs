@@ -14,6 +14,10 @@ use lockcheck::lock::builtin::kinds as _;
 #[allow(unused_imports)]
 use lockcheck::lock::etcd_mutex::EtcdMutex as _;
 #[allow(unused_imports)]
+use lockcheck::lock::mysql::DatabaseLock as _;
+#[allow(unused_imports)]
+use lockcheck::lock::mysql_insert_unique::cleanup_once as _;
+#[allow(unused_imports)]
 use lockcheck::lock::zk_recipe::ZkRecipe as _;
 #[allow(unused_imports)]
 use lockcheck::real::redis_world::run_with as _;
@@ -92,4 +96,12 @@ fn paths_moved_into_the_backends_name_the_same_items() {
         etcd::engine::EtcdEngine,
     >());
     assert!(same::<lockcheck::simsql::Engine, mysql::engine::Engine>());
+    assert!(same::<
+        lockcheck::lock::mysql_for_update::MysqlForUpdate<(), ()>,
+        mysql::lock::MysqlForUpdate<(), ()>,
+    >());
+    assert!(same::<
+        lockcheck::lock::mysql_insert_unique::MysqlInsertUnique<(), ()>,
+        mysql::lock::MysqlInsertUnique<(), ()>,
+    >());
 }

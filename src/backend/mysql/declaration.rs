@@ -3,10 +3,10 @@
 //! partitions, the server's crash and pause; no failover, no clocks: the server's transactions,
 //! not a clock, keep a MySQL lock).
 
+use super::lock::{for_update, insert_unique};
 use crate::fault::FaultKind;
 use crate::history::Role;
 use crate::lock::Service;
-use crate::lock::{mysql_for_update, mysql_insert_unique};
 use crate::scenario::database::SERVER;
 use crate::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
 
@@ -109,7 +109,7 @@ fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
         }
         Ok(())
     };
-    let both = [mysql_for_update::NAME, mysql_insert_unique::NAME];
+    let both = [for_update::NAME, insert_unique::NAME];
     only(
         "lock_wait_timeout_s",
         l.lock_wait_timeout_s.is_some(),

@@ -18,13 +18,13 @@
 //! process and directory is removed when this returns, on error and on panic (the guards' `Drop`
 //! and the cleanup registry).
 
+use crate::backend::mysql::lock::DatabaseLock;
 use crate::backend::mysql::real::nemesis::MysqlNemesis;
 use crate::backend::mysql::real::server::{MariaDb, DATABASE, USER};
 use crate::backend::mysql::real::RealSqlConn;
 use crate::backend::mysql::world::{cleanup_pass, prepare};
 use crate::env::PointHook;
 use crate::history::{History, Recorder};
-use crate::lock::mysql::DatabaseLock;
 use crate::lock::LockConfig;
 use crate::real::client_tasks::wait_for_live_clients;
 use crate::real::nemesis::client_stops::ClientTasks;

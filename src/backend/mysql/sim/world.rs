@@ -23,11 +23,11 @@
 //!   lock waits whose deadline passed fail with 1205 at once, as on a real MariaDB
 //!   (`tests/mysql/server_pause.rs`).
 
+use crate::backend::mysql::lock::DatabaseLock;
 use crate::backend::mysql::sim::nemesis::MysqlNemesis;
 use crate::backend::mysql::sim::server::{NetSqlConn, SimDb, SERVER_NODE};
 use crate::backend::mysql::world::{cleanup_pass, prepare};
 use crate::history::EventKind;
-use crate::lock::mysql::DatabaseLock;
 use crate::lock::LockConfig;
 use crate::scenario::database::SERVER;
 use crate::scenario::Scenario;
