@@ -20,6 +20,7 @@
 
 use crate::backend::mysql::lock::DatabaseLock;
 use crate::backend::mysql::real::nemesis::MysqlNemesis;
+use crate::backend::mysql::real::recipes::check_mysql;
 use crate::backend::mysql::real::server::{MariaDb, DATABASE, USER};
 use crate::backend::mysql::real::RealSqlConn;
 use crate::backend::mysql::world::{cleanup_pass, prepare};
@@ -29,7 +30,6 @@ use crate::lock::LockConfig;
 use crate::real::client_tasks::wait_for_live_clients;
 use crate::real::nemesis::client_stops::ClientTasks;
 use crate::real::nemesis::cut_proxy::CutProxy;
-use crate::real::nemesis::plan::check_mysql;
 use crate::real::run_end::settle_by;
 use crate::real::RealEnv;
 use crate::real::RealError;
