@@ -246,6 +246,22 @@ pub mod __moved {
         moved_module!(mysql_for_update => backend::mysql::lock::for_update);
         moved_module!(mysql_insert_unique => backend::mysql::lock::insert_unique);
     }
+    /// What `lockcheck::scenario`'s service tables held besides their types: what each backend
+    /// reads off its table, now in its folder (`backend::<service>::table`).
+    pub mod scenario {
+        /// What `lockcheck::scenario::database` held.
+        pub mod database {
+            pub use crate::backend::mysql::table::{request_timeout, SERVER};
+        }
+        /// What `lockcheck::scenario::etcd` held.
+        pub mod etcd {
+            pub use crate::backend::etcd::table::member;
+        }
+        /// What `lockcheck::scenario::zookeeper` held.
+        pub mod zookeeper {
+            pub use crate::backend::zookeeper::table::server_name;
+        }
+    }
     /// What `lockcheck::world` held.
     pub mod world {
         moved_module!(mysql => backend::mysql::world);

@@ -22,6 +22,8 @@ use lockcheck::lock::zk_recipe::ZkRecipe as _;
 #[allow(unused_imports)]
 use lockcheck::real::redis_world::run_with as _;
 #[allow(unused_imports)]
+use lockcheck::scenario::database::{request_timeout as _, SERVER as _};
+#[allow(unused_imports)]
 use lockcheck::sim::etcd_world::run_with as _;
 #[allow(unused_imports)]
 use lockcheck::sim::run_with as _;
@@ -96,6 +98,12 @@ fn paths_moved_into_the_backends_name_the_same_items() {
         etcd::engine::EtcdEngine,
     >());
     assert!(same::<lockcheck::simsql::Engine, mysql::engine::Engine>());
+    assert_eq!(lockcheck::scenario::database::SERVER, mysql::table::SERVER);
+    assert_eq!(lockcheck::scenario::etcd::member(2), etcd::table::member(2));
+    assert_eq!(
+        lockcheck::scenario::zookeeper::server_name(1),
+        zookeeper::table::server_name(1)
+    );
     assert!(same::<
         lockcheck::lock::mysql_for_update::MysqlForUpdate<(), ()>,
         mysql::lock::MysqlForUpdate<(), ()>,

@@ -6,6 +6,7 @@ pub mod lock;
 pub mod real;
 pub mod sim;
 pub mod switch;
+pub mod table;
 
 use crate::env::Switch;
 use crate::history::History;

@@ -103,7 +103,7 @@ where
             .map_err(|e| sql_err("creating the lock table", e))?;
     }
     let rec = Recorder::real();
-    let timeout = crate::scenario::database::request_timeout(scenario);
+    let timeout = crate::backend::mysql::table::request_timeout(scenario);
     let options = scenario.lock.mysql_options();
     let mut proxies = Vec::new();
     for _ in 0..scenario.workload.clients {
