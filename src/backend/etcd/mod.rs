@@ -4,6 +4,7 @@ pub mod declaration;
 pub mod engine;
 pub mod lock;
 pub mod real;
+pub mod seam;
 pub mod sim;
 pub mod switch;
 pub mod table;
