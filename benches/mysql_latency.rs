@@ -6,10 +6,10 @@
 //! each client runs acquire then release with no hold, no think time and a 1-2 ms retry pause;
 //! `LOCKCHECK_BENCH_CYCLES` sets the cycles per client (default 300).
 
+use lockcheck::backend::mysql::lock::for_update::{self as mysql_for_update, MysqlForUpdate};
+use lockcheck::backend::mysql::lock::insert_unique::MysqlInsertUnique;
 use lockcheck::backend::mysql::real::server::{MariaDb, DATABASE, USER};
 use lockcheck::backend::mysql::real::RealSqlConn;
-use lockcheck::lock::mysql_for_update::{self as mysql_for_update, MysqlForUpdate};
-use lockcheck::lock::mysql_insert_unique::MysqlInsertUnique;
 use lockcheck::lock::mysql_options::MysqlOptions;
 use lockcheck::lock::{Lock, LockConfig, RedlockOptions, SetNxPx};
 use lockcheck::real::RealEnv;

@@ -242,6 +242,40 @@ pub mod __moved {
     pub mod lock {
         moved_module!(etcd_mutex => backend::etcd::lock);
         moved_module!(zk_recipe => backend::zookeeper::lock);
+        moved_module!(mysql => backend::mysql::lock::database_lock);
+        moved_module!(mysql_for_update => backend::mysql::lock::for_update);
+        moved_module!(mysql_insert_unique => backend::mysql::lock::insert_unique);
+    }
+    /// What `lockcheck::etcd` held besides its error: the etcd seam, now `backend::etcd::seam`.
+    pub mod etcd {
+        moved_module!(types => backend::etcd::seam::types);
+        pub use crate::backend::etcd::seam::{
+            EtcdClient, KeyValue, Lease, LeaseId, RangeRequest, RangeResponse, Revision, Txn,
+            TxnOp, TxnOpResponse, TxnResponse,
+        };
+    }
+    /// What `lockcheck::zookeeper` held besides its error: the ZooKeeper seam, now
+    /// `backend::zookeeper::seam`.
+    pub mod zookeeper {
+        pub use crate::backend::zookeeper::seam::{
+            ping_after_idle_ms, sequence_of, CreateMode, SessionState, Stat, ZkClient, ZkEvent,
+        };
+    }
+    /// What `lockcheck::scenario`'s service tables held besides their types: what each backend
+    /// reads off its table, now in its folder (`backend::<service>::table`).
+    pub mod scenario {
+        /// What `lockcheck::scenario::database` held.
+        pub mod database {
+            pub use crate::backend::mysql::table::{request_timeout, SERVER};
+        }
+        /// What `lockcheck::scenario::etcd` held.
+        pub mod etcd {
+            pub use crate::backend::etcd::table::member;
+        }
+        /// What `lockcheck::scenario::zookeeper` held.
+        pub mod zookeeper {
+            pub use crate::backend::zookeeper::table::server_name;
+        }
     }
     /// What `lockcheck::world` held.
     pub mod world {

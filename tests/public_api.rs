@@ -6,23 +6,33 @@
 
 use std::any::TypeId;
 
-// Functions under the old module paths resolve as well.
+// Functions (and traits) under the old module paths resolve as well.
 #[allow(unused_imports)]
 use lockcheck::backend::redis::real::world::real_mode_unsupported as _;
+#[allow(unused_imports)]
+use lockcheck::etcd::EtcdClient as _;
 #[allow(unused_imports)]
 use lockcheck::lock::builtin::kinds as _;
 #[allow(unused_imports)]
 use lockcheck::lock::etcd_mutex::EtcdMutex as _;
 #[allow(unused_imports)]
+use lockcheck::lock::mysql::DatabaseLock as _;
+#[allow(unused_imports)]
+use lockcheck::lock::mysql_insert_unique::cleanup_once as _;
+#[allow(unused_imports)]
 use lockcheck::lock::zk_recipe::ZkRecipe as _;
 #[allow(unused_imports)]
 use lockcheck::real::redis_world::run_with as _;
+#[allow(unused_imports)]
+use lockcheck::scenario::database::{request_timeout as _, SERVER as _};
 #[allow(unused_imports)]
 use lockcheck::sim::etcd_world::run_with as _;
 #[allow(unused_imports)]
 use lockcheck::sim::run_with as _;
 #[allow(unused_imports)]
 use lockcheck::world::mysql::cleanup_pass as _;
+#[allow(unused_imports)]
+use lockcheck::zookeeper::{ping_after_idle_ms as _, sequence_of as _, ZkClient as _};
 
 /// The world switch kept the two sides' names: a user's `Conn::Sim(c)` / `NodeEnv::Real(e)` and
 /// matches on them still compile.
@@ -92,4 +102,33 @@ fn paths_moved_into_the_backends_name_the_same_items() {
         etcd::engine::EtcdEngine,
     >());
     assert!(same::<lockcheck::simsql::Engine, mysql::engine::Engine>());
+    assert!(same::<lockcheck::etcd::KeyValue, etcd::seam::KeyValue>());
+    assert!(same::<lockcheck::etcd::types::Txn, etcd::seam::Txn>());
+    assert!(same::<
+        lockcheck::etcd::error::EtcdError,
+        etcd::seam::EtcdError,
+    >());
+    assert!(same::<lockcheck::zookeeper::Stat, zookeeper::seam::Stat>());
+    assert!(same::<
+        lockcheck::zookeeper::ZkEvent,
+        zookeeper::seam::ZkEvent,
+    >());
+    assert!(same::<
+        lockcheck::zookeeper::error::ZkError,
+        zookeeper::seam::ZkError,
+    >());
+    assert_eq!(lockcheck::scenario::database::SERVER, mysql::table::SERVER);
+    assert_eq!(lockcheck::scenario::etcd::member(2), etcd::table::member(2));
+    assert_eq!(
+        lockcheck::scenario::zookeeper::server_name(1),
+        zookeeper::table::server_name(1)
+    );
+    assert!(same::<
+        lockcheck::lock::mysql_for_update::MysqlForUpdate<(), ()>,
+        mysql::lock::MysqlForUpdate<(), ()>,
+    >());
+    assert!(same::<
+        lockcheck::lock::mysql_insert_unique::MysqlInsertUnique<(), ()>,
+        mysql::lock::MysqlInsertUnique<(), ()>,
+    >());
 }

@@ -3,6 +3,9 @@
 //! The article's locks need a table; these options say which, how long a blocked `FOR UPDATE`
 //! waits inside the server, whether it waits at all (`NOWAIT`, `SKIP LOCKED`), and whether the
 //! unique-key lock has the cleanup job the article suggests for rows whose owner died.
+//!
+//! The locks themselves live in their backend's folder (`backend::mysql::lock`); their options
+//! stay here, beside the `[lock]` table that carries their keys (`LockConfig::mysql` is one).
 
 use crate::sql::SqlConn;
 use crate::sql::SqlError;

@@ -7,7 +7,9 @@
 //! [`RoutedConnection`] plays the client's. Without this, a client keeps talking
 //! to the dead master and the failover scenario cannot show a second holder.
 
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,8 +20,6 @@ use redis::{
     AsyncConnectionConfig, Cmd, ConnectionAddr, IntoConnectionInfo, Pipeline, RedisFuture,
     RedisResult, Value,
 };
-
-use crate::real::master_finder::MasterFinder;
 
 /// Where clients should send their commands: the current master's URL and a
 /// generation number that increases with every switch.
@@ -100,6 +100,14 @@ impl Default for ConnectionTimeouts {
     }
 }
 
+/// Who a connection asks where the master is after a request failed on it: a Sentinel-aware
+/// client's part (in a Sentinel run, the sentinels: `backend::redis::real::master_finder`).
+/// Asking switches the connection's route, or leaves it as it was when nobody answers.
+pub(crate) trait FindMaster: Send + Sync {
+    /// Asks again; done once the route is switched or nobody answered.
+    fn reask(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
 /// An async Redis connection to whatever server a [`Route`] names.
 ///
 /// Connects lazily on the first request, and again whenever the route's
@@ -123,7 +131,7 @@ pub struct RoutedConnection {
     /// by which the link proxies know it (see `network.rs`).
     source: Option<IpAddr>,
     /// In a Sentinel run, who tells it where the master is (asked again after a failed request).
-    finder: Option<Arc<MasterFinder>>,
+    finder: Option<Arc<dyn FindMaster>>,
     /// The one-way latency a scenario sets (`[redis] latency_ms`), when it sets one.
     latency: Option<Latency>,
     /// In a Redis Cluster run, the cluster-aware connection every request goes through instead
@@ -363,7 +371,7 @@ impl RoutedConnection {
     /// Sends every connection from `source` and asks `finder` where the master is after a
     /// request fails on the connection or with `READONLY` (the master it knew was demoted): a
     /// Sentinel-aware client. `finder` switches this connection's route.
-    pub(crate) fn following(mut self, source: IpAddr, finder: Arc<MasterFinder>) -> Self {
+    pub(crate) fn following(mut self, source: IpAddr, finder: Arc<dyn FindMaster>) -> Self {
         self.source = Some(source);
         self.finder = Some(finder);
         self

@@ -35,7 +35,6 @@ pub(crate) mod connection;
 mod env;
 mod error;
 pub mod external_redis;
-pub(crate) mod master_finder;
 pub mod nemesis;
 pub mod observers;
 pub mod run_end;

@@ -1,12 +1,10 @@
-//! The scenario side of the MySQL locks: the `[database]` table, the lock keys they take, and
-//! what a scenario with one of them may ask for.
+//! The scenario side of the MySQL locks: the `[database]` table, its keys and their defaults.
+//! What the MySQL backend reads off it (its server's node name, a statement's timeout) is in its
+//! folder (`backend/mysql/table.rs`).
 
-use super::Scenario;
 use serde::Deserialize;
-use std::time::Duration;
 
-/// The database server's node name in a MySQL scenario (faults name it).
-pub const SERVER: &str = "mysql-0";
+pub use crate::__moved::scenario::database::*;
 
 /// `[database]`: the server the MySQL locks talk to.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -40,13 +38,4 @@ impl Default for DatabaseSpec {
             wait_timeout_s: default_wait_timeout_s(),
         }
     }
-}
-
-/// A statement's response timeout.
-pub fn request_timeout(s: &Scenario) -> Duration {
-    let ms = s
-        .database
-        .request_timeout_ms
-        .unwrap_or(s.lock.mysql_options().lock_wait_timeout_s * 1000 + 2000);
-    Duration::from_millis(ms)
 }

@@ -5,6 +5,10 @@
 //! and never shorter than its minimum TTL (`1.5 × election timeout`, rounded up to seconds:
 //! `lease/lessor.go`'s `minLeaseTTL`), so `ttl_ms` must be a whole number of seconds at least
 //! that long: a shorter one would be silently raised by a real etcd.
+//!
+//! Its members' node names are the etcd backend's, in its folder (`backend/etcd/table.rs`).
+
+pub use crate::__moved::scenario::etcd::*;
 
 use serde::Deserialize;
 use std::time::Duration;
@@ -70,9 +74,4 @@ impl EtcdSpec {
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
     }
-}
-
-/// The node name of member `i`.
-pub fn member(i: u32) -> String {
-    format!("etcd-{i}")
 }

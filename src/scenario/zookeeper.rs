@@ -1,12 +1,10 @@
-//! The scenario side of the ZooKeeper locks: the `[zookeeper]` table, its checks, and the faults
-//! a ZooKeeper scenario may have.
+//! The scenario side of the ZooKeeper locks: the `[zookeeper]` table, its keys and their
+//! defaults. Its checks and the faults a ZooKeeper scenario may have are the ZooKeeper backend's
+//! declaration's; its servers' names are in its folder (`backend/zookeeper/table.rs`).
 
 use serde::Deserialize;
 
-/// The name of server `i` of the deployment (faults name them).
-pub fn server_name(i: u32) -> String {
-    format!("zookeeper-{i}")
-}
+pub use crate::__moved::scenario::zookeeper::*;
 
 /// Which server a client of an ensemble is connected to (`[zookeeper] connect`).
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]

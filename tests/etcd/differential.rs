@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use lockcheck::backend::etcd::engine::EtcdEngine;
 use lockcheck::backend::etcd::real::{EtcdCluster, EtcdTiming, RealEtcdConn};
-use lockcheck::etcd::{EtcdClient, EtcdError, KeyValue, RangeRequest, Txn, TxnOp, TxnOpResponse};
+use lockcheck::backend::etcd::seam::{
+    EtcdClient, EtcdError, KeyValue, RangeRequest, Txn, TxnOp, TxnOpResponse,
+};
 use proptest::prelude::*;
 
 use crate::common::{fixed_seed_config, real_servers_one_at_a_time};
@@ -147,7 +149,7 @@ fn request(op: &Op, side: &Side, prefix: &str) -> Option<Txn> {
 fn txn_answer(
     side: &Side,
     prefix: &str,
-    r: Result<lockcheck::etcd::TxnResponse, EtcdError>,
+    r: Result<lockcheck::backend::etcd::seam::TxnResponse, EtcdError>,
 ) -> Answer {
     match r {
         Ok(t) => Answer::Txn(

@@ -2,7 +2,7 @@
 //! by create revision, leases and their expiry, promotion and watches.
 
 use lockcheck::backend::etcd::engine::EtcdEngine;
-use lockcheck::etcd::{EtcdError, RangeRequest, Txn, TxnOp, TxnOpResponse};
+use lockcheck::backend::etcd::seam::{EtcdError, RangeRequest, Txn, TxnOp, TxnOpResponse};
 
 fn put(key: &str, lease: i64) -> TxnOp {
     TxnOp::Put {

@@ -3,9 +3,11 @@
 //! of it the scenarios' own durations).
 
 use lockcheck::backend::etcd::lock::{EtcdMutex, PLAIN};
+use lockcheck::backend::etcd::seam::{
+    EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse,
+};
+use lockcheck::backend::etcd::seam::{Revision, Txn, TxnResponse};
 use lockcheck::backend::etcd::sim::NetEtcdConn;
-use lockcheck::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse};
-use lockcheck::etcd::{Revision, Txn, TxnResponse};
 use lockcheck::judge::{Mode, Outcome};
 use lockcheck::Verdict;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,12 +2,12 @@
 //! MariaDB: mutual exclusion under contention, and the article's claims about the insert lock
 //! (stuck forever after its owner dies; a cleanup by age frees a live owner's lock).
 
+use lockcheck::backend::mysql::lock::for_update::{self as mysql_for_update, MysqlForUpdate};
+use lockcheck::backend::mysql::lock::insert_unique::{cleanup_once, MysqlInsertUnique};
 use lockcheck::backend::mysql::real::server::{self as mariadb, MariaDb};
 use lockcheck::backend::mysql::real::RealSqlConn;
 use lockcheck::backend::mysql::sim::SharedEngine;
 use lockcheck::env::Env;
-use lockcheck::lock::mysql_for_update::{self as mysql_for_update, MysqlForUpdate};
-use lockcheck::lock::mysql_insert_unique::{cleanup_once, MysqlInsertUnique};
 use lockcheck::lock::mysql_options::{MysqlOptions, WaitMode};
 use lockcheck::lock::{Lock, LockConfig, RedlockOptions};
 use lockcheck::real::RealEnv;

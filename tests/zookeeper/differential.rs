@@ -18,7 +18,7 @@
 use lockcheck::backend::zookeeper::engine::{Follower, Request, Response, ZkConfig, ZkEngine};
 use lockcheck::backend::zookeeper::real::server::{ZooKeeper, ZooKeeperOptions};
 use lockcheck::backend::zookeeper::real::RealZkClient;
-use lockcheck::zookeeper::{CreateMode, Stat, ZkClient, ZkError};
+use lockcheck::backend::zookeeper::seam::{CreateMode, Stat, ZkClient, ZkError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;

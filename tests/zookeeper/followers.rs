@@ -4,13 +4,13 @@
 //! (a session always reads its own writes, however far its follower lags), and the double
 //! holder on spawned servers.
 
+use lockcheck::backend::zookeeper::seam::{CreateMode, SessionState, ZkClient, ZkError};
 use lockcheck::backend::zookeeper::sim::SimZkClient;
 use lockcheck::env::Env;
 use lockcheck::judge::{Mode, Outcome};
 use lockcheck::lock::{Guard, Lock, LockConfig, LockError};
 use lockcheck::scenario::Scenario;
 use lockcheck::sim::SimEnv;
-use lockcheck::zookeeper::{CreateMode, SessionState, ZkClient, ZkError};
 use lockcheck::Verdict;
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -3,10 +3,10 @@
 //! carry out (client pauses, crashes and partitions, a member's crash and restart, clocks; no
 //! server pause, and raft between members is not cut).
 
+use super::table::member;
 use crate::fault::FaultKind;
 use crate::history::Role;
 use crate::lock::Service;
-use crate::scenario::etcd::member;
 use crate::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
 
 /// The service this backend is: what its locks' kinds and its scenarios' clients talk to.

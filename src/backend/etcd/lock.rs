@@ -28,9 +28,9 @@
 
 use std::time::Duration;
 
+use crate::backend::etcd::seam::{EtcdClient, EtcdError, LeaseId, RangeRequest, Revision};
+use crate::backend::etcd::seam::{Txn, TxnOp, TxnOpResponse};
 use crate::env::{Env, NamedPoint, TaskHandle};
-use crate::etcd::{EtcdClient, EtcdError, LeaseId, RangeRequest, Revision};
-use crate::etcd::{Txn, TxnOp, TxnOpResponse};
 use crate::lock::{Guard, Lock, LockConfig, LockError};
 
 /// `etcd-lock`: `concurrency.Mutex` as etcd 3.4.3 had it.

@@ -4,8 +4,10 @@ pub mod declaration;
 pub mod engine;
 pub mod lock;
 pub mod real;
+pub mod seam;
 pub mod sim;
 pub mod switch;
+pub mod table;
 
 use crate::env::Switch;
 use crate::history::History;

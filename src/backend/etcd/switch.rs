@@ -1,9 +1,11 @@
 //! The etcd seam through the world switch: a client of the simulated cluster or of spawned etcd
 //! members, so an etcd lock is written once against [`EtcdClient`].
 
+use crate::backend::etcd::seam::{
+    EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse,
+};
+use crate::backend::etcd::seam::{Revision, Txn, TxnResponse};
 use crate::env::Switch;
-use crate::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse};
-use crate::etcd::{Revision, Txn, TxnResponse};
 use futures::future::Either;
 use std::future::Future;
 

@@ -3,11 +3,11 @@
 //! partitions, the server's crash and pause; no failover, no clocks: the server's transactions,
 //! not a clock, keep a MySQL lock).
 
+use super::lock::{for_update, insert_unique};
+use super::table::{request_timeout, SERVER};
 use crate::fault::FaultKind;
 use crate::history::Role;
 use crate::lock::Service;
-use crate::lock::{mysql_for_update, mysql_insert_unique};
-use crate::scenario::database::SERVER;
 use crate::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
 
 /// The service this backend is: what its locks' kinds and its scenarios' clients talk to.
@@ -48,7 +48,7 @@ impl BackendDecl for Mysql {
     /// The time scale the liveness bound is three of: the cleanup lease when there is a
     /// cleanup job, else how long a waiter waits inside the server before it hears 1205.
     fn request_timeout_ms(&self, s: &Scenario) -> u64 {
-        crate::scenario::database::request_timeout(s).as_millis() as u64
+        request_timeout(s).as_millis() as u64
     }
 
     /// A fresh data directory (`mariadb-install-db`) and the server's start.
@@ -109,7 +109,7 @@ fn validate(s: &Scenario, has_database: bool) -> Result<(), Invalid> {
         }
         Ok(())
     };
-    let both = [mysql_for_update::NAME, mysql_insert_unique::NAME];
+    let both = [for_update::NAME, insert_unique::NAME];
     only(
         "lock_wait_timeout_s",
         l.lock_wait_timeout_s.is_some(),

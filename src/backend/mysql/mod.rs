@@ -2,19 +2,19 @@
 
 pub mod declaration;
 pub mod engine;
+pub mod lock;
 pub mod real;
 pub mod sim;
 pub mod switch;
+pub mod table;
 pub mod world;
 
 use crate::env::Switch;
-use crate::lock::{
-    mysql::DatabaseLock, mysql_for_update, mysql_insert_unique, Backend, LockConfig, LockKind,
-    Origin,
-};
+use crate::lock::{Backend, LockConfig, LockKind, Origin};
 use crate::real::{no_external, ExternalRedis, RealEnv, RealRunner};
 use crate::scenario::Scenario;
 use crate::sim::{SimEnv, SimRunner};
+use lock::{for_update, insert_unique, DatabaseLock};
 use std::sync::Arc;
 
 pub use declaration::{Mysql, SERVICE};
@@ -26,14 +26,8 @@ pub type Db = crate::env::Switch<sim::NetSqlConn, real::RealSqlConn>;
 /// The MySQL locks lockcheck ships, each with its runs in both worlds, in `lockcheck list` order.
 pub fn locks() -> Vec<(LockKind, Arc<SimRunner>, Arc<RealRunner>)> {
     vec![
-        runs(
-            mysql_for_update::NAME,
-            mysql_for_update::MysqlForUpdate::new,
-        ),
-        runs(
-            mysql_insert_unique::NAME,
-            mysql_insert_unique::MysqlInsertUnique::new,
-        ),
+        runs(for_update::NAME, for_update::MysqlForUpdate::new),
+        runs(insert_unique::NAME, insert_unique::MysqlInsertUnique::new),
     ]
 }
 

@@ -3,9 +3,8 @@
 //! triggers and what the history says of it, and the tables a MySQL lock needs before any client
 //! starts.
 
+use super::lock::{insert_unique, DatabaseLock};
 use crate::history::{EventKind, Recorder};
-use crate::lock::mysql::DatabaseLock;
-use crate::lock::mysql_insert_unique;
 use crate::lock::mysql_options::{Cleanup, MysqlOptions};
 use crate::scenario::Scenario;
 use crate::sql::{SqlConn, SqlError};
@@ -19,7 +18,7 @@ pub async fn cleanup_pass<C: SqlConn>(
     now_ms: u64,
     rec: &Recorder,
 ) {
-    let deleted = mysql_insert_unique::cleanup_once(conn, options, cleanup.lease_ms, now_ms).await;
+    let deleted = insert_unique::cleanup_once(conn, options, cleanup.lease_ms, now_ms).await;
     if let Ok(n @ 1..) = deleted {
         rec.record(
             "nemesis",

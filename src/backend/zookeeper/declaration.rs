@@ -3,10 +3,11 @@
 //! three whose `zookeeper-0` leads at the start), a lock's lease (its session's timeout), and
 //! the faults its worlds carry out.
 
+use super::table::server_name;
 use crate::fault::FaultKind;
 use crate::history::Role;
 use crate::lock::Service;
-use crate::scenario::zookeeper::{server_name, ZkConnect, ZooKeeperSpec};
+use crate::scenario::zookeeper::{ZkConnect, ZooKeeperSpec};
 use crate::scenario::{BackendDecl, FailoverShape, Fault, Invalid, Scenario};
 
 /// The service this backend is: what its locks' kinds and its scenarios' clients talk to.

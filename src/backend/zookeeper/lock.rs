@@ -36,9 +36,11 @@
 //!   a later holder's node always has a larger one, so the resource rejects the write of a
 //!   holder whose session expired once the next holder has written.
 
+use crate::backend::zookeeper::seam::{
+    sequence_of, CreateMode, SessionState, ZkClient, ZkError, ZkEvent,
+};
 use crate::env::{Env, NamedPoint};
 use crate::lock::{Guard, Lock, LockConfig, LockError};
-use crate::zookeeper::{sequence_of, CreateMode, SessionState, ZkClient, ZkError, ZkEvent};
 use std::marker::PhantomData;
 
 /// What distinguishes the three kinds.

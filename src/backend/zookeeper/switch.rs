@@ -1,8 +1,8 @@
 //! The ZooKeeper seam through the world switch: a session on the simulated service or on spawned
 //! ZooKeeper servers, so a ZooKeeper lock is written once against [`ZkClient`].
 
+use crate::backend::zookeeper::seam::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
 use crate::env::Switch;
-use crate::zookeeper::{CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent};
 use futures::future::Either;
 use std::future::Future;
 

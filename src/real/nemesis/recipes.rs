@@ -2,19 +2,19 @@
 //! family fires against these as against any [`Nemesis`], and each capability says whether real
 //! mode has a recipe for it on this scenario and this trigger, or why not. So an unsupported
 //! scenario fails fast with its reason (`SKIP <name>: <reason>` in a suite), worded as the
-//! family's capability needs it, and a new family needs no entry here to be refused.
+//! family's capability needs it, and a new family needs no entry here to be refused. Here are
+//! the answers every service's real world shares (the consensus services' recipes, the clocks a
+//! process starts with); a backend's own are in its real world (`backend/redis/real/recipes.rs`,
+//! `backend/mysql/real/recipes.rs`).
 
 use std::cell::RefCell;
 
-use super::plan::{
-    client_cuts, client_index, faked_master, master_index, sentinel_links, server_index,
-};
 use crate::fault::{ClientRef, Cut, Fault, Nemesis, Occasion, Refused, Trigger};
 use crate::real::RealError;
 use crate::scenario::{FailoverShape, Scenario};
 
 /// A planning error as a refusal: its reason, as `RealError::Unsupported` words it.
-fn refused(e: RealError) -> Refused {
+pub(crate) fn refused(e: RealError) -> Refused {
     match e {
         RealError::Unsupported(why) => Refused::Because(why),
         other => Refused::Because(other.to_string()),
@@ -26,144 +26,12 @@ pub(crate) fn ask<N: Nemesis>(n: &N, fault: &Fault) -> Result<(), Refused> {
     fault.kind.fire(n, &Occasion::TIMED)
 }
 
-/// What the recipes on spawned `redis-server`s can do to one fault of `s`, fired by `trigger`.
-pub(crate) struct RedisRecipes<'a> {
-    pub(crate) s: &'a Scenario,
-    pub(crate) trigger: &'a Trigger,
-}
-
-impl RedisRecipes<'_> {
-    /// At a fixed time or at the first acquire: the triggers the timed recipes take.
-    fn timed_or_acquired(&self) -> bool {
-        matches!(self.trigger, Trigger::At(_) | Trigger::Acquired { .. })
-    }
-
-    /// At a client's named point: where a client's own pause or crash happens.
-    fn at_a_point(&self) -> bool {
-        !matches!(self.trigger, Trigger::At(_))
-    }
-}
-
-impl Nemesis for RedisRecipes<'_> {
-    fn fail_over(&self, _master: u32) -> Result<(), Refused> {
-        Ok(())
-    }
-
-    fn crash_server(&self, node: &str, _restart_after_ms: u64) -> Result<(), Refused> {
-        let s = self.s;
-        // With sentinels every server can crash; without, a master without replicas.
-        let sentinel = s.redis.sentinels > 0 && server_index(s, node).is_some();
-        let alone =
-            self.timed_or_acquired() && master_index(s, node).is_some() && s.redis.replicas == 0;
-        if sentinel || alone {
-            Ok(())
-        } else {
-            Err(Refused::Lacking)
-        }
-    }
-
-    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
-        let Cut {
-            nodes,
-            from,
-            direction,
-            for_ms: _,
-        } = *cut;
-        // With sentinels every link goes through a link proxy.
-        if self.s.redis.sentinels > 0 {
-            return sentinel_links(self.s, nodes, from, direction)
-                .map(drop)
-                .map_err(refused);
-        }
-        if !self.timed_or_acquired() {
-            return Err(Refused::Lacking);
-        }
-        client_cuts(self.s, nodes, from, direction)
-            .map(drop)
-            .map_err(refused)
-    }
-
-    /// At a point the client stops in its task; at a fixed time its gate closes from outside.
-    fn pause_client(
-        &self,
-        _at: &Occasion<'_>,
-        _victim: &ClientRef,
-        _for_ms: u64,
-    ) -> Result<(), Refused> {
-        Ok(())
-    }
-
-    fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
-        if self.at_a_point() {
-            Ok(())
-        } else {
-            Err(Refused::Lacking)
-        }
-    }
-
-    fn jump_clock(&self, node: &str, _by_ms: i64, _wall_only: bool) -> Result<(), Refused> {
-        if !self.timed_or_acquired() {
-            return Err(Refused::Lacking);
-        }
-        if client_index(self.s, node).is_none() {
-            faked_master(self.s, node, "a clock jump").map_err(refused)?;
-        }
-        Ok(())
-    }
-
-    fn drift_clock(&self, node: &str, _ppm: i64) -> Result<(), Refused> {
-        if self.timed_or_acquired() && client_index(self.s, node).is_some() {
-            return Ok(());
-        }
-        if *self.trigger != Trigger::At(0) {
-            return Err(Refused::Lacking);
-        }
-        faked_master(self.s, node, "clock drift")
-            .map(drop)
-            .map_err(refused)
-    }
-}
-
-/// What the recipes on a spawned MariaDB can do: a client's pause or crash at its named point,
-/// and the server's crash, pause and partition at any time.
-pub(crate) struct MysqlRecipes<'a> {
-    pub(crate) trigger: &'a Trigger,
-}
-
-impl MysqlRecipes<'_> {
-    /// A client stops (or dies) in its own task, so only at a point it reaches.
-    fn at_a_point(&self) -> Result<(), Refused> {
-        match self.trigger {
-            Trigger::At(_) => Err(Refused::Lacking),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl Nemesis for MysqlRecipes<'_> {
-    fn pause_client(
-        &self,
-        _at: &Occasion<'_>,
-        _victim: &ClientRef,
-        _for_ms: u64,
-    ) -> Result<(), Refused> {
-        self.at_a_point()
-    }
-
-    fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
-        self.at_a_point()
-    }
-
-    fn crash_server(&self, _node: &str, _restart_after_ms: u64) -> Result<(), Refused> {
-        Ok(())
-    }
-
-    fn cut(&self, _cut: &Cut<'_>) -> Result<(), Refused> {
-        Ok(())
-    }
-
-    fn pause_server(&self, _node: &str, _for_ms: u64) -> Result<(), Refused> {
-        Ok(())
+/// Whether a client's pause or crash fired by `trigger` has a recipe: a client stops (or dies) in
+/// its own task, so only at a point it reaches.
+pub(crate) fn at_a_point(trigger: &Trigger) -> Result<(), Refused> {
+    match trigger {
+        Trigger::At(_) => Err(Refused::Lacking),
+        _ => Ok(()),
     }
 }
 
@@ -182,7 +50,6 @@ pub(crate) struct ConsensusRecipes<'a> {
     /// servers).
     pub(crate) cut_check: Option<super::plan::CutCheck>,
 }
-
 impl ConsensusRecipes<'_> {
     /// What a service's declaration says its worlds can do, as a recipe's answer.
     fn declared(&self, can: bool) -> Result<(), Refused> {
@@ -191,13 +58,6 @@ impl ConsensusRecipes<'_> {
         } else {
             Err(Refused::Lacking)
         }
-    }
-
-    fn at_a_point(&self) -> Result<(), Refused> {
-        MysqlRecipes {
-            trigger: self.trigger,
-        }
-        .at_a_point()
     }
 
     /// Whether `node` is a client that is a program, whose clock libfaketime runs.
@@ -221,11 +81,11 @@ impl Nemesis for ConsensusRecipes<'_> {
         if *self.trigger == Trigger::At(0) && matches!(victim, ClientRef::Index(_)) {
             return Ok(());
         }
-        self.at_a_point()
+        at_a_point(self.trigger)
     }
 
     fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
-        self.at_a_point()
+        at_a_point(self.trigger)
     }
 
     /// The scenario allows a crash of its own servers only.
@@ -268,70 +128,6 @@ impl Nemesis for ConsensusRecipes<'_> {
     }
 }
 
-/// A Redis lockcheck did not start (`--redis`): it is never faulted, so every capability that
-/// touches a server is refused with what the fault would have done to it. The client's own
-/// faults (pauses, crashes, its clocks) are lockcheck's to carry out.
-pub(crate) struct ExternalServers;
-
-impl Nemesis for ExternalServers {
-    fn pause_client(
-        &self,
-        _at: &Occasion<'_>,
-        _victim: &ClientRef,
-        _for_ms: u64,
-    ) -> Result<(), Refused> {
-        Ok(())
-    }
-
-    fn crash_client(&self, _at: &Occasion<'_>, _client: u32) -> Result<(), Refused> {
-        Ok(())
-    }
-
-    fn fail_over(&self, master: u32) -> Result<(), Refused> {
-        Err(Refused::Because(format!(
-            "a failover of redis-{master} (a SIGKILL and a promotion)"
-        )))
-    }
-
-    fn crash_server(&self, node: &str, _restart_after_ms: u64) -> Result<(), Refused> {
-        Err(Refused::Because(format!("a crash of {node} (a SIGKILL)")))
-    }
-
-    fn cut(&self, _cut: &Cut<'_>) -> Result<(), Refused> {
-        Err(Refused::Because(
-            "a partition (connections to servers cut)".to_string(),
-        ))
-    }
-
-    /// A server's clock is the user's machine's: lockcheck cannot move it, and Redis expires
-    /// keys on its wall clock, so a wall-clock jump of a server that is let through silently
-    /// would run a different scenario (one without the jump) and judge it as if it had jumped.
-    fn jump_clock(&self, node: &str, _by_ms: i64, wall_only: bool) -> Result<(), Refused> {
-        if node.starts_with("client-") {
-            return Ok(());
-        }
-        if wall_only {
-            return Err(Refused::Because(format!(
-                "a wall-clock jump on {node} (libfaketime in the server)"
-            )));
-        }
-        self.drift_clock(node, 0)
-    }
-
-    fn drift_clock(&self, node: &str, _ppm: i64) -> Result<(), Refused> {
-        if node.starts_with("client-") {
-            return Ok(());
-        }
-        Err(Refused::Because(format!(
-            "a clock fault on {node} (libfaketime in the server)"
-        )))
-    }
-
-    fn pause_server(&self, _node: &str, _for_ms: u64) -> Result<(), Refused> {
-        Ok(())
-    }
-}
-
 /// A clock fault as real mode sets it up before spawning: libfaketime's rate is fixed per
 /// process, and a clock that will jump reads its offset from a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -370,28 +166,6 @@ impl Nemesis for ClockSettings {
         self.0
             .borrow_mut()
             .push((node.to_string(), ClockSetting::Drift(ppm)));
-        Ok(())
-    }
-}
-
-/// The master groups a failover will hit: real mode holds their replication back from the start.
-#[derive(Default)]
-pub(crate) struct FailsOver(RefCell<Vec<u32>>);
-
-impl FailsOver {
-    /// The masters `faults` fail over, in their order.
-    pub(crate) fn of(faults: &[Fault]) -> Vec<u32> {
-        let me = FailsOver::default();
-        for f in faults {
-            let _ = ask(&me, f);
-        }
-        me.0.into_inner()
-    }
-}
-
-impl Nemesis for FailsOver {
-    fn fail_over(&self, master: u32) -> Result<(), Refused> {
-        self.0.borrow_mut().push(master);
         Ok(())
     }
 }

@@ -18,8 +18,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::etcd::{EtcdError, KeyValue, Lease, LeaseId, RangeRequest, RangeResponse, Revision};
-use crate::etcd::{Txn, TxnOp, TxnOpResponse, TxnResponse};
+use crate::backend::etcd::seam::{
+    EtcdError, KeyValue, Lease, LeaseId, RangeRequest, RangeResponse, Revision,
+};
+use crate::backend::etcd::seam::{Txn, TxnOp, TxnOpResponse, TxnResponse};
 
 /// How often etcd's leader looks for expired leases to revoke (`lessor.runLoop`'s 500 ms).
 pub const EXPIRY_LOOP_MS: u64 = 500;

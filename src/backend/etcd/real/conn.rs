@@ -18,8 +18,10 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 use crate::backend::etcd::real::gateway::{post, Messages};
-use crate::etcd::{EtcdClient, EtcdError, KeyValue, Lease, LeaseId, RangeRequest, RangeResponse};
-use crate::etcd::{Revision, Txn, TxnOp, TxnOpResponse, TxnResponse};
+use crate::backend::etcd::seam::{
+    EtcdClient, EtcdError, KeyValue, Lease, LeaseId, RangeRequest, RangeResponse,
+};
+use crate::backend::etcd::seam::{Revision, Txn, TxnOp, TxnOpResponse, TxnResponse};
 
 /// One client of a real etcd cluster: the members' client ports on 127.0.0.1.
 #[derive(Clone, Debug)]

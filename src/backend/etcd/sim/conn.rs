@@ -12,9 +12,11 @@
 use std::time::Duration;
 
 use crate::backend::etcd::engine::EtcdEngine;
+use crate::backend::etcd::seam::{
+    EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse, Revision,
+};
+use crate::backend::etcd::seam::{Txn, TxnResponse};
 use crate::backend::etcd::sim::server::SimEtcd;
-use crate::etcd::{EtcdClient, EtcdError, Lease, LeaseId, RangeRequest, RangeResponse, Revision};
-use crate::etcd::{Txn, TxnResponse};
 
 /// How often an answer held back by a cut link looks again whether the link healed.
 const RETRY_LINK_MS: u64 = 50;

@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use crate::backend::mysql::real::server::MariaDb;
 use crate::backend::mysql::real::world::set_wait_timeout;
+use crate::backend::mysql::table::SERVER;
 use crate::fault::partition::describe_partition;
 use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused};
 use crate::history::{EventKind, Recorder};
 use crate::real::nemesis::cut_proxy::CutProxy;
 use crate::real::nemesis::firing::restarts_in_run;
-use crate::scenario::database::SERVER;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::workload::FaultPoints;

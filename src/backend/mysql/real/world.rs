@@ -18,18 +18,18 @@
 //! process and directory is removed when this returns, on error and on panic (the guards' `Drop`
 //! and the cleanup registry).
 
+use crate::backend::mysql::lock::DatabaseLock;
 use crate::backend::mysql::real::nemesis::MysqlNemesis;
+use crate::backend::mysql::real::recipes::check_mysql;
 use crate::backend::mysql::real::server::{MariaDb, DATABASE, USER};
 use crate::backend::mysql::real::RealSqlConn;
 use crate::backend::mysql::world::{cleanup_pass, prepare};
 use crate::env::PointHook;
 use crate::history::{History, Recorder};
-use crate::lock::mysql::DatabaseLock;
 use crate::lock::LockConfig;
 use crate::real::client_tasks::wait_for_live_clients;
 use crate::real::nemesis::client_stops::ClientTasks;
 use crate::real::nemesis::cut_proxy::CutProxy;
-use crate::real::nemesis::plan::check_mysql;
 use crate::real::run_end::settle_by;
 use crate::real::RealEnv;
 use crate::real::RealError;
@@ -103,7 +103,7 @@ where
             .map_err(|e| sql_err("creating the lock table", e))?;
     }
     let rec = Recorder::real();
-    let timeout = crate::scenario::database::request_timeout(scenario);
+    let timeout = crate::backend::mysql::table::request_timeout(scenario);
     let options = scenario.lock.mysql_options();
     let mut proxies = Vec::new();
     for _ in 0..scenario.workload.clients {

@@ -23,13 +23,13 @@
 //!   lock waits whose deadline passed fail with 1205 at once, as on a real MariaDB
 //!   (`tests/mysql/server_pause.rs`).
 
+use crate::backend::mysql::lock::DatabaseLock;
 use crate::backend::mysql::sim::nemesis::MysqlNemesis;
 use crate::backend::mysql::sim::server::{NetSqlConn, SimDb, SERVER_NODE};
+use crate::backend::mysql::table::{request_timeout, SERVER};
 use crate::backend::mysql::world::{cleanup_pass, prepare};
 use crate::history::EventKind;
-use crate::lock::mysql::DatabaseLock;
 use crate::lock::LockConfig;
-use crate::scenario::database::SERVER;
 use crate::scenario::Scenario;
 use crate::schedule::Schedule;
 use crate::sim::client_faults::ClientFaults;
@@ -62,7 +62,7 @@ where
     let net = Network::new(scenario.database.latency_ms);
     let rec = crate::sim::clock::TrueTime::recorder();
     let db = SimDb::new(net.clone(), rec.clone());
-    let timeout = crate::scenario::database::request_timeout(scenario);
+    let timeout = request_timeout(scenario);
     let options = scenario.lock.mysql_options();
     let handle = Handle::current();
     // The server's node: its background jobs (wait_timeout, the cleanup job) run there.

@@ -31,6 +31,8 @@ use super::cluster::{ClusterOptions, ClusterRole, RedisCluster};
 use super::nemesis::RealNemesis;
 use super::world::{client_envs, drive, runtime, timeouts, RealWorld};
 use crate::backend::redis::engine::cluster::ManualFailover;
+use crate::backend::redis::real::plan::{server_clocks, server_index};
+use crate::backend::redis::real::recipes::RedisRecipes;
 use crate::backend::redis::table::{self, ClusterTable};
 use crate::fault::partition::describe_partition;
 use crate::fault::{ClientRef, ClusterFailoverForm, Cut, Nemesis, Occasion, Refused, Trigger};
@@ -40,8 +42,8 @@ use crate::real::client_programs::client_program_launch::{
     client_clocks, vars, Launch, LaunchedPrograms,
 };
 use crate::real::client_tasks::Clients;
-use crate::real::nemesis::plan::{client_index, scenario_links, server_clocks, server_index};
-use crate::real::nemesis::recipes::{ask, RedisRecipes};
+use crate::real::nemesis::plan::{client_index, scenario_links};
+use crate::real::nemesis::recipes::ask;
 use crate::real::servers::redis_server::{RedisServer, ServerOptions};
 use crate::real::{cluster_client, ClusterPolicy, RealEnv, RealError, Route, RoutedConnection};
 use crate::scenario::Scenario;

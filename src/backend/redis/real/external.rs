@@ -7,9 +7,10 @@
 //! prefix and nothing else (`SCAN MATCH <prefix>*`, then `DEL` of what it found). The protected
 //! resource the workload writes to is still lockcheck's own `redis-server`, not the user's.
 
+use crate::backend::redis::real::recipes::ExternalServers;
 use crate::backend::redis::table;
 use crate::fault::Refused;
-use crate::real::nemesis::recipes::{ask, ExternalServers};
+use crate::real::nemesis::recipes::ask;
 use crate::real::RealError;
 use crate::scenario::Scenario;
 use std::time::Duration;

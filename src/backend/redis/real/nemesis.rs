@@ -41,6 +41,8 @@ use std::time::Duration;
 use crate::backend::redis::real::cluster_migration;
 use crate::backend::redis::real::cluster_world::{self, ClusterRun};
 use crate::backend::redis::real::failover::FailoverRig;
+use crate::backend::redis::real::plan::{client_cuts, master_index, sentinel_links, server_index};
+use crate::backend::redis::real::recipes::FailsOver;
 use crate::backend::redis::real::sentinel_deployment::SentinelDeployment;
 use crate::fault::partition::describe_partition;
 use crate::fault::{
@@ -51,10 +53,7 @@ use crate::real::client_programs::client_program::Programs;
 use crate::real::connection::Route;
 use crate::real::nemesis::client_stops::{kill_program, signal_program};
 use crate::real::nemesis::firing::restarts_in_run;
-use crate::real::nemesis::plan::{
-    client_cuts, client_index, master_index, sentinel_links, server_index,
-};
-use crate::real::nemesis::recipes::FailsOver;
+use crate::real::nemesis::plan::client_index;
 use crate::real::observers::witness::Witness;
 use crate::real::servers::redis_server::{RedisServer, ServerOptions};
 use crate::real::RealError;

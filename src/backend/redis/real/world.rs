@@ -13,11 +13,14 @@ use crate::backend::redis::real::blackhole::BlackHole;
 use crate::backend::redis::real::cluster_world;
 use crate::backend::redis::real::external::{self, ExternalRedis};
 use crate::backend::redis::real::failover::FailoverRig;
+use crate::backend::redis::real::master_finder::MasterFinder;
 use crate::backend::redis::real::nemesis::{Group, RealNemesis};
 use crate::backend::redis::real::network::Network;
+use crate::backend::redis::real::plan::{check_redis, server_clocks};
 use crate::backend::redis::real::sentinel_deployment::{
     master_name, min_replicas_args, SentinelDeployment,
 };
+use crate::backend::redis::real::sentinel_events::{self, Namer};
 use crate::backend::redis::table;
 use crate::env::PointHook;
 use crate::history::{EventKind, History, Recorder};
@@ -29,11 +32,8 @@ use crate::real::client_programs::client_program_launch::{
 };
 use crate::real::client_tasks::{wait_for_live_clients, Clients, NoBuilder};
 use crate::real::connection::{ConnectionTimeouts, Latency, Route, RoutedConnection};
-use crate::real::master_finder::MasterFinder;
-use crate::real::nemesis::plan::{check_redis, server_clocks};
 use crate::real::nemesis::proxy::RouteProxy;
 use crate::real::observers::connection_names::ConnectionNames;
-use crate::real::observers::sentinel_events::{self, Namer};
 use crate::real::observers::witness::{client_connection_name, Witness};
 use crate::real::run_end::settle_by;
 use crate::real::servers::faketime::FakeTime;

@@ -19,7 +19,7 @@ use std::collections::VecDeque;
 use crate::backend::zookeeper::engine::machine::{answer_read, Request, Response};
 use crate::backend::zookeeper::engine::tree::Tree;
 use crate::backend::zookeeper::engine::txn::{Committed, Txn};
-use crate::zookeeper::{Stat, ZkError, ZkEvent};
+use crate::backend::zookeeper::seam::{Stat, ZkError, ZkEvent};
 
 /// One follower's applied state and the transactions on their way to it.
 #[derive(Clone, Debug)]
@@ -136,7 +136,7 @@ mod tests {
     use super::*;
     use crate::backend::zookeeper::engine::machine::tests::create;
     use crate::backend::zookeeper::engine::{ZkConfig, ZkEngine};
-    use crate::zookeeper::CreateMode;
+    use crate::backend::zookeeper::seam::CreateMode;
 
     fn children(path: &str) -> Request {
         Request::GetChildren {

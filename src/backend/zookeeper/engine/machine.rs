@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 
 use crate::backend::zookeeper::engine::tree::Tree;
 use crate::backend::zookeeper::engine::txn::{Committed, Txn};
-use crate::zookeeper::{CreateMode, Stat, ZkError, ZkEvent};
+use crate::backend::zookeeper::seam::{CreateMode, Stat, ZkError, ZkEvent};
 
 /// The server's timing: its tick and the session timeouts it accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

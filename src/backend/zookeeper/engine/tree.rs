@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::zookeeper::{CreateMode, Stat, ZkError, ZkEvent};
+use crate::backend::zookeeper::seam::{CreateMode, Stat, ZkError, ZkEvent};
 
 /// One znode.
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@
 //! follower, and a read is answered by the server the client is connected to, from what that
 //! server has applied.
 
-use crate::zookeeper::CreateMode;
+use crate::backend::zookeeper::seam::CreateMode;
 
 /// What one transaction does to the data tree.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@
 //! request, so a session that stops is expired a timeout after its last request or the idle
 //! probe after it, as in simulation (CURATOR-604's window is as narrow as a follower's lag).
 
-use crate::zookeeper::{
+use crate::backend::zookeeper::seam::{
     ping_after_idle_ms, CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent,
 };
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,6 +1,6 @@
-//! A client's ZooKeeper session in simulation: the requests of the seam (`zookeeper::ZkClient`)
-//! as round trips over the simulated network to the service (`zk_server.rs`), and the ZooKeeper
-//! client library's own timers, which decide what a lock's connection-state listener hears.
+//! A client's ZooKeeper session in simulation: the requests of the seam (`seam::ZkClient`) as
+//! round trips over the simulated network to the service (`server.rs`), and the ZooKeeper client
+//! library's own timers, which decide what a lock's connection-state listener hears.
 //!
 //! What it keeps of the ZooKeeper client (the Java client that Curator wraps; kazoo's is the
 //! same design):
@@ -18,12 +18,12 @@
 //!   times out on the server.
 
 use crate::backend::zookeeper::engine::{Request, Response};
+use crate::backend::zookeeper::seam::{
+    ping_after_idle_ms, CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent,
+};
 use crate::backend::zookeeper::sim::server::SimZk;
 use crate::env::Env;
 use crate::sim::SimEnv;
-use crate::zookeeper::{
-    ping_after_idle_ms, CreateMode, SessionState, Stat, ZkClient, ZkError, ZkEvent,
-};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};

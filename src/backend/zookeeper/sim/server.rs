@@ -25,11 +25,11 @@
 //! session expired hears so before a follower answers it.
 
 use crate::backend::zookeeper::engine::{Follower, Request, Response, ZkConfig, ZkEngine};
+use crate::backend::zookeeper::seam::{ZkError, ZkEvent};
 use crate::history::{EventKind, Recorder};
 use crate::sim::clock::Clocks;
 use crate::sim::entries::{Entry, EntryCreators};
 use crate::sim::network::Network;
-use crate::zookeeper::{ZkError, ZkEvent};
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use std::collections::{BTreeMap, BTreeSet};

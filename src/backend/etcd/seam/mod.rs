@@ -2,14 +2,16 @@
 //!
 //! An etcd lock (etcd's `concurrency.Mutex`, the v3 lock API, client libraries' `lock()`) is
 //! written against [`EtcdClient`] only, the way a MySQL lock is written against `sql::SqlConn`.
-//! Each world supplies its side: the simulated world a client of the simulated etcd (`backend/etcd/engine/`,
-//! through `sim`'s etcd connection), real mode a client of a spawned `etcd` member over etcd's
-//! JSON gateway (`real::etcd_conn`). The requests are the same in both.
+//! Each world supplies its side: the simulated world a client of the simulated etcd
+//! (`backend/etcd/engine/`, through `sim/conn.rs`), real mode a client of a spawned `etcd` member
+//! over etcd's JSON gateway (`real/conn.rs`). The requests are the same in both.
+//!
+//! The requests and answers are here (`types.rs`); the error, [`EtcdError`], is
+//! `lockcheck::etcd`'s, below the locks, because `LockError::Etcd` carries it.
 
-pub mod error;
 pub mod types;
 
-pub use error::EtcdError;
+pub use crate::etcd::EtcdError;
 pub use types::{KeyValue, Lease, LeaseId, RangeRequest, RangeResponse, Revision};
 pub use types::{Txn, TxnOp, TxnOpResponse, TxnResponse};
 

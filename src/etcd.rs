@@ -1,5 +1,12 @@
 //! etcd errors as a lock sees them: the server's refusals (named as etcd names them, so the
 //! simulated and the real service can be compared error for error) apart from a lost answer.
+//!
+//! [`EtcdError`] sits below the locks because `lock::LockError::Etcd` carries it. The rest of
+//! the etcd seam (the client trait `EtcdClient`, its requests and answers) is the etcd backend's,
+//! in its folder (`backend::etcd::seam`); its old paths here still resolve.
+
+/// Paths that moved into `crate::backend::etcd::seam`, kept for users' code (see `lib.rs`).
+pub use crate::__moved::etcd::*;
 
 /// A failed etcd call.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -30,4 +37,9 @@ impl EtcdError {
     pub fn is_unknown(&self) -> bool {
         matches!(self, EtcdError::NoAnswer(_) | EtcdError::Unavailable(_))
     }
+}
+
+/// The error's path before the etcd seam moved into its backend's folder.
+pub mod error {
+    pub use super::EtcdError;
 }

@@ -7,8 +7,10 @@
 //! own link from the client's address, so a client cut off from the sentinels hears nothing and
 //! keeps the master it knew, as in simulation.
 
-use crate::real::connection::{connect_from, ConnectionTimeouts, Route};
+use crate::real::connection::{connect_from, ConnectionTimeouts, FindMaster, Route};
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
 
 /// One client's view of one master group: whom to ask and where the answer goes.
@@ -48,20 +50,6 @@ impl MasterFinder {
         self.source
     }
 
-    /// Asks the sentinels in order; the first answer becomes the route (a switch only when it
-    /// names another server). No answer: the route stays as it was.
-    pub(crate) async fn reask(&self) {
-        for sentinel in &self.sentinels {
-            if let Some(master) = self.ask(*sentinel).await {
-                let url = format!("redis://{master}/");
-                if self.route.url() != url {
-                    self.route.switch_to(url);
-                }
-                return;
-            }
-        }
-    }
-
     /// One sentinel's answer, if it gives one in time.
     async fn ask(&self, sentinel: SocketAddr) -> Option<SocketAddr> {
         let mut conn = connect_from(self.source, &format!("redis://{sentinel}/"), self.timeouts)
@@ -74,5 +62,23 @@ impl MasterFinder {
             .await
             .ok()??;
         Some(SocketAddr::new(ip.parse().ok()?, port))
+    }
+}
+
+impl FindMaster for MasterFinder {
+    /// Asks the sentinels in order; the first answer becomes the route (a switch only when it
+    /// names another server). No answer: the route stays as it was.
+    fn reask(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            for sentinel in &self.sentinels {
+                if let Some(master) = self.ask(*sentinel).await {
+                    let url = format!("redis://{master}/");
+                    if self.route.url() != url {
+                        self.route.switch_to(url);
+                    }
+                    return;
+                }
+            }
+        })
     }
 }

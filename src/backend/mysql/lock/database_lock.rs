@@ -1,9 +1,9 @@
 //! What a lock on a MySQL/MariaDB database adds to [`Lock`]: the table set-up it needs before any
-//! client starts. Both MySQL worlds (`sim::mysql_world`, `real::mysql_world`) run any lock that
-//! implements it, registered by the MySQL backend (`backend::mysql::locks`).
+//! client starts. Both MySQL worlds (`backend::mysql::sim::world`, `backend::mysql::real::world`)
+//! run any lock that implements it, registered by the MySQL backend (`backend::mysql::locks`).
 
-use super::mysql_options::MysqlOptions;
-use super::Lock;
+use crate::lock::mysql_options::MysqlOptions;
+use crate::lock::Lock;
 use crate::sql::{SqlConn, SqlError};
 use std::future::Future;
 

@@ -8,10 +8,10 @@
 //! row of a live owner that holds longer than the age, so a second client gets the lock (a
 //! mutual-exclusion failure).
 
-use super::mysql::DatabaseLock;
-use super::mysql_options::{Cleanup, MysqlOptions};
-use super::{Guard, Lock, LockConfig, LockError};
+use super::DatabaseLock;
 use crate::env::{Env, TaskHandle};
+use crate::lock::mysql_options::{Cleanup, MysqlOptions};
+use crate::lock::{Guard, Lock, LockConfig, LockError};
 use crate::sql::error::ER_DUP_ENTRY;
 use crate::sql::value::quote;
 use crate::sql::{SqlConn, SqlError};
@@ -33,7 +33,7 @@ impl<C, E> MysqlInsertUnique<C, E> {
     /// the cleanup job, if any, that deletes old rows.
     pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         MysqlInsertUnique {
-            conn: super::only_connection(conns),
+            conn: crate::lock::only_connection(conns),
             env,
             options: config.mysql.clone(),
             config,
@@ -114,7 +114,7 @@ where
                 Err(e) if e.is_busy() => {}
                 Err(e) => return Err(e.into()),
             }
-            if !super::retry_pause(&self.env, &self.config, deadline).await {
+            if !crate::lock::retry_pause(&self.env, &self.config, deadline).await {
                 return Ok(None);
             }
         }

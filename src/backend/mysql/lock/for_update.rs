@@ -8,10 +8,10 @@
 //! while the holder still believes it holds the lock; and it is slow (a round trip per statement,
 //! a connection per holder).
 
-use super::mysql::DatabaseLock;
-use super::mysql_options::{MysqlOptions, WaitMode};
-use super::{Guard, Lock, LockConfig, LockError};
+use super::DatabaseLock;
 use crate::env::Env;
+use crate::lock::mysql_options::{MysqlOptions, WaitMode};
+use crate::lock::{Guard, Lock, LockConfig, LockError};
 use crate::sql::error::{ER_DUP_ENTRY, ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT};
 use crate::sql::value::quote;
 use crate::sql::{SqlConn, SqlError};
@@ -35,7 +35,7 @@ impl<C, E> MysqlForUpdate<C, E> {
     /// and the session's lock-wait behaviour.
     pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         MysqlForUpdate {
-            conn: super::only_connection(conns),
+            conn: crate::lock::only_connection(conns),
             env,
             options: config.mysql.clone(),
             config,
@@ -131,7 +131,7 @@ where
                 Err(e) if e.connection_gone() => self.session_ready = false,
                 Err(e) => return Err(e.into()),
             }
-            if !super::retry_pause(&self.env, &self.config, deadline).await {
+            if !crate::lock::retry_pause(&self.env, &self.config, deadline).await {
                 return Ok(None);
             }
         }

@@ -1,6 +1,13 @@
 //! ZooKeeper errors with ZooKeeper's own codes (`KeeperException.Code`), so the simulated and the
 //! real service can be compared code for code, and a lock reacts to "no node" or "session
 //! expired" the same way in both.
+//!
+//! [`ZkError`] sits below the locks because `lock::LockError::Zk` carries it. The rest of the
+//! ZooKeeper seam (the session trait `ZkClient`, the node types, the events) is the ZooKeeper
+//! backend's, in its folder (`backend::zookeeper::seam`); its old paths here still resolve.
+
+/// Paths that moved into `crate::backend::zookeeper::seam`, kept for users' code (see `lib.rs`).
+pub use crate::__moved::zookeeper::*;
 
 /// A failed ZooKeeper request.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -55,4 +62,9 @@ impl ZkError {
     pub fn outcome_unknown(&self) -> bool {
         matches!(self, ZkError::ConnectionLoss(_))
     }
+}
+
+/// The error's path before the ZooKeeper seam moved into its backend's folder.
+pub mod error {
+    pub use super::ZkError;
 }
