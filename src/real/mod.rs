@@ -23,11 +23,15 @@
 //! `redis::aio::ConnectionLike` that follows failovers the way a Sentinel-aware
 //! client does.
 //!
-//! The folder has rooms: the two real worlds (`redis_world.rs`, `mysql_world.rs`, and
-//! `external.rs` for `--redis`) and real mode's side of each seam (`connection.rs`,
-//! `subscription.rs`, `env.rs`, `sql_conn.rs`) sit here; `servers/` holds the processes lockcheck
-//! spawns, `nemesis/` how it faults them, `observers/` what it reads from them into the history,
-//! and `client_programs/` the lock clients in other languages.
+//! The folder holds what every service's real world shares; each service's own real world (its
+//! servers, connection, nemesis and run) lives in its backend folder, `backend/<service>/real/`.
+//! Here: real mode's side of the generic seams (`connection.rs`, the routed Redis-protocol
+//! connection and its cluster mode; `env.rs`, the client's clock and sleeps), the clients' tasks
+//! (`client_tasks.rs`) and the run's end (`run_end.rs`), the servers' shared parts
+//! (`servers/`: child processes, cleanup, libfaketime, the `redis-server` every world's
+//! protected resource lives on), `nemesis/` the faults every service shares, `observers/` what
+//! it reads from servers into the history, `external_redis.rs` the `--redis` target, and
+//! `client_programs/` the lock clients in other languages.
 
 pub mod client_programs;
 pub(crate) mod client_tasks;
