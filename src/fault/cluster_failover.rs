@@ -14,7 +14,7 @@
 //! Only a Redis Cluster (`[redis.cluster]`) carries these out; lockcheck's own `failover` is
 //! refused there, since the cluster promotes by itself.
 
-use super::{FailoverShape, FaultKind, KeyError, Nemesis, Refused, Table, Written};
+use super::{FaultKind, KeyError, Nemesis, Refused, Table, Written};
 
 /// Which form of `CLUSTER FAILOVER` a [`FaultKind::ClusterFailover`] sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,18 +60,7 @@ pub const TAKEOVER: Written = Written {
 };
 
 fn parse(t: &Table<'_>, form: ClusterFailoverForm) -> Result<FaultKind, KeyError> {
-    let f = t.raw;
-    let s = t.setting;
-    if s.failover != FailoverShape::MasterGroup {
-        return Err(t.err(
-            f.kind.span(),
-            format!(
-                "`{}` is a Redis Cluster's manual failover; {} has none",
-                f.kind.get_ref(),
-                s.service
-            ),
-        ));
-    }
+    super::failover::needs_master_groups(t, "a Redis Cluster's manual failover")?;
     let master = super::failover::group_with_replica(t, "a manual failover")?;
     Ok(FaultKind::ClusterFailover { master, form })
 }

@@ -47,16 +47,7 @@ fn parse(t: &Table<'_>) -> Result<FaultKind, KeyError> {
 pub(super) fn group_with_replica(t: &Table<'_>, what: &str) -> Result<u32, KeyError> {
     let s = t.setting;
     let master = t.raw.master.as_ref().map(|m| *m.get_ref()).unwrap_or(0);
-    if master >= s.masters {
-        let span = t.raw.master.as_ref().map_or(t.span.clone(), |m| m.span());
-        return Err(t.err(
-            span,
-            format!(
-                "`master = {master}` but the scenario has {} master(s)",
-                s.masters
-            ),
-        ));
-    }
+    group_there(t, master)?;
     if s.replicas == 0 {
         return Err(t.err(
             t.span.clone(),
@@ -64,6 +55,37 @@ pub(super) fn group_with_replica(t: &Table<'_>, what: &str) -> Result<u32, KeyEr
         ));
     }
     Ok(master)
+}
+
+/// `master`, the table's `master` key (or its default), is a group the scenario has.
+pub(super) fn group_there(t: &Table<'_>, master: u32) -> Result<(), KeyError> {
+    if master < t.setting.masters {
+        return Ok(());
+    }
+    let span = t.raw.master.as_ref().map_or(t.span.clone(), |m| m.span());
+    Err(t.err(
+        span,
+        format!(
+            "`master = {master}` but the scenario has {} master(s)",
+            t.setting.masters
+        ),
+    ))
+}
+
+/// Refuses a fault only a Redis Cluster carries out (`does`: what it does, for the message)
+/// on a service without master groups.
+pub(super) fn needs_master_groups(t: &Table<'_>, does: &str) -> Result<(), KeyError> {
+    if t.setting.failover == super::FailoverShape::MasterGroup {
+        return Ok(());
+    }
+    Err(t.err(
+        t.raw.kind.span(),
+        format!(
+            "`{}` is {does}; {} has none",
+            t.raw.kind.get_ref(),
+            t.setting.service
+        ),
+    ))
 }
 
 pub(super) fn write(master: u32, t: &mut toml_edit::Table) {

@@ -15,7 +15,7 @@
 //! Whether a lock survives this is the question the fault asks: at no point may two nodes both
 //! grant the same key, as long as each step is carried out in this order.
 
-use super::{FailoverShape, FaultKind, KeyError, Nemesis, Refused, Table, Written};
+use super::{FaultKind, KeyError, Nemesis, Refused, Table, Written};
 
 /// How long a migration lasts when the table does not say (`for_ms`).
 pub const DEFAULT_FOR_MS: u64 = 1000;
@@ -29,27 +29,9 @@ pub const WRITTEN: Written = Written {
 
 fn parse(t: &Table<'_>) -> Result<FaultKind, KeyError> {
     let f = t.raw;
-    let s = t.setting;
-    if s.failover != FailoverShape::MasterGroup {
-        return Err(t.err(
-            f.kind.span(),
-            format!(
-                "`migrate_slot` reshards a Redis Cluster; {} has no slots",
-                s.service
-            ),
-        ));
-    }
+    super::failover::needs_master_groups(t, "a Redis Cluster's resharding")?;
     let to = *t.required("master", &f.master)?;
-    if to >= s.masters {
-        let span = f.master.as_ref().map_or(t.span.clone(), |m| m.span());
-        return Err(t.err(
-            span,
-            format!(
-                "`master = {to}` but the scenario has {} master(s)",
-                s.masters
-            ),
-        ));
-    }
+    super::failover::group_there(t, to)?;
     let for_ms = f.for_ms.as_ref().map_or(DEFAULT_FOR_MS, |v| *v.get_ref());
     if for_ms < 2 {
         let span = f.for_ms.as_ref().map_or(t.span.clone(), |v| v.span());
