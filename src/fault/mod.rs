@@ -26,6 +26,7 @@ pub mod terminate;
 mod trigger;
 
 pub use cluster_failover::ClusterFailoverForm;
+pub(crate) use nemesis::forward_to_world;
 pub use nemesis::{Nemesis, Occasion, Refused};
 pub use partition::{Cut, Direction};
 pub use pause::ClientRef;

@@ -120,3 +120,100 @@ pub trait Nemesis {
         Err(Refused::Lacking)
     }
 }
+
+/// The capabilities a wrapper that stands in for the world's nemesis at a client's point hands on
+/// unchanged: every one but the client's own pause and crash, which the wrapper carries out in
+/// the client's task. Written once beside the trait, so a capability added above reaches every
+/// such wrapper (the Redis world's and `real::nemesis::client_stops`'s `AtClient`) by one more
+/// line here, instead of by hand in each, where a missed one would be refused silently at a
+/// client's point only.
+///
+/// `forward_to_world!(n)` inside an `impl Nemesis for ...` forwards to `self.n`.
+macro_rules! forward_to_world {
+    ($n:ident) => {
+        fn fail_over(&self, master: u32) -> Result<(), $crate::fault::Refused> {
+            self.$n.fail_over(master)
+        }
+
+        fn crash_server(
+            &self,
+            node: &str,
+            restart_after_ms: u64,
+        ) -> Result<(), $crate::fault::Refused> {
+            self.$n.crash_server(node, restart_after_ms)
+        }
+
+        fn cut(&self, cut: &$crate::fault::Cut<'_>) -> Result<(), $crate::fault::Refused> {
+            self.$n.cut(cut)
+        }
+
+        fn jump_clock(
+            &self,
+            node: &str,
+            by_ms: i64,
+            wall_only: bool,
+        ) -> Result<(), $crate::fault::Refused> {
+            self.$n.jump_clock(node, by_ms, wall_only)
+        }
+
+        fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), $crate::fault::Refused> {
+            self.$n.drift_clock(node, ppm)
+        }
+
+        fn pause_server(&self, node: &str, for_ms: u64) -> Result<(), $crate::fault::Refused> {
+            self.$n.pause_server(node, for_ms)
+        }
+
+        fn cluster_failover(
+            &self,
+            master: u32,
+            form: $crate::fault::ClusterFailoverForm,
+        ) -> Result<(), $crate::fault::Refused> {
+            self.$n.cluster_failover(master, form)
+        }
+
+        fn migrate_slot(&self, to: u32, for_ms: u64) -> Result<(), $crate::fault::Refused> {
+            self.$n.migrate_slot(to, for_ms)
+        }
+
+        fn end_session(
+            &self,
+            at: &$crate::fault::Occasion<'_>,
+            victim: &$crate::fault::ClientRef,
+        ) -> Result<(), $crate::fault::Refused> {
+            self.$n.end_session(at, victim)
+        }
+    };
+}
+pub(crate) use forward_to_world;
+
+#[cfg(test)]
+mod tests {
+    /// The names of the `fn`s in `text`, in order.
+    fn fns(text: &str) -> Vec<&str> {
+        text.split("fn ")
+            .skip(1)
+            .filter_map(|rest| rest.split(['(', '<']).next())
+            .collect()
+    }
+
+    /// `forward_to_world!` hands on every capability of the trait but a client's own pause and
+    /// crash: a capability added to the trait and not to the macro would be refused at a
+    /// client's point only, silently.
+    #[test]
+    fn the_forwarding_list_is_the_trait_without_the_clients_own_stops() {
+        let source = include_str!("nemesis.rs");
+        let trait_body = &source[source.find("pub trait Nemesis").unwrap()..];
+        let trait_body = &trait_body[..trait_body.find("\n}\n").unwrap()];
+        let macro_body = &source[source.find("macro_rules! forward_to_world").unwrap()..];
+        let macro_body = &macro_body[..macro_body.find("\n}\n").unwrap()];
+        let mut expected: Vec<&str> = fns(trait_body)
+            .into_iter()
+            .filter(|f| !["pause_client", "crash_client"].contains(f))
+            .collect();
+        let mut forwarded = fns(macro_body);
+        expected.sort();
+        forwarded.sort();
+        assert_eq!(forwarded, expected);
+    }
+}

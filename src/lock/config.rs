@@ -56,6 +56,10 @@ pub struct LockSpec {
     pub wait_replicas: Option<u32>,
     /// How long `WAIT` blocks (ms; default 100). Needs `wait_replicas`.
     pub wait_timeout_ms: Option<u64>,
+    /// `redisson` only, with `wait_replicas`: what a lock attempt whose `WAIT` found no replica
+    /// synced leaves behind: `"undo"` (default, today's Redisson) or `"keep"` (Redisson before
+    /// the fix for redisson#4822). See [`UnsyncedAttempt`].
+    pub unsynced_attempt: Option<UnsyncedAttempt>,
     // Any kind.
     /// The holder stops working, and skips its write, once its validity time has run out on
     /// its own clock (default false: it works for `hold_ms` and writes whatever its lease says).
@@ -225,12 +229,34 @@ impl<P> LockConfig<P> {
 /// enters on an entry a promoted replica would not have. (It does not make the lock safe under
 /// a crash that restarts a master empty, or under pauses and clock jumps: only the failover
 /// window closes.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// Redisson's `RLock` takes it too, as its `checkLockSyncedSlaves`: there `WAIT` follows every
+/// lock write in the same batch, and a call fails only when no replica acknowledged it
+/// (`lock::synced_slaves`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WaitReplicas {
     /// Replicas that must acknowledge the grant.
     pub replicas: u32,
     /// How long `WAIT` blocks for them.
     pub timeout: Duration,
+    /// Redisson only: what an attempt that no replica acknowledged leaves behind.
+    pub unsynced: UnsyncedAttempt,
+}
+
+/// What a Redisson lock attempt does when the `WAIT` after its script found no replica synced
+/// (`[lock] unsynced_attempt`). The script has run on the master by then and written the
+/// client's hold count; see `lock::synced_slaves` for why that outlives a failover.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnsyncedAttempt {
+    /// Today's Redisson (the fix for redisson#4822, `handleNoSync`): the unlock script undoes
+    /// the attempt, and the attempt is tried again up to `retryAttempts` (3) times, each after
+    /// `retryInterval` (1.5 s), before `lock()` fails.
+    #[default]
+    Undo,
+    /// Redisson before that fix: `lock()` fails at once and the hold count stays, so the same
+    /// client's later attempts count up on it and its unlocks never bring it to zero.
+    Keep,
 }
 
 impl LockConfig {
@@ -253,6 +279,7 @@ impl LockConfig {
                 timeout: Duration::from_millis(
                     spec.wait_timeout_ms.unwrap_or(DEFAULT_WAIT_TIMEOUT_MS),
                 ),
+                unsynced: spec.unsynced_attempt.unwrap_or_default(),
             }),
             redlock: {
                 let d = RedlockOptions::default();

@@ -22,13 +22,14 @@ pub mod redisson;
 pub mod redlock;
 pub mod set_ex_nx_del;
 pub mod set_nx_px;
+pub mod synced_slaves;
 
 use std::future::Future;
 
 pub use crate::__moved::lock::*;
 pub use acquire_loop::is_transient;
 pub(crate) use acquire_loop::{retry_pause, Next, Wait};
-pub use config::{LockConfig, LockSpec, WaitReplicas};
+pub use config::{LockConfig, LockSpec, UnsyncedAttempt, WaitReplicas};
 pub(crate) use connections::only_connection;
 pub use fenced::Fenced;
 pub use kind::{Backend, LockKind, Origin, Service};

@@ -16,7 +16,13 @@
 //! the returned PTTL, whichever is first (bounded by the wait time, as `tryLock(waitTime, ...)`).
 //! The watchdog runs on the client's node, so a GC pause stops it too: a pause longer than the
 //! time left on the lease loses the lock.
+//!
+//! With `[lock] wait_replicas`, every acquire and unlock script goes out in one batch with
+//! `WAIT`, as Redisson's `checkLockSyncedSlaves` sends it, and a call no replica acknowledged
+//! fails; `[lock] unsynced_attempt` picks what a failed attempt leaves behind
+//! ([`super::synced_slaves`]: after a failover that choice is a liveness bug or none).
 
+use super::synced_slaves::{self, UnsyncedAttempt, RETRY_ATTEMPTS};
 use super::{is_transient, Guard, Lock, LockConfig, LockError};
 use crate::env::{Env, TaskHandle};
 use crate::subscription::{Subscribe, Subscription};
@@ -101,14 +107,54 @@ where
         self.config.ttl.as_millis() as u64
     }
 
-    /// One attempt: `None` when acquired, `Some(pttl)` when held by another.
+    /// One attempt: `None` when acquired, `Some(pttl)` when held by another. With
+    /// `wait_replicas`, an attempt no replica acknowledged fails with
+    /// [`synced_slaves::none_synced`], undone first when `unsynced_attempt = "undo"`.
     async fn try_acquire(&mut self, holder: &str) -> redis::RedisResult<Option<i64>> {
-        ACQUIRE
+        let mut acquire = ACQUIRE.prepare_invoke();
+        acquire
             .key(&self.config.key)
             .arg(self.lease_ms())
-            .arg(holder)
-            .invoke_async(&mut self.conn)
-            .await
+            .arg(holder);
+        let wait = self.config.wait_replicas;
+        let (reply, synced) =
+            synced_slaves::eval_write(&mut self.conn, &ACQUIRE, &acquire, wait).await?;
+        if synced {
+            return Ok(reply);
+        }
+        if self.undoes_unsynced() {
+            // `handleNoSync`: the unlock script takes back what the attempt wrote (nothing if the
+            // lock was another's). Its own `WAIT` fails too while no replica follows; Redisson
+            // reports the attempt's error either way, so its outcome is not looked at.
+            let _ = self.unlock_script(holder).await;
+        }
+        Err(synced_slaves::none_synced(wait))
+    }
+
+    /// Whether an unsynced attempt is undone and retried (today's Redisson).
+    fn undoes_unsynced(&self) -> bool {
+        self.config
+            .wait_replicas
+            .is_some_and(|w| w.unsynced == UnsyncedAttempt::Undo)
+    }
+
+    /// Redisson's unlock script (decrement; at zero delete and publish), sent as every lock write
+    /// is: its reply (1 deleted, 0 still held, nil not ours) and whether a replica acknowledged it.
+    async fn unlock_script(&mut self, holder: &str) -> redis::RedisResult<(Option<i64>, bool)> {
+        let mut release = RELEASE.prepare_invoke();
+        release
+            .key(&self.config.key)
+            .key(channel(&self.config.key))
+            .arg(UNLOCK_MESSAGE)
+            .arg(self.lease_ms())
+            .arg(holder);
+        synced_slaves::eval_write(
+            &mut self.conn,
+            &RELEASE,
+            &release,
+            self.config.wait_replicas,
+        )
+        .await
     }
 
     fn acquired(&mut self, holder: String, started: u64) -> Guard {
@@ -171,6 +217,7 @@ where
         let deadline = self.env.monotonic_ms() + self.config.wait.as_millis() as u64;
         let channel = channel(&self.config.key);
         let mut subscribed = false;
+        let mut unsynced_retries = RETRY_ATTEMPTS;
         let result = loop {
             let started = self.env.monotonic_ms();
             let ttl = match self.try_acquire(&holder).await {
@@ -178,6 +225,18 @@ where
                 Ok(Some(ttl)) => Some(ttl),
                 // No answer: try again after Redisson's default retryInterval.
                 Err(e) if is_transient(&e) => Some(RETRY_INTERVAL_MS),
+                // Undone already; today's Redisson tries again after its retryInterval, a
+                // timer of its own (no unlock message is awaited), `retryAttempts` times.
+                Err(e) if synced_slaves::is_none_synced(&e) && self.undoes_unsynced() => {
+                    if unsynced_retries == 0 || self.env.monotonic_ms() >= deadline {
+                        break Err(e.into());
+                    }
+                    unsynced_retries -= 1;
+                    let left = deadline.saturating_sub(self.env.monotonic_ms());
+                    let pause = (RETRY_INTERVAL_MS as u64).min(left).max(1);
+                    self.env.sleep(Duration::from_millis(pause)).await;
+                    continue;
+                }
                 Err(e) => break Err(e.into()),
             };
             let now = self.env.monotonic_ms();
@@ -195,19 +254,29 @@ where
                 _ => left,
             };
             let sleep = self.env.sleep(Duration::from_millis(wait.max(1)));
-            match (subscribed, self.sub.as_mut()) {
-                (true, Some(sub)) => {
+            futures::pin_mut!(sleep);
+            // A subscription that closes (its server died) is made again once, on whichever
+            // server now serves the channel, as Redisson resubscribes its channels after a
+            // disconnect; if that fails too, the lease is waited out.
+            let mut resubscribed = false;
+            loop {
+                let Some(sub) = self.sub.as_mut().filter(|_| subscribed) else {
+                    sleep.as_mut().await;
+                    break;
+                };
+                let closed = {
                     let message = sub.next_message();
-                    futures::pin_mut!(message, sleep);
-                    if let futures::future::Either::Left((None, sleep)) =
-                        futures::future::select(message, sleep).await
-                    {
-                        // The subscription closed (server gone): wait out the lease instead.
-                        subscribed = false;
-                        sleep.await;
-                    }
+                    futures::pin_mut!(message);
+                    matches!(
+                        futures::future::select(message, sleep.as_mut()).await,
+                        futures::future::Either::Left((None, _))
+                    )
+                };
+                if !closed {
+                    break;
                 }
-                _ => sleep.await,
+                subscribed = !resubscribed && sub.subscribe(&channel).await.is_ok();
+                resubscribed = true;
             }
         };
         if subscribed {
@@ -226,14 +295,12 @@ where
             self.stop_watchdog();
             self.held = None;
         }
-        let reply: Option<i64> = RELEASE
-            .key(&self.config.key)
-            .key(channel(&self.config.key))
-            .arg(UNLOCK_MESSAGE)
-            .arg(self.lease_ms())
-            .arg(&holder)
-            .invoke_async(&mut self.conn)
-            .await?;
+        let (reply, synced) = self.unlock_script(&holder).await?;
+        if !synced {
+            // The script ran (the count went down, the hash may be gone); Redisson's unlock
+            // still fails with the error.
+            return Err(synced_slaves::none_synced(self.config.wait_replicas).into());
+        }
         Ok(reply == Some(1))
     }
 

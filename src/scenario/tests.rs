@@ -425,6 +425,19 @@ fn wait_replicas_is_checked_at_its_key() {
         .wait_replicas
         .unwrap();
     assert_eq!((w.replicas, w.timeout.as_millis()), (1, 100));
+    // Redisson takes it as its `checkLockSyncedSlaves`, undoing an unsynced attempt unless told.
+    let redisson = |keys: &str| {
+        let s = Scenario::parse("t.toml", &text("redisson", 1, keys)).unwrap();
+        crate::lock::LockConfig::from_spec(&s.lock).wait_replicas
+    };
+    assert_eq!(
+        redisson("wait_replicas = 1").map(|w| w.unsynced),
+        Some(crate::lock::UnsyncedAttempt::Undo)
+    );
+    assert_eq!(
+        redisson("wait_replicas = 1\nunsynced_attempt = \"keep\"").map(|w| w.unsynced),
+        Some(crate::lock::UnsyncedAttempt::Keep)
+    );
     for (kind, replicas, keys, says) in [
         (
             "set-nx-px",
@@ -439,10 +452,28 @@ fn wait_replicas_is_checked_at_its_key() {
             "give 1 to `[redis] replicas` (1)",
         ),
         (
-            "redisson",
+            "redlock",
             1,
             "wait_replicas = 1",
-            "an option of lock kind `set-nx-px`",
+            "an option of lock kinds `set-nx-px` and `redisson`",
+        ),
+        (
+            "set-nx-px",
+            1,
+            "wait_replicas = 1\nunsynced_attempt = \"keep\"",
+            "t.toml:9:20: `unsynced_attempt` is what a Redisson lock attempt",
+        ),
+        (
+            "redisson",
+            1,
+            "unsynced_attempt = \"keep\"",
+            "t.toml:8:20: `unsynced_attempt` is about the `WAIT` after each lock write: set `wait_replicas` too",
+        ),
+        (
+            "redisson",
+            1,
+            "wait_replicas = 1\nunsynced_attempt = \"kept\"",
+            "unknown variant `kept`, expected `undo` or `keep`",
         ),
         (
             "set-nx-px",

@@ -11,7 +11,7 @@ use super::spec::LockSpec;
 use super::{OwnKind, Scenario};
 use crate::check::{Verdict, CHECKERS, CHECK_NAMES};
 use crate::lock::builtin::CLIENT_PROGRAM;
-use crate::lock::{redlock, set_nx_px, LockKind, Origin};
+use crate::lock::{redisson, redlock, set_nx_px, LockKind, Origin};
 
 /// `[lock] kind` names a kind lockcheck ships (by its name or an older alias) or one registered
 /// with the harness (`own`), whose `[lock.params]` must read into its parameter type; lockcheck's
@@ -412,25 +412,40 @@ fn redlock_validity(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     ))
 }
 
-/// `wait_replicas` is `set-nx-px`'s, between 1 and the replicas a master has (more could never
-/// acknowledge, and every acquire would fail); `wait_timeout_ms` needs it.
+/// `wait_replicas` is `set-nx-px`'s and `redisson`'s (its `checkLockSyncedSlaves`), between 1
+/// and the replicas a master has (more could never acknowledge, and every acquire would fail);
+/// `wait_timeout_ms` needs it, and so does `unsynced_attempt`, which only Redisson takes.
 fn wait_replicas(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     let lock = &s.lock;
+    let kind = lock.kind.name();
+    if lock.unsynced_attempt.is_some() && kind != redisson::NAME {
+        return Err(ctx.err(
+            at(ctx, "unsynced_attempt"),
+            format!(
+                "`unsynced_attempt` is what a Redisson lock attempt no replica acknowledged leaves behind: an option of lock kind `redisson`; `{kind}` does not take it"
+            ),
+        ));
+    }
     let Some(n) = lock.wait_replicas else {
-        if lock.wait_timeout_ms.is_some() {
+        let set = [
+            ("wait_timeout_ms", lock.wait_timeout_ms.is_some()),
+            ("unsynced_attempt", lock.unsynced_attempt.is_some()),
+        ];
+        if let Some((key, _)) = set.into_iter().find(|(_, set)| *set) {
             return Err(ctx.err(
-                at(ctx, "wait_timeout_ms"),
-                "`wait_timeout_ms` is how long `WAIT` blocks: set `wait_replicas` too",
+                at(ctx, key),
+                format!(
+                    "`{key}` is about the `WAIT` after each lock write: set `wait_replicas` too"
+                ),
             ));
         }
         return Ok(());
     };
-    if lock.kind.name() != set_nx_px::NAME {
+    if kind != set_nx_px::NAME && kind != redisson::NAME {
         return Err(ctx.err(
             at(ctx, "wait_replicas"),
             format!(
-                "`wait_replicas` is an option of lock kind `set-nx-px`; `{}` does not take it",
-                lock.kind.name()
+                "`wait_replicas` is an option of lock kinds `set-nx-px` and `redisson`; `{kind}` does not take it"
             ),
         ));
     }

@@ -221,6 +221,11 @@ impl Engine {
         self.db.pubsub.unsubscribe(client, channel);
     }
 
+    /// Whether `client` is subscribed to any channel here (a subscriber connection of this server).
+    pub fn is_subscriber(&self, client: ClientId) -> bool {
+        self.db.pubsub.count(client) > 0
+    }
+
     /// Connection closed: drop its subscriptions and any open transaction.
     pub fn disconnect(&mut self, client: ClientId) {
         self.db.pubsub.disconnect(client);

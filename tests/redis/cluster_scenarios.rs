@@ -9,17 +9,20 @@ use lockcheck::history::EventKind;
 use lockcheck::SeedsOutcome;
 
 /// The bundled cluster scenarios.
-const SCENARIOS: [&str; 10] = [
+const SCENARIOS: [&str; 13] = [
     "cluster-manual-failover-safe",
     "cluster-failover-takeover",
     "cluster-failover-wait",
     "cluster-failover-lock-loss",
     "cluster-minority-master",
+    "cluster-minority-master-min-replicas",
     "cluster-restart-empty-master",
     "cluster-no-faults",
     "cluster-slot-migration",
     "cluster-redlock-one-failover",
     "cluster-redlock-two-failovers",
+    "cluster-redisson-unsynced-leak",
+    "cluster-redisson-unsynced-undone",
 ];
 
 /// Kill to promotion of the replica, median of 10 runs on real `redis-server` 7.0.15 clusters at
@@ -149,5 +152,43 @@ fn a_slot_migration_moves_the_held_key_and_releases_follow_it() {
         assert_eq!(count("slot 8718 handed to redis-2"), 1, "seed {seed}");
         assert_eq!(count("slot 8718 handed to redis-1"), 1, "seed {seed}");
         crate::common::assert_release_judged(&o, lockcheck::Verdict::Safe);
+    }
+}
+
+/// The two Redisson runs after a cluster failover differ for the reason their files give, on
+/// every seed: before the fix for redisson#4822 a lock attempt no replica acknowledged leaves its
+/// hold count, so after the window every unlock of the owner leaves the hash behind (`released
+/// deleted=false`) and the other client is served only once the lease runs out; with the fix
+/// the attempt is undone and every unlock that gets an answer deletes the hash. In both, the
+/// window shows as calls failing with Redisson's "None of slaves were synced".
+#[test]
+fn an_unsynced_redisson_attempt_leaks_its_count_only_before_the_fix() {
+    let released = |h: &lockcheck::History, deleted: bool| {
+        h.events
+            .iter()
+            .filter(|e| e.kind == EventKind::Released { deleted })
+            .count()
+    };
+    let unsynced = |h: &lockcheck::History| {
+        h.events.iter().any(|e| match &e.kind {
+            EventKind::AcquireFailed { reason } => reason.contains("None of slaves were synced"),
+            EventKind::ReleaseFailed { error } => error.contains("None of slaves were synced"),
+            _ => false,
+        })
+    };
+    for seed in 1..=20 {
+        let leak = judge_sim(&bundled("cluster-redisson-unsynced-leak"), seed).history;
+        assert!(unsynced(&leak), "leak seed {seed}: no unsynced call");
+        assert!(
+            released(&leak, false) >= 1,
+            "leak seed {seed}: every unlock deleted the hash, so no count was left behind"
+        );
+        let undone = judge_sim(&bundled("cluster-redisson-unsynced-undone"), seed).history;
+        assert!(unsynced(&undone), "undone seed {seed}: no unsynced call");
+        assert_eq!(
+            released(&undone, false),
+            0,
+            "undone seed {seed}: an unlock left the hash behind"
+        );
     }
 }

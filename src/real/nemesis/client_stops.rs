@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::firing::fire_noting;
-use crate::fault::{ClientRef, Cut, FaultKind, Nemesis, Occasion, Refused, Trigger};
+use crate::fault::{ClientRef, FaultKind, Nemesis, Occasion, Refused, Trigger};
 use crate::history::{EventKind, Recorder};
 use crate::real::client_programs::client_program::{ClientProgram, Programs};
 use crate::real::Gate;
@@ -283,45 +283,7 @@ impl<N: Nemesis> Nemesis for AtClient<'_, N> {
         Ok(())
     }
 
-    fn fail_over(&self, master: u32) -> Result<(), Refused> {
-        self.n.fail_over(master)
-    }
-
-    fn cluster_failover(
-        &self,
-        master: u32,
-        form: crate::fault::ClusterFailoverForm,
-    ) -> Result<(), Refused> {
-        self.n.cluster_failover(master, form)
-    }
-
-    fn migrate_slot(&self, to: u32, for_ms: u64) -> Result<(), Refused> {
-        self.n.migrate_slot(to, for_ms)
-    }
-
-    fn end_session(&self, at: &Occasion<'_>, victim: &ClientRef) -> Result<(), Refused> {
-        self.n.end_session(at, victim)
-    }
-
-    fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
-        self.n.crash_server(node, restart_after_ms)
-    }
-
-    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
-        self.n.cut(cut)
-    }
-
-    fn jump_clock(&self, node: &str, by_ms: i64, wall_only: bool) -> Result<(), Refused> {
-        self.n.jump_clock(node, by_ms, wall_only)
-    }
-
-    fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
-        self.n.drift_clock(node, ppm)
-    }
-
-    fn pause_server(&self, node: &str, for_ms: u64) -> Result<(), Refused> {
-        self.n.pause_server(node, for_ms)
-    }
+    crate::fault::forward_to_world!(n);
 }
 
 /// What a world's client does beyond its task when it stops: what the history says goes on

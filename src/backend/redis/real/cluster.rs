@@ -63,6 +63,9 @@ pub struct ClusterOptions {
     /// on its client port) waits a draw from this range, ms; the cluster bus never lags. `[0,
     /// 0]`: no lag.
     pub replication_lag_ms: [u64; 2],
+    /// More `redis-server` arguments for every node (`--min-replicas-to-write 1`, ...). A node
+    /// restarted after a crash gets them again.
+    pub node_args: Vec<String>,
 }
 
 impl Default for ClusterOptions {
@@ -75,6 +78,7 @@ impl Default for ClusterOptions {
             ready_timeout: Duration::from_secs(20),
             partitionable: false,
             replication_lag_ms: [0, 0],
+            node_args: Vec::new(),
         }
     }
 }
@@ -179,6 +183,7 @@ impl RedisCluster {
             if let Some(links) = &self.links {
                 args.extend(links.args(node));
             }
+            args.extend(self.options.node_args.iter().cloned());
             match RedisServer::spawn(ServerOptions {
                 extra_args: args,
                 ..ServerOptions::default()

@@ -109,13 +109,6 @@ const FAILS_OVER_ITSELF: &str = "a Redis Cluster promotes a replica by itself: c
 /// clock is faked, and the clients are lockcheck's own.
 pub(crate) fn check(s: &Scenario) -> Result<(), RealError> {
     let unsupported = RealError::Unsupported;
-    if s.redis.min_replicas_to_write > 0 {
-        return Err(unsupported(format!(
-            "`{}` sets min-replicas-to-write on a Redis Cluster: real mode starts its nodes \
-             without it; run it in simulation (without --real)",
-            s.name
-        )));
-    }
     let names = s.node_names();
     let set = match s.clocks.is_perfect() {
         true => Vec::new(),
@@ -278,6 +271,10 @@ where
         node_timeout: Duration::from_millis(t.node_timeout_ms),
         partitionable: partitions(scenario) || scenario.redis.replication_lag_ms[1] > 0,
         replication_lag_ms: scenario.redis.replication_lag_ms,
+        node_args: match scenario.redis.min_replicas_to_write {
+            0 => Vec::new(),
+            _ => super::sentinel_deployment::min_replicas_args(scenario),
+        },
         ..ClusterOptions::default()
     })?;
     let storage = RedisServer::spawn(ServerOptions::default())?;

@@ -592,37 +592,7 @@ impl Nemesis for AtClient<'_> {
         Ok(())
     }
 
-    fn fail_over(&self, master: u32) -> Result<(), Refused> {
-        self.n.fail_over(master)
-    }
-
-    fn cluster_failover(
-        &self,
-        master: u32,
-        form: crate::fault::ClusterFailoverForm,
-    ) -> Result<(), Refused> {
-        self.n.cluster_failover(master, form)
-    }
-
-    fn migrate_slot(&self, to: u32, for_ms: u64) -> Result<(), Refused> {
-        self.n.migrate_slot(to, for_ms)
-    }
-
-    fn crash_server(&self, node: &str, restart_after_ms: u64) -> Result<(), Refused> {
-        self.n.crash_server(node, restart_after_ms)
-    }
-
-    fn cut(&self, cut: &Cut<'_>) -> Result<(), Refused> {
-        self.n.cut(cut)
-    }
-
-    fn jump_clock(&self, node: &str, by_ms: i64, wall_only: bool) -> Result<(), Refused> {
-        self.n.jump_clock(node, by_ms, wall_only)
-    }
-
-    fn drift_clock(&self, node: &str, ppm: i64) -> Result<(), Refused> {
-        self.n.drift_clock(node, ppm)
-    }
+    crate::fault::forward_to_world!(n);
 }
 
 impl FaultPoints for RealNemesis {

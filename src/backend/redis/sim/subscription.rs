@@ -95,10 +95,16 @@ impl Subscription for SimSubscription {
     }
 
     async fn next_message(&mut self) -> Option<Vec<u8>> {
-        match &mut self.inbox {
+        let message = match &mut self.inbox {
             Some(rx) => rx.next().await,
             None => None,
+        };
+        if message.is_none() {
+            // The connection closed (its server died): the next `subscribe` opens a new one.
+            self.server = None;
+            self.inbox = None;
         }
+        message
     }
 }
 

@@ -485,6 +485,11 @@ impl Cluster {
             for stream in s.streams.values_mut() {
                 stream.queue.clear();
             }
+            // Its subscriber connections close with it (the process's sockets are gone): each
+            // subscriber's stream ends, as a real client's pub/sub connection does, so it can
+            // subscribe again elsewhere instead of waiting on a dead server for ever.
+            let mut subs = self.subscribers.lock().unwrap();
+            subs.retain(|id, _| !s.engine.is_subscriber(*id));
             s.madsim
         };
         if let Some(id) = id {
