@@ -147,7 +147,7 @@ pub enum RealError {
     /// More children (servers and client programs) are alive at once than the
     /// async-signal-safe registry can track.
     #[error(
-        "too many live child processes at once (redis-server, MariaDB and client programs: the \
+        "too many live child processes at once (the servers and client programs lockcheck spawned: the \
          cleanup registry holds {capacity}); run fewer deployments at once (--jobs) or fewer \
          clients (`workload.clients`)"
     )]

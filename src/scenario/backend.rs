@@ -53,6 +53,18 @@ pub trait BackendDecl: Debug + Send + Sync {
     /// scenario whose clients talk to another service.
     fn validate(&self, s: &Scenario, has_table: bool) -> Result<(), Invalid>;
 
+    /// Checks this service's keys that are a mistake only when the file writes them (a key left
+    /// out takes its default); `written(key)` says whether it does. Called after
+    /// [`BackendDecl::validate`], for every scenario. None by default.
+    fn validate_written(
+        &self,
+        s: &Scenario,
+        written: &dyn Fn(&str) -> bool,
+    ) -> Result<(), Invalid> {
+        let _ = (s, written);
+        Ok(())
+    }
+
     /// The lease a lock on this service gets when the service, not `ttl_ms`, decides it (a
     /// ZooKeeper session's timeout, a MySQL lock's transaction); `None`: `ttl_ms` does.
     fn lease_ms(&self, s: &Scenario) -> Option<u64>;

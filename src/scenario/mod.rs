@@ -264,8 +264,10 @@ impl Scenario {
         validate::numbers(&ctx, &scenario)?;
         // Every backend checks its own keys, so each refuses its table in a scenario whose
         // clients talk to another service.
+        let written = |key: &str| validate::at(&ctx, key) != (0..0);
         for b in catalog.backends {
             b.validate(&scenario, ctx.spans.at(&[b.table()]) != (0..0))
+                .and_then(|()| b.validate_written(&scenario, &written))
                 .map_err(|(key, m)| ctx.err(key.map_or(0..0, |k| validate::at(&ctx, k)), m))?;
         }
         let nodes = scenario.node_names();

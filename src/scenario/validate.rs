@@ -128,66 +128,7 @@ pub(super) fn numbers(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> 
     wait_replicas(ctx, s)?;
     renewal(ctx, s)?;
     counts(ctx, s)?;
-    sentinel(ctx, s)?;
     checks(ctx, s)
-}
-
-/// `[redis]` Sentinel keys: sentinels need a replica to promote and a quorum they can reach (that
-/// they decide failovers themselves, `fault.rs` holds: a `failover` fault is lockcheck's own act).
-fn sentinel(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
-    let r = &s.redis;
-    if r.sentinels == 0 {
-        for key in ["quorum", "down_after_ms", "failover_timeout_ms"] {
-            if at(ctx, key) != (0..0) {
-                return Err(ctx.err(
-                    at(ctx, key),
-                    format!("`{key}` configures Redis Sentinel: set `sentinels` (for example `sentinels = 3`)"),
-                ));
-            }
-        }
-    } else {
-        if r.sentinels > 9 {
-            return Err(ctx.err(at(ctx, "sentinels"), "`sentinels` is at most 9"));
-        }
-        if r.replicas == 0 {
-            return Err(ctx.err(
-                at(ctx, "sentinels"),
-                "sentinels fail a master over to a replica: set `replicas` to at least 1",
-            ));
-        }
-        if !(1..=r.sentinels).contains(&r.quorum()) {
-            return Err(ctx.err(
-                at(ctx, "quorum"),
-                format!("`quorum` must be 1..={} (the sentinels)", r.sentinels),
-            ));
-        }
-        if r.down_after_ms == 0 {
-            return Err(ctx.err(
-                at(ctx, "down_after_ms"),
-                "`down_after_ms` must be at least 1",
-            ));
-        }
-    }
-    if r.min_replicas_to_write > r.replicas {
-        // A master then refuses every write, the lock's included: no client ever holds it, and
-        // a run would judge an empty history safe.
-        return Err(ctx.err(
-            at(ctx, "min_replicas_to_write"),
-            format!(
-                "`min_replicas_to_write = {}` is more than the {} replica(s) a master has \
-                 (`replicas`): every write, the lock's included, would be refused and no client \
-                 could ever take the lock; give 0 to {}",
-                r.min_replicas_to_write, r.replicas, r.replicas
-            ),
-        ));
-    }
-    if r.min_replicas_max_lag_s == 0 && r.min_replicas_to_write > 0 {
-        return Err(ctx.err(
-            at(ctx, "min_replicas_max_lag_s"),
-            "`min_replicas_max_lag_s` must be at least 1",
-        ));
-    }
-    Ok(())
 }
 
 /// `[checks]`: a positive liveness bound, throughput and refused-write shares in [0, 1], and no

@@ -82,6 +82,15 @@ impl BackendDecl for Redis {
         Ok(())
     }
 
+    /// Sentinel's keys and `min-replicas-to-write` (`table::check_redis_keys`).
+    fn validate_written(
+        &self,
+        s: &Scenario,
+        written: &dyn Fn(&str) -> bool,
+    ) -> Result<(), Invalid> {
+        table::check_redis_keys(s, written)
+    }
+
     /// One in a Redis Cluster (the lock's key lives in one slot, on one master), except for
     /// Redlock, whose instances are the cluster's masters (`table::placed_keys`).
     fn lock_masters(&self, s: &Scenario) -> u32 {

@@ -191,3 +191,68 @@ impl ClusterTable {
         Ok(())
     }
 }
+
+/// The `[redis]` keys of Redis Sentinel and of `min-replicas-to-write`, checked once the scenario
+/// is read: sentinels need a replica to promote and a quorum they can reach (that they decide
+/// failovers themselves, the declaration's fault check holds: a `failover` fault is lockcheck's
+/// own act), and a master must be able to meet `min-replicas-to-write`, or it refuses every
+/// write, the lock's included. Checks the keys; `written` says whether the file sets a `[redis]` key (a key left out takes
+/// its default, so only a written one can be a mistake to point at).
+pub fn check_redis_keys(s: &Scenario, written: &dyn Fn(&str) -> bool) -> Result<(), Invalid> {
+    let r = &s.redis;
+    if r.sentinels == 0 {
+        if let Some(key) = ["quorum", "down_after_ms", "failover_timeout_ms"]
+            .into_iter()
+            .find(|k| written(k))
+        {
+            return Err((
+                Some(key),
+                format!(
+                    "`{key}` configures Redis Sentinel: set `sentinels` (for example `sentinels = 3`)"
+                ),
+            ));
+        }
+    } else {
+        if r.sentinels > 9 {
+            return Err((Some("sentinels"), "`sentinels` is at most 9".into()));
+        }
+        if r.replicas == 0 {
+            return Err((
+                Some("sentinels"),
+                "sentinels fail a master over to a replica: set `replicas` to at least 1".into(),
+            ));
+        }
+        if !(1..=r.sentinels).contains(&r.quorum()) {
+            return Err((
+                Some("quorum"),
+                format!("`quorum` must be 1..={} (the sentinels)", r.sentinels),
+            ));
+        }
+        if r.down_after_ms == 0 {
+            return Err((
+                Some("down_after_ms"),
+                "`down_after_ms` must be at least 1".into(),
+            ));
+        }
+    }
+    if r.min_replicas_to_write > r.replicas {
+        // A master then refuses every write, the lock's included: no client ever holds it, and
+        // a run would judge an empty history safe.
+        return Err((
+            Some("min_replicas_to_write"),
+            format!(
+                "`min_replicas_to_write = {}` is more than the {} replica(s) a master has \
+                 (`replicas`): every write, the lock's included, would be refused and no client \
+                 could ever take the lock; give 0 to {}",
+                r.min_replicas_to_write, r.replicas, r.replicas
+            ),
+        ));
+    }
+    if r.min_replicas_max_lag_s == 0 && r.min_replicas_to_write > 0 {
+        return Err((
+            Some("min_replicas_max_lag_s"),
+            "`min_replicas_max_lag_s` must be at least 1".into(),
+        ));
+    }
+    Ok(())
+}
