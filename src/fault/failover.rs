@@ -17,12 +17,6 @@ pub const WRITTEN: Written = Written {
 fn parse(t: &Table<'_>) -> Result<FaultKind, KeyError> {
     let f = t.raw;
     let s = t.setting;
-    if s.sentinels > 0 {
-        return Err(t.err(
-            f.kind.span(),
-            "with `sentinels` the sentinels decide a failover: crash, pause or partition the master instead of a `failover` fault",
-        ));
-    }
     if s.failover == FailoverShape::Leader {
         // An ensemble's failover: its leader dies and the others elect a new one (whether the
         // deployment is an ensemble is its backend's check, at the fault's kind).

@@ -18,6 +18,10 @@ pub const SERVICE: Service = Service::named("redis");
 #[derive(Debug)]
 pub struct Redis;
 
+/// Why lockcheck does not fail a master over when sentinels watch it.
+const SENTINELS_FAIL_OVER: &str = "with `sentinels` the sentinels decide a failover: crash, \
+    pause or partition the master instead of a `failover` fault";
+
 /// Why lockcheck's `failover` has no place in a Redis Cluster.
 const CLUSTER_FAILS_OVER: &str = "a Redis Cluster promotes a replica by itself when its masters \
     agree a master failed: crash or partition the master instead of `failover`";
@@ -148,12 +152,15 @@ impl BackendDecl for Redis {
     }
 
     /// Every family has a Redis recipe in simulation; the family's own keys already refused
-    /// what a topology cannot have (a failover with sentinels, a master that is not there). A
-    /// Redis Cluster promotes its replicas itself, so lockcheck's `failover` is refused there.
+    /// what a topology cannot have (a master that is not there). Sentinels and a Redis Cluster
+    /// promote replicas themselves, so lockcheck's `failover` is refused with either.
     fn check_fault(&self, s: &Scenario, f: &Fault) -> Result<(), String> {
         let cluster = table::cluster(s).is_some();
         if matches!(f.kind, FaultKind::Failover { .. }) && cluster {
             return Err(CLUSTER_FAILS_OVER.into());
+        }
+        if matches!(f.kind, FaultKind::Failover { .. }) && s.redis.sentinels > 0 {
+            return Err(SENTINELS_FAIL_OVER.into());
         }
         if matches!(f.kind, FaultKind::SlotMigration { .. }) && !cluster {
             return Err(
