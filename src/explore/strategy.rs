@@ -8,8 +8,9 @@
 //! the case's own client count, so shrinking the clients never makes a fault invalid. Only the
 //! fault kinds that apply to the cluster are drawn, from ranges `Space::of` checked non-empty.
 
-use crate::fault::draw::Cast;
+use crate::fault::draw::{Cast, Deployment};
 use crate::fault::{clock, crash, failover, partition, pause, server_pause, terminate};
+use crate::history::Role;
 use crate::scenario::Space;
 use crate::scenario::{Fault, FaultKind, Scenario, Trigger};
 use proptest::prelude::*;
@@ -219,10 +220,19 @@ impl Case {
             .cloned()
             .chain((0..self.clients).map(|c| format!("client-{c}")))
             .collect();
-        let cast = Cast {
-            clients: self.clients,
-            nodes: &nodes,
-            sentinels: space.sentinels,
+        let cast = Cast::new(self.clients, &nodes);
+        // A split's master and the nodes that watch it, by the backend's own names.
+        let backend = base.backend();
+        let masters: Vec<String> = backend
+            .servers(base)
+            .into_iter()
+            .filter(|(_, role)| *role == Role::Master)
+            .map(|(name, _)| name)
+            .collect();
+        let watchers = backend.watchers(base);
+        let deployment = Deployment {
+            masters: &masters,
+            watchers: &watchers,
         };
         s.faults = self
             .faults
@@ -234,7 +244,7 @@ impl Case {
                     }
                     When::At(ms) => Trigger::At(*ms),
                 };
-                let kind = drawn.place(&cast);
+                let kind = drawn.place_in(&cast, &deployment);
                 Fault {
                     trigger,
                     kind,

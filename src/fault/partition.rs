@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use proptest::strategy::BoxedStrategy;
 use std::collections::BTreeMap;
 
-use super::draw::{slot, Cast, SENTINELS_OR_EVERYONE, SLOTS};
+use super::draw::{master_slot, slot, Cast, Deployment, SLOTS, WATCHERS_OR_EVERYONE};
 
 use super::table::quoted;
 use super::{FaultKind, KeyError, Nemesis, Refused, Table, Written};
@@ -161,21 +161,22 @@ pub fn draw(ms: [u64; 2]) -> BoxedStrategy<FaultKind> {
         .boxed()
 }
 
-/// How explore draws a split with sentinels: a master of `masters` groups and the first `clients`
-/// clients (at most `max_clients`; those the case lacks drop out) cut off from everyone else,
-/// both ways; with no client on its side, the master cut off from the sentinels alone. The split
-/// brain Sentinel users meet: the sentinels promote a replica while the old master keeps serving
-/// whoever is on its side. Drawn as one fault, so that it shrinks to one partition rather than to
+/// How explore draws a split in a deployment that promotes a replica by itself: a master of
+/// `masters` groups and the first `clients` clients (at most `max_clients`; those the case lacks
+/// drop out) cut off from everyone else, both ways; with no client on its side, the master cut
+/// off from the deployment's watchers alone (Redis's sentinels; with none, from everyone). The
+/// split brain Sentinel and Redis Cluster users meet: the others promote a replica while the old
+/// master keeps serving whoever is on its side. Drawn as one fault, so that it shrinks to one partition rather than to
 /// the several single-node cuts it would otherwise take to build; the count of clients on the
 /// master's side shrinks towards 0.
 pub fn draw_split(masters: u32, max_clients: u32, ms: [u64; 2]) -> BoxedStrategy<FaultKind> {
     (0..masters.max(1), 0..=max_clients, ms[0]..=ms[1])
         .prop_map(|(master, clients, for_ms)| {
-            let mut nodes = vec![format!("redis-{master}")];
+            let mut nodes = vec![master_slot(master)];
             nodes.extend((0..clients).map(|c| format!("client-{c}")));
             FaultKind::Partition {
                 nodes,
-                from: vec![SENTINELS_OR_EVERYONE.to_string()],
+                from: vec![WATCHERS_OR_EVERYONE.to_string()],
                 for_ms,
                 direction: Direction::Both,
             }
@@ -189,21 +190,20 @@ pub(super) fn place(
     nodes: &[String],
     from: &[String],
     cast: &Cast<'_>,
+    deployment: &Deployment<'_>,
 ) -> (Vec<String>, Vec<String>) {
     let nodes: Vec<String> = nodes
         .iter()
-        .map(|n| cast.node(n))
+        .map(|n| cast.node(&deployment.node(n)))
         .filter(|n| {
             n.strip_prefix("client-")
                 .and_then(|c| c.parse::<u32>().ok())
                 .is_none_or(|c| c < cast.clients)
         })
         .collect();
-    if from == [SENTINELS_OR_EVERYONE] {
+    if from == [WATCHERS_OR_EVERYONE] {
         let from = if nodes.len() == 1 {
-            (0..cast.sentinels)
-                .map(|i| format!("sentinel-{i}"))
-                .collect()
+            deployment.watchers.to_vec()
         } else {
             Vec::new()
         };
@@ -266,6 +266,51 @@ pub fn describe_partition(nodes: &[String], from: &[String], for_ms: u64) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A drawn split lands on the deployment as its backend names it: the group's master from
+    /// the declared masters, the clients the case has, and, with no client on the master's
+    /// side, the declared watchers as the other side (none: everyone else).
+    #[test]
+    fn a_split_lands_on_the_declared_masters_and_watchers() {
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let nodes = strings(&["a-0", "a-0-copy", "a-1", "a-1-copy", "client-0", "client-1"]);
+        let masters = strings(&["a-0", "a-1"]);
+        let watchers = strings(&["w-0", "w-1", "w-2"]);
+        let deployment = Deployment {
+            masters: &masters,
+            watchers: &watchers,
+        };
+        let cast = Cast::new(2, &nodes);
+        let split = |master: u32, clients: u32| FaultKind::Partition {
+            nodes: std::iter::once(master_slot(master))
+                .chain((0..clients).map(|c| format!("client-{c}")))
+                .collect(),
+            from: vec![WATCHERS_OR_EVERYONE.to_string()],
+            for_ms: 100,
+            direction: Direction::Both,
+        };
+        let sides = |f: FaultKind| match f {
+            FaultKind::Partition { nodes, from, .. } => (nodes, from),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            sides(split(1, 0).place_in(&cast, &deployment)),
+            (strings(&["a-1"]), watchers.clone())
+        );
+        // A third client the case lacks drops out; with a client on its side, everyone else.
+        assert_eq!(
+            sides(split(0, 3).place_in(&cast, &deployment)),
+            (strings(&["a-0", "client-0", "client-1"]), vec![])
+        );
+        let none = Deployment {
+            masters: &masters,
+            watchers: &[],
+        };
+        assert_eq!(
+            sides(split(1, 0).place_in(&cast, &none)),
+            (strings(&["a-1"]), vec![])
+        );
+    }
 
     #[test]
     fn partition_directions_cut_the_right_links() {

@@ -82,7 +82,12 @@ pub struct Setting<'a> {
     pub masters: u32,
     /// Replicas per master.
     pub replicas: u32,
-    /// Redis Sentinels (0: none).
+    /// `[redis] sentinels`, as read. No fault family reads it: a backend checks its own nodes
+    /// in `BackendDecl::check_fault`.
+    #[deprecated(
+        since = "0.1.0",
+        note = "no fault family reads it; a backend checks its nodes in `BackendDecl::check_fault`"
+    )]
     pub sentinels: u32,
     /// The service the clients talk to, by name, for messages.
     pub service: &'static str,

@@ -195,8 +195,12 @@ pub struct Space {
     pub after_ms_given: Option<[u64; 2]>,
     /// Master groups (for `failover`).
     pub masters: u32,
-    /// Redis Sentinel processes watching the masters (`[redis] sentinels`): with any, a
-    /// `partition` may also split a master and some clients from the rest.
+    /// `[redis] sentinels`, as read. Explore no longer reads it: the nodes a split may cut a
+    /// master off from are the backend's watchers (`BackendDecl::watchers`), whatever the service.
+    #[deprecated(
+        since = "0.1.0",
+        note = "explore takes the deployment's watchers from `BackendDecl::watchers`"
+    )]
     pub sentinels: u32,
     /// Whether the deployment promotes a replica by itself (`BackendDecl::promotes_by_itself`:
     /// Sentinel, a Redis Cluster): a `partition` may then also split a master and some clients
@@ -268,6 +272,7 @@ impl Space {
             }
         };
         let w = &scenario.workload;
+        #[allow(deprecated)] // `sentinels`, filled for code that still reads it
         let space = Space {
             max_faults: spec.max_faults.unwrap_or(DEFAULT_MAX_FAULTS),
             faults,
@@ -300,11 +305,14 @@ impl Space {
             masters: scenario.redis.masters,
             sentinels: scenario.redis.sentinels,
             split_brain: scenario.backend().promotes_by_itself(scenario),
-            servers: scenario
-                .node_names()
-                .into_iter()
-                .filter(|n| !n.starts_with("client-") && !n.starts_with("sentinel-"))
-                .collect(),
+            servers: {
+                let watchers = scenario.backend().watchers(scenario);
+                scenario
+                    .node_names()
+                    .into_iter()
+                    .filter(|n| !n.starts_with("client-") && !watchers.contains(n))
+                    .collect()
+            },
             seed: scenario.seed,
             real: false,
             pause_between_check_and_write: spec

@@ -34,6 +34,7 @@ pub(super) fn convert(
     reject_foreign_keys(ctx, &raw, kind, written.keys)?;
     let trigger = trigger(ctx, &raw, span.clone(), kind, scenario)?;
     let points = scenario.points();
+    #[allow(deprecated)] // `sentinels`, filled for code that still reads it
     let setting = Setting {
         nodes,
         clients: scenario.workload.clients,
