@@ -373,7 +373,7 @@ mod capacity_tests {
     fn default_liveness_bound_is_three_redisson_leases() {
         assert_eq!(
             check::DEFAULT_LIVENESS_BOUND_MS,
-            3 * crate::lock::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS
+            3 * crate::lock::redis_options::DEFAULT_WATCHDOG_TIMEOUT_MS
         );
     }
 

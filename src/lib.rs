@@ -245,6 +245,17 @@ pub mod __moved {
         moved_module!(mysql => backend::mysql::lock::database_lock);
         moved_module!(mysql_for_update => backend::mysql::lock::for_update);
         moved_module!(mysql_insert_unique => backend::mysql::lock::insert_unique);
+        moved_module!(fenced => backend::redis::lock::fenced);
+        moved_module!(lettuce_reentrant => backend::redis::lock::lettuce_reentrant);
+        moved_module!(naive_setnx_expire => backend::redis::lock::naive_setnx_expire);
+        moved_module!(redisson => backend::redis::lock::redisson);
+        moved_module!(redlock => backend::redis::lock::redlock);
+        moved_module!(set_ex_nx_del => backend::redis::lock::set_ex_nx_del);
+        moved_module!(set_nx_px => backend::redis::lock::set_nx_px);
+        moved_module!(synced_slaves => backend::redis::lock::synced_slaves);
+        pub use crate::backend::redis::lock::{
+            Fenced, LettuceReentrant, NaiveSetnxExpire, Redisson, Redlock, SetExNxDel, SetNxPx,
+        };
     }
     /// What `lockcheck::etcd` held besides its error: the etcd seam, now `backend::etcd::seam`.
     pub mod etcd {

@@ -99,7 +99,7 @@ pub struct LockSpec {
     pub service: Service,
 }
 
-pub use super::redisson::DEFAULT_WATCHDOG_TIMEOUT_MS;
+pub use super::redis_options::DEFAULT_WATCHDOG_TIMEOUT_MS;
 
 impl LockSpec {
     /// The lease a grant gets: `ttl_ms`, or for a lock with a default lease (Redisson's watchdog
@@ -232,7 +232,7 @@ impl<P> LockConfig<P> {
 ///
 /// Redisson's `RLock` takes it too, as its `checkLockSyncedSlaves`: there `WAIT` follows every
 /// lock write in the same batch, and a call fails only when no replica acknowledged it
-/// (`lock::synced_slaves`).
+/// (`backend::redis::lock::synced_slaves`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WaitReplicas {
     /// Replicas that must acknowledge the grant.
@@ -245,7 +245,7 @@ pub struct WaitReplicas {
 
 /// What a Redisson lock attempt does when the `WAIT` after its script found no replica synced
 /// (`[lock] unsynced_attempt`). The script has run on the master by then and written the
-/// client's hold count; see `lock::synced_slaves` for why that outlives a failover.
+/// client's hold count; see `backend::redis::lock::synced_slaves` for why that outlives a failover.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum UnsyncedAttempt {

@@ -12,17 +12,10 @@ mod acquire_loop;
 pub mod builtin;
 pub mod config;
 mod connections;
-pub mod fenced;
 mod kind;
 pub mod lease;
-pub mod lettuce_reentrant;
 pub mod mysql_options;
-pub mod naive_setnx_expire;
-pub mod redisson;
-pub mod redlock;
-pub mod set_ex_nx_del;
-pub mod set_nx_px;
-pub mod synced_slaves;
+pub mod redis_options;
 
 use std::future::Future;
 
@@ -31,14 +24,8 @@ pub use acquire_loop::is_transient;
 pub(crate) use acquire_loop::{retry_pause, Next, Wait};
 pub use config::{LockConfig, LockSpec, UnsyncedAttempt, WaitReplicas};
 pub(crate) use connections::only_connection;
-pub use fenced::Fenced;
 pub use kind::{Backend, LockKind, Origin, Service};
-pub use lettuce_reentrant::LettuceReentrant;
-pub use naive_setnx_expire::NaiveSetnxExpire;
-pub use redisson::Redisson;
-pub use redlock::{Redlock, RedlockBug, RedlockOptions};
-pub use set_ex_nx_del::SetExNxDel;
-pub use set_nx_px::SetNxPx;
+pub use redis_options::{RedlockBug, RedlockOptions};
 
 use crate::env::{ClockKind, NamedPoint};
 

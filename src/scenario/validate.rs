@@ -11,7 +11,8 @@ use super::spec::LockSpec;
 use super::{OwnKind, Scenario};
 use crate::check::{Verdict, CHECKERS, CHECK_NAMES};
 use crate::lock::builtin::CLIENT_PROGRAM;
-use crate::lock::{redisson, redlock, set_nx_px, LockKind, Origin};
+use crate::lock::redis_options::{REDISSON, REDLOCK, SET_NX_PX};
+use crate::lock::{LockKind, Origin};
 
 /// `[lock] kind` names a kind lockcheck ships (by its name or an older alias) or one registered
 /// with the harness (`own`), whose `[lock.params]` must read into its parameter type; lockcheck's
@@ -287,7 +288,7 @@ fn client_program_command(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioErr
 /// should be tunable as lockcheck's own is.
 fn redlock_keys(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     let lock = &s.lock;
-    if lock.kind.name() != redlock::NAME {
+    if lock.kind.name() != REDLOCK {
         let own = lock.kind.origin() == Origin::Own;
         if let Some((key, _)) = lock
             .redlock_keys()
@@ -327,7 +328,7 @@ fn redlock_keys(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
 /// every acquire fails, so a run would judge an empty history safe.
 fn redlock_validity(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     let lock = &s.lock;
-    if lock.kind.name() != redlock::NAME {
+    if lock.kind.name() != REDLOCK {
         return Ok(());
     }
     let options = crate::lock::LockConfig::from_spec(lock).redlock;
@@ -359,7 +360,7 @@ fn redlock_validity(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
 fn wait_replicas(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
     let lock = &s.lock;
     let kind = lock.kind.name();
-    if lock.unsynced_attempt.is_some() && kind != redisson::NAME {
+    if lock.unsynced_attempt.is_some() && kind != REDISSON {
         return Err(ctx.err(
             at(ctx, "unsynced_attempt"),
             format!(
@@ -382,7 +383,7 @@ fn wait_replicas(ctx: &Ctx<'_>, s: &Scenario) -> Result<(), ScenarioError> {
         }
         return Ok(());
     };
-    if kind != set_nx_px::NAME && kind != redisson::NAME {
+    if kind != SET_NX_PX && kind != REDISSON {
         return Err(ctx.err(
             at(ctx, "wait_replicas"),
             format!(

@@ -5,7 +5,8 @@
 //! `EVALSHA` with its `NOSCRIPT` fallback (everything else), plus pub/sub deliveries from
 //! Redisson's release.
 
-use lockcheck::lock::{fenced, lease, lettuce_reentrant, redisson};
+use lockcheck::backend::redis::lock::{fenced, lettuce_reentrant, redisson};
+use lockcheck::lock::lease;
 use lockcheck::real::{RedisServer, ServerOptions};
 use lockcheck::resource;
 use lockcheck::simredis::{Engine, Role};
@@ -366,7 +367,7 @@ async fn fenced_acquire_and_compare_and_delete() {
     // EVAL of the same text agrees too.
     let e = p
         .same(eval(
-            include_str!("../../src/lock/scripts/fenced_acquire.lua"),
+            include_str!("../../src/backend/redis/lock/scripts/fenced_acquire.lua"),
             &["k2", &counter],
             &["D", "10000"],
         ))

@@ -9,6 +9,7 @@
 
 pub mod declaration;
 pub mod engine;
+pub mod lock;
 pub mod real;
 pub mod sim;
 pub mod switch;
@@ -16,15 +17,15 @@ pub mod table;
 
 use crate::env::Switch;
 use crate::history::History;
-use crate::lock::{
-    fenced, lettuce_reentrant, naive_setnx_expire, redisson, redlock, set_ex_nx_del, set_nx_px,
-    Backend, Fenced, LettuceReentrant, Lock, LockConfig, LockKind, NaiveSetnxExpire, Origin,
-    Redisson, Redlock, SetExNxDel, SetNxPx,
-};
+use crate::lock::{Backend, Lock, LockConfig, LockKind, Origin};
 use crate::real::{ExternalRedis, RealEnv, RealError, RealRunner, RoutedConnection};
 use crate::scenario::own::read_params;
 use crate::scenario::Scenario;
 use crate::sim::{SimEnv, SimRunner};
+use lock::{
+    fenced, lettuce_reentrant, naive_setnx_expire, redisson, redlock, set_ex_nx_del, set_nx_px,
+    Fenced, LettuceReentrant, NaiveSetnxExpire, Redisson, Redlock, SetExNxDel, SetNxPx,
+};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 

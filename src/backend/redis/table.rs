@@ -75,7 +75,7 @@ pub fn cluster(s: &Scenario) -> Option<&ClusterTable> {
 /// Whether the scenario's lock takes one instance per master (Redlock), not the one master of
 /// its key's slot.
 pub fn lock_on_every_master(s: &Scenario) -> bool {
-    s.lock.kind.name() == crate::lock::redlock::NAME
+    s.lock.kind.name() == crate::lock::redis_options::REDLOCK
 }
 
 /// On a Redis Cluster, for a lock that takes one instance per master (Redlock): the lock key and

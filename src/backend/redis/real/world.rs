@@ -9,6 +9,7 @@
 //!
 //! Every process is killed when this returns, on error, on panic and on Ctrl-C.
 
+use crate::backend::redis::lock::redisson;
 use crate::backend::redis::real::blackhole::BlackHole;
 use crate::backend::redis::real::cluster_world;
 use crate::backend::redis::real::external::{self, ExternalRedis};
@@ -24,7 +25,6 @@ use crate::backend::redis::real::sentinel_events::{self, Namer};
 use crate::backend::redis::table;
 use crate::env::PointHook;
 use crate::history::{EventKind, History, Recorder};
-use crate::lock::redisson;
 use crate::lock::Lock;
 use crate::lock::LockConfig;
 use crate::real::client_programs::client_program_launch::{

@@ -5,8 +5,8 @@
 //! so C can take the lock while B still works (the Redlock article's figure). The value is a random token only
 //! so the history can name holders; the release never looks at it.
 
-use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
+use crate::lock::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use redis::aio::ConnectionLike;
 
 /// One client's handle on a `SET EX NX` + `DEL` lock.
@@ -23,7 +23,7 @@ impl<C, E> SetExNxDel<C, E> {
     /// One client's lock over `conn`; `env` supplies the random value and the retry pauses.
     pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         SetExNxDel {
-            conn: super::only_connection(conns),
+            conn: crate::lock::only_connection(conns),
             env,
             config,
         }

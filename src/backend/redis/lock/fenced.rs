@@ -8,9 +8,9 @@
 //! received the last `INCR`. The promoted counter is behind, the next grant reuses a token already
 //! handed out, and the storage accepts the older holder's write because its token is not smaller.
 
-use super::lease::{release_own_entry, renew_string_lease};
-use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
+use crate::lock::lease::{release_own_entry, renew_string_lease};
+use crate::lock::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use redis::aio::ConnectionLike;
 use std::sync::LazyLock;
 
@@ -38,7 +38,7 @@ impl<C, E> Fenced<C, E> {
     /// node's clock, so each client computes its validity time as a real client would.
     pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         Fenced {
-            conn: super::only_connection(conns),
+            conn: crate::lock::only_connection(conns),
             env,
             config,
         }

@@ -13,11 +13,11 @@
 //! take the lock while that one keeps using it. The fix (`handleNoSync`) runs the unlock script
 //! to undo the attempt before failing it.
 
-use super::config::WaitReplicas;
+use crate::lock::config::WaitReplicas;
 use redis::aio::ConnectionLike;
 use redis::{FromRedisValue, RedisError, RedisResult, Script, ScriptInvocation};
 
-pub use super::config::UnsyncedAttempt;
+pub use crate::lock::config::UnsyncedAttempt;
 
 /// The message of the `IllegalStateException` Redisson fails the call with.
 pub const NONE_SYNCED: &str = "None of slaves were synced";

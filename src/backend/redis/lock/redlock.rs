@@ -28,61 +28,14 @@
 //! as the lock, whenever they were processed, and counts its lease from `start`. That is the
 //! ablation that shows what step 3 is for (a client that stalls while the replies wait).
 
-use super::lease::{COMPARE_AND_DELETE, COMPARE_AND_DELETE_SOURCE};
-use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
+use crate::lock::lease::{COMPARE_AND_DELETE, COMPARE_AND_DELETE_SOURCE};
+use crate::lock::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use futures::stream::{FuturesUnordered, StreamExt};
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
-/// Redlock's own parameters (the scenario's `[lock]` keys of the same names).
-#[derive(Clone, Debug, PartialEq)]
-pub struct RedlockOptions {
-    /// Per-master bound on one request, on the client's clock.
-    pub node_timeout: Duration,
-    /// Part of the TTL allowed for clock-rate differences (0.01 in the reference).
-    pub drift_factor: f64,
-    /// Fixed part of the drift allowance, ms (2 in the reference).
-    pub drift_ms: u64,
-    /// Antirez's step 3: re-read the clock after the replies and require validity left.
-    pub recheck_after_acquire: bool,
-    /// A bug planted on purpose, for lockcheck's own mutant tests (`tests/sim/mutants.rs`): a
-    /// check is worth something only if it catches these. No scenario key sets it.
-    #[doc(hidden)]
-    pub planted: Option<RedlockBug>,
-}
-
-/// A mistake a Redlock implementation can make, planted by the mutant tests (never by a scenario).
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RedlockBug {
-    /// The quorum is `N / 2` instead of `N / 2 + 1`: two clients can each count half of the
-    /// masters (of three masters, one) as a majority.
-    QuorumOneShort,
-    /// The validity time is counted from when the replies arrived instead of from before the
-    /// requests were sent: the time spent acquiring is not taken off the lease, so a slow
-    /// acquisition leaves the holder believing in a lease that has already partly run out.
-    ValidityNotReducedByAcquireTime,
-}
-
-impl Default for RedlockOptions {
-    fn default() -> Self {
-        RedlockOptions {
-            node_timeout: Duration::from_millis(50),
-            drift_factor: 0.01,
-            drift_ms: 2,
-            recheck_after_acquire: true,
-            planted: None,
-        }
-    }
-}
-
-impl RedlockOptions {
-    /// The drift allowance for a lease of `ttl_ms`: `ttl * drift_factor + drift_ms`, whole ms.
-    pub fn drift_allowance_ms(&self, ttl_ms: u64) -> u64 {
-        (ttl_ms as f64 * self.drift_factor).floor() as u64 + self.drift_ms
-    }
-}
+pub use crate::lock::redis_options::{RedlockBug, RedlockOptions};
 
 /// What one master answered to `SET NX PX`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,7 +61,7 @@ pub struct Redlock<C, E> {
 }
 
 /// The kind's scenario-file name.
-pub const NAME: &str = "redlock";
+pub const NAME: &str = crate::lock::redis_options::REDLOCK;
 
 impl<C, E> Redlock<C, E> {
     /// `conns`: one connection per independent master.

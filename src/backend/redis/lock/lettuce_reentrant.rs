@@ -14,8 +14,8 @@
 //! not replicate `SCRIPT LOAD`, a promoted replica answers the cached sha with `NOSCRIPT`, which
 //! the article's code does not handle (Lettuce throws `RedisNoScriptException`).
 
-use super::{is_transient, Guard, Lock, LockConfig, LockError};
 use crate::env::Env;
+use crate::lock::{is_transient, Guard, Lock, LockConfig, LockError};
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
@@ -50,7 +50,7 @@ impl<C, E> LettuceReentrant<C, E> {
     /// every client needs its own instance over its own `conn` and `env`.
     pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         LettuceReentrant {
-            conn: super::only_connection(conns),
+            conn: crate::lock::only_connection(conns),
             env,
             config,
             shas: None,

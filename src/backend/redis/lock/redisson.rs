@@ -23,8 +23,8 @@
 //! ([`super::synced_slaves`]: after a failover that choice is a liveness bug or none).
 
 use super::synced_slaves::{self, UnsyncedAttempt, RETRY_ATTEMPTS};
-use super::{is_transient, Guard, Lock, LockConfig, LockError};
 use crate::env::{Env, TaskHandle};
+use crate::lock::{is_transient, Guard, Lock, LockConfig, LockError};
 use crate::subscription::{Subscribe, Subscription};
 use redis::aio::ConnectionLike;
 use std::sync::LazyLock;
@@ -40,8 +40,7 @@ pub static RENEW: LazyLock<redis::Script> =
 pub static RELEASE: LazyLock<redis::Script> =
     LazyLock::new(|| redis::Script::new(include_str!("scripts/redisson_release.lua")));
 
-/// Redisson's default `lockWatchdogTimeout` (ms): the lease of a lock taken without one.
-pub const DEFAULT_WATCHDOG_TIMEOUT_MS: u64 = 30_000;
+pub use crate::lock::redis_options::DEFAULT_WATCHDOG_TIMEOUT_MS;
 
 /// Redisson's default `retryInterval` (ms): how long it waits before retrying a command that got
 /// no answer.
@@ -70,13 +69,13 @@ pub struct Redisson<C: Subscribe, E> {
 }
 
 /// The kind's scenario-file name.
-pub const NAME: &str = "redisson";
+pub const NAME: &str = crate::lock::redis_options::REDISSON;
 
 impl<C: Subscribe, E> Redisson<C, E> {
     /// A Redisson client on `conn`, with its clock and tasks from `env`.
     pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         Redisson {
-            conn: super::only_connection(conns),
+            conn: crate::lock::only_connection(conns),
             env,
             config,
             name: None,

@@ -11,8 +11,8 @@
 //! whole seconds (Jedis `expire(key, 5)`; a lease that is not whole seconds uses `PEXPIRE`); a
 //! failed EXPIRE is only logged, the lock still counts as taken; a failed SETNX gives up.
 
-use super::{Guard, Lock, LockConfig, LockError};
 use crate::env::{Env, NamedPoint};
+use crate::lock::{Guard, Lock, LockConfig, LockError};
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
@@ -49,7 +49,7 @@ impl<C, E: Env> NaiveSetnxExpire<C, E> {
     /// pause, the gap between `SETNX` and `EXPIRE` where a fault can fire).
     pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         NaiveSetnxExpire {
-            conn: super::only_connection(conns),
+            conn: crate::lock::only_connection(conns),
             env,
             config,
         }

@@ -7,13 +7,13 @@
 //! an optional mitigation, `[lock] wait_replicas`: `WAIT` for the replicas after each grant and
 //! give back a grant they did not acknowledge ([`super::WaitReplicas`]).
 
-use super::lease::{release_own_entry, renew_string_lease, COMPARE_AND_DELETE};
-use super::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use crate::env::Env;
+use crate::lock::lease::{release_own_entry, renew_string_lease, COMPARE_AND_DELETE};
+use crate::lock::{Guard, Lock, LockConfig, LockError, Next, Wait};
 use redis::aio::ConnectionLike;
 
 /// The kind's scenario-file name.
-pub const NAME: &str = "set-nx-px";
+pub const NAME: &str = crate::lock::redis_options::SET_NX_PX;
 
 /// One client's handle on a `SET NX PX` lock.
 pub struct SetNxPx<C, E> {
@@ -27,7 +27,7 @@ impl<C, E> SetNxPx<C, E> {
     /// time is computed on, and the retry pauses.
     pub fn new(config: LockConfig, conns: Vec<C>, env: E) -> Self {
         SetNxPx {
-            conn: super::only_connection(conns),
+            conn: crate::lock::only_connection(conns),
             env,
             config,
         }
