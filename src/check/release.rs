@@ -73,6 +73,10 @@ struct Open {
     /// the servers did not attribute), and why: the evidence of a release that answered
     /// "released" for an entry already gone.
     gone: Option<(u64, GoneCause)>,
+    /// A release whose client went on (its next grant, say) before the run's time had passed its
+    /// answer by the witness's bound: a removal the witness placed up to that late is still its
+    /// own, so it is judged only then (or at the client's next `Exit`, or at the end).
+    late: Option<Box<Open>>,
 }
 
 impl Release {
@@ -123,6 +127,20 @@ impl Checker for Release {
             None => {}
         };
         for e in &history.events {
+            // A release kept open past its client's next event is judged once the run's time
+            // has passed its answer by the witness's bound.
+            for (c, o) in open.iter_mut() {
+                let due = o
+                    .late
+                    .as_ref()
+                    .and_then(|l| l.answered)
+                    .map(|(t, _)| t + slack_us);
+                if due.is_some_and(|due| e.at_us > due) {
+                    if let Some(mut l) = o.late.take() {
+                        note(judge(*c, &mut l, need));
+                    }
+                }
+            }
             if let EventKind::EntryGone {
                 owner,
                 owner_client,
@@ -150,6 +168,16 @@ impl Checker for Release {
                 let o = open.entry(*by_client).or_default();
                 let mine =
                     owner_client.map_or(o.owner.as_deref() == Some(owner), |c| c == *by_client);
+                if let Some(l) = o.late.as_mut() {
+                    // The kept release's own entry: its grant's owner, or (as below) the
+                    // client's own entry placed within the bound after that answer.
+                    let answered_us = l.answered.map_or(0, |(t, _)| t);
+                    let placed_late = mine && e.at_us <= answered_us.saturating_add(slack_us);
+                    if l.owner.as_deref() == Some(owner.as_str()) || placed_late {
+                        l.own += 1;
+                        continue;
+                    }
+                }
                 if let (true, Some((answered_us, _))) = (o.releasing, o.answered) {
                     // Past the answer: only the released grant's own entry, placed late by the
                     // witness: its value is the grant's owner, or (a client program's owner is
@@ -178,8 +206,32 @@ impl Checker for Release {
             let Some(c) = e.client() else { continue };
             let o = open.entry(c).or_default();
             let before_a_send = matches!(e.kind, EventKind::AcquireStart | EventKind::Point { .. });
+            if matches!(e.kind, EventKind::Exit) {
+                if let Some(mut l) = o.late.take() {
+                    note(judge(c, &mut l, need));
+                }
+            }
             if !before_a_send {
-                note(judge(c, o, need));
+                // Its own entry's removal may still be placed up to the witness's bound after
+                // the answer: keep the release open past this event until then.
+                let unseen = o.own < need;
+                match o.answered {
+                    Some((t, _)) if unseen && slack_us > 0 && e.at_us <= t + slack_us => {
+                        o.late = Some(Box::new(Open {
+                            owner: o.owner.clone(),
+                            releasing: o.releasing,
+                            answered: o.answered.take(),
+                            own: o.own,
+                            foreign: std::mem::take(&mut o.foreign),
+                            early: Vec::new(),
+                            gone: o.gone,
+                            late: None,
+                        }));
+                        o.releasing = false;
+                        o.own = 0;
+                    }
+                    _ => note(judge(c, o, need)),
+                }
             }
             match &e.kind {
                 EventKind::Acquired { owner, .. } => {
@@ -207,6 +259,9 @@ impl Checker for Release {
             }
         }
         for (c, o) in open.iter_mut() {
+            if let Some(mut l) = o.late.take() {
+                note(judge(*c, &mut l, need));
+            }
             note(judge(*c, o, need));
         }
         let by_time = |l: &serde_json::Value| (l["at_us"].as_u64(), l["client"].as_u64());
@@ -308,283 +363,4 @@ fn judge(c: u32, o: &mut Open, need: u32) -> Option<Finding> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::check::{acquired, ev};
-
-    fn removed(at: u64, by: u32, owner_client: u32) -> crate::history::Event {
-        ev(
-            at,
-            "redis-0",
-            EventKind::EntryRemoved {
-                by_client: by,
-                owner: "o".into(),
-                owner_client: Some(owner_client),
-            },
-        )
-    }
-
-    fn history(events: Vec<crate::history::Event>) -> History {
-        let mut all = vec![ev(
-            0,
-            "run",
-            EventKind::LockEntriesWatched {
-                key: "k".into(),
-                placed_within_us: 0,
-            },
-        )];
-        all.extend(events);
-        History { events: all }
-    }
-
-    /// The verdict on `events` watched by a witness that places removals within `bound_us`.
-    fn watched_within(bound_us: u64, events: Vec<crate::history::Event>) -> Verdict {
-        let mut h = history(events);
-        h.events[0].kind = EventKind::LockEntriesWatched {
-            key: "k".into(),
-            placed_within_us: bound_us,
-        };
-        Release { masters: 1 }.check(&h).verdict
-    }
-
-    #[test]
-    fn a_truthful_release_is_safe() {
-        let h = history(vec![
-            ev(1, "client-0", acquired(None)),
-            ev(2, "client-0", EventKind::Exit),
-            removed(3, 0, 0),
-            ev(4, "client-0", EventKind::Released { deleted: true }),
-        ]);
-        let r = Release { masters: 1 }.check(&h);
-        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
-    }
-
-    /// In real mode the witness places a removal within a stated bound (half a marker round
-    /// trip): a removal of its own entry placed that close before `Exit` is the release's; one
-    /// placed earlier than that, or any early one in simulation (exact placement), is not.
-    #[test]
-    fn a_removal_placed_early_counts_only_within_the_witness_bound() {
-        let events = |early_by: u64| {
-            vec![
-                ev(1_000, "client-0", acquired(None)),
-                removed(10_000 - early_by, 0, 0),
-                ev(10_000, "client-0", EventKind::Exit),
-                ev(10_400, "client-0", EventKind::Released { deleted: true }),
-            ]
-        };
-        let with_bound = |bound: u64, early_by: u64| watched_within(bound, events(early_by));
-        assert_eq!(with_bound(500, 200), Verdict::Safe);
-        assert_eq!(with_bound(500, 501), Verdict::Violation);
-        assert_eq!(with_bound(0, 200), Verdict::Violation);
-    }
-
-    /// A client program's owner is what the program said (`pid7#1`), not the entry's value the
-    /// servers show: its own entry's removal, placed by the witness a little after the answer
-    /// (the server ran the delete before it answered), is the release's within the bound; a
-    /// removal placed later than that is not (seen on redis-py's lock under load: 3 of 14
-    /// releases read as lies, each removal placed 0.03 to 0.16 ms after the answer).
-    #[test]
-    fn a_programs_removal_placed_late_counts_only_within_the_witness_bound() {
-        let with_bound = |bound: u64, late_by: u64| {
-            let events = vec![
-                ev(
-                    1_000,
-                    "client-0",
-                    EventKind::Acquired {
-                        owner: "pid7#1".into(),
-                        fencing_token: None,
-                        acquired_at_ms: 0,
-                        valid_until_ms: 0,
-                    },
-                ),
-                ev(10_000, "client-0", EventKind::Exit),
-                ev(10_400, "client-0", EventKind::Released { deleted: true }),
-                removed(10_400 + late_by, 0, 0),
-                ev(20_000, "client-0", EventKind::AcquireStart),
-                ev(20_500, "client-0", acquired(None)),
-            ];
-            watched_within(bound, events)
-        };
-        assert_eq!(with_bound(500, 160), Verdict::Safe);
-        assert_eq!(with_bound(500, 501), Verdict::Violation);
-        assert_eq!(with_bound(0, 1), Verdict::Violation);
-    }
-
-    /// etcd3's and kazoo's release answer "released" for an entry their lease's or session's
-    /// expiry removed before they released: the servers removed it (`EntryGone`), but no client's
-    /// command did, so the answer is a lie, and the evidence says when the entry went.
-    #[test]
-    fn released_after_its_entry_expired_is_a_lie_that_names_the_expiry() {
-        let gone = |owner_client| {
-            ev(
-                1_500,
-                "zookeeper-0",
-                EventKind::EntryGone {
-                    owner: "o".into(),
-                    owner_client,
-                    cause: GoneCause::Expired,
-                },
-            )
-        };
-        let answered = |owner_client, deleted| {
-            let h = history(vec![
-                ev(1_000, "client-0", acquired(None)),
-                gone(owner_client),
-                ev(6_000, "client-0", EventKind::Exit),
-                ev(6_400, "client-0", EventKind::Released { deleted }),
-            ]);
-            Release { masters: 1 }.check(&h)
-        };
-        for owner_client in [Some(0), None] {
-            let r = answered(owner_client, true);
-            assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
-            let lie = &r.timeline[0];
-            assert!(lie.contains("had gone at 1.500 ms"), "{lie}");
-            assert!(lie.contains("expired"), "{lie}");
-            assert_eq!(r.evidence["mismatches"][0]["entry_gone_cause"], "expired");
-        }
-        // Its answer "not released" is the truth: no finding.
-        let r = answered(Some(0), false);
-        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
-        assert_eq!(r.evidence["unknown"].as_array().map(Vec::len), Some(0));
-    }
-
-    #[test]
-    fn released_with_nothing_removed_is_a_lie() {
-        let h = history(vec![
-            ev(1, "client-0", acquired(None)),
-            ev(2, "client-0", EventKind::Exit),
-            ev(4, "client-0", EventKind::Released { deleted: true }),
-        ]);
-        let r = Release { masters: 1 }.check(&h);
-        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
-        assert!(
-            r.timeline[0].contains("removed no entry"),
-            "{:?}",
-            r.timeline
-        );
-    }
-
-    #[test]
-    fn released_by_removing_another_clients_entry_is_a_lie() {
-        let h = history(vec![
-            ev(1, "client-0", acquired(None)),
-            ev(2, "client-0", EventKind::Exit),
-            removed(3, 0, 1),
-            ev(4, "client-0", EventKind::Released { deleted: true }),
-        ]);
-        let r = Release { masters: 1 }.check(&h);
-        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
-        assert!(r.timeline[0].contains("client [1]"), "{:?}", r.timeline);
-    }
-
-    /// A release whose compare-and-delete landed but whose reply was lost answers "not
-    /// released" (or fails): it could not know, so that is an unknown outcome, shown in the
-    /// evidence and the timeline, and not a violation.
-    #[test]
-    fn not_released_or_failed_while_its_entry_was_removed_is_unknown_not_a_lie() {
-        for answer in [
-            EventKind::Released { deleted: false },
-            EventKind::ReleaseFailed {
-                error: "timed out".into(),
-            },
-        ] {
-            let h = history(vec![
-                ev(1, "client-0", acquired(None)),
-                ev(2, "client-0", EventKind::Exit),
-                removed(3, 0, 0),
-                ev(4, "client-0", answer),
-            ]);
-            let r = Release { masters: 1 }.check(&h);
-            assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
-            assert_eq!(r.evidence["unknown"].as_array().map(Vec::len), Some(1));
-            assert!(
-                r.timeline[0].contains("unknown outcome"),
-                "{:?}",
-                r.timeline
-            );
-            assert!(r.summary.contains("unknown outcome"), "{}", r.summary);
-        }
-    }
-
-    #[test]
-    fn a_quorum_release_needs_a_majority_of_removals() {
-        let h = history(vec![
-            ev(1, "client-0", acquired(None)),
-            ev(2, "client-0", EventKind::Exit),
-            removed(3, 0, 0),
-            removed(3, 0, 0),
-            ev(4, "client-0", EventKind::Released { deleted: true }),
-        ]);
-        assert_eq!(Release { masters: 3 }.check(&h).verdict, Verdict::Safe);
-        assert_eq!(Release { masters: 5 }.check(&h).verdict, Verdict::Violation);
-    }
-
-    #[test]
-    fn unwatched_histories_are_not_judged() {
-        let h = History {
-            events: vec![ev(4, "client-0", EventKind::Released { deleted: true })],
-        };
-        let r = Release { masters: 1 }.check(&h);
-        assert_eq!(r.verdict, Verdict::NotJudged);
-        assert_eq!(r.evidence["judged"], false);
-    }
-
-    /// In real mode a removal may be placed just after the answer it belongs to (the witness ties
-    /// the server's clock to the run's only to within tens of microseconds), even after the
-    /// client's next `acquire-start`: it counts up to the client's next event that follows a
-    /// reply, and not after it.
-    #[test]
-    fn a_removal_placed_just_after_its_answer_still_counts() {
-        let h = history(vec![
-            ev(1, "client-0", acquired(None)),
-            ev(2, "client-0", EventKind::Exit),
-            ev(4, "client-0", EventKind::Released { deleted: true }),
-            ev(5, "client-0", EventKind::AcquireStart),
-            removed(6, 0, 0),
-            ev(9, "client-0", acquired(None)),
-        ]);
-        let r = Release { masters: 1 }.check(&h);
-        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
-        let late = history(vec![
-            ev(1, "client-0", acquired(None)),
-            ev(2, "client-0", EventKind::Exit),
-            ev(4, "client-0", EventKind::Released { deleted: true }),
-            ev(9, "client-0", acquired(None)),
-            removed(10, 0, 0),
-        ]);
-        let r = Release { masters: 1 }.check(&late);
-        assert_eq!(r.verdict, Verdict::Violation, "{}", r.summary);
-    }
-
-    /// Past the answer only the released grant's own entry counts: Redlock's next acquire,
-    /// failing, cleans up the entries of its new grant (another token), which says nothing about
-    /// the release before it.
-    #[test]
-    fn the_next_acquires_clean_up_is_not_the_release() {
-        let h = history(vec![
-            ev(1, "client-0", acquired(None)),
-            ev(2, "client-0", EventKind::Exit),
-            ev(4, "client-0", EventKind::Released { deleted: false }),
-            ev(5, "client-0", EventKind::AcquireStart),
-            ev(
-                6,
-                "redis-0",
-                EventKind::EntryRemoved {
-                    by_client: 0,
-                    owner: "the next grant".into(),
-                    owner_client: Some(0),
-                },
-            ),
-            ev(
-                9,
-                "client-0",
-                EventKind::AcquireFailed {
-                    reason: "taken".into(),
-                },
-            ),
-        ]);
-        let r = Release { masters: 1 }.check(&h);
-        assert_eq!(r.verdict, Verdict::Safe, "{}", r.summary);
-    }
-}
+mod tests;
