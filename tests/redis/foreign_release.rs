@@ -66,7 +66,7 @@ fn run_serialised(s: &Scenario, tag: &str) -> Outcome {
 
 /// The paused holder's plain `DEL` lands while another client holds the lock: as in the
 /// bundled `set-ex-nx-del-foreign-release`, three clients take turns with sections shorter than
-/// the lease, so when the paused one wakes (1.5 s later, past its 1 s lease) the lock is held.
+/// the lease, so when the paused one wakes (past its 1 s lease) the lock is held.
 const PAUSED_PLAIN_DEL: &str = r#"ttl_ms = 1000
 wait_ms = 3000
 retry_ms = [10, 20]
