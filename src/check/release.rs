@@ -147,14 +147,23 @@ impl Checker for Release {
                 cause,
             } = &e.kind
             {
-                let whose = owner_client.or_else(|| {
-                    open.iter()
-                        .find(|(_, o)| o.owner.as_deref() == Some(owner))
-                        .map(|(c, _)| *c)
-                });
+                // Its grant's entry, or the entry of a release kept open past the client's next
+                // grant (a witness places the entry's going up to its bound late, too).
+                let holds = |o: &Open| {
+                    o.owner.as_deref() == Some(owner)
+                        || o.late
+                            .as_ref()
+                            .is_some_and(|l| l.owner.as_deref() == Some(owner))
+                };
+                let whose =
+                    owner_client.or_else(|| open.iter().find(|(_, o)| holds(o)).map(|(c, _)| *c));
                 if let Some(o) = whose.and_then(|c| open.get_mut(&c)) {
                     if o.owner.as_deref() == Some(owner) {
                         o.gone = Some((e.at_us, *cause));
+                    } else if let Some(l) = o.late.as_mut() {
+                        if l.owner.as_deref() == Some(owner) {
+                            l.gone = Some((e.at_us, *cause));
+                        }
                     }
                 }
                 continue;

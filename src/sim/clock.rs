@@ -12,6 +12,7 @@
 //! skew both. Redis expires keys on its wall clock; a lock should measure its validity on the
 //! monotonic one. Without a wall-clock jump both read the same.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -55,6 +56,10 @@ fn ms_of(us: i128) -> u64 {
 #[derive(Clone)]
 pub struct Clocks {
     inner: Arc<Mutex<Vec<NodeClock>>>,
+    /// Whether any clock was ever stepped or given a drift. Until then every node reads
+    /// [`EPOCH_MS`] plus true time, with no lock taken: most runs never skew a clock, and every
+    /// simulated command reads one.
+    skewed: Arc<AtomicBool>,
     true_time: TrueTime,
 }
 
@@ -72,6 +77,9 @@ impl std::fmt::Debug for Clocks {
 pub struct TrueTime {
     handle: madsim::time::TimeHandle,
     start: Duration,
+    /// The simulator's `Instant` at [`TrueTime::start`]: a message on the wire reads its arrival
+    /// against it, without asking the runtime (two locks) for the time.
+    start_instant: madsim::time::Instant,
 }
 
 impl crate::history::TrueClock for TrueTime {
@@ -94,17 +102,22 @@ impl TrueTime {
     pub fn start() -> TrueTime {
         let handle = madsim::time::TimeHandle::current();
         let start = handle.elapsed();
-        TrueTime { handle, start }
+        let start_instant = handle.now_instant();
+        TrueTime {
+            handle,
+            start,
+            start_instant,
+        }
     }
 
     /// Microseconds since [`TrueTime::start`]; while a message on the wire runs, its arrival
     /// time (`sim::wire`).
     pub fn now_us(&self) -> u64 {
-        let elapsed = match super::wire::running_at() {
-            Some(at) => self.handle.elapsed() - (self.handle.now_instant() - at),
-            None => self.handle.elapsed(),
-        };
-        (elapsed - self.start).as_micros() as u64
+        // `at - start_instant` is `elapsed - (now - at) - start`: the same microseconds.
+        match super::wire::running_at() {
+            Some(at) => (at - self.start_instant).as_micros() as u64,
+            None => (self.handle.elapsed() - self.start).as_micros() as u64,
+        }
     }
 
     /// The simulator's `Instant` now (what `madsim::time::Instant::now()` returns); while a
@@ -143,6 +156,7 @@ impl Clocks {
         };
         Clocks {
             inner: Arc::new(Mutex::new(vec![c; n])),
+            skewed: Arc::new(AtomicBool::new(false)),
             true_time: TrueTime::start(),
         }
     }
@@ -154,6 +168,9 @@ impl Clocks {
     /// Node `node`'s wall clock now, unix milliseconds.
     pub fn now_ms(&self, node: usize) -> u64 {
         let t = self.true_us();
+        if !self.skewed.load(Ordering::Relaxed) {
+            return EPOCH_MS + t / 1000;
+        }
         let c = self.inner.lock().unwrap()[node];
         ms_of((c.at(t) + c.wall_us).max(0))
     }
@@ -162,6 +179,9 @@ impl Clocks {
     /// wall clock, so the two agree until the wall clock jumps).
     pub fn monotonic_ms(&self, node: usize) -> u64 {
         let t = self.true_us();
+        if !self.skewed.load(Ordering::Relaxed) {
+            return EPOCH_MS + t / 1000;
+        }
         let us = self.inner.lock().unwrap()[node].at(t);
         ms_of(us.max(0))
     }
@@ -170,6 +190,7 @@ impl Clocks {
     /// clock goes on as before.
     pub fn jump_wall(&self, node: usize, by_ms: i64) {
         super::wire::settle();
+        self.skewed.store(true, Ordering::Relaxed);
         self.inner.lock().unwrap()[node].wall_us += by_ms as i128 * 1000;
     }
 
@@ -177,6 +198,7 @@ impl Clocks {
     pub fn jump(&self, node: usize, by_ms: i64) {
         super::wire::settle();
         let t = self.true_us();
+        self.skewed.store(true, Ordering::Relaxed);
         let mut g = self.inner.lock().unwrap();
         let c = &mut g[node];
         c.base_clock_us = c.at(t) + by_ms as i128 * 1000;
@@ -187,6 +209,7 @@ impl Clocks {
     pub fn set_drift(&self, node: usize, ppm: i64) {
         super::wire::settle();
         let t = self.true_us();
+        self.skewed.store(true, Ordering::Relaxed);
         let mut g = self.inner.lock().unwrap();
         let c = &mut g[node];
         c.base_clock_us = c.at(t);
@@ -204,6 +227,9 @@ impl Clocks {
 
     /// How much true time passes while node `node`'s clock advances by `d`.
     pub fn true_duration(&self, node: usize, d: Duration) -> Duration {
+        if !self.skewed.load(Ordering::Relaxed) {
+            return d;
+        }
         let ppm = self.inner.lock().unwrap()[node].ppm;
         if ppm == 0 {
             return d;

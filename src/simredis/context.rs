@@ -134,6 +134,8 @@ impl Ctx {
 }
 
 /// Whether a command argument is the option `b`, ASCII case-insensitively (`nx`, `NX`, `Nx`).
+/// Inlined: option parsing calls it for every option of every simulated command.
+#[inline]
 pub(crate) fn eq_ic(a: &[u8], b: &str) -> bool {
     a.eq_ignore_ascii_case(b.as_bytes())
 }

@@ -276,12 +276,10 @@ impl Engine {
             }
             n += 1;
         };
-        if !self.db.keys.is_expired(key, clock(now_ms)) {
-            match self.db.keys.get(key) {
-                Some(Data::Str(s)) => put(s),
-                Some(Data::Hash(h)) => h.iter().for_each(|(f, _)| put(f)),
-                _ => {}
-            }
+        match self.db.keys.get_live(key, clock(now_ms)) {
+            Some(Data::Str(s)) => put(s),
+            Some(Data::Hash(h)) => h.iter().for_each(|(f, _)| put(f)),
+            _ => {}
         }
         out.truncate(n);
     }

@@ -146,6 +146,15 @@ impl Keyspace {
         self.map.get(key).and_then(|e| e.expire_at)
     }
 
+    /// The value of a key that is stored and not logically expired at `now`, in one lookup (the
+    /// deployment reads the lock entry this way around every simulated command).
+    pub fn get_live(&self, key: &[u8], now: i64) -> Option<&Data> {
+        self.map
+            .get(key)
+            .filter(|e| !matches!(e.expire_at, Some(t) if now > t))
+            .map(|e| &e.data)
+    }
+
     /// Whether a stored key is logically expired at `now` (Redis: `now > when`).
     pub fn is_expired(&self, key: &[u8], now: i64) -> bool {
         matches!(self.expire_at(key), Some(t) if now > t)

@@ -12,3 +12,4 @@
 mod common;
 
 mod clients;
+mod service_tables;

@@ -411,3 +411,79 @@ pub fn assert_a_real_client_starts_late(base: &str, ms: u64) {
     );
     assert!(text.contains("client-1 starts\n"), "{text}");
 }
+
+/// Server lanes of the HTML timeline (`lockcheck::report_html::timeline`), for the backends'
+/// timeline tests: a scenario, a history of nemesis notes, and what a lane shows.
+pub mod lanes {
+    use lockcheck::history::{Event, EventKind, History};
+    use lockcheck::report_html::timeline::{Span, Timeline};
+    use lockcheck::Scenario;
+
+    /// A scenario of `lock` (a `[lock]` table's body) with `table` (its service's table), 2
+    /// clients.
+    pub fn scenario(lock: &str, table: &str) -> Scenario {
+        Scenario::parse(
+            "lanes.toml",
+            &format!(
+                "name = \"lanes\"\nexpect = \"safe\"\nduration_ms = 5000\n[lock]\n{lock}\n{table}\n\
+                 [workload]\nclients = 2\ncycles = 1\nhold_ms = [10, 10]\n"
+            ),
+        )
+        .unwrap()
+    }
+
+    /// A history of nemesis notes `(at_us, what)`, each worded as its world writes it, ended at
+    /// `end_us`.
+    pub fn notes(notes: &[(u64, &str)], end_us: u64) -> History {
+        let ev = |at_us, node: &str, kind| Event {
+            at_us,
+            node: node.into(),
+            kind,
+        };
+        let mut events: Vec<Event> = notes
+            .iter()
+            .map(|&(at, what)| ev(at, "nemesis", EventKind::Fault { what: what.into() }))
+            .collect();
+        events.push(ev(end_us, "run", EventKind::RunEnd));
+        History { events }
+    }
+
+    /// The bundled or test scenario at `file` (relative to the crate) and its simulated run
+    /// with the scenario's own seed.
+    pub fn simulated(file: &str) -> (Scenario, History) {
+        let s =
+            Scenario::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+        let h = lockcheck::Registry::new().run_sim(&s, s.seed).history;
+        (s, h)
+    }
+
+    /// `(kind, from, to)` of every span of `lane` on row 0 (its role), in order.
+    pub fn roles(t: &Timeline, lane: &str) -> Vec<(&'static str, u64, u64)> {
+        spans(t, lane, |s| s.row == 0)
+    }
+
+    /// `(kind, from, to)` of every span of `lane` that `keep` accepts, in order.
+    pub fn spans(
+        t: &Timeline,
+        lane: &str,
+        keep: impl Fn(&Span) -> bool,
+    ) -> Vec<(&'static str, u64, u64)> {
+        let l = t.lanes.iter().find(|l| l.name == lane).expect(lane);
+        l.spans
+            .iter()
+            .filter(|s| keep(s))
+            .map(|s| (s.kind, s.from_us, s.to_us))
+            .collect()
+    }
+
+    /// `(kind, at)` of every mark of `lane`.
+    pub fn marks(t: &Timeline, lane: &str) -> Vec<(&'static str, u64)> {
+        let l = t.lanes.iter().find(|l| l.name == lane).expect(lane);
+        l.marks.iter().map(|m| (m.kind, m.at_us)).collect()
+    }
+
+    /// `(name, kind)` of every lane, in order.
+    pub fn names(t: &Timeline) -> Vec<(&str, &str)> {
+        t.lanes.iter().map(|l| (l.name.as_str(), l.kind)).collect()
+    }
+}

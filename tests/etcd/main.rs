@@ -11,3 +11,4 @@ mod program_clocks;
 mod quorum;
 mod scenarios;
 mod servers;
+mod timeline;

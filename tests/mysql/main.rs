@@ -7,9 +7,11 @@ mod common;
 mod differential;
 mod ends;
 mod engine;
+mod faults_refused;
 mod locks;
 mod scenarios;
 mod server_pause;
+mod timeline;
 
 /// One MariaDB-backed test at a time in this binary: real runs are timing-sensitive on 2 cores,
 /// and `scenarios`' check that no data directory of this process is left behind can only count

@@ -29,3 +29,5 @@ mod recipe;
 mod redlock;
 mod scenarios;
 mod sentinel;
+mod sentinel_keys;
+mod timeline;

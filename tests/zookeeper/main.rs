@@ -12,6 +12,7 @@ mod followers;
 mod quorum;
 mod scenarios;
 mod servers;
+mod timeline;
 
 /// One ZooKeeper deployment at a time in this binary: each is one to three JVMs, and on 2 cores
 /// two ensembles starting together slow each other's elections past what a test should wait.
