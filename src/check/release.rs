@@ -66,9 +66,12 @@ struct Open {
     /// Removals of its own entry, and of others' entries, during the release.
     own: u32,
     foreign: Vec<u32>,
-    /// Removals of its own entry placed (by a real-mode witness) before its `Exit`, since its
-    /// grant: each counts for the release if within the witness's placement bound of `Exit`.
-    early: Vec<u64>,
+    /// Removals of its own entry placed (by a real-mode witness) before its `Exit`, and the
+    /// entry's owner token: each counts for the release if within the witness's placement bound
+    /// of `Exit`. Since its grant, or, for its grant's own entry, before it too: a witness that
+    /// lost sight of the servers for a while (etcd's revision reads during a leader failover)
+    /// places a removal in the middle of a bracket that can begin before the grant.
+    early: Vec<(u64, String)>,
     /// When its current grant's entry went without a client's removal (an expiry, or a removal
     /// the servers did not attribute), and why: the evidence of a release that answered
     /// "released" for an entry already gone.
@@ -208,7 +211,7 @@ impl Checker for Release {
                 } else if slack_us > 0 && mine {
                     // Placed before the release began, by a witness whose placement may be off
                     // by `slack_us`: it counts if that close to `Exit` (judged there).
-                    o.early.push(e.at_us);
+                    o.early.push((e.at_us, owner.clone()));
                 }
                 continue;
             }
@@ -244,13 +247,13 @@ impl Checker for Release {
             }
             match &e.kind {
                 EventKind::Acquired { owner, .. } => {
+                    o.early.retain(|(_, entry)| entry == owner);
                     o.owner = Some(owner.clone());
-                    o.early.clear();
                     o.gone = None;
                 }
                 EventKind::Exit => {
                     o.releasing = true;
-                    let near = |t: &&u64| e.at_us.saturating_sub(**t) <= slack_us;
+                    let near = |(t, _): &&(u64, String)| e.at_us.saturating_sub(*t) <= slack_us;
                     o.own = o.early.iter().filter(near).count() as u32;
                     o.early.clear();
                     o.foreign.clear();

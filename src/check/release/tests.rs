@@ -69,6 +69,46 @@ fn a_removal_placed_early_counts_only_within_the_witness_bound() {
     assert_eq!(with_bound(0, 200), Verdict::Violation);
 }
 
+/// A witness that lost sight of the servers for a while places a removal in the middle of a wide
+/// bracket, which can begin before the grant of the entry it removed (seen on real etcd during
+/// `etcd-lock-leader-failover`: the revision reads got no answer across the failover, a 1.2 s
+/// bracket, and client-0's release of the entry granted at 4,994.6 ms was placed at 4,851.2 ms,
+/// 403.7 ms before its `Exit`, within the 610.6 ms bound). Its grant's own entry counts within
+/// the bound of `Exit`; another entry placed before the grant does not.
+#[test]
+fn a_removal_of_the_grants_own_entry_placed_before_the_grant_counts_within_the_bound() {
+    let grant = crate::check::acquired_as;
+    let removal = |at: u64, owner: &str| {
+        ev(
+            at,
+            "etcd",
+            EventKind::EntryRemoved {
+                by_client: 0,
+                owner: owner.into(),
+                owner_client: Some(0),
+            },
+        )
+    };
+    let verdict = |bound: u64, owner: &str| {
+        watched_within(
+            bound,
+            vec![
+                ev(1_422_000, "client-0", EventKind::AcquireStart),
+                removal(4_851_175, owner),
+                ev(4_994_598, "client-0", grant("lock/509")),
+                ev(5_254_899, "client-0", EventKind::Exit),
+                ev(5_346_866, "client-0", EventKind::Released { deleted: true }),
+            ],
+        )
+    };
+    assert_eq!(verdict(610_583, "lock/509"), Verdict::Safe);
+    // Outside the bound of `Exit`, or another entry's removal: not the release's.
+    assert_eq!(verdict(400_000, "lock/509"), Verdict::Violation);
+    assert_eq!(verdict(610_583, "lock/508"), Verdict::Violation);
+    // Exact placement (simulation): a removal before the grant is never the release's.
+    assert_eq!(verdict(0, "lock/509"), Verdict::Violation);
+}
+
 /// A client program's owner is what the program said (`pid7#1`), not the entry's value the
 /// servers show: its own entry's removal, placed by the witness a little after the answer
 /// (the server ran the delete before it answered), is the release's within the bound; a

@@ -155,6 +155,9 @@ impl RedisCluster {
             .collect::<Result<_, _>>()?;
         cluster.form()?;
         cluster.wait_converged(cluster.options.ready_timeout)?;
+        if let Some(links) = &cluster.links {
+            links.start_lag();
+        }
         Ok(cluster)
     }
 

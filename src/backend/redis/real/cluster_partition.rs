@@ -52,12 +52,8 @@ impl BusLinks {
             [0, 0],
             0,
         ));
-        let data = Arc::new(Network::new(
-            names.to_vec(),
-            vec![true; names.len()],
-            lag_ms,
-            0,
-        ));
+        let data =
+            Arc::new(Network::new(names.to_vec(), vec![true; names.len()], lag_ms, 0).lag_later());
         let proxies = rt
             .block_on(async {
                 let mut proxies = BTreeMap::new();
@@ -100,6 +96,12 @@ impl BusLinks {
     fn cut(&self, links: &[(usize, usize)], on: bool) {
         self.net.cut(links, on);
         self.data.cut(links, on);
+    }
+
+    /// Turns the replication lag on, once the cluster has formed (`BusLinks::start` holds it
+    /// back: each replica's first sync is set-up, not part of the run).
+    pub(crate) fn start_lag(&self) {
+        self.data.start_lag();
     }
 
     /// Node `node`'s announced address: its ip, client proxy port and bus proxy port.

@@ -17,6 +17,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -42,6 +43,10 @@ pub(crate) struct Network {
     lag_ms: [u64; 2],
     /// The lag draws, from the run's seed.
     rng: Mutex<SmallRng>,
+    /// Whether replication lags yet. A deployment's own setup (each replica's first handshake
+    /// and full sync) is not part of the run: with the lag on, a 4 s lag held a Redis Cluster's
+    /// start-up for about 12 s, a round of the handshake at a time. See [`Network::lag_later`].
+    lagging: AtomicBool,
 }
 
 impl Network {
@@ -55,7 +60,21 @@ impl Network {
             changed: watch::channel(0).0,
             lag_ms,
             rng: Mutex::new(SmallRng::seed_from_u64(seed)),
+            lagging: AtomicBool::new(true),
         }
+    }
+
+    /// This network with its replication lag off until [`Network::start_lag`]: the replicas
+    /// sync at once while the deployment starts, as a simulated run starts with them in sync,
+    /// and replication lags from the run's start on (over the connections made before too).
+    pub(crate) fn lag_later(self) -> Self {
+        self.lagging.store(false, Ordering::Relaxed);
+        self
+    }
+
+    /// Turns the replication lag on (see [`Network::lag_later`]).
+    pub(crate) fn start_lag(&self) {
+        self.lagging.store(true, Ordering::Relaxed);
     }
 
     /// Node `i`'s own address: where its proxy listens and what it sends from.
@@ -123,8 +142,11 @@ impl Network {
         to.is_some_and(|to| self.servers[from] && self.servers[to]) && self.lag_ms[1] > 0
     }
 
-    /// The next replication lag draw.
+    /// The next replication lag draw (none before [`Network::start_lag`] when it lags later).
     pub(crate) fn replication_lag(&self) -> Duration {
+        if !self.lagging.load(Ordering::Relaxed) {
+            return Duration::ZERO;
+        }
         let [lo, hi] = self.lag_ms;
         Duration::from_millis(self.rng.lock().unwrap().gen_range(lo..=hi))
     }

@@ -92,12 +92,15 @@ impl SentinelDeployment {
             .map(|i| index(&format!("sentinel-{i}")))
             .collect();
         let is_server: Vec<bool> = names.iter().map(|n| n.starts_with("redis-")).collect();
-        let net = Arc::new(Network::new(
-            names.clone(),
-            is_server.clone(),
-            s.redis.replication_lag_ms,
-            seed,
-        ));
+        let net = Arc::new(
+            Network::new(
+                names.clone(),
+                is_server.clone(),
+                s.redis.replication_lag_ms,
+                seed,
+            )
+            .lag_later(),
+        );
         let proxied: Vec<usize> = (0..names.len())
             .filter(|&i| is_server[i] || sentinel_nodes.contains(&i))
             .collect();
@@ -175,6 +178,8 @@ impl SentinelDeployment {
             sentinel_nodes,
         };
         d.wait_ready()?;
+        // The replicas synced while the deployment started; replication lags from the run on.
+        d.net.start_lag();
         Ok(d)
     }
 
